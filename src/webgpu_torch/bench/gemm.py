@@ -1,0 +1,79 @@
+"""GEMM throughput of each tile configuration, against the host's best fp32 GEMM measured in the same run.
+
+Baselines: torch on CUDA (TF32 off: cuBLAS fp32 is the ceiling a fp32 kernel is compared to) when a CUDA
+device is present, else numpy's BLAS on the CPU. Our figures are GPU time from timestamp queries (wall clock
+where the adapter has none) over back-to-back calls, inputs already on the device.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+import torch
+
+import webgpu_torch
+
+from ..runtime import timing
+
+DEFAULT_SIZES = [(256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048)]
+DEFAULT_VARIANTS = ["pr", "64x64", "128x128", "auto"]
+
+
+def _baseline(m: int, n: int, k: int, repeats: int) -> tuple[str, float]:
+    if torch.cuda.is_available():
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
+        for _ in range(3):
+            a @ b
+        times = []
+        for _ in range(5):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(repeats):
+                a @ b
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) / 1e3 / repeats)
+        return f"torch {torch.__version__} CUDA fp32 (TF32 off)", statistics.median(times)
+    a, b = np.random.randn(m, k).astype(np.float32), np.random.randn(k, n).astype(np.float32)
+    a @ b
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            a @ b
+        times.append((time.perf_counter() - start) / repeats)
+    return f"numpy {np.__version__} CPU fp32", statistics.median(times)
+
+
+def run(sizes=None, variants=None, engine: str | None = None, repeats: int = 5) -> tuple[list[dict], dict]:
+    rows = []
+    info = webgpu_torch.device_info(engine)
+    for m, n, k in sizes or DEFAULT_SIZES:
+        flops = 2.0 * m * n * k
+        base_name, base_s = _baseline(m, n, k, repeats)
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        ep = torch.export.export(_MM(), (a, b))
+        for variant in variants or DEFAULT_VARIANTS:
+            program = webgpu_torch.compile(ep, gemm=variant)
+            ex = program.executor(engine)
+            program(a, b)  # uploads the inputs
+            t = timing.gpu_time(ex, repeats=repeats)
+            rows.append({"M": m, "N": n, "K": k, "variant": variant,
+                         "kernel": program.kernels[program.dispatches[0].kernel].name,
+                         "ms": t.seconds * 1e3, "GFLOP/s": flops / t.seconds / 1e9,
+                         "baseline GFLOP/s": flops / base_s / 1e9, "vs baseline": base_s / t.seconds,
+                         "timer": t.method})
+    return rows, {"device": f"{info['adapter']} via {info['engine_module']} ({info['backend']})",
+                  "baseline": base_name}
+
+
+class _MM(torch.nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+
+COLUMNS = ["M", "N", "K", "variant", "kernel", "ms", "GFLOP/s", "baseline GFLOP/s", "vs baseline"]

@@ -1,0 +1,134 @@
+"""The builder ops lower into: outputs with `ctx.new`, work with `ctx.dispatch`, and `ctx.contiguous` for an
+operand a kernel cannot read strided. Buffers here are virtual: the planner maps scratch ones onto shared
+device buffers afterwards (see lowering.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from . import dtypes, wgsl
+from .program import Buffer, Dispatch, Kernel, Tensor, contiguous_strides
+
+MAX_WORKGROUPS_PER_DIM = 65535  # WebGPU's guaranteed maxComputeWorkgroupsPerDimension
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What is compiled: a kernel file, its entry point, const substitutions and override constants."""
+
+    file: str
+    name: str
+    entry: str = "main"
+    consts: tuple[tuple[str, Any], ...] = ()
+    overrides: tuple[tuple[str, float], ...] = ()
+
+    @staticmethod
+    def of(file: str, name: str, *, entry: str = "main", consts: dict | None = None,
+           overrides: dict | None = None) -> KernelSpec:
+        return KernelSpec(file, name, entry, tuple(sorted((consts or {}).items())),
+                          tuple(sorted((k, float(v)) for k, v in (overrides or {}).items())))
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    gemm: str = "auto"  # GEMM variant: "auto" or a name in ops.gemm.CONFIGS
+    extra: dict = field(default_factory=dict)  # family-specific options, read by the family that owns them
+
+
+@cache
+def _specialized(file: str, consts: tuple) -> str:
+    return wgsl.specialize(wgsl.kernel_source(file), dict(consts))
+
+
+@cache
+def _interface(source: str) -> tuple[tuple[wgsl.Binding, ...], wgsl.UniformLayout | None]:
+    binds = wgsl.bindings(source)
+    has_uniform = any(b.kind == "uniform" for b in binds)
+    return binds, wgsl.UniformLayout.parse(source) if has_uniform else None
+
+
+def fold_grid(workgroups: int) -> tuple[int, int, int]:
+    """A 1-D count of workgroups as an (x, y, 1) grid; kernels number workgroups x-fastest and those past
+    the count exit at once."""
+    if workgroups <= MAX_WORKGROUPS_PER_DIM:
+        return (workgroups, 1, 1)
+    y = -(-workgroups // MAX_WORKGROUPS_PER_DIM)
+    if y > MAX_WORKGROUPS_PER_DIM:
+        raise ValueError(f"{workgroups} workgroups exceed a {MAX_WORKGROUPS_PER_DIM}² grid")
+    return (-(-workgroups // y), y, 1)
+
+
+class Builder:
+    def __init__(self, options: CompileOptions):
+        self.options = options
+        self.buffers: list[Buffer] = []
+        self.constants: dict[int, np.ndarray] = {}
+        self.sources: list[str] = []
+        self.kernels: list[Kernel] = []
+        self.dispatches: list[Dispatch] = []
+        self.node = ""  # the node being lowered, recorded on its dispatches
+        self._source_ids: dict[str, int] = {}
+        self._kernel_ids: dict[Kernel, int] = {}
+        self._dummy: Tensor | None = None
+
+    # -- for op lowerings -------------------------------------------------------------------------------------
+    def new(self, shape: tuple[int, ...], dtype: str = "float32") -> Tensor:
+        """A fresh contiguous scratch tensor."""
+        size = max(1, int(np.prod(shape))) * dtypes.dtype(dtype).itemsize
+        return Tensor(self._buffer(Buffer(size, "scratch")), tuple(shape), contiguous_strides(tuple(shape)), 0,
+                      dtype)
+
+    def dummy(self) -> Tensor:
+        """A small zero buffer to bind where a kernel's optional operand is absent (it is never read)."""
+        if self._dummy is None:
+            self._dummy = self.constant("__dummy__", np.zeros(4, np.float32))
+        return self._dummy
+
+    def constant(self, name: str, array: np.ndarray, dtype: str = "float32") -> Tensor:
+        data = dtypes.to_device(array, dtype, f"constant {name!r}")
+        index = self._buffer(Buffer(max(data.nbytes, 4), "constant", name))
+        self.constants[index] = data
+        return Tensor(index, tuple(array.shape), contiguous_strides(tuple(array.shape)), 0, dtype)
+
+    def contiguous(self, t: Tensor) -> Tensor:
+        """`t` itself when contiguous, else a contiguous copy (one dispatch)."""
+        if t.is_contiguous():
+            return t
+        from .ops.elementwise import copy
+
+        return copy(self, t)
+
+    def dispatch(self, spec: KernelSpec, tensors: list[Tensor], params: dict | None, workgroups: int) -> None:
+        """Emit one dispatch of `workgroups` workgroups; `tensors` bind in binding order, Params after them."""
+        if workgroups == 0:
+            return
+        source = _specialized(spec.file, spec.consts)
+        binds, layout = _interface(source)
+        storage = [b for b in binds if b.kind != "uniform"]
+        if len(storage) != len(tensors):
+            raise RuntimeError(f"{spec.name}: kernel binds {len(storage)} buffers, lowering gave {len(tensors)}")
+        if (layout is None) != (params is None):
+            raise RuntimeError(f"{spec.name}: Params given {params is not None}, declared {layout is not None}")
+        uniform = layout.pack(params) if layout is not None else b""
+        kernel = Kernel(spec.name, self._source(source), spec.entry, spec.overrides)
+        if kernel not in self._kernel_ids:
+            self._kernel_ids[kernel] = len(self.kernels)
+            self.kernels.append(kernel)
+        self.dispatches.append(Dispatch(self._kernel_ids[kernel], tuple(t.buffer for t in tensors), uniform,
+                                        fold_grid(workgroups), self.node))
+
+    # -- internals ----------------------------------------------------------------------------------------------
+    def _buffer(self, b: Buffer) -> int:
+        self.buffers.append(b)
+        return len(self.buffers) - 1
+
+    def _source(self, text: str) -> int:
+        if text not in self._source_ids:
+            self._source_ids[text] = len(self.sources)
+            self.sources.append(text)
+        return self._source_ids[text]

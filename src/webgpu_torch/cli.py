@@ -1,0 +1,121 @@
+"""The `webgpu-torch` command: info, run, demo, bench."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from .errors import WebGPUTorchError
+
+
+def _info(args) -> int:
+    from .runtime.engine import device_info
+
+    info = device_info(args.engine)
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    for key in ("engine", "engine_module", "adapter", "vendor", "description", "backend", "adapter_type"):
+        print(f"{key:14s} {info[key]}")
+    print(f"{'features':14s} " + ", ".join(f"{k}={'yes' if v else 'no'}" for k, v in info["features"].items()))
+    for key in ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroup-storage-size",
+                "max-compute-invocations-per-workgroup", "max-compute-workgroups-per-dimension"):
+        print(f"{key:14s} {info['limits'].get(key)}")
+    return 0
+
+
+def _random_input(spec, rng: np.random.Generator) -> np.ndarray:
+    if spec.dtype == "bool":
+        return rng.integers(0, 2, spec.shape).astype(bool)
+    if spec.dtype.startswith("int"):
+        return rng.integers(0, 100, spec.shape).astype(spec.dtype)
+    return rng.standard_normal(spec.shape).astype(spec.dtype)
+
+
+def _run(args) -> int:
+    from .artifact import load
+    from .tree import unflatten
+
+    program = load(args.file)
+    if args.input and len(args.input) != len(program.inputs):
+        raise SystemExit(f"{args.file} takes {len(program.inputs)} inputs "
+                         f"({', '.join(i.name for i in program.inputs)}); {len(args.input)} given")
+    rng = np.random.default_rng(0)
+    arrays = [np.load(p) for p in args.input] if args.input else [_random_input(s, rng) for s in program.inputs]
+    args_tree = unflatten(program.input_tree, arrays)
+    program.executor(args.engine)
+    outputs = program(*args_tree[0], **args_tree[1])
+    times = []
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        program(*args_tree[0], **args_tree[1])
+        times.append(time.perf_counter() - start)
+    from .tree import flatten
+
+    for i, out in enumerate(flatten(program.output_tree, outputs)):
+        out = np.asarray(out)
+        stats = f"mean {out.mean():.6g}  std {out.std():.6g}" if out.size and out.dtype.kind == "f" else ""
+        print(f"output {i}: {out.dtype}{list(out.shape)}  {stats}")
+        if args.save_outputs:
+            np.save(f"{args.save_outputs}_{i}.npy", out)
+    if times:
+        print(f"time: {statistics.median(times) * 1e3:.3f} ms per call (median of {args.repeat})")
+    return 0
+
+
+def _demo(args) -> int:
+    from . import demo
+
+    return 0 if demo.run(args.model, args.engine, args.repeat) else 1
+
+
+def _bench(args) -> int:
+    from .bench import gemm
+    from .bench.table import format_table
+
+    sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes] if args.sizes else None
+    rows, meta = gemm.run(sizes, args.variants, args.engine, args.repeat)
+    print(f"GEMM fp32 on {meta['device']}; baseline {meta['baseline']}")
+    print(format_table(rows, gemm.COLUMNS, markdown=args.markdown))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="webgpu-torch", description=__doc__)
+    parser.add_argument("--engine", choices=["auto", "dawn", "wgpu"], default=None,
+                        help="WebGPU engine (default: WEBGPU_TORCH_ENGINE, else Dawn if it finds an adapter)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("info", help="the WebGPU engine, adapter, features and limits in use")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=_info)
+    p = sub.add_parser("run", help="run a saved program (random inputs unless --input is given)")
+    p.add_argument("file")
+    p.add_argument("--input", action="append", default=[], metavar="X.npy", help="one per input, in order")
+    p.add_argument("--repeat", type=int, default=10, help="timed calls after the first")
+    p.add_argument("--save-outputs", metavar="PREFIX", help="write PREFIX_<i>.npy for each output")
+    p.set_defaults(fn=_run)
+    p = sub.add_parser("demo", help="compile a model, run it, check it against PyTorch, print timings")
+    p.add_argument("--model", default="mlp")
+    p.add_argument("--repeat", type=int, default=20)
+    p.set_defaults(fn=_demo)
+    p = sub.add_parser("bench", help="GEMM throughput per tile configuration, vs a baseline in the same run")
+    p.add_argument("--sizes", nargs="*", metavar="MxNxK")
+    p.add_argument("--variants", nargs="*")
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--markdown", action="store_true")
+    p.set_defaults(fn=_bench)
+    args = parser.parse_args(argv)
+    try:
+        return args.fn(args)
+    except WebGPUTorchError as e:
+        print(f"webgpu-torch: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""`compile`: torch.export program -> frontend -> lowering -> memory planning -> Program.
+
+torch is imported on the first call, so `import webgpu_torch` stays torch-free for processes that only load
+and run saved programs.
+"""
+
+from __future__ import annotations
+
+import warnings
+from contextlib import contextmanager
+from typing import Any
+
+from . import lowering
+from .builder import CompileOptions
+from .ops.gemm import CONFIGS as GEMM_CONFIGS
+from .program import Program
+
+
+def compile(ep, *, gemm: str = "auto", **extra: Any) -> Program:
+    """Compile a `torch.export.ExportedProgram` for WebGPU.
+
+    gemm: force one GEMM tile configuration ("pr", "64x64", "128x128"); "auto" picks per shape.
+    Raises UnsupportedError naming every node that cannot run, its op, shapes and the reason, before anything
+    touches a GPU. The returned Program is plain data; calling it runs it on the default WebGPU engine.
+    """
+    import torch.utils._pytree as pytree
+
+    from . import frontend
+
+    if gemm != "auto" and gemm not in GEMM_CONFIGS:
+        raise ValueError(f"gemm={gemm!r}: choose 'auto' or one of {sorted(GEMM_CONFIGS)}")
+    with _quiet_torch():
+        graph = frontend.import_program(ep)
+    program = lowering.lower(graph, CompileOptions(gemm=gemm, extra=extra))
+    out_spec = ep.call_spec.out_spec
+    program._restore_outputs = lambda leaves: pytree.tree_unflatten(leaves, out_spec)
+    return program
+
+
+def compile_module(model, args: tuple, kwargs: dict | None = None, dynamic_shapes=None, **options: Any) -> Program:
+    """Export `model(*args, **kwargs)` with torch.export and compile it (options as for `compile`)."""
+    import torch
+
+    with _quiet_torch():
+        ep = torch.export.export(model, tuple(args), kwargs or {}, dynamic_shapes=dynamic_shapes)
+    return compile(ep, **options)
+
+
+@contextmanager
+def _quiet_torch():
+    """Hide a deprecation warning torch's own export code raises about its pytree internals (not actionable)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+        yield

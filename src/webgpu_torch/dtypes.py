@@ -1,0 +1,61 @@
+"""Tensor dtypes and how each is carried on the device.
+
+WGSL has no 64-bit integers and no storable bools, so int64 travels as int32 (values are range-checked
+wherever they enter: constants at compile time, inputs at call time) and bool as u32 (0 or 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str  # torch's name without the prefix: "float32", "int64", "bool"
+    wgsl: str  # element type of the device array
+    device: np.dtype  # numpy dtype of the device representation
+    host: np.dtype  # numpy dtype users see
+
+    @property
+    def itemsize(self) -> int:
+        return self.device.itemsize
+
+
+DTYPES = {
+    d.name: d
+    for d in (
+        DType("float32", "f32", np.dtype("<f4"), np.dtype("float32")),
+        DType("int32", "i32", np.dtype("<i4"), np.dtype("int32")),
+        DType("int64", "i32", np.dtype("<i4"), np.dtype("int64")),
+        DType("bool", "u32", np.dtype("<u4"), np.dtype("bool")),
+    )
+}
+
+
+def dtype(name: str) -> DType:
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise TypeError(f"dtype {name} is not supported (supported: {', '.join(DTYPES)})") from None
+
+
+def to_device(array: np.ndarray, name: str, what: str) -> np.ndarray:
+    """`array` in the device representation of dtype `name`; `what` names it in errors."""
+    d = dtype(name)
+    if name == "int64" and array.size:
+        lo, hi = int(array.min()), int(array.max())
+        if lo < -(2**31) or hi >= 2**31:
+            raise ValueError(
+                f"{what}: int64 values must fit in int32 on WebGPU (which has no 64-bit integers); "
+                f"range is [{lo}, {hi}]"
+            )
+    return np.ascontiguousarray(array, dtype=d.device)
+
+
+def from_device(array: np.ndarray, name: str) -> np.ndarray:
+    d = dtype(name)
+    if name == "bool":
+        return array != 0
+    return array.astype(d.host, copy=False)

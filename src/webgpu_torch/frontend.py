@@ -1,0 +1,285 @@
+"""The frontend: a torch.export ExportedProgram into the plain `Graph` that lowering consumes.
+
+Steps: decompose to core ATen (keeping whole every op the registry has a kernel for), fold subgraphs that
+depend only on constants by running them in torch, drop dead nodes, and normalise every call's arguments by its
+schema. This is the only module of the compiler that needs torch.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any
+
+import numpy as np
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+
+from .errors import UnsupportedError
+from .graph import Graph, Node, Ref, TensorMeta
+from .ops import OPS
+
+# Folding a constant subgraph must not inflate the artifact: a result is kept as a constant only when it is
+# no larger than its constant inputs together (or tiny). Larger ones (an expanded mask, say) stay as ops.
+FOLD_TINY_ELEMENTS = 1 << 12
+
+
+def import_program(ep: ExportedProgram) -> Graph:
+    ep = ep.run_decompositions(_decomposition_table())
+    sig = ep.graph_signature
+    constants: dict[str, torch.Tensor] = {}
+    inputs: list[tuple[str, TensorMeta]] = []
+    for spec in sig.input_specs:
+        name = spec.arg.name
+        if spec.kind == InputKind.USER_INPUT:
+            val = _placeholder_val(ep, name)
+            if not isinstance(val, torch.Tensor):
+                raise UnsupportedError([f"  input {name!r}: a {type(val).__name__}; only tensor inputs are "
+                                        "supported (pass scalars as 0-d tensors, or fix them at export)"])
+            inputs.append((name, _meta(val, f"input {name!r}")))
+        elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
+            constants[name] = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[
+                spec.target]
+        elif spec.kind == InputKind.CONSTANT_TENSOR:
+            constants[name] = ep.constants[spec.target]
+        else:
+            raise UnsupportedError([f"  input {name!r}: {spec.kind.name} inputs are not supported"])
+    mutated = [s.target for s in sig.output_specs if s.kind != OutputKind.USER_OUTPUT]
+    if mutated:
+        raise UnsupportedError([f"  the program mutates {mutated} ({len(mutated)} non-user outputs); WebGPU "
+                                "programs are functional: export the model in eval() mode"])
+    nodes, outputs = _convert_nodes(ep, constants)
+    nodes = _drop_dead(nodes, outputs)
+    used = _referenced(nodes, outputs)
+    kept = {k: v for k, v in constants.items() if Ref(k) in used}
+    return Graph(
+        inputs=inputs,
+        constants={k: _to_numpy(v) for k, v in kept.items()},
+        constant_meta={k: _meta(v, f"constant {k!r}") for k, v in kept.items()},
+        nodes=nodes,
+        outputs=outputs,
+        input_tree=treespec_to_json(ep.call_spec.in_spec),
+        output_tree=treespec_to_json(ep.call_spec.out_spec),
+        meta={"torch": torch.__version__},
+    )
+
+
+def _decomposition_table() -> dict:
+    table = torch.export.default_decompositions()
+    for target in OPS:
+        op = resolve_target(target)
+        if op in table:
+            del table[op]
+    return table
+
+
+def resolve_target(target: str):
+    """`"aten.addmm.default"` -> `torch.ops.aten.addmm.default`."""
+    namespace, name, overload = target.split(".")
+    return getattr(getattr(getattr(torch.ops, namespace), name), overload)
+
+
+def target_name(op) -> str:
+    if isinstance(op, torch._ops.OpOverload):
+        return f"{op.namespace}.{op._schema.name.split('::')[1]}.{op._overloadname}"
+    return getattr(op, "__name__", str(op))
+
+
+def _placeholder_val(ep: ExportedProgram, name: str) -> Any:
+    for n in ep.graph.nodes:
+        if n.op == "placeholder" and n.name == name:
+            return n.meta.get("val")
+    raise KeyError(name)
+
+
+def _meta(t: torch.Tensor, what: str) -> TensorMeta:
+    shape = []
+    for s in t.shape:
+        if not isinstance(s, int):
+            raise UnsupportedError([f"  {what}: dynamic dimension {s} in shape {list(t.shape)}; only static "
+                                    "shapes are supported so far"])
+        shape.append(s)
+    return TensorMeta(tuple(shape), str(t.dtype).removeprefix("torch."))
+
+
+def _to_numpy(t: torch.Tensor) -> np.ndarray:
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        t = t.float()
+    return t.numpy()
+
+
+# -- nodes -------------------------------------------------------------------------------------------------------
+
+def _convert_nodes(ep: ExportedProgram, constants: dict[str, torch.Tensor]) -> tuple[list[Node], list[Ref]]:
+    refs: dict[torch.fx.Node, Ref] = {}
+    nodes: list[Node] = []
+    outputs: list[Ref] = []
+    for n in ep.graph.nodes:
+        if n.op == "placeholder":
+            refs[n] = Ref(n.name)
+        elif n.op == "call_function" and n.target is operator.getitem:
+            src, index = n.args
+            refs[n] = Ref(refs[src].node, index)
+        elif n.op == "call_function":
+            refs[n] = Ref(n.name)
+            args = _normalize_args(n, refs)
+            folded = _try_fold(n, args, constants)
+            if folded is not None:
+                constants[n.name] = folded
+                continue
+            nodes.append(Node(n.name, target_name(n.target), args, _output_metas(n), _source_line(n)))
+        elif n.op == "output":
+            for v, spec in zip(n.args[0], ep.graph_signature.output_specs, strict=True):
+                if spec.kind != OutputKind.USER_OUTPUT:
+                    continue
+                if not isinstance(v, torch.fx.Node):
+                    raise UnsupportedError([f"  output {v!r}: non-tensor outputs are not supported"])
+                outputs.append(refs[v])
+        else:
+            raise UnsupportedError([f"  node {n.name!r}: graph op {n.op!r} is not supported"])
+    return nodes, outputs
+
+
+def _normalize_args(n: torch.fx.Node, refs: dict) -> dict[str, Any]:
+    """Arguments by schema name, in schema order, with defaults filled in."""
+    schema = getattr(n.target, "_schema", None)
+    if schema is None:
+        raise UnsupportedError([f"  node {n.name!r}: {n.target} is not an ATen operator"])
+    out: dict[str, Any] = {}
+    for i, arg in enumerate(schema.arguments):
+        if i < len(n.args) and not arg.kwarg_only:
+            value = n.args[i]
+        elif arg.name in n.kwargs:
+            value = n.kwargs[arg.name]
+        elif arg.has_default_value():
+            value = arg.default_value
+        else:
+            value = None
+        out[arg.name] = _convert_value(value, refs)
+    return out
+
+
+def _convert_value(v: Any, refs: dict) -> Any:
+    if isinstance(v, torch.fx.Node):
+        return refs[v]
+    if isinstance(v, (list, tuple)):
+        return [_convert_value(x, refs) for x in v]
+    if isinstance(v, torch.dtype):
+        return str(v).removeprefix("torch.")
+    if isinstance(v, (torch.device, torch.layout, torch.memory_format)):
+        return str(v)
+    return v
+
+
+def _output_metas(n: torch.fx.Node) -> tuple[TensorMeta | None, ...]:
+    val = n.meta.get("val")
+    what = f"node {n.name!r} output"
+    if isinstance(val, torch.Tensor):
+        return (_meta(val, what),)
+    if isinstance(val, (list, tuple)):
+        return tuple(_meta(v, what) if isinstance(v, torch.Tensor) else None for v in val)
+    return ()
+
+
+def _source_line(n: torch.fx.Node) -> str:
+    """`file.py:12 \\`code\\``, the innermost user frame of the node's stack trace."""
+    frames = re.findall(r'File "([^"]+)", line (\d+), in \w+\n\s*(.*)', n.meta.get("stack_trace") or "")
+    if not frames:
+        return ""
+    path, line, code = frames[-1]
+    return f"{path.rsplit('/', 1)[-1]}:{line} `{code.strip()}`"
+
+
+# -- constant folding and dead code ------------------------------------------------------------------------------
+
+def _try_fold(n: torch.fx.Node, args: dict[str, Any], constants: dict[str, torch.Tensor]) -> torch.Tensor | None:
+    """The node's value when every tensor it reads is a constant, it is deterministic, and the result does
+    not outgrow its inputs; else None."""
+    if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()):
+        return None
+    reads = list(_refs_in(args))
+    if any(r.index is not None or r.node not in constants for r in reads):
+        return None
+    val = n.meta.get("val")
+    if not isinstance(val, torch.Tensor) or any(not isinstance(s, int) for s in val.shape):
+        return None
+    if val.numel() > max(FOLD_TINY_ELEMENTS, sum(constants[r.node].numel() for r in reads)):
+        return None
+    fn_args = [_realize_fx(a, constants) for a in n.args]
+    fn_kwargs = {k: _realize_fx(v, constants) for k, v in n.kwargs.items()}
+    with torch.no_grad():
+        result = n.target(*fn_args, **fn_kwargs)
+    return result.contiguous() if isinstance(result, torch.Tensor) else None
+
+
+def _realize_fx(v: Any, constants: dict[str, torch.Tensor]) -> Any:
+    if isinstance(v, torch.fx.Node):
+        return constants[v.name]
+    if isinstance(v, (list, tuple)):
+        return type(v)(_realize_fx(x, constants) for x in v)
+    return v
+
+
+def _refs_in(v: Any):
+    if isinstance(v, Ref):
+        yield v
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _refs_in(x)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            yield from _refs_in(x)
+
+
+def _referenced(nodes: list[Node], outputs: list[Ref]) -> set[Ref]:
+    used = {Ref(r.node) for r in outputs}
+    for node in nodes:
+        used.update(Ref(r.node) for r in _refs_in(node.args))
+    return used
+
+
+def _drop_dead(nodes: list[Node], outputs: list[Ref]) -> list[Node]:
+    """Nodes whose values nothing reads. Assertion-only ops (`_assert_tensor_metadata`) go too: export
+    already checked them."""
+    live = {r.node for r in outputs}
+    kept = []
+    for node in reversed(nodes):
+        if node.name in live:
+            kept.append(node)
+            live.update(r.node for r in _refs_in(node.args))
+    return kept[::-1]
+
+
+# -- pytree specs ------------------------------------------------------------------------------------------------
+
+def treespec_to_json(spec) -> dict:
+    if spec.is_leaf():
+        return {"type": "leaf"}
+    children = [treespec_to_json(c) for c in _children(spec)]
+    if spec.type is tuple:
+        return {"type": "tuple", "items": children}
+    if spec.type is list:
+        return {"type": "list", "items": children}
+    if spec.type is dict:
+        return {"type": "dict", "keys": list(spec.context), "items": children}
+    if spec.type is type(None):
+        return {"type": "const", "value": None}
+    keys = _context_keys(spec)
+    if keys is not None and len(keys) == len(children):
+        return {"type": "dict", "keys": keys, "items": children}
+    return {"type": "tuple", "items": children}
+
+
+def _children(spec) -> list:
+    return list(spec.children()) if hasattr(spec, "children") else list(spec.children_specs)
+
+
+def _context_keys(spec) -> list[str] | None:
+    ctx = spec.context
+    if isinstance(ctx, (list, tuple)) and all(isinstance(k, str) for k in ctx):
+        return list(ctx)
+    if isinstance(ctx, (list, tuple)) and len(ctx) == 2 and isinstance(ctx[1], (list, tuple)):
+        return [str(k) for k in ctx[1]]
+    return None

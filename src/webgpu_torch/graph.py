@@ -1,0 +1,72 @@
+"""The imported graph: core-ATen nodes as plain data, produced by the frontend and consumed by lowering.
+
+Arguments are normalised by the op's schema into a dict in schema order with defaults filled in, so a lowering
+reads `node.args["mat1"]` whatever way the call was spelled. Tensor arguments are `Ref`s to graph values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __str__(self) -> str:
+        return f"{self.dtype}{list(self.shape)}"
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A graph value: the output of node `node` (output `index` of a node that returns several)."""
+
+    node: str
+    index: int | None = None
+
+
+@dataclass
+class Node:
+    name: str
+    target: str  # e.g. "aten.addmm.default"
+    args: dict[str, object]  # by schema name, in schema order, defaults filled in
+    outputs: tuple[TensorMeta | None, ...]  # one entry per output; None for a non-tensor output
+    source: str = ""  # the user's line that produced it, for error messages
+
+
+@dataclass
+class Graph:
+    inputs: list[tuple[str, TensorMeta]]  # user inputs, in flattened order
+    constants: dict[str, np.ndarray]  # parameters, buffers and folded constants (host dtype)
+    constant_meta: dict[str, TensorMeta]
+    nodes: list[Node]
+    outputs: list[Ref]  # flattened user outputs
+    input_tree: dict
+    output_tree: dict
+    meta: dict = field(default_factory=dict)
+
+    def meta_of(self, ref: Ref) -> TensorMeta | None:
+        """The TensorMeta of a value (input, constant or node output)."""
+        return self._metas()[ref]
+
+    def _metas(self) -> dict[Ref, TensorMeta | None]:
+        metas: dict[Ref, TensorMeta | None] = {Ref(n): m for n, m in self.inputs}
+        metas.update({Ref(n): m for n, m in self.constant_meta.items()})
+        for node in self.nodes:
+            if len(node.outputs) == 1:
+                metas[Ref(node.name)] = node.outputs[0]
+            for i, m in enumerate(node.outputs):
+                metas[Ref(node.name, i)] = m
+        return metas

@@ -1,0 +1,111 @@
+"""Strided-view arithmetic on `Tensor`s: the zero-dispatch ops (views) and broadcasting.
+
+Each function returns a new view of the same buffer, or None where the view cannot be expressed with strides
+(the caller then materialises a contiguous copy first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .program import Tensor, contiguous_strides
+
+
+def normalize_dim(dim: int, ndim: int) -> int:
+    if not -max(ndim, 1) <= dim < max(ndim, 1):
+        raise IndexError(f"dimension {dim} out of range for a {ndim}-d tensor")
+    return dim % max(ndim, 1)
+
+
+def permute(t: Tensor, dims: list[int]) -> Tensor:
+    dims = [normalize_dim(d, t.ndim) for d in dims]
+    return replace(t, shape=tuple(t.shape[d] for d in dims), strides=tuple(t.strides[d] for d in dims))
+
+
+def broadcast_to(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Right-aligned numpy broadcasting: new and size-1 dims get stride 0."""
+    if len(shape) < t.ndim:
+        raise ValueError(f"cannot broadcast {list(t.shape)} to {list(shape)}")
+    lead = len(shape) - t.ndim
+    strides = [0] * lead
+    for n, s, want in zip(t.shape, t.strides, shape[lead:], strict=True):
+        if n == want:
+            strides.append(s if n != 1 else 0)
+        elif n == 1:
+            strides.append(0)
+        else:
+            raise ValueError(f"cannot broadcast {list(t.shape)} to {list(shape)}")
+    return replace(t, shape=tuple(shape), strides=tuple(strides))
+
+
+def expand(t: Tensor, sizes: list[int]) -> Tensor:
+    lead = len(sizes) - t.ndim
+    shape = tuple(t.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+    return broadcast_to(t, shape)
+
+
+def unsqueeze(t: Tensor, dim: int) -> Tensor:
+    dim = normalize_dim(dim, t.ndim + 1)
+    stride = t.strides[dim] * t.shape[dim] if dim < t.ndim else 1
+    return replace(t, shape=t.shape[:dim] + (1,) + t.shape[dim:], strides=t.strides[:dim] + (stride,) +
+                   t.strides[dim:])
+
+
+def squeeze(t: Tensor, dims: list[int] | None) -> Tensor:
+    drop = set(range(t.ndim)) if dims is None else {normalize_dim(d, t.ndim) for d in dims}
+    keep = [i for i in range(t.ndim) if not (i in drop and t.shape[i] == 1)]
+    return replace(t, shape=tuple(t.shape[i] for i in keep), strides=tuple(t.strides[i] for i in keep))
+
+
+def slice_(t: Tensor, dim: int, start: int | None, end: int | None, step: int) -> Tensor:
+    dim = normalize_dim(dim, t.ndim)
+    n = t.shape[dim]
+    lo, hi, _ = slice(start, end, step).indices(n)
+    count = max(0, -(-(hi - lo) // step))
+    shape = t.shape[:dim] + (count,) + t.shape[dim + 1:]
+    strides = t.strides[:dim] + (t.strides[dim] * step,) + t.strides[dim + 1:]
+    return replace(t, shape=shape, strides=strides, offset=t.offset + lo * t.strides[dim] if count else t.offset)
+
+
+def select(t: Tensor, dim: int, index: int) -> Tensor:
+    dim = normalize_dim(dim, t.ndim)
+    index = index % t.shape[dim] if -t.shape[dim] <= index < t.shape[dim] else None
+    if index is None:
+        raise IndexError(f"index out of range for dimension {dim} of size {t.shape[dim]}")
+    return replace(t, shape=t.shape[:dim] + t.shape[dim + 1:], strides=t.strides[:dim] + t.strides[dim + 1:],
+                   offset=t.offset + index * t.strides[dim])
+
+
+def view(t: Tensor, shape: tuple[int, ...]) -> Tensor | None:
+    """`t` reshaped without copying, or None where its strides do not allow it (torch's view rule)."""
+    strides = _view_strides(t.shape, t.strides, shape)
+    return None if strides is None else replace(t, shape=tuple(shape), strides=strides)
+
+
+def _view_strides(old_shape, old_strides, new_shape) -> tuple[int, ...] | None:
+    """Strides for `new_shape` over the same elements, or None where a new dim would span two runs of old
+    dims that are not contiguous with each other."""
+    if 0 in new_shape:
+        return contiguous_strides(tuple(new_shape))
+    runs: list[tuple[int, int]] = []  # maximal mergeable runs of old dims, outer to inner: (numel, stride)
+    for n, s in zip(old_shape, old_strides, strict=True):
+        if n == 1:
+            continue
+        if runs and runs[-1][1] == n * s:
+            runs[-1] = (runs[-1][0] * n, s)
+        else:
+            runs.append((n, s))
+    out = [0] * len(new_shape)
+    left, stride = 1, 1  # elements of the current run not yet covered; stride of the next new dim
+    for i in reversed(range(len(new_shape))):
+        n = new_shape[i]
+        if n != 1 and left == 1:
+            if not runs:
+                return None
+            left, stride = runs.pop()
+        if left % n:
+            return None
+        out[i] = stride
+        stride *= n
+        left //= n
+    return tuple(out) if left == 1 and not runs else None

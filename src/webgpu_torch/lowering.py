@@ -1,0 +1,148 @@
+"""Lowering: the imported graph, node by node through the op registry, into dispatches over virtual buffers
+(through a `Builder`); then memory planning maps scratch buffers onto shared device buffers: the Program.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import dtypes, planner
+from .builder import Builder, CompileOptions
+from .errors import UnsupportedError, describe_node
+from .graph import Graph, Node, Ref
+from .ops import OPS, NodeView
+from .program import Buffer, Dispatch, Input, Program, Tensor, contiguous_strides
+
+
+def check_support(graph: Graph) -> None:
+    """Every unsupported node at once, each with its op, shapes and reason."""
+    problems = []
+    for node in graph.nodes:
+        reason = _unsupported_reason(graph, node)
+        if reason:
+            problems.append(describe_node(graph, node, reason))
+    if problems:
+        raise UnsupportedError(problems)
+
+
+def _unsupported_reason(graph: Graph, node: Node) -> str | None:
+    op = OPS.get(node.target)
+    if op is None:
+        return f"no WebGPU kernel for {node.target}"
+    metas = [m for m in _tensor_args(graph, node.args)] + [m for m in node.outputs if m is not None]
+    for m in metas:
+        if m.dtype not in dtypes.DTYPES:
+            return f"dtype {m.dtype} is not supported on WebGPU (supported: {', '.join(dtypes.DTYPES)})"
+    if op.check is None:
+        return None
+    view = NodeView(node.name, node.target, _resolve(node.args, graph.meta_of), node.outputs)
+    return op.check(view)
+
+
+def _tensor_args(graph: Graph, value: Any):
+    if isinstance(value, Ref):
+        meta = graph.meta_of(value)
+        if meta is not None:
+            yield meta
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensor_args(graph, v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensor_args(graph, v)
+
+
+def _resolve(value: Any, lookup) -> Any:
+    if isinstance(value, Ref):
+        return lookup(value)
+    if isinstance(value, dict):
+        return {k: _resolve(v, lookup) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve(v, lookup) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_resolve(v, lookup) for v in value)
+    return value
+
+
+def lower(graph: Graph, options: CompileOptions) -> Program:
+    check_support(graph)
+    ctx = Builder(options)
+    env: dict[Ref, Tensor] = {}
+    inputs = []
+    for name, meta in graph.inputs:
+        size = max(meta.numel, 1) * dtypes.dtype(meta.dtype).itemsize
+        index = ctx._buffer(Buffer(size, "input", name))
+        inputs.append(Input(name, meta.shape, meta.dtype, index))
+        env[Ref(name)] = Tensor(index, meta.shape, contiguous_strides(meta.shape), 0, meta.dtype)
+    for name, array in graph.constants.items():
+        env[Ref(name)] = ctx.constant(name, array, graph.constant_meta[name].dtype)
+    for node in graph.nodes:
+        ctx.node = node.name
+        view = NodeView(node.name, node.target, _resolve(node.args, env.__getitem__), node.outputs)
+        try:
+            result = OPS[node.target].lower(ctx, view)
+        except UnsupportedError:
+            raise
+        except Exception as e:  # a lowering that fails after its check passed is a bug: say where
+            raise RuntimeError(describe_node(graph, node, f"lowering failed: {e}")) from e
+        _bind_outputs(env, node, result)
+    outputs = [env[r] for r in graph.outputs]
+    return _finish(ctx, inputs, outputs, graph)
+
+
+def _bind_outputs(env: dict[Ref, Tensor], node: Node, result: Any) -> None:
+    if len(node.outputs) == 1:
+        env[Ref(node.name)] = result
+        env[Ref(node.name, 0)] = result
+        return
+    for i, t in enumerate(result or ()):
+        if t is not None:
+            env[Ref(node.name, i)] = t
+
+
+def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Graph) -> Program:
+    """Plan scratch buffers by liveness and renumber every buffer reference."""
+    n = len(ctx.dispatches)
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for i, d in enumerate(ctx.dispatches):
+        for b in d.buffers:
+            first.setdefault(b, i)
+            last[b] = i
+    for t in outputs:
+        last[t.buffer] = n  # read back after the last dispatch
+    scratch = [i for i, b in enumerate(ctx.buffers) if b.role == "scratch" and i in first]
+    plan = planner.plan([planner.Lifetime(i, ctx.buffers[i].size, first[i], last[i]) for i in scratch])
+
+    fixed = [i for i, b in enumerate(ctx.buffers)
+             if b.role == "input" or (b.role == "constant" and _used(i, first, outputs))]
+    remap = {old: new for new, old in enumerate(fixed)}
+    remap.update({v: len(fixed) + s for v, s in plan.slot_of.items()})
+    buffers = [ctx.buffers[i] for i in fixed] + [Buffer(size, "scratch") for size in plan.slot_sizes]
+    re = remap.__getitem__
+    program = Program(
+        sources=ctx.sources,
+        kernels=ctx.kernels,
+        buffers=buffers,
+        constants={re(i): a for i, a in ctx.constants.items() if i in remap},
+        inputs=[Input(x.name, x.shape, x.dtype, re(x.buffer)) for x in inputs],
+        outputs=[_rebuffer(t, re(t.buffer)) for t in outputs],
+        input_tree=graph.input_tree,
+        output_tree=graph.output_tree,
+        dispatches=[Dispatch(d.kernel, tuple(map(re, d.buffers)), d.uniform, d.grid, d.node)
+                    for d in ctx.dispatches],
+        meta=dict(graph.meta),
+    )
+    program.check()
+    return program
+
+
+def _used(index: int, first: dict[int, int], outputs: list[Tensor]) -> bool:
+    return index in first or any(t.buffer == index for t in outputs)
+
+
+def _rebuffer(t: Tensor, buffer: int) -> Tensor:
+    return Tensor(buffer, t.shape, t.strides, t.offset, t.dtype)
+
+
+__all__ = ["check_support", "lower"]

@@ -1,0 +1,222 @@
+"""The GEMM family: mm, bmm, addmm, baddbmm and linear, as one tiled kernel with named tile configurations.
+
+Every operand is read in place through its strides: `linear`'s weight [N, K] is B = weightᵀ as a view,
+a bias [N], [1, N], [M, 1], [M, N] or scalar is the same bias view broadcast to [M, N] (stride 0), and
+batch broadcasting is a batch stride of 0. Only C is written, contiguous.
+
+`CONFIGS["pr"]` is the kernel of the ExecuTorch WebGPU addmm PR (32×32 tiles, a 4×4 register tile per
+thread, 8×8 threads, k-steps of 32), kept so other configurations are measured against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from numbers import Number
+
+from .. import layout
+from ..builder import Builder, KernelSpec
+from ..program import Tensor
+from .registry import NodeView, OpCase, register
+
+FILE = "gemm.wgsl"
+MAX_THREADS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    thread_m: int
+    thread_n: int
+
+    def __post_init__(self):
+        wg_m, wg_n = self.tile_m // self.thread_m, self.tile_n // self.thread_n
+        threads = wg_m * wg_n
+        if wg_m * self.thread_m != self.tile_m or wg_n * self.thread_n != self.tile_n:
+            raise ValueError(f"{self}: tiles must be multiples of the register tile")
+        if threads > MAX_THREADS or (self.tile_m * self.tile_k) % threads or (self.tile_n * self.tile_k) % threads:
+            raise ValueError(f"{self}: {threads} threads must be <= {MAX_THREADS} and divide each tile load")
+
+    @property
+    def consts(self) -> dict[str, int]:
+        return {"TILE_M": self.tile_m, "TILE_N": self.tile_n, "TILE_K": self.tile_k,
+                "THREAD_M": self.thread_m, "THREAD_N": self.thread_n}
+
+
+CONFIGS = {
+    "pr": GemmConfig(32, 32, 32, 4, 4),
+    "64x64": GemmConfig(64, 64, 16, 4, 4),
+    "128x128": GemmConfig(128, 128, 8, 8, 8),
+}
+
+
+def choose_config(m: int, n: int, batch: int, forced: str) -> str:
+    """The tile configuration for an (m, n) output: the largest tiles that still leave little padding."""
+    if forced != "auto":
+        return forced
+    if m >= 256 and n >= 256:
+        return "128x128"
+    if m >= 64 and n >= 64:
+        return "64x64"
+    return "pr"
+
+
+def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: float = 1.0, beta: float = 1.0,
+         out_shape: tuple[int, ...]) -> Tensor:
+    """C = beta*bias + alpha*(a @ b) with a [z, M, K] or [M, K], b [z, K, N] or [K, N]; bias broadcastable to
+    [z, M, N] or None. The result is a fresh contiguous tensor of `out_shape` (same element count)."""
+    a3 = a if a.ndim == 3 else layout.unsqueeze(a, 0)
+    b3 = b if b.ndim == 3 else layout.unsqueeze(b, 0)
+    batch = max(a3.shape[0], b3.shape[0])
+    (_, m, k), n = a3.shape, b3.shape[2]
+    a3 = layout.broadcast_to(a3, (batch, m, k))
+    b3 = layout.broadcast_to(b3, (batch, k, n))
+    out = ctx.new(out_shape)
+    use_bias = bias is not None and beta != 0  # torch ignores `self` (even NaN) when beta == 0
+    bias3 = layout.broadcast_to(bias, (batch, m, n)) if use_bias else ctx.dummy()
+    name = choose_config(m, n, batch, ctx.options.gemm)
+    cfg = CONFIGS[name]
+    tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
+    spec = KernelSpec.of(FILE, f"gemm[{name}]", consts=cfg.consts, overrides={
+        "A_K_CONTIGUOUS": a3.strides[2] == 1 or k == 1,
+        "B_N_CONTIGUOUS": b3.strides[2] == 1 or n == 1,
+        "HAS_BIAS": use_bias,
+    })
+    params = {
+        "M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
+        "alpha": float(alpha), "beta": float(beta),
+        "a_offset": a3.offset, "b_offset": b3.offset, "bias_offset": bias3.offset if use_bias else 0,
+        "a_strides": a3.strides, "b_strides": b3.strides, "bias_strides": bias3.strides if use_bias else (0,),
+    }
+    ctx.dispatch(spec, [a3, b3, bias3, out], params, tiles_m * tiles_n * batch)
+    return out
+
+
+def _check_float32(node: NodeView) -> str | None:
+    for name, v in node.args.items():
+        if hasattr(v, "dtype") and v.dtype != "float32":
+            return f"argument {name} is {v.dtype}; the GEMM kernels are float32 only"
+    return None
+
+
+def _check_ranks(**ranks: int):
+    def check(node: NodeView) -> str | None:
+        for name, rank in ranks.items():
+            v = node.args[name]
+            if v.ndim != rank:
+                return f"{name} must be {rank}-d, got shape {list(v.shape)}"
+        return _check_float32(node)
+
+    return check
+
+
+def _check_bias(node: NodeView) -> str | None:
+    bias = node.args["self"]
+    if isinstance(bias, Number):
+        return None
+    out = node.out.shape
+    if bias.ndim > len(out) or any(s not in (1, o) for s, o in zip(bias.shape[::-1], out[::-1], strict=False)):
+        return f"bias of shape {list(bias.shape)} does not broadcast to the output {list(out)}"
+    return _check_float32(node)
+
+
+def _check_addmm(node: NodeView) -> str | None:
+    return _check_ranks(mat1=2, mat2=2)(node) or _check_bias(node)
+
+
+def _check_baddbmm(node: NodeView) -> str | None:
+    return _check_ranks(batch1=3, batch2=3)(node) or _check_bias(node)
+
+
+def _bias_tensor(ctx: Builder, node: NodeView, bias) -> Tensor:
+    if isinstance(bias, Number):
+        import numpy as np
+
+        return ctx.constant(f"{node.name}_bias", np.full((), bias, np.float32))
+    return bias
+
+
+@register("aten.mm.default", check=_check_ranks(self=2, mat2=2))
+def mm(ctx: Builder, node: NodeView) -> Tensor:
+    return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape)
+
+
+@register("aten.bmm.default", check=_check_ranks(self=3, mat2=3))
+def bmm(ctx: Builder, node: NodeView) -> Tensor:
+    return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape)
+
+
+@register("aten.addmm.default", check=_check_addmm)
+def addmm(ctx: Builder, node: NodeView) -> Tensor:
+    a = node.args
+    return gemm(ctx, a["mat1"], a["mat2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"], beta=a["beta"],
+                out_shape=node.out.shape)
+
+
+@register("aten.baddbmm.default", check=_check_baddbmm)
+def baddbmm(ctx: Builder, node: NodeView) -> Tensor:
+    a = node.args
+    return gemm(ctx, a["batch1"], a["batch2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"],
+                beta=a["beta"], out_shape=node.out.shape)
+
+
+def _check_linear(node: NodeView) -> str | None:
+    x, w, bias = node.args["input"], node.args["weight"], node.args["bias"]
+    if x.ndim < 1 or w.ndim != 2:
+        return f"linear needs input of >= 1 dims and a 2-d weight, got {list(x.shape)} and {list(w.shape)}"
+    if bias is not None and bias.ndim > 1:
+        return f"linear bias must be 1-d, got {list(bias.shape)}"
+    return _check_float32(node)
+
+
+@register("aten.linear.default", check=_check_linear)
+def linear(ctx: Builder, node: NodeView) -> Tensor:
+    """y = x @ wᵀ + bias over any leading dims of x: x is viewed as [M, K] (copied only if its strides do not
+    allow that view), wᵀ is a view."""
+    x, w, bias = node.args["input"], node.args["weight"], node.args["bias"]
+    k = x.shape[-1]
+    rows = x.numel // k if k else 0
+    x2 = layout.view(x, (rows, k)) or layout.view(ctx.contiguous(x), (rows, k))
+    return gemm(ctx, x2, layout.permute(w, [1, 0]), bias, out_shape=node.out.shape)
+
+
+def cases() -> list[OpCase]:
+    import torch
+
+    g = ("gemm",)
+
+    def addmm(**kw):
+        return lambda s, a, b: torch.addmm(s, a, b, **kw)
+
+    return [
+        # The ExecuTorch addmm PR's own cases.
+        OpCase("addmm_pr_4x16x32", addmm(), [(32,), (4, 16), (16, 32)], marks=g),
+        OpCase("addmm_pr_16x768x768", addmm(), [(768,), (16, 768), (768, 768)], marks=g),
+        OpCase("addmm_pr_odd_k", addmm(), [(32,), (4, 15), (15, 32)], marks=g),
+        # Every bias broadcast, beta/alpha as ints and floats, prime sizes straddling every tile edge.
+        OpCase("addmm_bias_mn", addmm(beta=0.5, alpha=2.0), [(37, 41), (37, 89), (89, 41)], marks=g),
+        OpCase("addmm_bias_1n", addmm(beta=2, alpha=3), [(1, 41), (37, 89), (89, 41)], marks=g),
+        OpCase("addmm_bias_m1", addmm(), [(37, 1), (37, 89), (89, 41)], marks=g),
+        OpCase("addmm_bias_scalar", addmm(alpha=-1), [(), (113, 37), (37, 89)], marks=g),
+        OpCase("addmm_beta0_ignores_nan", lambda a, b: torch.addmm(torch.full((41,), float("nan")), a, b,
+                                                                   beta=0), [(37, 89), (89, 41)], marks=g),
+        OpCase("addmm_large_tiles", addmm(), [(263,), (269, 257), (257, 263)], marks=g),
+        OpCase("mm_1x1x1", lambda a, b: a @ b, [(1, 1), (1, 1)], marks=g),
+        OpCase("mm_k1", lambda a, b: a @ b, [(37, 1), (1, 41)], marks=g),
+        OpCase("mm_transposed_both", lambda a, b: a.t() @ b.t(), [(89, 37), (41, 89)], marks=g),
+        OpCase("mm_gemv_row", lambda a, b: a @ b, [(1, 113), (113, 89)], marks=g),
+        OpCase("linear_3d", lambda x, w, b: torch.nn.functional.linear(x, w, b), [(3, 37, 89), (41, 89), (41,)],
+               marks=g),
+        OpCase("linear_no_bias_1d", lambda x, w: torch.nn.functional.linear(x, w), [(89,), (41, 89)], marks=g),
+        OpCase("linear_transposed_input", lambda x, w: torch.nn.functional.linear(x.transpose(0, 1), w),
+               [(37, 3, 89), (41, 89)], marks=g),
+        OpCase("bmm", lambda a, b: torch.bmm(a, b), [(3, 37, 89), (3, 89, 41)], marks=g),
+        OpCase("bmm_transposed_rhs", lambda a, b: torch.bmm(a, b.transpose(1, 2)), [(5, 37, 41), (5, 89, 41)],
+               marks=g),
+        OpCase("baddbmm", lambda s, a, b: torch.baddbmm(s, a, b, beta=0.25, alpha=1.5),
+               [(1, 37, 41), (3, 37, 89), (3, 89, 41)], marks=g),
+        OpCase("matmul_broadcast_batch", lambda a, b: a @ b, [(2, 3, 37, 41), (41, 7)], marks=g),
+        # 70,000 blocks of 32x32 (M = 1, N = 2,240,000 / ...) need a folded grid.
+        OpCase("mm_grid_beyond_65535", lambda a, b: a @ b, [(1, 3), (3, 70_001 * 32)], marks=g),
+    ]

@@ -1,0 +1,78 @@
+"""The op registry: the single source of truth for which ATen overloads run on WebGPU.
+
+Each op family module registers its lowerings with `@register(...)`, optionally with a `check` that returns
+the reason a particular node cannot run (None when it can), and lists its test cases in a `cases()` function.
+Registering one overload twice is an error. An op registered here is also kept whole by the frontend's
+decomposition (a kernel for the fused op beats its decomposition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..graph import TensorMeta
+
+# A check sees the node with tensor arguments as TensorMeta; a lowering sees them as program.Tensor.
+# Both carry .shape and .dtype, so checks are written once against either.
+Check = Callable[["NodeView"], "str | None"]
+Lower = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class NodeView:
+    name: str
+    target: str
+    args: dict[str, Any]
+    outputs: tuple[TensorMeta | None, ...]
+
+    @property
+    def out(self) -> TensorMeta:
+        (meta,) = self.outputs
+        return meta
+
+
+@dataclass(frozen=True)
+class OpDef:
+    target: str
+    lower: Lower
+    check: Check | None
+    module: str
+    view: bool  # costs no dispatch: the result is a strided view of an argument
+
+
+@dataclass(frozen=True)
+class OpCase:
+    """A test case: `fn` is traced by torch.export over seeded random inputs and compared against float64.
+
+    inputs: one entry per positional input: a shape (float32 randn), or a zero-argument callable returning
+    a torch tensor (for integer, boolean or specially distributed inputs).
+    tol: replaces the dtype's tolerance; `reason` must then say why in one line.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    inputs: Sequence[Any]
+    tol: float | None = None
+    reason: str = ""
+    marks: tuple[str, ...] = ()
+    kwargs: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.tol is not None and not self.reason:
+            raise ValueError(f"case {self.name}: a tolerance override needs a reason")
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def register(*targets: str, check: Check | None = None, view: bool = False) -> Callable[[Lower], Lower]:
+    def deco(fn: Lower) -> Lower:
+        for target in targets:
+            if target in OPS:
+                raise RuntimeError(f"{target} is registered twice ({OPS[target].module} and {fn.__module__})")
+            OPS[target] = OpDef(target, fn, check, fn.__module__, view)
+        return fn
+
+    return deco

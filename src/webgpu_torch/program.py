@@ -1,0 +1,260 @@
+"""The compiled program: plain data between the compiler and the runtime.
+
+Nothing here imports torch or a WebGPU engine. A Program lists its WGSL sources, the pipelines made from them,
+the device buffers (inputs, constants, planned scratch), and the dispatches of one call in order. Tensors are
+strided views of buffers, so views cost no dispatch and outputs that are views are read back as such.
+Calling a Program hands it to the runtime, which builds everything once and then runs it.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from . import dtypes, tree
+
+FORMAT_VERSION = 1
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A strided view of a buffer; strides and offset count elements of `dtype`."""
+
+    buffer: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
+    dtype: str = "float32"
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def is_contiguous(self) -> bool:
+        return all(s == c for n, s, c in zip(self.shape, self.strides, contiguous_strides(self.shape),
+                                              strict=True) if n != 1)
+
+    def span(self) -> int:
+        """Elements from `offset` to one past the furthest element this view reaches."""
+        if self.numel == 0:
+            return 0
+        return 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides, strict=True))
+
+    def to_json(self) -> dict:
+        return {"buffer": self.buffer, "shape": list(self.shape), "strides": list(self.strides),
+                "offset": self.offset, "dtype": self.dtype}
+
+    @staticmethod
+    def from_json(d: dict) -> Tensor:
+        return Tensor(d["buffer"], tuple(d["shape"]), tuple(d["strides"]), d["offset"], d["dtype"])
+
+
+@dataclass(frozen=True)
+class Buffer:
+    size: int  # bytes
+    role: str  # "input" | "constant" | "scratch"
+    name: str = ""  # the input's or constant's name, for messages
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    buffer: int
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One compute pipeline: an entry point of a (specialised) source, with its override constants."""
+
+    name: str  # readable variant name, e.g. "gemm[128x128]"; shown in profiles
+    source: int  # index into Program.sources
+    entry: str
+    overrides: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    kernel: int  # index into Program.kernels
+    buffers: tuple[int, ...]  # storage bindings, in binding order; the uniform (if any) binds after them
+    uniform: bytes  # the packed Params struct, b"" when the kernel has none
+    grid: tuple[int, int, int]  # workgroup counts, each within WebGPU's 65,535 per dimension
+    node: str  # the graph node this dispatch implements
+
+
+@dataclass
+class Program:
+    sources: list[str]
+    kernels: list[Kernel]
+    buffers: list[Buffer]
+    constants: dict[int, np.ndarray]  # buffer index -> its bytes, in device representation
+    inputs: list[Input]
+    outputs: list[Tensor]
+    input_tree: dict
+    output_tree: dict
+    dispatches: list[Dispatch]
+    meta: dict = field(default_factory=dict)  # free-form provenance: model name, torch version …
+    _executor: Any = field(default=None, repr=False, compare=False)
+    _restore_outputs: Any = field(default=None, repr=False, compare=False)
+
+    # -- running -------------------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        leaves = tree.flatten(self.input_tree, (args, kwargs))
+        as_torch = any(_is_torch(x) for x in leaves)
+        arrays = [self._check_input(spec, x) for spec, x in zip(self.inputs, leaves, strict=True)]
+        outs = [dtypes.from_device(a, t.dtype) for a, t in zip(self.executor().run(arrays), self.outputs,
+                                                               strict=True)]
+        if as_torch:
+            import torch  # the caller passed torch tensors, so torch is already imported
+
+            outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
+        if self._restore_outputs is not None:
+            return self._restore_outputs(outs)
+        return tree.unflatten(self.output_tree, outs)
+
+    def executor(self, engine: str | None = None):
+        """The runtime instance (pipelines, bind groups, buffers), built on first use."""
+        if self._executor is None or (engine and self._executor.engine.name != engine):
+            from .runtime.executor import Executor
+
+            self._executor = Executor(self, engine)
+        return self._executor
+
+    def _check_input(self, spec: Input, value: Any) -> np.ndarray:
+        array = value.detach().cpu().numpy() if _is_torch(value) else np.asarray(value)
+        if tuple(array.shape) != spec.shape:
+            raise ValueError(f"input {spec.name!r}: expected shape {list(spec.shape)}, got {list(array.shape)}")
+        want = dtypes.dtype(spec.dtype).host
+        same_kind = array.dtype == want or (array.dtype.kind in "iu" and want.kind in "iu")
+        if not same_kind:
+            raise TypeError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {array.dtype}")
+        return dtypes.to_device(array, spec.dtype, f"input {spec.name!r}")
+
+    # -- inspection ----------------------------------------------------------------------------------------
+    def check(self) -> None:
+        """Raise ValueError unless every index, size and binding is consistent, so that a damaged or
+        hand-edited program fails here with a message rather than inside the WebGPU engine."""
+        from . import wgsl
+
+        def need(ok: bool, msg: str) -> None:
+            if not ok:
+                raise ValueError(msg)
+
+        nb = len(self.buffers)
+        for i, b in enumerate(self.buffers):
+            need(isinstance(b.size, int) and b.size > 0, f"buffer {i}: bad size {b.size!r}")
+            need(b.role in ("input", "constant", "scratch"), f"buffer {i}: unknown role {b.role!r}")
+            if b.role == "constant":
+                need(i in self.constants, f"buffer {i} ({b.name}): constant data is missing")
+                need(self.constants[i].nbytes <= b.size, f"buffer {i} ({b.name}): constant larger than buffer")
+        need(set(self.constants) <= {i for i, b in enumerate(self.buffers) if b.role == "constant"},
+             "constant data for a buffer that is not a constant")
+        for x in self.inputs:
+            need(0 <= x.buffer < nb and self.buffers[x.buffer].role == "input", f"input {x.name}: bad buffer")
+            need(max(1, prod(x.shape)) * dtypes.dtype(x.dtype).itemsize <= self.buffers[x.buffer].size,
+                 f"input {x.name}: buffer too small")
+        need(len(self.inputs) == tree.count_leaves(self.input_tree), "input tree does not match the inputs")
+        need(len(self.outputs) == tree.count_leaves(self.output_tree), "output tree does not match the outputs")
+        for k, t in enumerate(self.outputs):
+            need(0 <= t.buffer < nb, f"output {k}: bad buffer {t.buffer}")
+            end = (t.offset + t.span()) * dtypes.dtype(t.dtype).itemsize
+            need(t.offset >= 0 and min(t.strides, default=0) >= 0 and end <= self.buffers[t.buffer].size,
+                 f"output {k}: view reaches past its buffer")
+        for k in self.kernels:
+            need(0 <= k.source < len(self.sources), f"kernel {k.name}: bad source index")
+            need(f"fn {k.entry}(" in self.sources[k.source], f"kernel {k.name}: no entry point {k.entry}")
+        for i, d in enumerate(self.dispatches):
+            need(0 <= d.kernel < len(self.kernels), f"dispatch {i}: bad kernel index")
+            source = self.sources[self.kernels[d.kernel].source]
+            binds = wgsl.bindings(source)
+            storage = [b for b in binds if b.kind != "uniform"]
+            need(len(storage) == len(d.buffers), f"dispatch {i}: binds {len(d.buffers)} of {len(storage)}")
+            need(all(0 <= b < nb for b in d.buffers), f"dispatch {i}: bad buffer index")
+            if len(storage) < len(binds):
+                need(len(d.uniform) >= wgsl.UniformLayout.parse(source).size, f"dispatch {i}: short uniform")
+            need(len(d.grid) == 3 and all(1 <= g <= 65535 for g in d.grid), f"dispatch {i}: bad grid")
+
+    def summary(self) -> str:
+        """A readable listing: inputs, outputs, buffers by role, and every dispatch."""
+        by_role: dict[str, list[int]] = {}
+        for b in self.buffers:
+            by_role.setdefault(b.role, []).append(b.size)
+        lines = [f"Program: {len(self.dispatches)} dispatches, {len(self.kernels)} pipelines"]
+        lines += [f"  input  {i.name}: {i.dtype}{list(i.shape)}" for i in self.inputs]
+        lines += [f"  output {k}: {t.dtype}{list(t.shape)}" for k, t in enumerate(self.outputs)]
+        for role, sizes in sorted(by_role.items()):
+            lines.append(f"  {role:8s} {len(sizes)} buffers, {sum(sizes) / 2**20:.2f} MiB")
+        for i, d in enumerate(self.dispatches):
+            lines.append(f"  [{i:4d}] {self.kernels[d.kernel].name:28s} grid={list(d.grid)} "
+                         f"buffers={list(d.buffers)}  <- {d.node}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    # -- persistence ---------------------------------------------------------------------------------------
+    def save(self, path: str) -> None:
+        from . import artifact
+
+        artifact.save(self, path)
+
+    def to_json(self) -> dict:
+        """Everything but the constants' bytes (the artifact stores those beside this header)."""
+        return {
+            "version": FORMAT_VERSION,
+            "meta": self.meta,
+            "sources": self.sources,
+            "kernels": [{"name": k.name, "source": k.source, "entry": k.entry,
+                         "overrides": dict(k.overrides)} for k in self.kernels],
+            "buffers": [{"size": b.size, "role": b.role, "name": b.name} for b in self.buffers],
+            "inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype, "buffer": i.buffer}
+                       for i in self.inputs],
+            "outputs": [t.to_json() for t in self.outputs],
+            "input_tree": self.input_tree,
+            "output_tree": self.output_tree,
+            "dispatches": [{"kernel": d.kernel, "buffers": list(d.buffers), "uniform": _words(d.uniform),
+                            "grid": list(d.grid), "node": d.node} for d in self.dispatches],
+        }
+
+    @staticmethod
+    def from_json(d: dict, constants: dict[int, np.ndarray]) -> Program:
+        return Program(
+            sources=list(d["sources"]),
+            kernels=[Kernel(k["name"], k["source"], k["entry"], tuple(sorted(k["overrides"].items())))
+                     for k in d["kernels"]],
+            buffers=[Buffer(b["size"], b["role"], b["name"]) for b in d["buffers"]],
+            constants=constants,
+            inputs=[Input(i["name"], tuple(i["shape"]), i["dtype"], i["buffer"]) for i in d["inputs"]],
+            outputs=[Tensor.from_json(t) for t in d["outputs"]],
+            input_tree=d["input_tree"],
+            output_tree=d["output_tree"],
+            dispatches=[Dispatch(x["kernel"], tuple(x["buffers"]), struct.pack(f"<{len(x['uniform'])}I",
+                                                                                *x["uniform"]),
+                                 tuple(x["grid"]), x["node"]) for x in d["dispatches"]],
+            meta=d.get("meta", {}),
+        )
+
+
+def _words(data: bytes) -> list[int]:
+    return list(struct.unpack(f"<{len(data) // 4}I", data))
+
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "detach")

@@ -1,0 +1,174 @@
+"""Running a Program: everything is built once here, so a call only writes inputs, encodes and reads back.
+
+At construction: buffers (constants uploaded), one shader module per source, explicit bind-group and pipeline
+layouts derived from each source's bindings, one pipeline per kernel, all dispatch uniforms in one uniform
+buffer (written once), one bind group per dispatch, and one mappable staging buffer for all outputs.
+A call: write the inputs, encode every dispatch into one compute pass of one command encoder, copy the
+outputs' byte ranges into the staging buffer, submit once, map once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes, wgsl
+from ..errors import DeviceError
+from ..program import Program, Tensor
+from .engine import Engine, get_engine
+
+_BUFFER_TYPE = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
+
+
+def _round_up(n: int, k: int) -> int:
+    return -(-n // k) * k
+
+
+@dataclass(frozen=True)
+class _Readback:
+    tensor: Tensor
+    src_offset: int  # bytes, 4-aligned, in the tensor's buffer
+    size: int  # bytes, 4-aligned
+    dst_offset: int  # bytes, in the staging buffer
+
+
+class Executor:
+    def __init__(self, program: Program, engine: str | None = None):
+        program.check()
+        self.program = program
+        self.engine: Engine = get_engine(engine)
+        self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
+        self._check_limits()
+        wgpu, device = self.engine.wgpu, self.engine.device
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
+        self.buffers = [device.create_buffer(size=_round_up(b.size, 4), usage=usage) for b in program.buffers]
+        for index, data in program.constants.items():
+            if data.nbytes:
+                device.queue.write_buffer(self.buffers[index], 0, data)
+        self._build_pipelines()
+        self._build_bind_groups()
+        self._build_readback()
+
+    # -- load time --------------------------------------------------------------------------------------------
+    def _check_limits(self) -> None:
+        limits = self.engine.limits
+        max_binding = limits.get("max-storage-buffer-binding-size", 1 << 27)
+        max_buffer = limits.get("max-buffer-size", 1 << 28)
+        for i, b in enumerate(self.program.buffers):
+            if b.size > min(max_binding, max_buffer):
+                what = f"{b.role} buffer {i}" + (f" ({b.name})" if b.name else "")
+                raise DeviceError(f"{what} needs {b.size:,} bytes; this adapter binds at most "
+                                  f"{max_binding:,} (max buffer {max_buffer:,})")
+
+    def _build_pipelines(self) -> None:
+        wgpu, device = self.engine.wgpu, self.engine.device
+        visibility = wgpu.ShaderStage.COMPUTE
+        self._bindings, self._group_layouts, pipeline_layouts, modules = [], [], [], []
+        for i, source in enumerate(self.program.sources):
+            binds = wgsl.bindings(source)
+            entries = [{"binding": b.index, "visibility": visibility, "buffer": {"type": _BUFFER_TYPE[b.kind]}}
+                       for b in binds]
+            group = device.create_bind_group_layout(entries=entries)
+            self._bindings.append(binds)
+            self._group_layouts.append(group)
+            pipeline_layouts.append(device.create_pipeline_layout(bind_group_layouts=[group]))
+            modules.append(device.create_shader_module(code=source, label=f"source{i}"))
+        self.pipelines = []
+        for k in self.program.kernels:
+            try:
+                self.pipelines.append(device.create_compute_pipeline(
+                    layout=pipeline_layouts[k.source], label=k.name,
+                    compute={"module": modules[k.source], "entry_point": k.entry, "constants": dict(k.overrides)}))
+            except Exception as e:
+                raise DeviceError(f"kernel {k.name}: the {self.engine.name} engine rejected it: {e}") from e
+
+    def _build_bind_groups(self) -> None:
+        wgpu, device = self.engine.wgpu, self.engine.device
+        align = self.engine.limits.get("min-uniform-buffer-offset-alignment", 256)
+        offsets, total = [], 0
+        for d in self.program.dispatches:
+            offsets.append(total)
+            total += _round_up(len(d.uniform), align) if d.uniform else 0
+        self.uniforms = device.create_buffer(size=max(total, 16),
+                                             usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
+        blob = bytearray(max(total, 16))
+        for off, d in zip(offsets, self.program.dispatches, strict=True):
+            blob[off:off + len(d.uniform)] = d.uniform
+        device.queue.write_buffer(self.uniforms, 0, bytes(blob))
+        self.bind_groups = []
+        for off, d in zip(offsets, self.program.dispatches, strict=True):
+            source = self.program.kernels[d.kernel].source
+            entries, storage = [], iter(d.buffers)
+            for b in self._bindings[source]:
+                if b.kind == "uniform":
+                    res = {"buffer": self.uniforms, "offset": off, "size": _round_up(len(d.uniform), 16)}
+                else:
+                    buf = self.buffers[next(storage)]
+                    res = {"buffer": buf, "offset": 0, "size": buf.size}
+                entries.append({"binding": b.index, "resource": res})
+            self.bind_groups.append(device.create_bind_group(layout=self._group_layouts[source], entries=entries))
+        self._plan = [(self.pipelines[d.kernel], bg, d.grid)
+                      for d, bg in zip(self.program.dispatches, self.bind_groups, strict=True)]
+
+    def _build_readback(self) -> None:
+        wgpu = self.engine.wgpu
+        self._readbacks, total = [], 0
+        for t in self.program.outputs:
+            item = dtypes.dtype(t.dtype).itemsize
+            start = t.offset * item // 4 * 4
+            end = _round_up((t.offset + t.span()) * item, 4)
+            self._readbacks.append(_Readback(t, start, end - start, total))
+            total += end - start
+        self.staging = self.engine.device.create_buffer(
+            size=max(total, 4), usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        self._scratch = [self.buffers[i] for i, b in enumerate(self.program.buffers) if b.role == "scratch"]
+
+    # -- call time --------------------------------------------------------------------------------------------
+    def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """Outputs for `inputs` (device representation, in Program.inputs order), as device-format arrays."""
+        device = self.engine.device
+        for spec, array in zip(self.program.inputs, inputs, strict=True):
+            if array.nbytes:
+                device.queue.write_buffer(self.buffers[spec.buffer], 0, array)
+        if self.poison_scratch:
+            for buf in self._scratch:
+                device.queue.write_buffer(buf, 0, b"\xff" * buf.size)
+        encoder = device.create_command_encoder()
+        self.encode(encoder)
+        for r in self._readbacks:
+            if r.size:
+                encoder.copy_buffer_to_buffer(self.buffers[r.tensor.buffer], r.src_offset, self.staging,
+                                              r.dst_offset, r.size)
+        device.queue.submit([encoder.finish()])
+        self.staging.map_sync(self.engine.wgpu.MapMode.READ)
+        try:
+            data = np.frombuffer(self.staging.read_mapped(), dtype=np.uint8)
+        finally:
+            self.staging.unmap()
+        return [self._view(data, r) for r in self._readbacks]
+
+    def encode(self, encoder, timestamp_writes=None) -> None:
+        """Record every dispatch of one call into one compute pass of `encoder`."""
+        cpass = encoder.begin_compute_pass(timestamp_writes=timestamp_writes)
+        current = None
+        for pipeline, bind_group, grid in self._plan:
+            if pipeline is not current:
+                cpass.set_pipeline(pipeline)
+                current = pipeline
+            cpass.set_bind_group(0, bind_group)
+            cpass.dispatch_workgroups(*grid)
+        cpass.end()
+
+    @staticmethod
+    def _view(data: np.ndarray, r: _Readback) -> np.ndarray:
+        t = r.tensor
+        d = dtypes.dtype(t.dtype).device
+        if t.numel == 0:
+            return np.zeros(t.shape, d)
+        skip = t.offset * d.itemsize - r.src_offset
+        region = data[r.dst_offset + skip: r.dst_offset + r.size]
+        usable = region.nbytes // d.itemsize * d.itemsize
+        base = region[:usable].view(d)
+        strides = tuple(s * d.itemsize for s in t.strides)
+        return np.lib.stride_tricks.as_strided(base, t.shape, strides, writeable=False).copy()

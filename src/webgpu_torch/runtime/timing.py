@@ -1,0 +1,133 @@
+"""Measuring a loaded program on the device: whole-call GPU time, per-dispatch GPU time, host encode cost.
+
+GPU time comes from timestamp queries where the adapter has `timestamp-query` (written at the start of the
+first compute pass and the end of the last), else from the wall clock around submit-and-wait, which also
+counts the submit. Every figure is a median over `samples` runs after a warm-up run.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .executor import Executor
+
+
+@dataclass(frozen=True)
+class Timing:
+    seconds: float  # median per call
+    method: str  # "timestamps" | "wall clock"
+
+
+def _wait(executor: Executor) -> None:
+    """Block until the queue is idle: map a buffer written by a copy submitted after all earlier work.
+    (Rejected: queue.on_submitted_work_done_sync, broken in wgpu-native 0.32's bindings.)"""
+    wgpu, device = executor.engine.wgpu, executor.engine.device
+    src = device.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
+    fence = device.create_buffer(size=4, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+    encoder = device.create_command_encoder()
+    encoder.copy_buffer_to_buffer(src, 0, fence, 0, 4)
+    device.queue.submit([encoder.finish()])
+    fence.map_sync(wgpu.MapMode.READ)
+    fence.unmap()
+
+
+def _has_timestamps(executor: Executor) -> bool:
+    return "timestamp-query" in executor.engine.device.features
+
+
+class _Timestamps:
+    """A query set with `count` slots and the buffers to read it back."""
+
+    def __init__(self, executor: Executor, count: int):
+        wgpu, device = executor.engine.wgpu, executor.engine.device
+        self.wgpu, self.device, self.count = wgpu, device, count
+        self.query_set = device.create_query_set(type=wgpu.QueryType.timestamp, count=count)
+        self.resolve = device.create_buffer(size=8 * count,
+                                            usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+        self.read = device.create_buffer(size=8 * count, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+
+    def writes(self, begin: int | None, end: int | None) -> dict | None:
+        if begin is None and end is None:
+            return None
+        w = {"query_set": self.query_set}
+        if begin is not None:
+            w["beginning_of_pass_write_index"] = begin
+        if end is not None:
+            w["end_of_pass_write_index"] = end
+        return w
+
+    def finish(self, encoder) -> np.ndarray:
+        """Resolve, submit `encoder`, and return the timestamps in nanoseconds."""
+        encoder.resolve_query_set(self.query_set, 0, self.count, self.resolve, 0)
+        encoder.copy_buffer_to_buffer(self.resolve, 0, self.read, 0, 8 * self.count)
+        self.device.queue.submit([encoder.finish()])
+        self.read.map_sync(self.wgpu.MapMode.READ)
+        try:
+            return np.frombuffer(self.read.read_mapped(), dtype=np.uint64).copy()
+        finally:
+            self.read.unmap()
+
+
+def gpu_time(executor: Executor, repeats: int = 10, samples: int = 5) -> Timing:
+    """GPU seconds per call: `repeats` back-to-back calls per submit, median over `samples` submits.
+    Inputs are whatever the buffers hold (run the program once first to upload real ones)."""
+    device = executor.engine.device
+    per_call = []
+    stamps = _Timestamps(executor, 2) if _has_timestamps(executor) else None
+    for sample in range(samples + 1):  # sample 0 is the warm-up
+        encoder = device.create_command_encoder()
+        if stamps:
+            for r in range(repeats):
+                executor.encode(encoder, stamps.writes(0 if r == 0 else None, 1 if r == repeats - 1 else None))
+            t = stamps.finish(encoder)
+            seconds = (int(t[1]) - int(t[0])) * 1e-9
+        else:
+            for _ in range(repeats):
+                executor.encode(encoder)
+            start = time.perf_counter()
+            device.queue.submit([encoder.finish()])
+            _wait(executor)
+            seconds = time.perf_counter() - start
+        if sample:
+            per_call.append(seconds / repeats)
+    return Timing(statistics.median(per_call), "timestamps" if stamps else "wall clock")
+
+
+def dispatch_times(executor: Executor, samples: int = 3) -> list[float]:
+    """GPU seconds of each dispatch (each in a compute pass of its own, timed by timestamps), median over
+    `samples`. Needs the adapter's `timestamp-query` feature."""
+    if not _has_timestamps(executor):
+        raise RuntimeError("this adapter has no timestamp-query feature: per-dispatch times are unavailable")
+    n = len(executor.program.dispatches)
+    stamps = _Timestamps(executor, 2 * max(n, 1))
+    runs = []
+    for sample in range(samples + 1):
+        encoder = executor.engine.device.create_command_encoder()
+        for i, (pipeline, bind_group, grid) in enumerate(executor._plan):
+            cpass = encoder.begin_compute_pass(timestamp_writes=stamps.writes(2 * i, 2 * i + 1))
+            cpass.set_pipeline(pipeline)
+            cpass.set_bind_group(0, bind_group)
+            cpass.dispatch_workgroups(*grid)
+            cpass.end()
+        t = stamps.finish(encoder).astype(np.int64)
+        if sample:
+            runs.append((t[1::2] - t[0::2])[:n] * 1e-9)
+    return list(np.median(np.stack(runs), axis=0))
+
+
+def encode_cost(executor: Executor, samples: int = 20) -> float:
+    """Host seconds to encode and submit one call, per dispatch (the GPU work itself not awaited)."""
+    device = executor.engine.device
+    costs = []
+    for _ in range(samples):
+        start = time.perf_counter()
+        encoder = device.create_command_encoder()
+        executor.encode(encoder)
+        device.queue.submit([encoder.finish()])
+        costs.append(time.perf_counter() - start)
+        _wait(executor)
+    return statistics.median(costs) / max(len(executor.program.dispatches), 1)

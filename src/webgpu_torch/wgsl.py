@@ -1,0 +1,171 @@
+"""Reading our WGSL kernels: specialisation, binding tables and uniform-struct packing.
+
+A kernel file is valid WGSL on its own. Compile-time parameters come in two forms:
+  * `override NAME: T = default;` — pipeline-overridable constants, set per pipeline (flags, workgroup sizes);
+  * `const NAME: T = default;` — replaced by value here, for what WGSL requires to be a true constant
+    (function-scope array lengths such as a thread's register tile). The substitution touches only the value
+    of a named `const` declaration; there is no template language.
+
+The uniform struct `Params` is declared once, in the kernel; its byte layout is derived here from WGSL's
+uniform-address-space layout rules, so the Python side can never disagree with the shader about offsets.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+_CONST = re.compile(r"\bconst\s+(\w+)\s*:\s*(\w+)\s*=\s*[^;]+;")
+_BINDING = re.compile(
+    r"@group\((\d+)\)\s*@binding\((\d+)\)\s*var<(\w+)(?:\s*,\s*(\w+))?>\s*(\w+)\s*:"
+)
+
+MAX_UNIFORM_ALIGN = 256  # WebGPU's largest minUniformBufferOffsetAlignment
+
+
+@cache
+def kernel_source(filename: str) -> str:
+    """The text of a kernel file that ships beside the op modules (`ops/<stem>.wgsl`)."""
+    return resources.files("webgpu_torch.ops").joinpath(filename).read_text()
+
+
+def specialize(source: str, consts: dict[str, int | float | bool]) -> str:
+    """Set the values of named `const` declarations; every name must exist in `source`."""
+    missing = set(consts)
+
+    def replace(m: re.Match) -> str:
+        name, ty = m.group(1), m.group(2)
+        if name not in consts:
+            return m.group(0)
+        missing.discard(name)
+        return f"const {name}: {ty} = {_literal(consts[name], ty)};"
+
+    out = _CONST.sub(replace, source)
+    if missing:
+        raise KeyError(f"kernel has no const declaration for {sorted(missing)}")
+    return out
+
+
+def _literal(value: int | float | bool, ty: str) -> str:
+    if ty == "bool":
+        return "true" if value else "false"
+    if ty == "u32":
+        return f"{int(value)}u"
+    if ty == "i32":
+        return f"{int(value)}i"
+    if ty == "f32":
+        return f"{float(value)!r}f"
+    raise TypeError(f"cannot specialise a const of type {ty}")
+
+
+@dataclass(frozen=True)
+class Binding:
+    index: int
+    name: str
+    kind: str  # "read" | "read_write" | "uniform"
+
+
+def bindings(source: str) -> tuple[Binding, ...]:
+    """The kernel's bind-group-0 entries, in binding order; they must be numbered 0..n-1."""
+    found = []
+    for group, index, space, access, name in _BINDING.findall(source):
+        if group != "0":
+            raise ValueError(f"binding {name}: only @group(0) is used")
+        if space == "uniform":
+            kind = "uniform"
+        elif space == "storage":
+            kind = access or "read"
+        else:
+            raise ValueError(f"binding {name}: unsupported address space {space}")
+        found.append(Binding(int(index), name, kind))
+    found.sort(key=lambda b: b.index)
+    if [b.index for b in found] != list(range(len(found))):
+        raise ValueError(f"bindings must be numbered 0..n-1, got {[b.index for b in found]}")
+    return tuple(found)
+
+
+# (size, alignment) of the types a Params struct may hold, in the uniform address space.
+_SCALARS = {"u32", "i32", "f32"}
+_TYPE_LAYOUT = {
+    **{t: (4, 4) for t in _SCALARS},
+    **{f"vec2<{t}>": (8, 8) for t in _SCALARS},
+    **{f"vec4<{t}>": (16, 16) for t in _SCALARS},
+}
+_ARRAY = re.compile(r"array<\s*(vec4<(\w+)>)\s*,\s*(\d+)\s*>")
+
+
+def _fields(body: str) -> list[tuple[str, str]]:
+    """`name: type` pairs of a struct body, split at the commas outside angle brackets."""
+    parts, depth, cur = [], 0, []
+    for ch in body:
+        depth += (ch == "<") - (ch == ">")
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    out = []
+    for part in (p.strip() for p in parts):
+        if part:
+            name, ty = part.split(":", 1)
+            out.append((name.strip(), re.sub(r"\s+", "", ty)))
+    return out
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    offset: int
+    scalar: str  # element type: u32 | i32 | f32
+    count: int  # number of scalars (1 for a scalar, 4 for vec4, 4*N for array<vec4, N>)
+
+
+@dataclass(frozen=True)
+class UniformLayout:
+    fields: tuple[Field, ...]
+    size: int  # bytes, a multiple of 16
+
+    @staticmethod
+    def parse(source: str, struct_name: str = "Params") -> UniformLayout:
+        m = re.search(rf"struct\s+{struct_name}\s*{{([^}}]*)}}", source)
+        if not m:
+            raise ValueError(f"kernel declares no struct {struct_name}")
+        body = re.sub(r"//[^\n]*", "", m.group(1))
+        fields, offset, align = [], 0, 4
+        for name, ty in _fields(body):
+            arr = _ARRAY.fullmatch(ty)
+            if arr:
+                size, a, scalar, count = 16 * int(arr.group(3)), 16, arr.group(2), 4 * int(arr.group(3))
+            elif ty in _TYPE_LAYOUT:
+                size, a = _TYPE_LAYOUT[ty]
+                scalar, count = ty[5:-1] if "<" in ty else ty, size // 4
+            else:
+                raise ValueError(f"{struct_name}.{name}: type {ty} is not supported in a uniform struct")
+            offset = -(-offset // a) * a
+            fields.append(Field(name, offset, scalar, count))
+            offset += size
+            align = max(align, a)
+        return UniformLayout(tuple(fields), -(-offset // 16) * 16)
+
+    def pack(self, values: dict[str, object]) -> bytes:
+        """Pack `values` (every field by name; vectors and arrays as sequences, zero-padded)."""
+        names = {f.name for f in self.fields}
+        if set(values) != names:
+            raise KeyError(
+                f"uniform values do not match Params: missing {sorted(names - set(values))}, "
+                f"unknown {sorted(set(values) - names)}"
+            )
+        buf = bytearray(self.size)
+        for f in self.fields:
+            v = values[f.name]
+            items = list(v) if isinstance(v, (list, tuple)) else [v]
+            if len(items) > f.count:
+                raise ValueError(f"Params.{f.name} holds {f.count} values, got {len(items)}")
+            items += [0] * (f.count - len(items))
+            fmt = {"u32": "I", "i32": "i", "f32": "f"}[f.scalar]
+            struct.pack_into(f"<{f.count}{fmt}", buf, f.offset, *items)
+        return bytes(buf)

@@ -1,0 +1,57 @@
+"""Test helpers: the float64 oracle and the per-dtype tolerances every comparison uses."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import torch
+
+# Largest |out - ref| allowed, relative to max |ref| (the output's scale), per result dtype.
+# float32: a few ulps of the scale after accumulation over K <= a few thousand terms.
+TOLERANCE = {"float32": 1e-5, "int32": 0, "int64": 0, "bool": 0}
+
+
+def seeded(name: str) -> torch.Generator:
+    return torch.Generator().manual_seed(zlib.crc32(name.encode()))
+
+
+def assert_close(out, ref, tol: float | None = None, what: str = "output") -> float:
+    """Compare a WebGPU result with a float64 reference; returns the scale-relative error."""
+    out = out.detach().numpy() if isinstance(out, torch.Tensor) else np.asarray(out)
+    ref = ref.detach().numpy() if isinstance(ref, torch.Tensor) else np.asarray(ref)
+    assert out.shape == ref.shape, f"{what}: shape {out.shape} != reference {ref.shape}"
+    if ref.dtype == np.bool_ or np.issubdtype(ref.dtype, np.integer):
+        mismatch = int((out != ref).sum())
+        assert mismatch == 0, f"{what}: {mismatch} of {ref.size} elements differ"
+        return 0.0
+    tol = TOLERANCE["float32"] if tol is None else tol
+    assert not np.isnan(out[~np.isnan(ref)]).any(), f"{what}: NaN where the reference has none"
+    ok = ~np.isnan(ref)
+    scale = float(np.abs(ref[ok]).max()) if ok.any() else 0.0
+    err = float(np.abs(out[ok].astype(np.float64) - ref[ok]).max()) if ok.any() else 0.0
+    rel = err / scale if scale else err
+    assert rel <= tol, f"{what}: max error {err:.3g} is {rel:.3g} of the scale {scale:.3g} (tolerance {tol:g})"
+    return rel
+
+
+class Fn(torch.nn.Module):
+    """Wraps a function so torch.export can trace it."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def reference(fn, inputs):
+    """fn evaluated in float64 (tensors made inside fn default to float64 too)."""
+    prev = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with torch.no_grad():
+            return fn(*[x.double() if x.is_floating_point() else x for x in inputs])
+    finally:
+        torch.set_default_dtype(prev)

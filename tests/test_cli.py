@@ -1,0 +1,50 @@
+"""The webgpu-torch command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+import webgpu_torch
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "webgpu_torch.cli", *args], capture_output=True, text=True)
+
+
+def test_info_names_engine_and_adapter():
+    r = cli("info")
+    assert r.returncode == 0, r.stderr
+    assert "engine" in r.stdout and "adapter" in r.stdout and "timestamp-query" in r.stdout
+
+
+def test_run_with_random_and_given_inputs(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(7, 5), torch.nn.ReLU())
+    x = torch.randn(3, 7)
+    path = tmp_path / "m.wgpt"
+    webgpu_torch.compile_module(model, (x,)).save(path)
+    r = cli("run", str(path), "--repeat", "2")
+    assert r.returncode == 0, r.stderr
+    assert "output 0: float32[3, 5]" in r.stdout
+    np.save(tmp_path / "x.npy", x.numpy())
+    r = cli("run", str(path), "--input", str(tmp_path / "x.npy"), "--save-outputs", str(tmp_path / "y"))
+    assert r.returncode == 0, r.stderr
+    with torch.no_grad():
+        np.testing.assert_allclose(np.load(tmp_path / "y_0.npy"), model(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_run_on_a_damaged_file_fails_cleanly(tmp_path):
+    bad = tmp_path / "bad.wgpt"
+    bad.write_bytes(b"not a program at all, just text")
+    r = cli("run", str(bad))
+    assert r.returncode == 2
+    assert "not a webgpu_torch program" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_demo_passes():
+    r = cli("demo", "--repeat", "3")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "PASS" in r.stdout

@@ -1,0 +1,69 @@
+"""What users see when something is wrong: unsupported nodes, bad inputs, no such engine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import webgpu_torch
+from webgpu_torch import dtypes
+from webgpu_torch.errors import DeviceError, UnsupportedError
+from webgpu_torch.ops import register
+
+
+class Unsupported(torch.nn.Module):
+    def forward(self, x):
+        y = torch.cumsum(x, dim=1)
+        return torch.relu(y) + torch.cummax(x, dim=0).values
+
+
+def test_unsupported_nodes_are_all_named_with_op_shapes_and_reason():
+    with pytest.raises(UnsupportedError) as info:
+        webgpu_torch.compile_module(Unsupported(), (torch.randn(5, 37),))
+    msg = str(info.value)
+    assert "2 unsupported nodes" in msg
+    assert "node 'cumsum' (aten.cumsum.default)" in msg
+    assert "float32[5, 37]" in msg and "dim=1" in msg
+    assert "reason: no WebGPU kernel for aten.cumsum.default" in msg
+    assert "aten.cummax.default" in msg
+    assert "test_errors.py" in msg  # the user's source line
+
+
+def test_unsupported_dtype_names_the_dtype():
+    with pytest.raises(UnsupportedError, match="float64"):
+        webgpu_torch.compile_module(torch.nn.Linear(3, 4).double(), (torch.randn(2, 3, dtype=torch.float64),))
+
+
+def test_dynamic_shapes_are_refused_at_compile_time():
+    dim = torch.export.Dim("batch", min=2, max=64)
+    with pytest.raises(UnsupportedError, match="dynamic dimension"):
+        webgpu_torch.compile_module(torch.nn.Linear(3, 4), (torch.randn(5, 3),), dynamic_shapes=({0: dim},))
+
+
+def test_bad_inputs_at_call_time():
+    program = webgpu_torch.compile_module(torch.nn.Linear(3, 4), (torch.randn(5, 3),))
+    with pytest.raises(ValueError, match=r"expected shape \[5, 3\], got \[5, 4\]"):
+        program(torch.randn(5, 4))
+    with pytest.raises(TypeError, match="expected dtype float32, got float64"):
+        program(np.zeros((5, 3)))
+    with pytest.raises(TypeError, match="expected a tuple of 1 items"):
+        program(torch.randn(5, 3), torch.randn(5, 3))
+
+
+def test_int64_that_does_not_fit_in_int32_is_refused():
+    with pytest.raises(ValueError, match=r"must fit in int32.*range is \[0, 4294967296\]"):
+        dtypes.to_device(np.array([0, 2**32]), "int64", "input 'ids'")
+
+
+def test_unknown_engine_and_unsupported_gemm_variant():
+    with pytest.raises(DeviceError, match="unknown WebGPU engine 'metal'"):
+        webgpu_torch.device_info("metal")
+    ep = torch.export.export(torch.nn.Linear(3, 4), (torch.randn(5, 3),))
+    with pytest.raises(ValueError, match="gemm='huge'"):
+        webgpu_torch.compile(ep, gemm="huge")
+
+
+def test_registering_an_overload_twice_is_an_error():
+    with pytest.raises(RuntimeError, match="registered twice"):
+        register("aten.mm.default")(lambda ctx, node: None)

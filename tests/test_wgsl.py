@@ -1,0 +1,59 @@
+"""Kernel-source introspection: uniform layouts, bindings, const specialisation; every shipped kernel parses."""
+
+from __future__ import annotations
+
+import struct
+from importlib import resources
+
+import pytest
+
+from webgpu_torch import wgsl
+
+SOURCE = """
+struct Params {
+  n: u32,
+  scale: f32,
+  pair: vec2<u32>,
+  shape: array<vec4<u32>, 2>,   // a comment, with a comma
+  last: i32,
+}
+const TILE: u32 = 8u;
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<uniform> p: Params;
+"""
+
+
+def test_uniform_layout_follows_wgsl_alignment():
+    layout = wgsl.UniformLayout.parse(SOURCE)
+    assert [(f.name, f.offset) for f in layout.fields] == [("n", 0), ("scale", 4), ("pair", 8), ("shape", 16),
+                                                           ("last", 48)]
+    assert layout.size == 64
+    data = layout.pack({"n": 3, "scale": 0.5, "pair": (1, 2), "shape": [7, 8, 9], "last": -1})
+    assert struct.unpack_from("<If2I", data, 0) == (3, 0.5, 1, 2)
+    assert struct.unpack_from("<8I", data, 16) == (7, 8, 9, 0, 0, 0, 0, 0)
+    assert struct.unpack_from("<i", data, 48) == (-1,)
+
+
+def test_pack_names_missing_and_unknown_fields():
+    layout = wgsl.UniformLayout.parse(SOURCE)
+    with pytest.raises(KeyError, match=r"missing \['last'\].*unknown \['oops'\]"):
+        layout.pack({"n": 1, "scale": 1.0, "pair": (0, 0), "shape": [], "oops": 1})
+
+
+def test_bindings_and_specialisation():
+    assert [(b.index, b.kind) for b in wgsl.bindings(SOURCE)] == [(0, "read"), (1, "read_write"), (2, "uniform")]
+    assert "const TILE: u32 = 16u;" in wgsl.specialize(SOURCE, {"TILE": 16})
+    with pytest.raises(KeyError, match="NOPE"):
+        wgsl.specialize(SOURCE, {"NOPE": 1})
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in resources.files("webgpu_torch.ops").iterdir()
+                                         if p.name.endswith(".wgsl")))
+def test_every_shipped_kernel_declares_a_parsable_interface(name):
+    source = wgsl.kernel_source(name)
+    binds = wgsl.bindings(source)
+    assert binds, f"{name} declares no bindings"
+    if any(b.kind == "uniform" for b in binds):
+        assert wgsl.UniformLayout.parse(source).size % 16 == 0
+    assert source.lstrip().startswith(f"// {name}"), f"{name} must open with what it computes"
