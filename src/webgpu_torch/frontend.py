@@ -17,7 +17,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
 from .errors import UnsupportedError
-from .graph import Graph, Node, Ref, TensorMeta
+from .graph import Graph, Node, Ref, TensorMeta, refs_in
 from .ops import OPS
 
 # Folding a constant subgraph must not inflate the artifact: a result is kept as a constant only when it is
@@ -199,7 +199,7 @@ def _try_fold(n: torch.fx.Node, args: dict[str, Any], constants: dict[str, torch
     not outgrow its inputs; else None."""
     if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()):
         return None
-    reads = list(_refs_in(args))
+    reads = list(refs_in(args))
     if any(r.index is not None or r.node not in constants for r in reads):
         return None
     val = n.meta.get("val")
@@ -222,21 +222,10 @@ def _realize_fx(v: Any, constants: dict[str, torch.Tensor]) -> Any:
     return v
 
 
-def _refs_in(v: Any):
-    if isinstance(v, Ref):
-        yield v
-    elif isinstance(v, dict):
-        for x in v.values():
-            yield from _refs_in(x)
-    elif isinstance(v, (list, tuple)):
-        for x in v:
-            yield from _refs_in(x)
-
-
 def _referenced(nodes: list[Node], outputs: list[Ref]) -> set[Ref]:
     used = {Ref(r.node) for r in outputs}
     for node in nodes:
-        used.update(Ref(r.node) for r in _refs_in(node.args))
+        used.update(Ref(r.node) for r in refs_in(node.args))
     return used
 
 
@@ -248,7 +237,7 @@ def _drop_dead(nodes: list[Node], outputs: list[Ref]) -> list[Node]:
     for node in reversed(nodes):
         if node.name in live:
             kept.append(node)
-            live.update(r.node for r in _refs_in(node.args))
+            live.update(r.node for r in refs_in(node.args))
     return kept[::-1]
 
 

@@ -6,8 +6,10 @@ reads `node.args["mat1"]` whatever way the call was spelled. Tensor arguments ar
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from math import prod
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +39,15 @@ class Ref:
     index: int | None = None
 
 
+@dataclass(frozen=True)
+class Epilogue:
+    """An activation the producing kernel applies to its result (see ops/epilogue.py)."""
+
+    activation: str  # an ACT_* name from activation.wgsl: "relu", "clamp", "gelu", ...
+    lo: float = 0.0  # clamp bounds
+    hi: float = 0.0
+
+
 @dataclass
 class Node:
     name: str
@@ -44,6 +55,7 @@ class Node:
     args: dict[str, object]  # by schema name, in schema order, defaults filled in
     outputs: tuple[TensorMeta | None, ...]  # one entry per output; None for a non-tensor output
     source: str = ""  # the user's line that produced it, for error messages
+    epilogue: Epilogue | None = None  # set by fusion.py: an activation folded into this node
 
 
 @dataclass
@@ -58,10 +70,10 @@ class Graph:
     meta: dict = field(default_factory=dict)
 
     def meta_of(self, ref: Ref) -> TensorMeta | None:
-        """The TensorMeta of a value (input, constant or node output)."""
-        return self._metas()[ref]
+        """The TensorMeta of a value (input, constant or node output); use metas() for many lookups."""
+        return self.metas()[ref]
 
-    def _metas(self) -> dict[Ref, TensorMeta | None]:
+    def metas(self) -> dict[Ref, TensorMeta | None]:
         metas: dict[Ref, TensorMeta | None] = {Ref(n): m for n, m in self.inputs}
         metas.update({Ref(n): m for n, m in self.constant_meta.items()})
         for node in self.nodes:
@@ -70,3 +82,15 @@ class Graph:
             for i, m in enumerate(node.outputs):
                 metas[Ref(node.name, i)] = m
         return metas
+
+
+def refs_in(value: Any) -> Iterator[Ref]:
+    """Every Ref inside an argument value (nested lists, tuples and dicts)."""
+    if isinstance(value, Ref):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from refs_in(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from refs_in(v)

@@ -9,7 +9,7 @@ from typing import Any
 from . import dtypes, planner
 from .builder import Builder, CompileOptions
 from .errors import UnsupportedError, describe_node
-from .graph import Graph, Node, Ref
+from .graph import Graph, Node, Ref, refs_in
 from .ops import OPS, NodeView
 from .program import Buffer, Dispatch, Input, Program, Tensor, contiguous_strides
 
@@ -17,39 +17,26 @@ from .program import Buffer, Dispatch, Input, Program, Tensor, contiguous_stride
 def check_support(graph: Graph) -> None:
     """Every unsupported node at once, each with its op, shapes and reason."""
     problems = []
+    metas = graph.metas()
     for node in graph.nodes:
-        reason = _unsupported_reason(graph, node)
+        reason = _unsupported_reason(metas, node)
         if reason:
             problems.append(describe_node(graph, node, reason))
     if problems:
         raise UnsupportedError(problems)
 
 
-def _unsupported_reason(graph: Graph, node: Node) -> str | None:
+def _unsupported_reason(metas: dict, node: Node) -> str | None:
     op = OPS.get(node.target)
     if op is None:
         return f"no WebGPU kernel for {node.target}"
-    metas = [m for m in _tensor_args(graph, node.args)] + [m for m in node.outputs if m is not None]
-    for m in metas:
-        if m.dtype not in dtypes.DTYPES:
+    for m in [metas[r] for r in refs_in(node.args)] + list(node.outputs):
+        if m is not None and m.dtype not in dtypes.DTYPES:
             return f"dtype {m.dtype} is not supported on WebGPU (supported: {', '.join(dtypes.DTYPES)})"
     if op.check is None:
         return None
-    view = NodeView(node.name, node.target, _resolve(node.args, graph.meta_of), node.outputs)
+    view = NodeView(node.name, node.target, _resolve(node.args, metas.__getitem__), node.outputs)
     return op.check(view)
-
-
-def _tensor_args(graph: Graph, value: Any):
-    if isinstance(value, Ref):
-        meta = graph.meta_of(value)
-        if meta is not None:
-            yield meta
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _tensor_args(graph, v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _tensor_args(graph, v)
 
 
 def _resolve(value: Any, lookup) -> Any:
@@ -78,7 +65,8 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
         env[Ref(name)] = ctx.constant(name, array, graph.constant_meta[name].dtype)
     for node in graph.nodes:
         ctx.node = node.name
-        view = NodeView(node.name, node.target, _resolve(node.args, env.__getitem__), node.outputs)
+        view = NodeView(node.name, node.target, _resolve(node.args, env.__getitem__), node.outputs,
+                        node.epilogue)
         try:
             result = OPS[node.target].lower(ctx, view)
         except UnsupportedError:

@@ -1,6 +1,7 @@
 """Reading our WGSL kernels: specialisation, binding tables and uniform-struct packing.
 
-A kernel file is valid WGSL on its own. Compile-time parameters come in two forms:
+A kernel file is WGSL; it may pull in a shared helper file with a `//! include name.wgsl` line, which is
+replaced by that file's text. Compile-time parameters come in two forms:
   * `override NAME: T = default;` — pipeline-overridable constants, set per pipeline (flags, workgroup sizes);
   * `const NAME: T = default;` — replaced by value here, for what WGSL requires to be a true constant
     (function-scope array lengths such as a thread's register tile). The substitution touches only the value
@@ -26,10 +27,15 @@ _BINDING = re.compile(
 MAX_UNIFORM_ALIGN = 256  # WebGPU's largest minUniformBufferOffsetAlignment
 
 
+_INCLUDE = re.compile(r"^//! include (\S+)$", re.MULTILINE)
+
+
 @cache
 def kernel_source(filename: str) -> str:
-    """The text of a kernel file that ships beside the op modules (`ops/<stem>.wgsl`)."""
-    return resources.files("webgpu_torch.ops").joinpath(filename).read_text()
+    """The text of a kernel file that ships beside the op modules (`ops/<stem>.wgsl`), with each
+    `//! include other.wgsl` line replaced by that file's text (a shared helper such as activation.wgsl)."""
+    text = resources.files("webgpu_torch.ops").joinpath(filename).read_text()
+    return _INCLUDE.sub(lambda m: kernel_source(m.group(1)), text)
 
 
 def specialize(source: str, consts: dict[str, int | float | bool]) -> str:

@@ -13,7 +13,9 @@ import numpy as np
 
 from .. import layout, wgsl
 from ..builder import Builder, KernelSpec
+from ..graph import Epilogue
 from ..program import Tensor
+from . import epilogue
 from .registry import NodeView, OpCase, register
 
 FILE = "elementwise.wgsl"
@@ -27,7 +29,10 @@ BINARY = {"add": "aten.add.Tensor", "sub": "aten.sub.Tensor", "mul": "aten.mul.T
 WITH_SCALAR = {"add": "aten.add.Scalar", "sub": "aten.sub.Scalar", "mul": "aten.mul.Scalar",
                "div": "aten.div.Scalar", "rsub": "aten.rsub.Scalar"}
 UNARY = {name: f"aten.{name}.default" for name in
-         ("neg", "abs", "relu", "sigmoid", "tanh", "reciprocal", "exp", "log", "sqrt", "rsqrt", "sin", "cos")}
+         ("neg", "abs", "reciprocal", "exp", "log", "sqrt", "rsqrt", "sin", "cos")}
+# Activations run as a copy with the activation as its epilogue (ops/epilogue.py maps each to its code).
+ACTIVATIONS = ("aten.relu.default", "aten.sigmoid.default", "aten.tanh.default", "aten.gelu.default",
+               "aten.hardtanh.default", "aten.clamp.default")
 
 
 def _float32_only(node: NodeView) -> str | None:
@@ -47,8 +52,8 @@ def _check_div(node: NodeView) -> str | None:
 
 
 def emit(ctx: Builder, op: str, a: Tensor, b: Tensor | float, shape: tuple[int, ...],
-         alpha: float = 1.0) -> Tensor:
-    """out = op(a, b) over `shape`; `b` is a tensor or a Python number; both broadcast to `shape`."""
+         alpha: float = 1.0, ep: Epilogue | None = None) -> Tensor:
+    """out = act(op(a, b)) over `shape`; `b` is a tensor or a Python number; both broadcast to `shape`."""
     out = ctx.new(shape, "float32")
     operands = [layout.broadcast_to(a, shape)]
     if isinstance(b, Tensor):
@@ -59,9 +64,11 @@ def emit(ctx: Builder, op: str, a: Tensor, b: Tensor | float, shape: tuple[int, 
     b_offset = operands[1].offset if len(operands) > 1 else 0
     params = {"numel": out.numel, "ndim": len(dims), "a_offset": a.offset, "b_offset": b_offset,
               "alpha": float(alpha), "scalar": float(b) if not isinstance(b, Tensor) else 0.0,
-              "shape": dims, "a_strides": strides[0], "b_strides": b_strides}
-    spec = KernelSpec.of(FILE, f"elementwise[{op}]", overrides={
-        "OP": OP_CODES[op], "B_SCALAR": not isinstance(b, Tensor), "CONTIGUOUS": contiguous})
+              "shape": dims, "a_strides": strides[0], "b_strides": b_strides, **epilogue.params(ep)}
+    name = f"elementwise[{op}]" if op != "copy" or not ep else f"elementwise[{ep.activation}]"
+    spec = KernelSpec.of(FILE, name + (epilogue.suffix(ep) if op != "copy" else ""), overrides={
+        "OP": OP_CODES[op], "B_SCALAR": not isinstance(b, Tensor), "CONTIGUOUS": contiguous,
+        **epilogue.overrides(ep)})
     second = operands[1] if len(operands) > 1 else a
     ctx.dispatch(spec, [a, second, out], params, -(-out.numel // WORKGROUP))
     return out
@@ -98,27 +105,36 @@ def _lower_binary(op: str):
             if op in ("add", "mul"):
                 a, b = b, a
             elif op == "sub":
-                return emit(ctx, "rsub", b, a, node.out.shape, alpha)
+                return emit(ctx, "rsub", b, a, node.out.shape, alpha, node.epilogue)
             else:
                 a = ctx.constant(f"{node.name}_scalar", np.full((), a, np.float32))
-        return emit(ctx, op, a, b, node.out.shape, alpha)
+        return emit(ctx, op, a, b, node.out.shape, alpha, node.epilogue)
 
     return lower
 
 
 def _lower_unary(op: str):
     def lower(ctx: Builder, node: NodeView) -> Tensor:
-        return emit(ctx, op, node.args["self"], 0.0, node.out.shape)
+        return emit(ctx, op, node.args["self"], 0.0, node.out.shape, ep=node.epilogue)
 
     return lower
 
 
-for _op, _target in BINARY.items():
-    register(_target, check=_check_div if _op == "div" else _float32_only)(_lower_binary(_op))
-for _op, _target in WITH_SCALAR.items():
-    register(_target, check=_check_div if _op == "div" else _float32_only)(_lower_binary(_op))
+def _check_activation(node: NodeView) -> str | None:
+    if node.target == "aten.clamp.default" and any(isinstance(node.args[k], bool) for k in ("min", "max")):
+        return "clamp with boolean bounds is not supported"
+    return _float32_only(node)
+
+
+@register(*ACTIVATIONS, check=_check_activation)
+def activation(ctx: Builder, node: NodeView) -> Tensor:
+    return emit(ctx, "copy", node.args["self"], 0.0, node.out.shape, ep=epilogue.of_node(node.target, node.args))
+
+
+for _op, _target in [*BINARY.items(), *WITH_SCALAR.items()]:
+    register(_target, check=_check_div if _op == "div" else _float32_only, epilogue=True)(_lower_binary(_op))
 for _op, _target in UNARY.items():
-    register(_target, check=_float32_only)(_lower_unary(_op))
+    register(_target, check=_float32_only, epilogue=True)(_lower_unary(_op))
 
 
 def cases() -> list[OpCase]:
@@ -142,4 +158,11 @@ def cases() -> list[OpCase]:
         OpCase("tanh_wide_range", lambda a: torch.tanh(a * 30.0), [(1031,)]),
         OpCase("add_many_workgroups", lambda a, b: a + b, [(66_001 * 256 + 3,), (1,)]),
         OpCase("add_8d", lambda a, b: a + b, [(2, 1, 3, 1, 2, 3, 1, 2), (1, 2, 3, 1, 1, 3, 2, 1)]),
+        OpCase("gelu_erf_and_tanh", lambda a: (torch.nn.functional.gelu(a * 4.0),
+                                                torch.nn.functional.gelu(a * 4.0, approximate="tanh")), [(37, 41)]),
+        OpCase("relu6_hardtanh_clamp", lambda a: torch.nn.functional.relu6(a * 5.0) + torch.clamp(a, min=-0.5)
+               + torch.clamp(a, -0.25, 0.75) + torch.nn.functional.hardtanh(a), [(37, 41)]),
+        OpCase("fused_add_relu", lambda a, b: torch.relu(a + b), [(37, 41), (41,)]),
+        OpCase("fused_mul_sigmoid_and_unfused_reuse", lambda a, b: (torch.sigmoid(a * b), a * b),
+               [(37, 41), (37, 41)]),
     ]

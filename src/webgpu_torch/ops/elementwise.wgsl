@@ -1,4 +1,4 @@
-// elementwise.wgsl — out[i] = f(a[i], b[i]) for every element of a contiguous float32 output.
+// elementwise.wgsl — out[i] = act(f(a[i], b[i])) for every element of a contiguous float32 output.
 //
 // Layout: `a` and `b` are strided views broadcast to the output's shape (stride 0 on broadcast dims), of up
 //   to 8 dims, their element strides and offsets in Params. With CONTIGUOUS both are dense and shaped like the
@@ -7,29 +7,31 @@
 // Geometry: one thread per output element, 256 per workgroup, over a grid folded to fit 65,535 workgroups per
 //   dimension; threads past `numel` exit at once.
 // The op is an override constant; its codes are the OP_* constants below (the lowering reads them from here).
+// The activation `act` (ACTIVATION, from activation.wgsl) is how relu, sigmoid, gelu, clamp … run: as the
+// epilogue of a copy, or fused into the arithmetic op that produces their input.
+
+//! include activation.wgsl
 
 const OP_COPY: u32 = 0u;
 const OP_ADD: u32 = 1u;       // a + alpha * b
 const OP_SUB: u32 = 2u;       // a - alpha * b
 const OP_MUL: u32 = 3u;
 const OP_DIV: u32 = 4u;
-const OP_NEG: u32 = 5u;
-const OP_RELU: u32 = 6u;
-const OP_SIGMOID: u32 = 7u;
-const OP_TANH: u32 = 8u;
-const OP_RSUB: u32 = 9u;      // b - alpha * a
-const OP_ABS: u32 = 10u;
-const OP_RECIPROCAL: u32 = 11u;
-const OP_EXP: u32 = 12u;
-const OP_LOG: u32 = 13u;
-const OP_SQRT: u32 = 14u;
-const OP_RSQRT: u32 = 15u;
-const OP_SIN: u32 = 16u;
-const OP_COS: u32 = 17u;
+const OP_RSUB: u32 = 5u;       // b - alpha * a
+const OP_NEG: u32 = 6u;
+const OP_ABS: u32 = 7u;
+const OP_RECIPROCAL: u32 = 8u;
+const OP_EXP: u32 = 9u;
+const OP_LOG: u32 = 10u;
+const OP_SQRT: u32 = 11u;
+const OP_RSQRT: u32 = 12u;
+const OP_SIN: u32 = 13u;
+const OP_COS: u32 = 14u;
 
 override OP: u32 = OP_COPY;
 override B_SCALAR: bool = false;
 override CONTIGUOUS: bool = false;
+override ACTIVATION: u32 = ACT_NONE;
 
 const WORKGROUP: u32 = 256u;
 
@@ -40,6 +42,8 @@ struct Params {
   b_offset: u32,
   alpha: f32,
   scalar: f32,
+  act_lo: f32,
+  act_hi: f32,
   shape: array<vec4<u32>, 2>,      // output shape, dims 0..ndim-1
   a_strides: array<vec4<u32>, 2>,
   b_strides: array<vec4<u32>, 2>,
@@ -66,11 +70,6 @@ fn apply(x: f32, y: f32) -> f32 {
     case OP_RSQRT: { return inverseSqrt(x); }
     case OP_SIN: { return sin(x); }
     case OP_COS: { return cos(x); }
-    case OP_RELU: { return max(x, 0.0); }
-    // exp(-x) overflows to +inf for x < -88, and 1 / (1 + inf) = 0 is the right limit.
-    case OP_SIGMOID: { return 1.0 / (1.0 + exp(-x)); }
-    // Clamped: some drivers evaluate tanh through exp and return NaN for large |x|; tanh(±10) rounds to ±1.
-    case OP_TANH: { return tanh(clamp(x, -10.0, 10.0)); }
     default: { return x; }
   }
 }
@@ -100,5 +99,5 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   if (!B_SCALAR) {
     y = b[ib];
   }
-  out[i] = apply(a[ia], y);
+  out[i] = activate(apply(a[ia], y), ACTIVATION, p.act_lo, p.act_hi);
 }

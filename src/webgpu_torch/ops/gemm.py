@@ -15,7 +15,9 @@ from numbers import Number
 
 from .. import layout
 from ..builder import Builder, KernelSpec
+from ..graph import Epilogue
 from ..program import Tensor
+from . import epilogue
 from .registry import NodeView, OpCase, register
 
 FILE = "gemm.wgsl"
@@ -63,8 +65,8 @@ def choose_config(m: int, n: int, batch: int, forced: str) -> str:
 
 
 def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: float = 1.0, beta: float = 1.0,
-         out_shape: tuple[int, ...]) -> Tensor:
-    """C = beta*bias + alpha*(a @ b) with a [z, M, K] or [M, K], b [z, K, N] or [K, N]; bias broadcastable to
+         out_shape: tuple[int, ...], ep: Epilogue | None = None) -> Tensor:
+    """C = act(beta*bias + alpha*(a @ b)) with a [z, M, K] or [M, K], b [z, K, N] or [K, N]; bias broadcastable to
     [z, M, N] or None. The result is a fresh contiguous tensor of `out_shape` (same element count)."""
     a3 = a if a.ndim == 3 else layout.unsqueeze(a, 0)
     b3 = b if b.ndim == 3 else layout.unsqueeze(b, 0)
@@ -78,16 +80,18 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     name = choose_config(m, n, batch, ctx.options.gemm)
     cfg = CONFIGS[name]
     tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
-    spec = KernelSpec.of(FILE, f"gemm[{name}]", consts=cfg.consts, overrides={
+    spec = KernelSpec.of(FILE, f"gemm[{name}]{epilogue.suffix(ep)}", consts=cfg.consts, overrides={
         "A_K_CONTIGUOUS": a3.strides[2] == 1 or k == 1,
         "B_N_CONTIGUOUS": b3.strides[2] == 1 or n == 1,
         "HAS_BIAS": use_bias,
+        **epilogue.overrides(ep),
     })
     params = {
         "M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
         "alpha": float(alpha), "beta": float(beta),
         "a_offset": a3.offset, "b_offset": b3.offset, "bias_offset": bias3.offset if use_bias else 0,
         "a_strides": a3.strides, "b_strides": b3.strides, "bias_strides": bias3.strides if use_bias else (0,),
+        **epilogue.params(ep),
     }
     ctx.dispatch(spec, [a3, b3, bias3, out], params, tiles_m * tiles_n * batch)
     return out
@@ -137,28 +141,28 @@ def _bias_tensor(ctx: Builder, node: NodeView, bias) -> Tensor:
     return bias
 
 
-@register("aten.mm.default", check=_check_ranks(self=2, mat2=2))
+@register("aten.mm.default", check=_check_ranks(self=2, mat2=2), epilogue=True)
 def mm(ctx: Builder, node: NodeView) -> Tensor:
-    return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape)
+    return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue)
 
 
-@register("aten.bmm.default", check=_check_ranks(self=3, mat2=3))
+@register("aten.bmm.default", check=_check_ranks(self=3, mat2=3), epilogue=True)
 def bmm(ctx: Builder, node: NodeView) -> Tensor:
-    return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape)
+    return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue)
 
 
-@register("aten.addmm.default", check=_check_addmm)
+@register("aten.addmm.default", check=_check_addmm, epilogue=True)
 def addmm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return gemm(ctx, a["mat1"], a["mat2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"], beta=a["beta"],
-                out_shape=node.out.shape)
+                out_shape=node.out.shape, ep=node.epilogue)
 
 
-@register("aten.baddbmm.default", check=_check_baddbmm)
+@register("aten.baddbmm.default", check=_check_baddbmm, epilogue=True)
 def baddbmm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return gemm(ctx, a["batch1"], a["batch2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"],
-                beta=a["beta"], out_shape=node.out.shape)
+                beta=a["beta"], out_shape=node.out.shape, ep=node.epilogue)
 
 
 def _check_linear(node: NodeView) -> str | None:
@@ -170,7 +174,7 @@ def _check_linear(node: NodeView) -> str | None:
     return _check_float32(node)
 
 
-@register("aten.linear.default", check=_check_linear)
+@register("aten.linear.default", check=_check_linear, epilogue=True)
 def linear(ctx: Builder, node: NodeView) -> Tensor:
     """y = x @ wᵀ + bias over any leading dims of x: x is viewed as [M, K] (copied only if its strides do not
     allow that view), wᵀ is a view."""
@@ -178,7 +182,7 @@ def linear(ctx: Builder, node: NodeView) -> Tensor:
     k = x.shape[-1]
     rows = x.numel // k if k else 0
     x2 = layout.view(x, (rows, k)) or layout.view(ctx.contiguous(x), (rows, k))
-    return gemm(ctx, x2, layout.permute(w, [1, 0]), bias, out_shape=node.out.shape)
+    return gemm(ctx, x2, layout.permute(w, [1, 0]), bias, out_shape=node.out.shape, ep=node.epilogue)
 
 
 def cases() -> list[OpCase]:
@@ -217,6 +221,12 @@ def cases() -> list[OpCase]:
         OpCase("baddbmm", lambda s, a, b: torch.baddbmm(s, a, b, beta=0.25, alpha=1.5),
                [(1, 37, 41), (3, 37, 89), (3, 89, 41)], marks=g),
         OpCase("matmul_broadcast_batch", lambda a, b: a @ b, [(2, 3, 37, 41), (41, 7)], marks=g),
+        OpCase("linear_fused_relu", lambda x, w, b: torch.relu(torch.nn.functional.linear(x, w, b)),
+               [(37, 89), (41, 89), (41,)], marks=g),
+        OpCase("addmm_fused_gelu", lambda s, a, b: torch.nn.functional.gelu(torch.addmm(s, a, b)),
+               [(41,), (37, 89), (89, 41)], marks=g),
+        OpCase("bmm_fused_relu6", lambda a, b: torch.nn.functional.relu6(torch.bmm(a, b)),
+               [(3, 37, 89), (3, 89, 41)], marks=g),
         # 70,000 blocks of 32x32 (M = 1, N = 2,240,000 / ...) need a folded grid.
         OpCase("mm_grid_beyond_65535", lambda a, b: a @ b, [(1, 3), (3, 70_001 * 32)], marks=g),
     ]

@@ -1,4 +1,4 @@
-// gemm.wgsl — batched C = beta * bias + alpha * (A @ B) in float32, with float32 accumulation.
+// gemm.wgsl — batched C = act(beta * bias + alpha * (A @ B)) in float32, with float32 accumulation.
 //
 // Layouts (element strides and offsets in Params; any stride may be 0, which broadcasts):
 //   A[z, m, k] = a[a_offset + z*a_strides.x + m*a_strides.y + k*a_strides.z]
@@ -16,7 +16,10 @@
 //   Out-of-range rows, columns and k read as 0 and are never stored: any M, N, K works.
 // Geometry: blocks are numbered n-fastest, then m, then z, over a grid folded to fit 65,535 workgroups per
 //   dimension; workgroups past the last block exit at once (uniformly, before any barrier).
-// Specialised by const substitution (register-tile and tile sizes must be constants in WGSL).
+// Specialised by const substitution (register-tile and tile sizes must be constants in WGSL). `act` is the
+// fused activation epilogue (ACTIVATION, from activation.wgsl).
+
+//! include activation.wgsl
 
 const TILE_M: u32 = 32u;
 const TILE_N: u32 = 32u;
@@ -30,6 +33,7 @@ const THREADS: u32 = WG_M * WG_N;
 override A_K_CONTIGUOUS: bool = true;
 override B_N_CONTIGUOUS: bool = true;
 override HAS_BIAS: bool = false;
+override ACTIVATION: u32 = ACT_NONE;
 
 struct Params {
   M: u32,
@@ -40,6 +44,8 @@ struct Params {
   tiles_n: u32,
   alpha: f32,
   beta: f32,
+  act_lo: f32,
+  act_hi: f32,
   a_offset: u32,
   b_offset: u32,
   bias_offset: u32,
@@ -135,7 +141,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         if (HAS_BIAS) {
           v += p.beta * bias[p.bias_offset + z * p.bias_strides.x + m * p.bias_strides.y + n * p.bias_strides.z];
         }
-        c[(z * p.M + m) * p.N + n] = v;
+        c[(z * p.M + m) * p.N + n] = activate(v, ACTIVATION, p.act_lo, p.act_hi);
       }
     }
   }

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..graph import TensorMeta
+from ..graph import Epilogue, TensorMeta
 
 # A check sees the node with tensor arguments as TensorMeta; a lowering sees them as program.Tensor.
 # Both carry .shape and .dtype, so checks are written once against either.
@@ -26,6 +26,7 @@ class NodeView:
     target: str
     args: dict[str, Any]
     outputs: tuple[TensorMeta | None, ...]
+    epilogue: Epilogue | None = None  # an activation this node's kernel must apply to its result
 
     @property
     def out(self) -> TensorMeta:
@@ -40,6 +41,7 @@ class OpDef:
     check: Check | None
     module: str
     view: bool  # costs no dispatch: the result is a strided view of an argument
+    epilogue: bool  # its lowering applies node.epilogue, so an activation of its result can be fused into it
 
 
 @dataclass(frozen=True)
@@ -67,12 +69,13 @@ class OpCase:
 OPS: dict[str, OpDef] = {}
 
 
-def register(*targets: str, check: Check | None = None, view: bool = False) -> Callable[[Lower], Lower]:
+def register(*targets: str, check: Check | None = None, view: bool = False,
+             epilogue: bool = False) -> Callable[[Lower], Lower]:
     def deco(fn: Lower) -> Lower:
         for target in targets:
             if target in OPS:
                 raise RuntimeError(f"{target} is registered twice ({OPS[target].module} and {fn.__module__})")
-            OPS[target] = OpDef(target, fn, check, fn.__module__, view)
+            OPS[target] = OpDef(target, fn, check, fn.__module__, view, epilogue)
         return fn
 
     return deco

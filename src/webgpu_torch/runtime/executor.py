@@ -73,7 +73,12 @@ class Executor:
             self._bindings.append(binds)
             self._group_layouts.append(group)
             pipeline_layouts.append(device.create_pipeline_layout(bind_group_layouts=[group]))
-            modules.append(device.create_shader_module(code=source, label=f"source{i}"))
+            try:
+                modules.append(device.create_shader_module(code=source, label=f"source{i}"))
+            except Exception as e:
+                users = sorted({k.name for k in self.program.kernels if k.source == i})
+                raise DeviceError(f"WGSL source {i} (kernels {', '.join(users)}) does not compile on the "
+                                  f"{self.engine.name} engine: {e}") from e
         self.pipelines = []
         for k in self.program.kernels:
             try:
