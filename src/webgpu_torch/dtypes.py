@@ -51,7 +51,7 @@ def to_device(array: np.ndarray, name: str, what: str) -> np.ndarray:
                 f"{what}: int64 values must fit in int32 on WebGPU (which has no 64-bit integers); "
                 f"range is [{lo}, {hi}]"
             )
-    return np.ascontiguousarray(array, dtype=d.device)
+    return np.asarray(array, dtype=d.device, order="C")
 
 
 def from_device(array: np.ndarray, name: str) -> np.ndarray:

@@ -124,7 +124,7 @@ class Program:
         if as_torch:
             import torch  # the caller passed torch tensors, so torch is already imported
 
-            outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
+            outs = [torch.from_numpy(np.asarray(o, order="C")) for o in outs]
         if self._restore_outputs is not None:
             return self._restore_outputs(outs)
         return tree.unflatten(self.output_tree, outs)

@@ -4,8 +4,9 @@ A kernel file is WGSL; it may pull in a shared helper file with a `//! include n
 replaced by that file's text. Compile-time parameters come in two forms:
   * `override NAME: T = default;` — pipeline-overridable constants, set per pipeline (flags, workgroup sizes);
   * `const NAME: T = default;` — replaced by value here, for what WGSL requires to be a true constant
-    (function-scope array lengths such as a thread's register tile). The substitution touches only the value
-    of a named `const` declaration; there is no template language.
+    (function-scope array lengths such as a thread's register tile);
+  * `alias NAME = type;` — replaced by another type here, for kernels that serve several dtypes.
+The substitution touches only the value of a named declaration; there is no template language.
 
 The uniform struct `Params` is declared once, in the kernel; its byte layout is derived here from WGSL's
 uniform-address-space layout rules, so the Python side can never disagree with the shader about offsets.
@@ -20,6 +21,7 @@ from functools import cache
 from importlib import resources
 
 _CONST = re.compile(r"\bconst\s+(\w+)\s*:\s*(\w+)\s*=\s*[^;]+;")
+_ALIAS = re.compile(r"\balias\s+(\w+)\s*=\s*[^;]+;")
 _BINDING = re.compile(
     r"@group\((\d+)\)\s*@binding\((\d+)\)\s*var<(\w+)(?:\s*,\s*(\w+))?>\s*(\w+)\s*:"
 )
@@ -38,18 +40,26 @@ def kernel_source(filename: str) -> str:
     return _INCLUDE.sub(lambda m: kernel_source(m.group(1)), text)
 
 
-def specialize(source: str, consts: dict[str, int | float | bool]) -> str:
-    """Set the values of named `const` declarations; every name must exist in `source`."""
+def specialize(source: str, consts: dict[str, int | float | bool | str]) -> str:
+    """Set the values of named `const` declarations (numbers) and `alias` declarations (type names, as
+    strings); every name must exist in `source`."""
     missing = set(consts)
 
-    def replace(m: re.Match) -> str:
+    def replace_const(m: re.Match) -> str:
         name, ty = m.group(1), m.group(2)
         if name not in consts:
             return m.group(0)
         missing.discard(name)
         return f"const {name}: {ty} = {_literal(consts[name], ty)};"
 
-    out = _CONST.sub(replace, source)
+    def replace_alias(m: re.Match) -> str:
+        name = m.group(1)
+        if name not in consts:
+            return m.group(0)
+        missing.discard(name)
+        return f"alias {name} = {consts[name]};"
+
+    out = _ALIAS.sub(replace_alias, _CONST.sub(replace_const, source))
     if missing:
         raise KeyError(f"kernel has no const declaration for {sorted(missing)}")
     return out
