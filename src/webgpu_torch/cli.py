@@ -75,14 +75,40 @@ def _demo(args) -> int:
 
 
 def _bench(args) -> int:
-    from .bench import gemm
     from .bench.table import format_table
 
-    sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes] if args.sizes else None
-    rows, meta = gemm.run(sizes, args.variants, args.engine, args.repeat)
-    print(f"GEMM fp32 on {meta['device']}; baseline {meta['baseline']}")
-    print(format_table(rows, gemm.COLUMNS, markdown=args.markdown))
+    rows, meta = args.suite.run(args)
+    print(f"{meta['title']} on {meta['device']}; baseline: {meta['baseline']}")
+    print(format_table(rows, args.suite.COLUMNS, markdown=args.markdown))
     return 0
+
+
+def _bench_suites() -> dict:
+    """Every module of webgpu_torch.bench with a run(args) function is a suite (imported lazily: torch)."""
+    import pkgutil
+
+    from . import bench
+
+    out = {}
+    for m in pkgutil.iter_modules(bench.__path__):
+        if m.name != "table":
+            out[m.name] = _LazySuite(f"{bench.__name__}.{m.name}")
+    return out
+
+
+class _LazySuite:
+    """A bench module imported only when its suite runs (suites import torch; `webgpu-torch info` must not)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._module = None
+
+    def __getattr__(self, attr):
+        if self._module is None:
+            import importlib
+
+            self._module = importlib.import_module(self.name)
+        return getattr(self._module, attr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,12 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="mlp")
     p.add_argument("--repeat", type=int, default=20)
     p.set_defaults(fn=_demo)
-    p = sub.add_parser("bench", help="GEMM throughput per tile configuration, vs a baseline in the same run")
-    p.add_argument("--sizes", nargs="*", metavar="MxNxK")
-    p.add_argument("--variants", nargs="*")
-    p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--markdown", action="store_true")
-    p.set_defaults(fn=_bench)
+    p = sub.add_parser("bench", help="benchmark suites, each against a baseline measured in the same run")
+    suites = p.add_subparsers(dest="suite_name", required=True)
+    for name, module in _bench_suites().items():
+        s = suites.add_parser(name, help=module.__doc__.splitlines()[0])
+        s.add_argument("--repeat", type=int, default=5)
+        s.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+        module.add_arguments(s)
+        s.set_defaults(fn=_bench, suite=module)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

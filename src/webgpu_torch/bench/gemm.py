@@ -1,4 +1,4 @@
-"""GEMM throughput of each tile configuration, against the host's best fp32 GEMM measured in the same run.
+"""GEMM fp32 throughput per tile configuration, against the host's best fp32 GEMM in the same run.
 
 Baselines: torch on CUDA (TF32 off: cuBLAS fp32 is the ceiling a fp32 kernel is compared to) when a CUDA
 device is present, else numpy's BLAS on the CPU. Our figures are GPU time from timestamp queries (wall clock
@@ -49,15 +49,26 @@ def _baseline(m: int, n: int, k: int, repeats: int) -> tuple[str, float]:
     return f"numpy {np.__version__} CPU fp32", statistics.median(times)
 
 
-def run(sizes=None, variants=None, engine: str | None = None, repeats: int = 5) -> tuple[list[dict], dict]:
+def add_arguments(parser) -> None:
+    parser.add_argument("--sizes", nargs="*", metavar="MxNxK", help="default: " + " ".join(
+        "x".join(map(str, s)) for s in DEFAULT_SIZES))
+    parser.add_argument("--variants", nargs="*", help=f"default: {' '.join(DEFAULT_VARIANTS)}")
+
+
+def run(args) -> tuple[list[dict], dict]:
+    sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes] if args.sizes else DEFAULT_SIZES
+    return measure(sizes, args.variants or DEFAULT_VARIANTS, args.engine, args.repeat)
+
+
+def measure(sizes, variants, engine: str | None = None, repeats: int = 5) -> tuple[list[dict], dict]:
     rows = []
     info = webgpu_torch.device_info(engine)
-    for m, n, k in sizes or DEFAULT_SIZES:
+    for m, n, k in sizes:
         flops = 2.0 * m * n * k
         base_name, base_s = _baseline(m, n, k, repeats)
         a, b = torch.randn(m, k), torch.randn(k, n)
         ep = torch.export.export(_MM(), (a, b))
-        for variant in variants or DEFAULT_VARIANTS:
+        for variant in variants:
             program = webgpu_torch.compile(ep, gemm=variant)
             ex = program.executor(engine)
             program(a, b)  # uploads the inputs
@@ -67,8 +78,8 @@ def run(sizes=None, variants=None, engine: str | None = None, repeats: int = 5) 
                          "ms": t.seconds * 1e3, "GFLOP/s": flops / t.seconds / 1e9,
                          "baseline GFLOP/s": flops / base_s / 1e9, "vs baseline": base_s / t.seconds,
                          "timer": t.method})
-    return rows, {"device": f"{info['adapter']} via {info['engine_module']} ({info['backend']})",
-                  "baseline": base_name}
+    return rows, {"title": "GEMM fp32", "baseline": base_name,
+                  "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']})"}
 
 
 class _MM(torch.nn.Module):
