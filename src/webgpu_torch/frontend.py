@@ -20,9 +20,16 @@ from .errors import UnsupportedError
 from .graph import Graph, Node, Ref, TensorMeta, refs_in
 from .ops import OPS
 
-# Folding a constant subgraph must not inflate the artifact: a result is kept as a constant only when it is
-# no larger than its constant inputs together (or tiny). Larger ones (an expanded mask, say) stay as ops.
+# Folding a constant subgraph must not inflate the artifact. A folded value is stored as the smallest tensor
+# it is a broadcast of (a causal mask expanded over batch and heads is stored as [S, S] and re-expanded by a
+# view), and kept only when that is no larger than its constant inputs together (or tiny); larger ones stay
+# as ops. Ops that read tensors only for their shape (full_like, ...) and creation ops (arange, full, ...)
+# always fold: no kernel runs them.
 FOLD_TINY_ELEMENTS = 1 << 12
+FOLD_MAX_ELEMENTS = 1 << 26  # a value this large is not even computed at compile time
+SHAPE_ONLY = ("full_like", "zeros_like", "ones_like", "empty_like", "new_full", "new_zeros", "new_ones",
+              "new_empty")
+UNINITIALIZED = ("empty", "empty_like", "new_empty", "empty_strided")  # folded as zeros
 
 
 def import_program(ep: ExportedProgram) -> Graph:
@@ -52,7 +59,8 @@ def import_program(ep: ExportedProgram) -> Graph:
     nodes, outputs = _convert_nodes(ep, constants)
     nodes = _drop_dead(nodes, outputs)
     used = _referenced(nodes, outputs)
-    kept = {k: v for k, v in constants.items() if Ref(k) in used}
+    defined = {node.name for node in nodes}  # folded values that nodes re-expand from their base
+    kept = {k: v for k, v in constants.items() if Ref(k) in used and k not in defined}
     return Graph(
         inputs=inputs,
         constants={k: _to_numpy(v) for k, v in kept.items()},
@@ -126,10 +134,15 @@ def _convert_nodes(ep: ExportedProgram, constants: dict[str, torch.Tensor]) -> t
             refs[n] = Ref(n.name)
             args = _normalize_args(n, refs)
             folded = _try_fold(n, args, constants)
-            if folded is not None:
-                constants[n.name] = folded
+            if folded is None:
+                nodes.append(Node(n.name, target_name(n.target), args, _output_metas(n), _source_line(n)))
                 continue
-            nodes.append(Node(n.name, target_name(n.target), args, _output_metas(n), _source_line(n)))
+            value, base = folded
+            constants[n.name] = value  # what later folds read
+            if base is not value:  # the graph reads it as a view of its base
+                constants[f"{n.name}_base"] = base
+                nodes.append(Node(n.name, "aten.expand.default", {"self": Ref(f"{n.name}_base"),
+                                  "size": list(value.shape), "implicit": False}, _output_metas(n), _source_line(n)))
         elif n.op == "output":
             for v, spec in zip(n.args[0], ep.graph_signature.output_specs, strict=True):
                 if spec.kind != OutputKind.USER_OUTPUT:
@@ -194,29 +207,52 @@ def _source_line(n: torch.fx.Node) -> str:
 
 # -- constant folding and dead code ------------------------------------------------------------------------------
 
-def _try_fold(n: torch.fx.Node, args: dict[str, Any], constants: dict[str, torch.Tensor]) -> torch.Tensor | None:
-    """The node's value when every tensor it reads is a constant, it is deterministic, and the result does
-    not outgrow its inputs; else None."""
+def _try_fold(n: torch.fx.Node, args: dict[str, Any],
+              constants: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(value, base) when the node can be computed at compile time: every tensor it reads is a constant (or
+    is read for its shape alone) and it is deterministic; `base` is the value's broadcast base (the value
+    itself when nothing repeats). None when it cannot be folded or its base outgrows its inputs."""
     if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()):
         return None
-    reads = list(refs_in(args))
+    name = getattr(n.target, "_schema", None) and n.target._schema.name.split("::")[-1]
+    reads = [] if name in SHAPE_ONLY else list(refs_in(args))
     if any(r.index is not None or r.node not in constants for r in reads):
         return None
     val = n.meta.get("val")
     if not isinstance(val, torch.Tensor) or any(not isinstance(s, int) for s in val.shape):
         return None
-    if val.numel() > max(FOLD_TINY_ELEMENTS, sum(constants[r.node].numel() for r in reads)):
+    if val.numel() > FOLD_MAX_ELEMENTS:
         return None
     fn_args = [_realize_fx(a, constants) for a in n.args]
     fn_kwargs = {k: _realize_fx(v, constants) for k, v in n.kwargs.items()}
     with torch.no_grad():
         result = n.target(*fn_args, **fn_kwargs)
-    return result.contiguous() if isinstance(result, torch.Tensor) else None
+    if not isinstance(result, torch.Tensor):
+        return None
+    result = torch.zeros_like(result) if name in UNINITIALIZED else result.contiguous()
+    base = broadcast_base(result)
+    if reads and base.numel() > max(FOLD_TINY_ELEMENTS, sum(constants[r.node].numel() for r in reads)):
+        return None
+    return result, base
+
+
+def broadcast_base(t: torch.Tensor) -> torch.Tensor:
+    """The smallest tensor `t` is an expansion of: each dim along which every slice is equal shrinks to 1.
+    Returns `t` itself when no dim shrinks."""
+    base = t
+    for d in range(t.ndim):
+        if base.shape[d] > 1 and torch.equal(base, base.narrow(d, 0, 1).expand_as(base)):
+            base = base.narrow(d, 0, 1)
+    return t if base is t else base.contiguous()
 
 
 def _realize_fx(v: Any, constants: dict[str, torch.Tensor]) -> Any:
+    """An fx argument as a value: constants by name; any other tensor (read only for its shape) as zeros."""
     if isinstance(v, torch.fx.Node):
-        return constants[v.name]
+        if v.name in constants:
+            return constants[v.name]
+        val = v.meta["val"]
+        return torch.zeros(val.shape, dtype=val.dtype)
     if isinstance(v, (list, tuple)):
         return type(v)(_realize_fx(x, constants) for x in v)
     return v

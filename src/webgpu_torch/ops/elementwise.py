@@ -94,8 +94,8 @@ def _merge_dims(shape, strides_list):
 
 
 def copy(ctx: Builder, t: Tensor, out: Tensor | None = None) -> Tensor:
-    """A contiguous copy of a strided view (or a copy into the view `out`)."""
-    return emit(ctx, "copy", [t], t.shape, out_dtype=t.dtype, out=out)
+    """A contiguous copy of a strided view, or a copy into the view `out` (converted to its dtype)."""
+    return emit(ctx, "copy", [t], t.shape, out_dtype=(out or t).dtype, compute=t.dtype, out=out)
 
 
 # -- checks ----------------------------------------------------------------------------------------------------
