@@ -1,4 +1,5 @@
-// reduce.wgsl — out[o] = reduce_r x[o, r]: sum, mean, max, min, argmax, argmin over some dims of a tensor.
+// reduce.wgsl — out[o] = reduce_r x[o, r]: sum, mean, max, min, argmax, argmin over some dims of a tensor
+// (any and all are max and min over bool).
 //
 // Layout: the input is a strided view whose dims split into kept dims (enumerating o; the output is
 //   contiguous over them) and reduced dims (enumerating r, R = reduce_size elements per output), up to 8 of
@@ -6,8 +7,10 @@
 // Geometry: ROW threads (a power of two, <= 256) reduce one output element; a workgroup of 256 threads
 //   handles 256 / ROW outputs; the grid is folded to fit 65,535 workgroups per dimension. Each thread folds a
 //   strided share of its row, then the row's threads combine in workgroup memory by halving. Ties in
-//   argmax/argmin keep the smallest index, as torch does. Accumulation is in f32.
-// Types: InT (input) and OutT (output; i32 for the arg ops) are specialised by alias substitution.
+//   argmax/argmin keep the smallest index, as torch does.
+// Types: InT (input), AccT (accumulation: f32 for float results, i32 for integer ones, so an integer sum or a
+//   count of a mask is exact; u32 for any/all) and OutT (output; i32 for the arg ops) are set by alias
+//   substitution.
 
 const OP_SUM: u32 = 0u;
 const OP_MEAN: u32 = 1u;
@@ -17,6 +20,7 @@ const OP_ARGMAX: u32 = 4u;
 const OP_ARGMIN: u32 = 5u;
 
 alias InT = f32;
+alias AccT = f32;
 alias OutT = f32;
 
 override OP: u32 = OP_SUM;
@@ -40,7 +44,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> out: array<OutT>;
 @group(0) @binding(2) var<uniform> p: Params;
 
-var<workgroup> vals: array<f32, WORKGROUP>;
+var<workgroup> vals: array<AccT, WORKGROUP>;
 var<workgroup> idxs: array<u32, WORKGROUP>;
 
 fn row_base(o: u32) -> u32 {
@@ -55,7 +59,7 @@ fn row_base(o: u32) -> u32 {
   return at;
 }
 
-fn element(base: u32, r: u32) -> f32 {
+fn element(base: u32, r: u32) -> AccT {
   var rest = r;
   var at = base;
   for (var d = p.red_ndim; d > 0u; d--) {
@@ -64,11 +68,11 @@ fn element(base: u32, r: u32) -> f32 {
     at += (rest % n) * p.red_strides[k / 4u][k % 4u];
     rest /= n;
   }
-  return f32(x[at]);
+  return AccT(x[at]);
 }
 
 // Whether (v, i) beats (best, best_i) for the op; ties go to the smaller index.
-fn better(v: f32, i: u32, best: f32, best_i: u32) -> bool {
+fn better(v: AccT, i: u32, best: AccT, best_i: u32) -> bool {
   if (OP == OP_MAX || OP == OP_ARGMAX) {
     return v > best || (v == best && i < best_i);
   }
@@ -84,7 +88,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let live = o < p.num_out;
   let summing = OP == OP_SUM || OP == OP_MEAN;
 
-  var acc = 0.0;
+  var acc = AccT(0);
   var acc_i = 0u;
   if (live && lane < p.reduce_size) {
     let base = row_base(o);
@@ -120,7 +124,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     if (OP == OP_ARGMAX || OP == OP_ARGMIN) {
       out[o] = OutT(idxs[li]);
     } else if (OP == OP_MEAN) {
-      out[o] = OutT(vals[li] / f32(p.reduce_size));
+      out[o] = OutT(f32(vals[li]) / f32(p.reduce_size));
     } else {
       out[o] = OutT(vals[li]);
     }
