@@ -19,6 +19,8 @@ const OP_MIN: u32 = 3u;
 const OP_ARGMAX: u32 = 4u;
 const OP_ARGMIN: u32 = 5u;
 
+//! include strided.wgsl
+
 alias InT = f32;
 alias AccT = f32;
 alias OutT = f32;
@@ -47,28 +49,8 @@ struct Params {
 var<workgroup> vals: array<AccT, WORKGROUP>;
 var<workgroup> idxs: array<u32, WORKGROUP>;
 
-fn row_base(o: u32) -> u32 {
-  var rest = o;
-  var at = p.offset;
-  for (var d = p.kept_ndim; d > 0u; d--) {
-    let k = d - 1u;
-    let n = p.kept_shape[k / 4u][k % 4u];
-    at += (rest % n) * p.kept_strides[k / 4u][k % 4u];
-    rest /= n;
-  }
-  return at;
-}
-
 fn element(base: u32, r: u32) -> AccT {
-  var rest = r;
-  var at = base;
-  for (var d = p.red_ndim; d > 0u; d--) {
-    let k = d - 1u;
-    let n = p.red_shape[k / 4u][k % 4u];
-    at += (rest % n) * p.red_strides[k / 4u][k % 4u];
-    rest /= n;
-  }
-  return AccT(x[at]);
+  return AccT(x[base + strided_offset(r, p.red_ndim, p.red_shape, p.red_strides)]);
 }
 
 // Whether (v, i) beats (best, best_i) for the op; ties go to the smaller index.
@@ -91,7 +73,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var acc = AccT(0);
   var acc_i = 0u;
   if (live && lane < p.reduce_size) {
-    let base = row_base(o);
+    let base = p.offset + strided_offset(o, p.kept_ndim, p.kept_shape, p.kept_strides);
     acc = element(base, lane);
     acc_i = lane;
     for (var r = lane + ROW; r < p.reduce_size; r += ROW) {
