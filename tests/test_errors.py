@@ -14,7 +14,7 @@ from webgpu_torch.ops import register
 
 class Unsupported(torch.nn.Module):
     def forward(self, x):
-        y = torch.cumsum(x, dim=1)
+        y = torch.cumprod(x, dim=1)
         return torch.relu(y) + torch.cummax(x, dim=0).values
 
 
@@ -23,9 +23,9 @@ def test_unsupported_nodes_are_all_named_with_op_shapes_and_reason():
         webgpu_torch.compile_module(Unsupported(), (torch.randn(5, 37),))
     msg = str(info.value)
     assert "2 unsupported nodes" in msg
-    assert "node 'cumsum' (aten.cumsum.default)" in msg
+    assert "node 'cumprod' (aten.cumprod.default)" in msg
     assert "float32[5, 37]" in msg and "dim=1" in msg
-    assert "reason: no WebGPU kernel for aten.cumsum.default" in msg
+    assert "reason: no WebGPU kernel for aten.cumprod.default" in msg
     assert "aten.cummax.default" in msg
     assert "test_errors.py" in msg  # the user's source line
 

@@ -20,19 +20,24 @@ OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 
 
-def softmax(ctx: Builder, op: str, x: Tensor, dim: int) -> Tensor:
-    """`op` ("softmax", "log_softmax", "safe_softmax") of `x` along `dim`; a fresh contiguous tensor."""
-    dim = layout.normalize_dim(dim, x.ndim)
-    out = ctx.new(x.shape)
+def row_params(x: Tensor, dim: int) -> dict:
+    """Params for a kernel that works along `dim` of `x` row by row, the output contiguous in x's shape: the
+    other dims enumerate rows (with their strides), `inner` is the element count of the dims after `dim`."""
     kept = [d for d in range(x.ndim) if d != dim]
     n = x.shape[dim] if x.ndim else 1
     inner = 1
     for d in kept[dim:]:
         inner *= x.shape[d]
-    params = {"rows": out.numel // n, "n": n, "inner": inner, "offset": x.offset,
-              "stride": x.strides[dim] if x.ndim else 0, "kept_ndim": len(kept),
-              "kept_shape": [x.shape[d] for d in kept], "kept_strides": [x.strides[d] for d in kept]}
-    row = row_threads(n)
+    return {"rows": max(x.numel, 1) // max(n, 1), "n": n, "inner": inner, "offset": x.offset,
+            "stride": x.strides[dim] if x.ndim else 0, "kept_ndim": len(kept),
+            "kept_shape": [x.shape[d] for d in kept], "kept_strides": [x.strides[d] for d in kept]}
+
+
+def softmax(ctx: Builder, op: str, x: Tensor, dim: int) -> Tensor:
+    """`op` ("softmax", "log_softmax", "safe_softmax") of `x` along `dim`; a fresh contiguous tensor."""
+    out = ctx.new(x.shape)
+    params = row_params(x, layout.normalize_dim(dim, max(x.ndim, 1)))
+    row = row_threads(params["n"])
     spec = KernelSpec.of(FILE, f"softmax[{op}]", overrides={"OP": OP_CODES[op], "ROW": row})
     ctx.dispatch(spec, [x, out], params, -(-params["rows"] // (WORKGROUP // row)))
     return out
