@@ -17,7 +17,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
 from .errors import UnsupportedError
-from .graph import Graph, Node, Ref, TensorMeta, refs_in
+from .graph import Graph, Node, Ref, TensorMeta, drop_dead, refs_in
 from .ops import OPS
 
 # Folding a constant subgraph must not inflate the artifact. A folded value is stored as the smallest tensor
@@ -57,7 +57,7 @@ def import_program(ep: ExportedProgram) -> Graph:
         raise UnsupportedError([f"  the program mutates {mutated} ({len(mutated)} non-user outputs); WebGPU "
                                 "programs are functional: export the model in eval() mode"])
     nodes, outputs = _convert_nodes(ep, constants)
-    nodes = _drop_dead(nodes, outputs)
+    nodes = drop_dead(nodes, outputs)
     used = _referenced(nodes, outputs)
     defined = {node.name for node in nodes}  # folded values that nodes re-expand from their base
     kept = {k: v for k, v in constants.items() if Ref(k) in used and k not in defined}
@@ -76,6 +76,8 @@ def import_program(ep: ExportedProgram) -> Graph:
 def _decomposition_table() -> dict:
     table = torch.export.default_decompositions()
     for target in OPS:
+        if not target.startswith("aten."):  # our own ops (graph rewrites make them): nothing to keep
+            continue
         op = resolve_target(target)
         if op in table:
             del table[op]
@@ -263,18 +265,6 @@ def _referenced(nodes: list[Node], outputs: list[Ref]) -> set[Ref]:
     for node in nodes:
         used.update(Ref(r.node) for r in refs_in(node.args))
     return used
-
-
-def _drop_dead(nodes: list[Node], outputs: list[Ref]) -> list[Node]:
-    """Nodes whose values nothing reads. Assertion-only ops (`_assert_tensor_metadata`) go too: export
-    already checked them."""
-    live = {r.node for r in outputs}
-    kept = []
-    for node in reversed(nodes):
-        if node.name in live:
-            kept.append(node)
-            live.update(r.node for r in refs_in(node.args))
-    return kept[::-1]
 
 
 # -- pytree specs ------------------------------------------------------------------------------------------------
