@@ -1,4 +1,4 @@
-"""Reductions over any set of dims: sum, mean, amax, amin, argmax, argmin, any, all.
+"""Reductions over any set of dims: sum, mean, amax, amin, argmax, argmin, any, all, the 2-norm.
 
 The input is read in place: its dims are split into kept and reduced ones, each with its own strides, so
 reducing a transposed or sliced view needs no copy. The number of threads per output row follows the row's
@@ -62,6 +62,8 @@ def _check(node: NodeView) -> str | None:
         return f"input has {x.ndim} dims; at most {MAX_DIMS} are supported"
     if node.target.startswith(("aten.arg", "aten.amax", "aten.amin")) and x.dtype != "float32":
         return f"{node.target} takes float32 input, got {x.dtype}"
+    if node.target == "aten.linalg_vector_norm.default" and (node.args["ord"] != 2 or x.dtype != "float32"):
+        return f"vector norm of ord {node.args['ord']} over {x.dtype} is not supported (ord 2 of float32 only)"
     if x.numel == 0:
         return "reducing an empty tensor is not supported"
     return None
@@ -91,6 +93,7 @@ for _target, _op, _dim in [
     ("aten.all.default", "min", None),
     ("aten.all.dim", "min", "dim"),
     ("aten.all.dims", "min", "dim"),
+    ("aten.linalg_vector_norm.default", "norm2", "dim"),
 ]:
     register(_target, check=_check)(_lower(_op, _dim))
 
@@ -112,6 +115,8 @@ def cases() -> list[OpCase]:
         OpCase("argmax_ties_first_index", lambda x: x.argmax(dim=1), [ties((37, 113))]),
         OpCase("argmin_flat", lambda x: x.argmin(), [ties((37, 41))]),
         OpCase("mean_size_one_rows", lambda x: x.mean(dim=-1), [(1031, 1)]),
+        OpCase("norm2_normalize_rows", lambda x: (torch.nn.functional.normalize(x, dim=1), x.norm(dim=(0, 2))),
+               [(37, 384, 3)]),
         OpCase("any_all_of_masks", lambda m: (m.any(dim=-1), m.all(dim=0), m.any(), m[:, :3].all(1, keepdim=True)),
                [lambda: torch.rand(37, 41, generator=torch.Generator().manual_seed(2)) > 0.1]),
         OpCase("sum_of_mask_and_ints", lambda m, i: (m.sum(-1), m.sum(), i.sum(0), m.sum(-1, dtype=torch.float32)),

@@ -1,5 +1,5 @@
 // reduce.wgsl — out[o] = reduce_r x[o, r]: sum, mean, max, min, argmax, argmin over some dims of a tensor
-// (any and all are max and min over bool).
+// (any and all are max and min over bool), and the 2-norm.
 //
 // Layout: the input is a strided view whose dims split into kept dims (enumerating o; the output is
 //   contiguous over them) and reduced dims (enumerating r, R = reduce_size elements per output), up to 8 of
@@ -18,6 +18,7 @@ const OP_MAX: u32 = 2u;
 const OP_MIN: u32 = 3u;
 const OP_ARGMAX: u32 = 4u;
 const OP_ARGMIN: u32 = 5u;
+const OP_NORM2: u32 = 6u;     // sqrt(sum x²): linalg_vector_norm with ord 2
 
 //! include strided.wgsl
 
@@ -50,7 +51,8 @@ var<workgroup> vals: array<AccT, WORKGROUP>;
 var<workgroup> idxs: array<u32, WORKGROUP>;
 
 fn element(base: u32, r: u32) -> AccT {
-  return AccT(x[base + strided_offset(r, p.red_ndim, p.red_shape, p.red_strides)]);
+  let v = AccT(x[base + strided_offset(r, p.red_ndim, p.red_shape, p.red_strides)]);
+  return select(v, v * v, OP == OP_NORM2);
 }
 
 // Whether (v, i) beats (best, best_i) for the op; ties go to the smaller index.
@@ -68,7 +70,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let o = (wid.x + wid.y * nwg.x) * rows_per_wg + li / ROW;
   let lane = li % ROW;
   let live = o < p.num_out;
-  let summing = OP == OP_SUM || OP == OP_MEAN;
+  let summing = OP == OP_SUM || OP == OP_MEAN || OP == OP_NORM2;
 
   var acc = AccT(0);
   var acc_i = 0u;
@@ -105,6 +107,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (live && lane == 0u) {
     if (OP == OP_ARGMAX || OP == OP_ARGMIN) {
       out[o] = OutT(idxs[li]);
+    } else if (OP == OP_NORM2) {
+      out[o] = OutT(sqrt(f32(vals[li])));
     } else if (OP == OP_MEAN) {
       out[o] = OutT(f32(vals[li]) / f32(p.reduce_size));
     } else {
