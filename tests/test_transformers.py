@@ -55,6 +55,34 @@ def test_bert_from_config(attn, poisoned):
     assert_close(got.pooler_output, want.pooler_output, what="pooler")
 
 
+class Seq2Seq(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, decoder_input_ids):
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids,
+                         use_cache=False)
+        return out.last_hidden_state, out.encoder_last_hidden_state
+
+
+def test_bart_encoder_decoder_from_config(poisoned):
+    torch.manual_seed(0)
+    cfg = transformers.BartConfig(vocab_size=211, d_model=64, encoder_layers=2, decoder_layers=2,
+                                  encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=97,
+                                  decoder_ffn_dim=97, max_position_embeddings=64, attn_implementation="eager")
+    model = Seq2Seq(transformers.BartModel(cfg).eval())
+    gen = torch.Generator().manual_seed(1)
+    mask = torch.ones(2, 17, dtype=torch.int64)
+    mask[0, 11:] = 0
+    args = (torch.randint(0, 211, (2, 17), generator=gen), mask, torch.randint(0, 211, (2, 7), generator=gen))
+    program = webgpu_torch.compile_module(model, args)
+    got = poisoned(program, *args)
+    want = reference(model.double(), list(args))
+    assert_close(got[0], want[0], what="decoder output")
+    assert_close(got[1], want[1], what="encoder output")
+
+
 class Patchify(torch.nn.Module):
     """A Conv2d whose stride is its kernel (ViT's patch embedding) as a reshape and a linear, so the ViT test
     does not wait for the convolution family; compared against the model with its own Conv2d."""

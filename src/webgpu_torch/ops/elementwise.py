@@ -9,6 +9,7 @@ inputs' promoted dtype (dtypes.promote). Integers compute in i32 (int64 travels 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 from numbers import Number
@@ -110,7 +111,7 @@ def _limits(node: NodeView) -> str | None:
 def _scalar_fits(value: object, compute: str) -> str | None:
     if not isinstance(value, Number) or dtypes.category(compute) == 2:
         return None
-    if float(value) != int(value) or abs(int(value)) > EXACT_F32_INT:
+    if not math.isfinite(float(value)) or float(value) != int(value) or abs(int(value)) > EXACT_F32_INT:
         return f"scalar {value} in {compute} arithmetic must be an integer of magnitude <= 2**24"
     return None
 
@@ -118,14 +119,12 @@ def _scalar_fits(value: object, compute: str) -> str | None:
 def _check_arithmetic(op: str):
     def check(node: NodeView) -> str | None:
         out = node.out.dtype
-        if dtypes.category(out) < 2 and op not in INTEGER_OPS:
-            return f"{op} producing {out} is not supported (integer {op} would need exact {out} semantics)"
         if out == "bool":
-            return f"{op} on bool is not supported"
-        if node.args.get("rounding_mode"):
-            return f"div with rounding_mode={node.args['rounding_mode']!r} is not supported"
-        return _limits(node) or _scalar_fits(node.args.get("other"), out) or _scalar_fits(node.args.get("alpha"),
-                                                                                            out)
+            return f"{op} producing bool is not supported"
+        if dtypes.category(out) == 1 and op not in INTEGER_OPS:
+            return f"{op} producing {out} is not supported (integer {op} is float32 only here)"
+        scalars = (node.args.get("other"), node.args.get("alpha"))
+        return _limits(node) or next(filter(None, (_scalar_fits(v, out) for v in scalars)), None)
     return check
 
 
