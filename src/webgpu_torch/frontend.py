@@ -216,7 +216,7 @@ def _try_fold(n: torch.fx.Node, args: dict[str, Any],
     itself when nothing repeats). None when it cannot be folded or its base outgrows its inputs."""
     if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()):
         return None
-    name = getattr(n.target, "_schema", None) and n.target._schema.name.split("::")[-1]
+    name = n.target._schema.name.split("::")[-1]  # _normalize_args has checked it is an ATen operator
     reads = [] if name in SHAPE_ONLY else list(refs_in(args))
     if any(r.index is not None or r.node not in constants for r in reads):
         return None

@@ -56,6 +56,8 @@ def _check(node: NodeView) -> str | None:
         return f"result has {node.out.ndim} dims; at most {MAX_DIMS} are supported"
     if node.target == "aten.index.Tensor":
         given = [i for i, t in enumerate(node.args["indices"]) if t is not None]
+        if not given:
+            return "index.Tensor without an index tensor is not supported"
         if len(given) > MAX_INDICES:
             return f"{len(given)} index tensors; at most {MAX_INDICES} are supported"
         if given != list(range(given[0], given[0] + len(given))):
