@@ -16,18 +16,28 @@ def kernels(program) -> list[str]:
     return [program.kernels[d.kernel].name.split("[")[0] for d in program.dispatches]
 
 
-def hf_eager(q, k, v, mask):
+def hf_eager(q, k, v, mask):  # transformers' eager_attention_forward, then the merge of the heads
     w = torch.matmul(q, k.transpose(2, 3)) * 0.125 + mask
-    return torch.matmul(torch.softmax(w, dim=-1), v)
+    return torch.matmul(torch.softmax(w, dim=-1), v).transpose(1, 2).reshape(2, 13, 256)
 
 
-def test_hf_eager_attention_is_one_dispatch(poisoned):
+def test_hf_eager_attention_and_head_merge_are_one_dispatch(poisoned):
     q, k, v = (torch.randn(2, 4, 13, 64) for _ in range(3))
     mask = torch.zeros(2, 1, 1, 13)
     mask[1, ..., 9:] = torch.finfo(torch.float32).min
     program = webgpu_torch.compile(torch.export.export(Fn(hf_eager), (q, k, v, mask)))
     assert kernels(program) == ["attention"]
     assert_close(poisoned(program, q, k, v, mask), reference(hf_eager, [q, k, v, mask]))
+
+
+def test_sdpa_and_head_merge_are_one_dispatch(poisoned):
+    def merged(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(2, 13, 96)
+
+    q, k, v = (torch.randn(2, 3, 13, 32) for _ in range(3))
+    program = webgpu_torch.compile(torch.export.export(Fn(merged), (q, k, v)))
+    assert kernels(program) == ["attention"]
+    assert_close(poisoned(program, q, k, v), reference(merged, [q, k, v]))
 
 
 def test_returned_attention_weights_keep_the_ops():

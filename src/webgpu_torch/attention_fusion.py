@@ -8,7 +8,8 @@ Matched, around each `_softmax` over the last dim (views, clones and same-shape 
 as HF's eager attention, BART, ViT and DaViT's window and channel attention export it (matmul decomposes to
 expand, clone, view and bmm). Q, Kt and V are traced back through their reshapes to the tensors of shape
 [*L, ., .] they were made from (the heads before matmul flattened them), so the fused node reads those in place
-and the clones that fed bmm die. `out` becomes a view of the fused result. The match is refused, leaving the
+and the clones that fed bmm die. The fused node replaces the reshape of `out` back to [*L, Sq, Dv] that
+follows (or, without one, `out` becomes a view of the fused result). The match is refused, leaving the
 ops as they are, where an intermediate is read elsewhere (e.g. returned attention weights), L has more than
 two dims, or a head dim exceeds the kernel's limit.
 """
@@ -22,8 +23,8 @@ from numbers import Number
 from .graph import Graph, Node, Ref, TensorMeta, drop_dead, refs_in
 from .ops.attention import MAX_HEAD_DIM
 
-PASS_THROUGH = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.clone.default",
-                "aten.expand.default", "aten.alias.default"}
+RESHAPES = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default"}
+PASS_THROUGH = RESHAPES | {"aten.clone.default", "aten.expand.default", "aten.alias.default"}
 FUSED = "webgpu.eager_attention.default"
 
 
@@ -36,12 +37,12 @@ def fuse_attention(graph: Graph) -> Graph:
             users[r].append(node)
     for r in graph.outputs:
         users[r.node].append(None)  # an output: a use outside the graph
-    replaced: dict[str, list[Node]] = {}  # the second bmm's name -> the nodes that now compute it
+    replaced: dict[str, list[Node]] = {}  # a replaced node's name -> the nodes that now compute it
     for node in graph.nodes:
         if node.target == "aten._softmax.default":
             match = _Match(node, by_name, users, metas)
             if match.ok:
-                replaced[match.bmm2.name] = match.nodes()
+                replaced[match.replaces.name] = match.nodes()
     if replaced:
         nodes = [new for node in graph.nodes for new in replaced.get(node.name, [node])]
         graph.nodes = drop_dead(nodes, graph.outputs)
@@ -124,6 +125,9 @@ class _Match:
         self.kt = self._source(node.args["mat2"], self.lead, (d, skv))
         self.v = self._source(self.bmm2.args["mat2"], self.lead, (skv, dv))
         self.out_meta = TensorMeta((*self.lead, sq, dv), "float32")
+        after = self._only_user(self.bmm2)
+        reshaped = after is not None and after.target in RESHAPES and after.outputs[0] == self.out_meta
+        self.replaces = after if reshaped else self.bmm2
         return None not in (self.q, self.kt, self.v)
 
     def _alone(self, node: Node) -> bool:
@@ -140,15 +144,17 @@ class _Match:
         return None, None
 
     def nodes(self) -> list[Node]:
-        """The nodes replacing the second bmm: kᵀ's transpose (a view), the fused node, a view to bmm's shape."""
+        """The nodes replacing `self.replaces`: kᵀ's transpose (a view), the fused node, and where the second
+        bmm itself is replaced, a view of the result in bmm's shape."""
         name, source = self.softmax.name, self.softmax.source
         lead_nd = len(self.lead)
         kt_meta = self.metas[self.kt]
         key = Node(f"{name}_key", "aten.transpose.int", {"self": self.kt, "dim0": lead_nd, "dim1": lead_nd + 1},
                    (TensorMeta((*self.lead, kt_meta.shape[-1], kt_meta.shape[-2]), "float32"),), source)
-        fused = Node(f"{name}_attention", FUSED, {"query": self.q, "key": Ref(key.name), "value": self.v,
-                                                 "attn_mask": self.mask, "scale": self.scale},
-                     (self.out_meta,), source)
+        args = {"query": self.q, "key": Ref(key.name), "value": self.v, "attn_mask": self.mask, "scale": self.scale}
+        if self.replaces is not self.bmm2:
+            return [key, Node(self.replaces.name, FUSED, args, (self.out_meta,), source)]
+        fused = Node(f"{name}_attention", FUSED, args, (self.out_meta,), source)
         view = Node(self.bmm2.name, "aten.view.default", {"self": Ref(fused.name),
                                                           "size": list(self.bmm2.outputs[0].shape)},
                     self.bmm2.outputs, self.bmm2.source)

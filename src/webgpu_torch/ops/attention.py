@@ -39,7 +39,8 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
     hkv, skv, dv = k4.shape[1], k4.shape[2], v4.shape[3]
     k4 = layout.broadcast_to(k4, (b, hkv, skv, d))
     v4 = layout.broadcast_to(v4, (b, hkv, skv, dv))
-    out = ctx.new(q.shape[:-1] + (dv,))
+    # Heads interleaved: [B, Sq, H, Dv] in memory, returned as the [B, H, Sq, Dv] view of it.
+    out4 = layout.permute(ctx.new((b, sq, h, dv)), [0, 2, 1, 3])
     m4 = layout.broadcast_to(mask, (b, h, sq, skv)) if mask is not None else None
     dt, dvt = _pow2_at_least(d, 16), _pow2_at_least(dv, 16)
     bc = min(32, TILE_FLOATS // (dt + dvt))
@@ -52,9 +53,10 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
     params = {"batch": b, "heads": h, "group": h // hkv, "sq": sq, "skv": skv, "d": d, "dv": dv,
               "tiles_q": tiles_q, "scale": float(scale), "q_offset": q4.offset, "k_offset": k4.offset,
               "v_offset": v4.offset, "m_offset": m4.offset if m4 else 0, "q_strides": q4.strides,
-              "k_strides": k4.strides, "v_strides": v4.strides, "m_strides": m4.strides if m4 else (0,)}
-    ctx.dispatch(spec, [q4, k4, v4, m4 or ctx.dummy(), out], params, b * h * tiles_q)
-    return out
+              "k_strides": k4.strides, "v_strides": v4.strides, "m_strides": m4.strides if m4 else (0,),
+              "o_strides": out4.strides[:3]}
+    ctx.dispatch(spec, [q4, k4, v4, m4 or ctx.dummy(), out4], params, b * h * tiles_q)
+    return out4 if q.ndim == 4 else layout.squeeze(out4, [0])
 
 
 def _check(node: NodeView) -> str | None:

@@ -6,7 +6,8 @@
 //   k[b, g, j, d]     Skv keys; g = h / group: GQA heads share a K/V head (group = 1 for plain attention)
 //   v[b, g, j, e]     Dv value columns
 //   mask[b, h, i, j]  MASK_KIND 1: added to the scores (MaskT = f32); 2: bool (MaskT = u32), false drops j
-//   out: contiguous [B, H, Sq, Dv].
+//   out[b, h, i, e] at b*o_strides.x + h*o_strides.y + i*o_strides.z + e: the lowering lays it out as
+//   [B, Sq, H, Dv], so the transpose to [B, Sq, H·Dv] that every model applies next is free.
 //   CAUSAL drops j > i (torch's is_causal: the top-left triangle).
 // Tiling: a workgroup owns BR consecutive query rows of one (b, h), one thread per row, holding the row's q
 //   (DT registers) and output accumulator (DVT registers). K and V pass through workgroup memory in tiles of
@@ -50,6 +51,7 @@ struct Params {
   k_strides: vec4<u32>,  // (b, g, j, d)
   v_strides: vec4<u32>,  // (b, g, j, e)
   m_strides: vec4<u32>,  // (b, h, i, j)
+  o_strides: vec4<u32>,  // (b, h, i, -); e is contiguous
 }
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;
@@ -150,7 +152,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
 
   if (row < p.sq) {
-    let o_base = ((b * p.heads + h) * p.sq + row) * p.dv;
+    let o_base = b * p.o_strides.x + h * p.o_strides.y + row * p.o_strides.z;
     var inv = 1.0 / l;
     if (l == 0.0) {
       var nan_bits = 0x7fc00000u;
