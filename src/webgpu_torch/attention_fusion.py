@@ -65,14 +65,14 @@ class _Match:
     def _through_views_down(self, node: Node) -> Node | None:
         """The first non-view consumer of `node`, every step being the only use of the one before."""
         nxt = self._only_user(node)
-        while nxt is not None and nxt.target in PASS_THROUGH and _is_pass_through(nxt, self.metas):
+        while nxt is not None and _is_pass_through(nxt, self.metas):
             nxt = self._only_user(nxt)
         return nxt
 
     def _through_views_up(self, ref: Ref, single_use: bool) -> tuple[Ref, Node | None]:
         """Back from `ref` through pass-through views: the first value made by another op, and that op."""
-        while (node := self._producer(ref)) is not None and node.target in PASS_THROUGH \
-                and _is_pass_through(node, self.metas) and (not single_use or self._only_user(node) is not None):
+        while (node := self._producer(ref)) is not None and _is_pass_through(node, self.metas) \
+                and (not single_use or self._only_user(node) is not None):
             ref = node.args["self"]
         return ref, self._producer(ref)
 
@@ -84,7 +84,7 @@ class _Match:
             if meta is not None and meta.shape == (*lead, *last2):
                 found = ref
             node = self._producer(ref)
-            if node is None or node.target not in PASS_THROUGH or not _is_pass_through(node, self.metas):
+            if node is None or not _is_pass_through(node, self.metas):
                 return found
             ref = node.args["self"]
 
@@ -164,6 +164,6 @@ class _Match:
 def _is_pass_through(node: Node, metas: dict) -> bool:
     """A view-like node that keeps the elements in order: reshapes and clones always, expand only when it keeps
     the shape."""
-    if node.target != "aten.expand.default":
-        return True
-    return metas.get(node.args["self"]) == node.outputs[0]
+    if node.target == "aten.expand.default":
+        return metas.get(node.args["self"]) == node.outputs[0]
+    return node.target in PASS_THROUGH

@@ -12,17 +12,9 @@ from .. import layout
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
+from .row import WORKGROUP, row_threads
 
 FILE = "layer_norm.wgsl"
-WORKGROUP = 256
-
-
-def row_threads(n: int) -> int:
-    """Threads sharing a row of n elements: a power of two, at most the workgroup."""
-    row = 1
-    while row < min(n, WORKGROUP):
-        row *= 2
-    return row
 
 
 def _flat(ctx: Builder, t: Tensor, shape: tuple[int, ...]) -> Tensor:

@@ -14,6 +14,7 @@ from .. import dtypes, layout, wgsl
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
+from .row import row_threads
 
 FILE = "reduce.wgsl"
 MAX_DIMS = 8
@@ -37,9 +38,7 @@ def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[i
     for d in dims:
         reduce_size *= x.shape[d]
     out = ctx.new(out_shape, out_dtype)
-    row = 1
-    while row < min(reduce_size, WORKGROUP):
-        row *= 2
+    row = row_threads(reduce_size)
     params = {
         "num_out": out.numel, "reduce_size": reduce_size, "kept_ndim": len(kept), "red_ndim": len(dims),
         "offset": x.offset,

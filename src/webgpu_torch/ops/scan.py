@@ -6,7 +6,8 @@ from .. import dtypes, layout
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
-from .softmax import MAX_ROW_DIMS, row_params
+from .row import row_params
+from .softmax import MAX_ROW_DIMS
 
 FILE = "scan.wgsl"
 WORKGROUP = 64

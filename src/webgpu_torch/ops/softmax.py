@@ -10,27 +10,13 @@ import re
 from .. import layout, wgsl
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
-from .layer_norm import row_threads
 from .registry import NodeView, OpCase, register
+from .row import WORKGROUP, row_params, row_threads
 
 FILE = "softmax.wgsl"
-WORKGROUP = 256
 MAX_ROW_DIMS = 7
 OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
-
-
-def row_params(x: Tensor, dim: int) -> dict:
-    """Params for a kernel that works along `dim` of `x` row by row, the output contiguous in x's shape: the
-    other dims enumerate rows (with their strides), `inner` is the element count of the dims after `dim`."""
-    kept = [d for d in range(x.ndim) if d != dim]
-    n = x.shape[dim] if x.ndim else 1
-    inner = 1
-    for d in kept[dim:]:
-        inner *= x.shape[d]
-    return {"rows": max(x.numel, 1) // max(n, 1), "n": n, "inner": inner, "offset": x.offset,
-            "stride": x.strides[dim] if x.ndim else 0, "kept_ndim": len(kept),
-            "kept_shape": [x.shape[d] for d in kept], "kept_strides": [x.strides[d] for d in kept]}
 
 
 def softmax(ctx: Builder, op: str, x: Tensor, dim: int) -> Tensor:
