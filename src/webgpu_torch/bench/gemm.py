@@ -21,24 +21,31 @@ DEFAULT_SIZES = [(256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048)]
 DEFAULT_VARIANTS = ["pr", "64x64", "128x128", "auto"]
 
 
-def _baseline(m: int, n: int, k: int, repeats: int) -> tuple[str, float]:
+def _operands(m: int, n: int, k: int, linear: bool, device: str = "cpu") -> tuple:
+    """a [m, k] and either b [k, n] (a @ b) or a linear weight w [n, k] (a @ wᵀ, read in place)."""
+    return torch.randn(m, k, device=device), torch.randn((n, k) if linear else (k, n), device=device)
+
+
+def _baseline(m: int, n: int, k: int, linear: bool, repeats: int) -> tuple[str, float]:
     if torch.cuda.is_available():
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-        a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
+        a, b = _operands(m, n, k, linear, "cuda")
+        fn = _Linear() if linear else _MM()
         for _ in range(3):
-            a @ b
+            fn(a, b)
         times = []
         for _ in range(5):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             for _ in range(repeats):
-                a @ b
+                fn(a, b)
             end.record()
             torch.cuda.synchronize()
             times.append(start.elapsed_time(end) / 1e3 / repeats)
         return f"torch {torch.__version__} CUDA fp32 (TF32 off)", statistics.median(times)
-    a, b = np.random.randn(m, k).astype(np.float32), np.random.randn(k, n).astype(np.float32)
+    a, b = (x.numpy() for x in _operands(m, n, k, linear))
+    b = b.T if linear else b
     a @ b
     times = []
     for _ in range(5):
@@ -53,21 +60,24 @@ def add_arguments(parser) -> None:
     parser.add_argument("--sizes", nargs="*", metavar="MxNxK", help="default: " + " ".join(
         "x".join(map(str, s)) for s in DEFAULT_SIZES))
     parser.add_argument("--variants", nargs="*", help=f"default: {' '.join(DEFAULT_VARIANTS)}")
+    parser.add_argument("--linear", action="store_true",
+                        help="y = x @ wᵀ with w [N, K] as nn.Linear stores it (default: a @ b with b [K, N])")
 
 
 def run(args) -> tuple[list[dict], dict]:
     sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes] if args.sizes else DEFAULT_SIZES
-    return measure(sizes, args.variants or DEFAULT_VARIANTS, args.engine, args.repeat)
+    return measure(sizes, args.variants or DEFAULT_VARIANTS, args.engine, args.repeat, args.linear)
 
 
-def measure(sizes, variants, engine: str | None = None, repeats: int = 5) -> tuple[list[dict], dict]:
+def measure(sizes, variants, engine: str | None = None, repeats: int = 5,
+            linear: bool = False) -> tuple[list[dict], dict]:
     rows = []
     info = webgpu_torch.device_info(engine)
     for m, n, k in sizes:
         flops = 2.0 * m * n * k
-        base_name, base_s = _baseline(m, n, k, repeats)
-        a, b = torch.randn(m, k), torch.randn(k, n)
-        ep = torch.export.export(_MM(), (a, b))
+        base_name, base_s = _baseline(m, n, k, linear, repeats)
+        a, b = _operands(m, n, k, linear)
+        ep = torch.export.export(_Linear() if linear else _MM(), (a, b))
         for variant in variants:
             program = webgpu_torch.compile(ep, gemm=variant)
             ex = program.executor(engine)
@@ -78,13 +88,18 @@ def measure(sizes, variants, engine: str | None = None, repeats: int = 5) -> tup
                          "ms": t.seconds * 1e3, "GFLOP/s": flops / t.seconds / 1e9,
                          "baseline GFLOP/s": flops / base_s / 1e9, "vs baseline": base_s / t.seconds,
                          "timer": t.method})
-    return rows, {"title": "GEMM fp32", "baseline": base_name,
+    return rows, {"title": "GEMM fp32" + (" (linear: x @ wᵀ)" if linear else ""), "baseline": base_name,
                   "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']})"}
 
 
 class _MM(torch.nn.Module):
     def forward(self, a, b):
         return a @ b
+
+
+class _Linear(torch.nn.Module):
+    def forward(self, x, w):
+        return torch.nn.functional.linear(x, w)
 
 
 COLUMNS = ["M", "N", "K", "variant", "kernel", "ms", "GFLOP/s", "baseline GFLOP/s", "vs baseline"]

@@ -4,6 +4,8 @@ Every operand is read in place through its strides: `linear`'s weight [N, K] is 
 a bias [N], [1, N], [M, 1], [M, N] or scalar is the same bias view broadcast to [M, N] (stride 0), and
 batch broadcasting is a batch stride of 0. Only C is written, contiguous.
 
+Two kernels: `gemm.wgsl` reads any strided operand by element; `gemm_vec4.wgsl` reads 16-byte vectors along
+each operand's contiguous axis and takes operands whose contiguous axis is a multiple of 4 long and aligned.
 `CONFIGS["pr"]` is the kernel of the ExecuTorch WebGPU addmm PR (32×32 tiles, a 4×4 register tile per
 thread, 8×8 threads, k-steps of 32), kept so other configurations are measured against it.
 """
@@ -26,11 +28,15 @@ MAX_THREADS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
 
 @dataclass(frozen=True)
 class GemmConfig:
+    """A configuration of gemm.wgsl: any layout, loads by element."""
+
     tile_m: int
     tile_n: int
     tile_k: int
     thread_m: int
     thread_n: int
+    file = FILE
+    vec4 = False
 
     def __post_init__(self):
         wg_m, wg_n = self.tile_m // self.thread_m, self.tile_n // self.thread_n
@@ -46,17 +52,69 @@ class GemmConfig:
                 "THREAD_M": self.thread_m, "THREAD_N": self.thread_n}
 
 
+@dataclass(frozen=True)
+class Vec4Config:
+    """A configuration of gemm_vec4.wgsl: WG_M x WG_N threads, each GM x GN blocks of 4 x 4 outputs."""
+
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    wg_m: int
+    wg_n: int
+    file = "gemm_vec4.wgsl"
+    vec4 = True
+
+    def __post_init__(self):
+        threads = self.wg_m * self.wg_n
+        if self.tile_m % (4 * self.wg_m) or self.tile_n % (4 * self.wg_n) or self.tile_k % 4:
+            raise ValueError(f"{self}: tiles must be multiples of 4 x the thread grid, tile_k of 4")
+        if threads > MAX_THREADS or (self.tile_m * self.tile_k) % (4 * threads) or (
+                self.tile_n * self.tile_k) % (4 * threads):
+            raise ValueError(f"{self}: {threads} threads must be <= {MAX_THREADS} and divide each tile load")
+
+    @property
+    def consts(self) -> dict[str, int]:
+        return {"TILE_M": self.tile_m, "TILE_N": self.tile_n, "TILE_K": self.tile_k,
+                "WG_M": self.wg_m, "WG_N": self.wg_n}
+
+
 CONFIGS = {
     "pr": GemmConfig(32, 32, 32, 4, 4),
     "64x64": GemmConfig(64, 64, 16, 4, 4),
     "128x128": GemmConfig(128, 128, 8, 8, 8),
+    "vec4_64x64": Vec4Config(64, 64, 8, 8, 8),
+    "vec4_128x64": Vec4Config(128, 64, 8, 16, 8),
+    "vec4_128x128": Vec4Config(128, 128, 8, 16, 16),
+    "vec4_128x128_k16": Vec4Config(128, 128, 16, 16, 16),
 }
 
 
-def choose_config(m: int, n: int, batch: int, forced: str) -> str:
-    """The tile configuration for an (m, n) output: the largest tiles that still leave little padding."""
+def vec4_ok(a: Tensor, b: Tensor) -> bool:
+    """Whether [z, m, k] and [z, k, n] views can be read as aligned vec4s along their contiguous axes."""
+    return _vec4_axis(a) and _vec4_axis(b)
+
+
+def _vec4_axis(t: Tensor) -> bool:
+    """A 3-d view read along its last or middle axis (whichever has stride 1) in aligned vec4s."""
+    for axis, other in ((2, 1), (1, 2)):
+        if t.strides[axis] == 1 or t.shape[axis] == 1:
+            others = [t.strides[0], t.strides[other], t.offset]
+            if t.shape[axis] % 4 == 0 and all(s % 4 == 0 for s in others):
+                return True
+    return False
+
+
+def choose_config(m: int, n: int, vec4: bool, forced: str) -> str:
+    """The configuration for an (m, n) output: the largest tiles that still leave little padding, vec4 where
+    the operands allow it (a forced vec4 configuration falls back to the element kernel of the same tiles
+    when they do not)."""
     if forced != "auto":
+        cfg = CONFIGS[forced]
+        if cfg.vec4 and not vec4:
+            return "128x128" if cfg.tile_m >= 128 else "64x64"
         return forced
+    if vec4:
+        return "vec4_128x128" if m >= 256 and n >= 256 else "vec4_64x64" if m >= 64 and n >= 64 else "pr"
     if m >= 256 and n >= 256:
         return "128x128"
     if m >= 64 and n >= 64:
@@ -77,10 +135,10 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     out = ctx.new(out_shape)
     use_bias = bias is not None and beta != 0  # torch ignores `self` (even NaN) when beta == 0
     bias3 = layout.broadcast_to(bias, (batch, m, n)) if use_bias else ctx.dummy()
-    name = choose_config(m, n, batch, ctx.options.gemm)
+    name = choose_config(m, n, vec4_ok(a3, b3), ctx.options.gemm)
     cfg = CONFIGS[name]
     tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
-    spec = KernelSpec.of(FILE, f"gemm[{name}]{epilogue.suffix(ep)}", consts=cfg.consts, overrides={
+    spec = KernelSpec.of(cfg.file, f"gemm[{name}]{epilogue.suffix(ep)}", consts=cfg.consts, overrides={
         "A_K_CONTIGUOUS": a3.strides[2] == 1 or k == 1,
         "B_N_CONTIGUOUS": b3.strides[2] == 1 or n == 1,
         "HAS_BIAS": use_bias,
@@ -228,5 +286,14 @@ def cases() -> list[OpCase]:
         OpCase("bmm_fused_relu6", lambda a, b: torch.nn.functional.relu6(torch.bmm(a, b)),
                [(3, 37, 89), (3, 89, 41)], marks=g),
         # 70,000 blocks of 32x32 (M = 1, N = 2,240,000 / ...) need a folded grid.
+        # The vec4 kernel, every operand layout: row-major, transposed A, linear's Wᵀ, batched with bias.
+        OpCase("vec4_addmm_row_major", addmm(beta=0.5), [(268,), (260, 132), (132, 268)], marks=g),
+        OpCase("vec4_mm_transposed_a", lambda a, b: a.t() @ b, [(132, 260), (132, 268)], marks=g),
+        OpCase("vec4_linear_weight_t", lambda x, w, b: torch.nn.functional.linear(x, w, b),
+               [(3, 89, 132), (76, 132), (76,)], marks=g),
+        OpCase("vec4_bmm_fused_relu", lambda a, b: torch.relu(torch.bmm(a, b)), [(3, 68, 36), (3, 36, 44)],
+               marks=g),
+        OpCase("vec4_forced_on_odd_layout_falls_back", lambda a, b: a @ b, [(37, 41), (41, 43)], marks=g,
+               kwargs={"gemm": "vec4_128x128"}),
         OpCase("mm_grid_beyond_65535", lambda a, b: a @ b, [(1, 3), (3, 70_001 * 32)], marks=g),
     ]

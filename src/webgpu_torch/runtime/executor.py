@@ -42,7 +42,8 @@ class Executor:
         self._check_limits()
         wgpu, device = self.engine.wgpu, self.engine.device
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
-        self.buffers = [device.create_buffer(size=_round_up(b.size, 4), usage=usage) for b in program.buffers]
+        # 16-byte multiples: kernels may bind a buffer as an array of vec4.
+        self.buffers = [device.create_buffer(size=_round_up(b.size, 16), usage=usage) for b in program.buffers]
         for index, data in program.constants.items():
             if data.nbytes:
                 device.queue.write_buffer(self.buffers[index], 0, data)
