@@ -1,188 +1,28 @@
-// gemm_vec4.wgsl — batched C = act(beta * bias + alpha * (A @ B)), float32, 16-byte loads throughout.
+// gemm_vec4.wgsl — batched C = act(beta * bias + alpha * (A @ B)), float32, 16-byte loads (interface,
+// layouts, tiling and loads: gemm_vec4_io.wgsl).
 //
-// The fast GEMM variant: the same contract as gemm.wgsl, for operands whose contiguous axis is a multiple
-// of 4 long and 16-byte aligned (the lowering checks; gemm.wgsl takes everything else).
-// Layouts (element strides/offsets in Params; A and B are bound as vec4 arrays):
-//   A[z, m, k]: A_K_CONTIGUOUS — rows along k (row-major A); else columns along m (a transposed view).
-//   B[z, k, n]: B_N_CONTIGUOUS — rows along n (row-major B); else columns along k (Wᵀ of a linear weight).
-//   bias[z, m, n] read through arbitrary strides (0 = broadcast), only when HAS_BIAS.
-//   C contiguous [batch, M, N], stored by element (N need not be a multiple of 4; stores are a small part
-//   of the traffic next to the K-long loop).
-// Workgroup memory: a_tile[k][m/4] and b_tile[k][n/4] as vec4, so a thread's operand fragments are
-//   vec4 loads. Loads along the non-contiguous axis of a tile scatter one vec4 into 4 components.
-// Register tile: each of WG_M x WG_N threads owns GM x GN blocks of 4 x 4 outputs; block (g, h) covers rows
-//   (g*WG_M + ty)*4 .. +3 and columns (h*WG_N + tx)*4 .. +3 of the workgroup's TILE_M x TILE_N tile, so a
-//   warp's fragment reads are consecutive vec4s (or broadcasts).
-// Pipelining: the next k-step's tiles are fetched into registers while the current one is multiplied.
-// Geometry: blocks numbered n-fastest, then m, then z, over a folded grid; workgroups past the end exit.
+// Accumulators: a private array of GM*4*GN vec4s, indexed in loops with constant bounds. Tint's output keeps
+// it in registers (the driver unrolls the loops); this is the faster style on Dawn. On wgpu-native, naga
+// emits loops the driver does not unroll, so the array lives in local memory: gemm_vec4_regs.wgsl is used
+// there instead.
 
-//! include activation.wgsl
-
-const TILE_M: u32 = 128u;
-const TILE_N: u32 = 128u;
-const TILE_K: u32 = 8u;
-const WG_M: u32 = 16u;
-const WG_N: u32 = 16u;
-const GM: u32 = TILE_M / (4u * WG_M);
-const GN: u32 = TILE_N / (4u * WG_N);
-const THREADS: u32 = WG_M * WG_N;
-const A_LOADS: u32 = TILE_M * TILE_K / (4u * THREADS);  // vec4 loads per thread per k-step
-const B_LOADS: u32 = TILE_N * TILE_K / (4u * THREADS);
-
-override A_K_CONTIGUOUS: bool = true;
-override B_N_CONTIGUOUS: bool = true;
-override HAS_BIAS: bool = false;
-override ACTIVATION: u32 = ACT_NONE;
-
-struct Params {
-  M: u32,
-  N: u32,
-  K: u32,
-  batch: u32,
-  tiles_m: u32,
-  tiles_n: u32,
-  alpha: f32,
-  beta: f32,
-  act_lo: f32,
-  act_hi: f32,
-  a_offset: u32,
-  b_offset: u32,
-  bias_offset: u32,
-  a_strides: vec4<u32>,     // (z, m, k, -)
-  b_strides: vec4<u32>,     // (z, k, n, -)
-  bias_strides: vec4<u32>,  // (z, m, n, -)
-}
-
-@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
-@group(0) @binding(4) var<uniform> p: Params;
-
-var<workgroup> a_tile: array<vec4<f32>, TILE_K * TILE_M / 4u>;
-var<workgroup> b_tile: array<vec4<f32>, TILE_K * TILE_N / 4u>;
-
-// Vec4 number e of a k-step's A tile: with A_K_CONTIGUOUS, e walks the tile's rows m, TILE_K/4 vec4s each;
-// otherwise its k-rows, TILE_M/4 vec4s each (so e is already the a_tile index). Likewise for B.
-fn fetch_a(base: u32, m0: u32, k0: u32, e: u32) -> vec4<f32> {
-  var m: u32;
-  var k: u32;
-  if (A_K_CONTIGUOUS) {
-    m = e / (TILE_K / 4u);
-    k = (e % (TILE_K / 4u)) * 4u;
-  } else {
-    k = e / (TILE_M / 4u);
-    m = (e % (TILE_M / 4u)) * 4u;
-  }
-  if (m0 + m >= p.M || k0 + k >= p.K) {
-    return vec4<f32>(0.0);
-  }
-  return a[(base + (m0 + m) * p.a_strides.y + (k0 + k) * p.a_strides.z) / 4u];
-}
-
-fn store_a(e: u32, v: vec4<f32>) {
-  if (A_K_CONTIGUOUS) {
-    let m = e / (TILE_K / 4u);
-    let k = (e % (TILE_K / 4u)) * 4u;
-    for (var j = 0u; j < 4u; j++) {
-      a_tile[(k + j) * (TILE_M / 4u) + m / 4u][m % 4u] = v[j];
-    }
-  } else {
-    a_tile[e] = v;  // e = k * (TILE_M / 4) + m / 4 already
-  }
-}
-
-fn fetch_b(base: u32, k0: u32, n0: u32, e: u32) -> vec4<f32> {
-  var k: u32;
-  var n: u32;
-  if (B_N_CONTIGUOUS) {
-    k = e / (TILE_N / 4u);
-    n = (e % (TILE_N / 4u)) * 4u;
-  } else {
-    n = e / (TILE_K / 4u);
-    k = (e % (TILE_K / 4u)) * 4u;
-  }
-  if (k0 + k >= p.K || n0 + n >= p.N) {
-    return vec4<f32>(0.0);
-  }
-  return b[(base + (k0 + k) * p.b_strides.y + (n0 + n) * p.b_strides.z) / 4u];
-}
-
-fn store_b(e: u32, v: vec4<f32>) {
-  if (B_N_CONTIGUOUS) {
-    b_tile[e] = v;  // e = k * (TILE_N / 4) + n / 4 already
-  } else {
-    let n = e / (TILE_K / 4u);
-    let k = (e % (TILE_K / 4u)) * 4u;
-    for (var j = 0u; j < 4u; j++) {
-      b_tile[(k + j) * (TILE_N / 4u) + n / 4u][n % 4u] = v[j];
-    }
-  }
-}
-
-fn bias_at(z: u32, m: u32, n: u32) -> f32 {
-  return bias[p.bias_offset + z * p.bias_strides.x + m * p.bias_strides.y + n * p.bias_strides.z];
-}
-
-fn finish(z: u32, m: u32, n: u32, v: vec4<f32>) {
-  if (m >= p.M) {
-    return;
-  }
-  var out = p.alpha * v;
-  if (HAS_BIAS) {
-    for (var j = 0u; j < 4u; j++) {
-      if (n + j < p.N) {
-        out[j] += p.beta * bias_at(z, m, n + j);
-      }
-    }
-  }
-  let row = (z * p.M + m) * p.N;
-  for (var j = 0u; j < 4u; j++) {
-    if (n + j < p.N) {
-      c[row + n + j] = activate(out[j], ACTIVATION, p.act_lo, p.act_hi);
-    }
-  }
-}
+//! include gemm_vec4_io.wgsl
 
 @compute @workgroup_size(WG_N, WG_M)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) lid: vec3u, @builtin(local_invocation_index) li: u32) {
-  let block = wid.x + wid.y * nwg.x;
-  let per_z = p.tiles_m * p.tiles_n;
-  if (block >= per_z * p.batch) {
+  let index = wid.x + wid.y * nwg.x;
+  if (index >= p.tiles_m * p.tiles_n * p.batch) {
     return;
   }
-  let z = block / per_z;
-  let m0 = (block % per_z) / p.tiles_n * TILE_M;
-  let n0 = (block % p.tiles_n) * TILE_N;
-  let a_base = p.a_offset + z * p.a_strides.x;
-  let b_base = p.b_offset + z * p.b_strides.x;
-
-  var a_next: array<vec4<f32>, A_LOADS>;
-  var b_next: array<vec4<f32>, B_LOADS>;
-  for (var i = 0u; i < A_LOADS; i++) {
-    a_next[i] = fetch_a(a_base, m0, 0u, li + i * THREADS);
-  }
-  for (var i = 0u; i < B_LOADS; i++) {
-    b_next[i] = fetch_b(b_base, 0u, n0, li + i * THREADS);
-  }
-
+  let blk = block_of(index);
+  prefetch(blk.a_base, blk.b_base, blk.m0, blk.n0, 0u, li);
   var acc: array<vec4<f32>, GM * 4u * GN>;
   for (var k0 = 0u; k0 < p.K; k0 += TILE_K) {
-    for (var i = 0u; i < A_LOADS; i++) {
-      store_a(li + i * THREADS, a_next[i]);
-    }
-    for (var i = 0u; i < B_LOADS; i++) {
-      store_b(li + i * THREADS, b_next[i]);
-    }
+    stage(li);
     workgroupBarrier();
     if (k0 + TILE_K < p.K) {
-      for (var i = 0u; i < A_LOADS; i++) {
-        a_next[i] = fetch_a(a_base, m0, k0 + TILE_K, li + i * THREADS);
-      }
-      for (var i = 0u; i < B_LOADS; i++) {
-        b_next[i] = fetch_b(b_base, k0 + TILE_K, n0, li + i * THREADS);
-      }
+      prefetch(blk.a_base, blk.b_base, blk.m0, blk.n0, k0 + TILE_K, li);
     }
     for (var k = 0u; k < TILE_K; k++) {
       var af: array<vec4<f32>, GM>;
@@ -204,12 +44,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     workgroupBarrier();
   }
-
   for (var g = 0u; g < GM; g++) {
     for (var i = 0u; i < 4u; i++) {
-      let m = m0 + (g * WG_M + lid.y) * 4u + i;
+      let m = blk.m0 + (g * WG_M + lid.y) * 4u + i;
       for (var h = 0u; h < GN; h++) {
-        finish(z, m, n0 + (h * WG_N + lid.x) * 4u, acc[(g * 4u + i) * GN + h]);
+        finish(blk.z, m, blk.n0 + (h * WG_N + lid.x) * 4u, acc[(g * 4u + i) * GN + h]);
       }
     }
   }
