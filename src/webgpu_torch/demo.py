@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,6 +10,8 @@ import numpy as np
 import torch
 
 import webgpu_torch
+
+from .runtime import timing
 
 
 @dataclass(frozen=True)
@@ -30,16 +31,6 @@ def _mlp() -> tuple[torch.nn.Module, tuple]:
 MODELS = {
     "mlp": DemoModel("MLP 37→113→89→41 (Linear, ReLU, Sigmoid), batch 7, seeded weights", _mlp, 1e-5),
 }
-
-
-def _median_ms(fn: Callable[[], object], repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def run(name: str = "mlp", engine: str | None = None, repeats: int = 20) -> bool:
@@ -62,10 +53,10 @@ def run(name: str = "mlp", engine: str | None = None, repeats: int = 20) -> bool
         got = program(*args)
         want = model.double()(*[a.double() for a in args])
     err = float((got.double() - want).abs().max() / want.abs().max())
-    ours = _median_ms(lambda: program(*args), repeats)
+    ours = timing.wall_time(lambda: program(*args), repeats) * 1e3
     with torch.no_grad():
         model.float()
-        eager = _median_ms(lambda: model(*args), repeats)
+        eager = timing.wall_time(lambda: model(*args), repeats) * 1e3
     print(f"run:     WebGPU {ours:.3f} ms per call (inputs in, outputs out), torch eager CPU {eager:.3f} ms "
           f"(median of {repeats})")
     ok = err <= demo.tolerance and not np.isnan(err)

@@ -10,7 +10,6 @@ GPU, host in and out like ours.
 from __future__ import annotations
 
 import statistics
-import time
 
 import numpy as np
 import torch
@@ -43,17 +42,6 @@ def _problem(m: int, n: int, k: int, linear: bool, device: str = "cpu") -> tuple
         k, n, device=device)))
 
 
-def _median(fn, repeats: int, samples: int = 5) -> float:
-    fn()
-    times = []
-    for _ in range(samples):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            fn()
-        times.append((time.perf_counter() - start) / repeats)
-    return statistics.median(times)
-
-
 def _baseline(m: int, n: int, k: int, linear: bool, repeats: int) -> tuple[str, float]:
     if torch.cuda.is_available():
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -73,7 +61,7 @@ def _baseline(m: int, n: int, k: int, linear: bool, repeats: int) -> tuple[str, 
         return f"torch {torch.__version__} CUDA fp32 (TF32 off)", statistics.median(times)
     _, (a, b) = _problem(m, n, k, linear)
     a, b = a.numpy(), (b.numpy().T if linear else b.numpy())
-    return f"numpy {np.__version__} CPU fp32", _median(lambda: a @ b, repeats)
+    return f"numpy {np.__version__} CPU fp32", timing.wall_time(lambda: a @ b, repeats)
 
 
 def add_arguments(parser) -> None:
@@ -105,7 +93,7 @@ def measure(sizes, variants, engine: str | None = None, repeats: int = 5, linear
         for variant in variants:
             program = webgpu_torch.compile(ep, gemm=variant)
             ex = program.executor(engine)
-            wall = _median(lambda p=program, h=host: p(*h), 1, repeats) if ort else None
+            wall = timing.wall_time(lambda p=program, h=host: p(*h), repeats) if ort else None
             program(*host)  # the inputs are now on the device
             t = timing.gpu_time(ex, repeats=repeats)
             rows.append({"M": m, "N": n, "K": k, "variant": variant,
