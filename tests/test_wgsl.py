@@ -57,8 +57,7 @@ def test_every_shipped_file_declares_a_parsable_interface(name):
     source = wgsl.kernel_source(name)
     assert source.lstrip().startswith(f"// {name}"), f"{name} must open with what it computes"
     binds = wgsl.bindings(source)
-    if "@compute" not in source:  # an included helper: no interface of its own
-        assert not binds
+    if "@compute" not in source:  # an included helper, checked through the kernels that include it
         return
     assert binds, f"{name} declares no bindings"
     if any(b.kind == "uniform" for b in binds):

@@ -26,12 +26,14 @@ class KernelSpec:
     entry: str = "main"
     consts: tuple[tuple[str, Any], ...] = ()
     overrides: tuple[tuple[str, float], ...] = ()
+    engine_files: tuple[tuple[str, str], ...] = ()  # (engine, file): that engine's version of the kernel
 
     @staticmethod
     def of(file: str, name: str, *, entry: str = "main", consts: dict | None = None,
-           overrides: dict | None = None) -> KernelSpec:
+           overrides: dict | None = None, engine_files: dict | None = None) -> KernelSpec:
         return KernelSpec(file, name, entry, tuple(sorted((consts or {}).items())),
-                          tuple(sorted((k, float(v)) for k, v in (overrides or {}).items())))
+                          tuple(sorted((k, float(v)) for k, v in (overrides or {}).items())),
+                          tuple(sorted((engine_files or {}).items())))
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,9 @@ class Builder:
         if (layout is None) != (params is None):
             raise RuntimeError(f"{spec.name}: Params given {params is not None}, declared {layout is not None}")
         uniform = layout.pack(params) if layout is not None else b""
-        kernel = Kernel(spec.name, self._source(source), spec.entry, spec.overrides)
+        engine_sources = tuple((engine, self._source(_specialized(file, spec.consts)))
+                               for engine, file in spec.engine_files)
+        kernel = Kernel(spec.name, self._source(source), spec.entry, spec.overrides, engine_sources)
         if kernel not in self._kernel_ids:
             self._kernel_ids[kernel] = len(self.kernels)
             self.kernels.append(kernel)

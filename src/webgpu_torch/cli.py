@@ -91,7 +91,7 @@ def _bench_suites() -> dict:
 
     out = {}
     for m in pkgutil.iter_modules(bench.__path__):
-        if m.name != "table":
+        if m.name != "table" and not m.name.startswith("_"):
             out[m.name] = _LazySuite(f"{bench.__name__}.{m.name}")
     return out
 

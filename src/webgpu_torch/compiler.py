@@ -19,7 +19,8 @@ from .program import Program
 def compile(ep, *, gemm: str = "auto", **extra: Any) -> Program:
     """Compile a `torch.export.ExportedProgram` for WebGPU.
 
-    gemm: force one GEMM tile configuration ("pr", "64x64", "128x128"); "auto" picks per shape.
+    gemm: force one GEMM kernel configuration (a name in ops.gemm.CONFIGS, e.g. "pr" for the ExecuTorch PR's
+          kernel, or "gemv"); "auto" routes by shape and layout.
     Raises UnsupportedError naming every node that cannot run, its op, shapes and the reason, before anything
     touches a GPU. The returned Program is plain data; calling it runs it on the default WebGPU engine.
     """
@@ -27,8 +28,8 @@ def compile(ep, *, gemm: str = "auto", **extra: Any) -> Program:
 
     from . import attention_fusion, frontend, fusion
 
-    if gemm != "auto" and gemm not in GEMM_CONFIGS:
-        raise ValueError(f"gemm={gemm!r}: choose 'auto' or one of {sorted(GEMM_CONFIGS)}")
+    if gemm not in ("auto", "gemv", *GEMM_CONFIGS):
+        raise ValueError(f"gemm={gemm!r}: choose 'auto', 'gemv' or one of {sorted(GEMM_CONFIGS)}")
     with _quiet_torch():
         graph = fusion.fuse_epilogues(attention_fusion.fuse_attention(frontend.import_program(ep)))
     program = lowering.lower(graph, CompileOptions(gemm=gemm, extra=extra))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,6 +11,8 @@ import numpy as np
 import torch
 
 import webgpu_torch
+
+from .runtime import timing
 
 
 @dataclass(frozen=True)
@@ -83,16 +84,6 @@ MODELS = {
 }
 
 
-def _median_ms(fn: Callable[[], object], repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
-
-
 def run(name: str = "minilm", engine: str | None = None, repeats: int = 20) -> bool:
     demo = MODELS[name]
     model, args = demo.build()
@@ -112,10 +103,10 @@ def run(name: str = "minilm", engine: str | None = None, repeats: int = 20) -> b
     with torch.no_grad():
         got = program(*args)
         want = model.double()(*[a.double() if a.is_floating_point() else a for a in args])
-    ours = _median_ms(lambda: program(*args), repeats)
+    ours = timing.wall_time(lambda: program(*args), repeats) * 1e3
     with torch.no_grad():
         model.float()
-        eager = _median_ms(lambda: model(*args), repeats)
+        eager = timing.wall_time(lambda: model(*args), repeats) * 1e3
     print(f"run:     WebGPU {ours:.3f} ms per call (inputs in, outputs out), torch eager CPU {eager:.3f} ms "
           f"(median of {repeats})")
     verdict, ok = demo.check(got, want)

@@ -82,12 +82,19 @@ class Input:
 
 @dataclass(frozen=True)
 class Kernel:
-    """One compute pipeline: an entry point of a (specialised) source, with its override constants."""
+    """One compute pipeline: an entry point of a (specialised) source, with its override constants.
+
+    `engine_sources` names a different source for some engines: the same computation in a style that
+    engine's shader compiler handles better, with identical bindings and Params (Program.check verifies)."""
 
     name: str  # readable variant name, e.g. "gemm[128x128]"; shown in profiles
     source: int  # index into Program.sources
     entry: str
     overrides: tuple[tuple[str, float], ...] = ()
+    engine_sources: tuple[tuple[str, int], ...] = ()  # (engine name, source index)
+
+    def source_for(self, engine: str) -> int:
+        return dict(self.engine_sources).get(engine, self.source)
 
 
 @dataclass(frozen=True)
@@ -178,8 +185,11 @@ class Program:
             need(t.offset >= 0 and min(t.strides, default=0) >= 0 and end <= self.buffers[t.buffer].size,
                  f"output {k}: view reaches past its buffer")
         for k in self.kernels:
-            need(0 <= k.source < len(self.sources), f"kernel {k.name}: bad source index")
-            need(f"fn {k.entry}(" in self.sources[k.source], f"kernel {k.name}: no entry point {k.entry}")
+            for _, src in ((None, k.source), *k.engine_sources):
+                need(isinstance(src, int) and 0 <= src < len(self.sources), f"kernel {k.name}: bad source index")
+                need(f"fn {k.entry}(" in self.sources[src], f"kernel {k.name}: no entry point {k.entry}")
+                need(_interface(self.sources[src]) == _interface(self.sources[k.source]),
+                     f"kernel {k.name}: its engine sources differ in bindings or Params")
         for i, d in enumerate(self.dispatches):
             need(0 <= d.kernel < len(self.kernels), f"dispatch {i}: bad kernel index")
             source = self.sources[self.kernels[d.kernel].source]
@@ -221,8 +231,8 @@ class Program:
             "version": FORMAT_VERSION,
             "meta": self.meta,
             "sources": self.sources,
-            "kernels": [{"name": k.name, "source": k.source, "entry": k.entry,
-                         "overrides": dict(k.overrides)} for k in self.kernels],
+            "kernels": [{"name": k.name, "source": k.source, "entry": k.entry, "overrides": dict(k.overrides),
+                         "engine_sources": dict(k.engine_sources)} for k in self.kernels],
             "buffers": [{"size": b.size, "role": b.role, "name": b.name} for b in self.buffers],
             "inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype, "buffer": i.buffer}
                        for i in self.inputs],
@@ -237,8 +247,8 @@ class Program:
     def from_json(d: dict, constants: dict[int, np.ndarray]) -> Program:
         return Program(
             sources=list(d["sources"]),
-            kernels=[Kernel(k["name"], k["source"], k["entry"], tuple(sorted(k["overrides"].items())))
-                     for k in d["kernels"]],
+            kernels=[Kernel(k["name"], k["source"], k["entry"], tuple(sorted(k["overrides"].items())),
+                            tuple(sorted(k.get("engine_sources", {}).items()))) for k in d["kernels"]],
             buffers=[Buffer(b["size"], b["role"], b["name"]) for b in d["buffers"]],
             constants=constants,
             inputs=[Input(i["name"], tuple(i["shape"]), i["dtype"], i["buffer"]) for i in d["inputs"]],
@@ -250,6 +260,13 @@ class Program:
                                  tuple(x["grid"]), x["node"]) for x in d["dispatches"]],
             meta=d.get("meta", {}),
         )
+
+
+def _interface(source: str) -> tuple:
+    from . import wgsl
+
+    binds = wgsl.bindings(source)
+    return binds, wgsl.UniformLayout.parse(source) if any(b.kind == "uniform" for b in binds) else None
 
 
 def _words(data: bytes) -> list[int]:

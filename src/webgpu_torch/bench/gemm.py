@@ -1,14 +1,15 @@
-"""GEMM fp32 throughput per tile configuration, against the host's best fp32 GEMM in the same run.
+"""GEMM fp32 throughput per kernel configuration, against baselines measured in the same run.
 
-Baselines: torch on CUDA (TF32 off: cuBLAS fp32 is the ceiling a fp32 kernel is compared to) when a CUDA
-device is present, else numpy's BLAS on the CPU. Our figures are GPU time from timestamp queries (wall clock
-where the adapter has none) over back-to-back calls, inputs already on the device.
+Ours: GPU time from timestamp queries over back-to-back calls with the inputs already on the device (wall
+clock where the adapter has no timestamps), and with --ort also the wall time of a whole call with inputs from
+and outputs to the host. Baselines: torch on CUDA with TF32 off (cuBLAS fp32, the ceiling for a fp32 kernel)
+when a CUDA device is present, else numpy's BLAS on the CPU; with --ort, ONNX Runtime's WebGPU EP on the same
+GPU, host in and out like ours.
 """
 
 from __future__ import annotations
 
 import statistics
-import time
 
 import numpy as np
 import torch
@@ -16,70 +17,12 @@ import torch
 import webgpu_torch
 
 from ..runtime import timing
+from . import _ort
 
 DEFAULT_SIZES = [(256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048)]
-DEFAULT_VARIANTS = ["pr", "64x64", "128x128", "auto"]
-
-
-def _baseline(m: int, n: int, k: int, repeats: int) -> tuple[str, float]:
-    if torch.cuda.is_available():
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-        a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
-        for _ in range(3):
-            a @ b
-        times = []
-        for _ in range(5):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(repeats):
-                a @ b
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) / 1e3 / repeats)
-        return f"torch {torch.__version__} CUDA fp32 (TF32 off)", statistics.median(times)
-    a, b = np.random.randn(m, k).astype(np.float32), np.random.randn(k, n).astype(np.float32)
-    a @ b
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            a @ b
-        times.append((time.perf_counter() - start) / repeats)
-    return f"numpy {np.__version__} CPU fp32", statistics.median(times)
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument("--sizes", nargs="*", metavar="MxNxK", help="default: " + " ".join(
-        "x".join(map(str, s)) for s in DEFAULT_SIZES))
-    parser.add_argument("--variants", nargs="*", help=f"default: {' '.join(DEFAULT_VARIANTS)}")
-
-
-def run(args) -> tuple[list[dict], dict]:
-    sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes] if args.sizes else DEFAULT_SIZES
-    return measure(sizes, args.variants or DEFAULT_VARIANTS, args.engine, args.repeat)
-
-
-def measure(sizes, variants, engine: str | None = None, repeats: int = 5) -> tuple[list[dict], dict]:
-    rows = []
-    info = webgpu_torch.device_info(engine)
-    for m, n, k in sizes:
-        flops = 2.0 * m * n * k
-        base_name, base_s = _baseline(m, n, k, repeats)
-        a, b = torch.randn(m, k), torch.randn(k, n)
-        ep = torch.export.export(_MM(), (a, b))
-        for variant in variants:
-            program = webgpu_torch.compile(ep, gemm=variant)
-            ex = program.executor(engine)
-            program(a, b)  # uploads the inputs
-            t = timing.gpu_time(ex, repeats=repeats)
-            rows.append({"M": m, "N": n, "K": k, "variant": variant,
-                         "kernel": program.kernels[program.dispatches[0].kernel].name,
-                         "ms": t.seconds * 1e3, "GFLOP/s": flops / t.seconds / 1e9,
-                         "baseline GFLOP/s": flops / base_s / 1e9, "vs baseline": base_s / t.seconds,
-                         "timer": t.method})
-    return rows, {"title": "GEMM fp32", "baseline": base_name,
-                  "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']})"}
+DEFAULT_VARIANTS = ["pr", "128x128", "vec4_128x128", "auto"]
+COLUMNS = ["M", "N", "K", "variant", "kernel", "ms", "GFLOP/s", "baseline GFLOP/s", "vs baseline",
+           "wall ms", "ORT wall ms", "vs ORT"]
 
 
 class _MM(torch.nn.Module):
@@ -87,4 +30,79 @@ class _MM(torch.nn.Module):
         return a @ b
 
 
-COLUMNS = ["M", "N", "K", "variant", "kernel", "ms", "GFLOP/s", "baseline GFLOP/s", "vs baseline"]
+class _Linear(torch.nn.Module):
+    def forward(self, x, w):
+        return torch.nn.functional.linear(x, w)
+
+
+def _problem(m: int, n: int, k: int, linear: bool, device: str = "cpu") -> tuple[torch.nn.Module, tuple]:
+    """a @ b with b [k, n], or (linear) x @ wᵀ with w [n, k] as nn.Linear stores it, read in place."""
+    a = torch.randn(m, k, device=device)
+    return (_Linear(), (a, torch.randn(n, k, device=device))) if linear else (_MM(), (a, torch.randn(
+        k, n, device=device)))
+
+
+def _baseline(m: int, n: int, k: int, linear: bool, repeats: int) -> tuple[str, float]:
+    if torch.cuda.is_available():
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        module, args = _problem(m, n, k, linear, "cuda")
+        for _ in range(3):
+            module(*args)
+        times = []
+        for _ in range(5):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(repeats):
+                module(*args)
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) / 1e3 / repeats)
+        return f"torch {torch.__version__} CUDA fp32 (TF32 off)", statistics.median(times)
+    _, (a, b) = _problem(m, n, k, linear)
+    a, b = a.numpy(), (b.numpy().T if linear else b.numpy())
+    return f"numpy {np.__version__} CPU fp32", timing.wall_time(lambda: a @ b, repeats)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--sizes", nargs="*", metavar="MxNxK", help="default: " + " ".join(
+        "x".join(map(str, s)) for s in DEFAULT_SIZES))
+    parser.add_argument("--variants", nargs="*", help=f"default: {' '.join(DEFAULT_VARIANTS)}")
+    parser.add_argument("--linear", action="store_true",
+                        help="y = x @ wᵀ with w [N, K] as nn.Linear stores it (default: a @ b with b [K, N])")
+    parser.add_argument("--ort", action="store_true", help="also ONNX Runtime's WebGPU EP, host in and out")
+
+
+def run(args) -> tuple[list[dict], dict]:
+    sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes] if args.sizes else DEFAULT_SIZES
+    return measure(sizes, args.variants or DEFAULT_VARIANTS, args.engine, args.repeat, args.linear, args.ort)
+
+
+def measure(sizes, variants, engine: str | None = None, repeats: int = 5, linear: bool = False,
+            ort: bool = False) -> tuple[list[dict], dict]:
+    if ort and (why := _ort.available()):
+        raise SystemExit(f"--ort: {why}")
+    rows, info = [], webgpu_torch.device_info(engine)
+    for m, n, k in sizes:
+        flops = 2.0 * m * n * k
+        base_name, base_s = _baseline(m, n, k, linear, repeats)
+        module, args = _problem(m, n, k, linear)
+        ort_s = _ort.OrtModel(module, args).wall_time(repeats) if ort else None
+        ep = torch.export.export(module, args)
+        host = [a.numpy() for a in args]
+        for variant in variants:
+            program = webgpu_torch.compile(ep, gemm=variant)
+            ex = program.executor(engine)
+            wall = timing.wall_time(lambda p=program, h=host: p(*h), repeats) if ort else None
+            program(*host)  # the inputs are now on the device
+            t = timing.gpu_time(ex, repeats=repeats)
+            rows.append({"M": m, "N": n, "K": k, "variant": variant,
+                         "kernel": program.kernels[program.dispatches[0].kernel].name,
+                         "ms": t.seconds * 1e3, "GFLOP/s": flops / t.seconds / 1e9,
+                         "baseline GFLOP/s": flops / base_s / 1e9, "vs baseline": base_s / t.seconds,
+                         **({"wall ms": wall * 1e3, "ORT wall ms": ort_s * 1e3, "vs ORT": ort_s / wall}
+                            if ort else {})})
+    title = "GEMM fp32" + (" (linear: x @ wᵀ)" if linear else "")
+    return rows, {"title": title, "baseline": base_name + (", ORT WebGPU EP host in/out" if ort else ""),
+                  "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']}); "
+                            f"GPU ms by {t.method}"}

@@ -4,6 +4,8 @@ Every operand is read in place through its strides: `linear`'s weight [N, K] is 
 a bias [N], [1, N], [M, 1], [M, N] or scalar is the same bias view broadcast to [M, N] (stride 0), and
 batch broadcasting is a batch stride of 0. Only C is written, contiguous.
 
+Two kernels: `gemm.wgsl` reads any strided operand by element; `gemm_vec4.wgsl` reads 16-byte vectors along
+each operand's contiguous axis and takes operands whose contiguous axis is a multiple of 4 long and aligned.
 `CONFIGS["pr"]` is the kernel of the ExecuTorch WebGPU addmm PR (32×32 tiles, a 4×4 register tile per
 thread, 8×8 threads, k-steps of 32), kept so other configurations are measured against it.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from numbers import Number
+from typing import ClassVar
 
 from .. import layout
 from ..builder import Builder, KernelSpec
@@ -26,11 +29,16 @@ MAX_THREADS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
 
 @dataclass(frozen=True)
 class GemmConfig:
+    """A configuration of gemm.wgsl: any layout, loads by element."""
+
     tile_m: int
     tile_n: int
     tile_k: int
     thread_m: int
     thread_n: int
+    file: ClassVar[str] = FILE
+    vec4: ClassVar[bool] = False
+    engine_files: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self):
         wg_m, wg_n = self.tile_m // self.thread_m, self.tile_n // self.thread_n
@@ -46,55 +54,180 @@ class GemmConfig:
                 "THREAD_M": self.thread_m, "THREAD_N": self.thread_n}
 
 
+@dataclass(frozen=True)
+class Vec4Config:
+    """A configuration of gemm_vec4.wgsl: WG_M x WG_N threads, each GM x GN blocks of 4 x 4 outputs."""
+
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    wg_m: int
+    wg_n: int
+    file: ClassVar[str] = "gemm_vec4.wgsl"
+    vec4: ClassVar[bool] = True
+    # wgpu-native's shader compiler spills gemm_vec4.wgsl's accumulator array; this style keeps registers.
+    engine_files: ClassVar[dict[str, str]] = {"wgpu": "gemm_vec4_regs.wgsl"}
+
+    def __post_init__(self):
+        threads = self.wg_m * self.wg_n
+        if self.tile_m % (4 * self.wg_m) or self.tile_n % (4 * self.wg_n) or self.tile_k % 4:
+            raise ValueError(f"{self}: tiles must be multiples of 4 x the thread grid, tile_k of 4")
+        if threads > MAX_THREADS or (self.tile_m * self.tile_k) % (4 * threads) or (
+                self.tile_n * self.tile_k) % (4 * threads):
+            raise ValueError(f"{self}: {threads} threads must be <= {MAX_THREADS} and divide each tile load")
+        if self.tile_m > 8 * self.wg_m or self.tile_n > 8 * self.wg_n:
+            raise ValueError(f"{self}: at most 2 x 2 blocks of 4 x 4 per thread (gemm_vec4_regs.wgsl)")
+
+    @property
+    def consts(self) -> dict[str, int]:
+        return {"TILE_M": self.tile_m, "TILE_N": self.tile_n, "TILE_K": self.tile_k,
+                "WG_M": self.wg_m, "WG_N": self.wg_n}
+
+
 CONFIGS = {
     "pr": GemmConfig(32, 32, 32, 4, 4),
     "64x64": GemmConfig(64, 64, 16, 4, 4),
     "128x128": GemmConfig(128, 128, 8, 8, 8),
+    "vec4_64x64": Vec4Config(64, 64, 8, 8, 8),
+    "vec4_128x64": Vec4Config(128, 64, 8, 16, 8),
+    "vec4_128x128": Vec4Config(128, 128, 8, 16, 16),
+    "vec4_128x128_k16": Vec4Config(128, 128, 16, 16, 16),
+    "vec4_32x64": Vec4Config(32, 64, 8, 8, 8),
 }
 
 
-def choose_config(m: int, n: int, batch: int, forced: str) -> str:
-    """The tile configuration for an (m, n) output: the largest tiles that still leave little padding."""
+def vec4_axis(t: Tensor) -> int | None:
+    """The axis (2 or 1) of a 3-d operand view that can be read in aligned vec4s: it has stride 1 and a
+    length that is a multiple of 4, and every other stride and the offset are multiples of 4."""
+    for axis, other in ((2, 1), (1, 2)):
+        aligned = all(s % 4 == 0 for s in (t.strides[0], t.strides[other], t.offset))
+        if t.strides[axis] == 1 and t.shape[axis] % 4 == 0 and aligned:
+            return axis
+    return None
+
+
+# Tile configurations in decreasing size; the first that gives the GPU enough blocks to fill it is used.
+# (A fixed guess at a large GPU's width: 132 multiprocessors on an H200, two blocks each.)
+VEC4_BY_SIZE = ("vec4_128x128", "vec4_128x64", "vec4_64x64", "vec4_32x64")
+SCALAR_BY_SIZE = ("128x128", "64x64", "pr")
+ENOUGH_BLOCKS = 256
+GEMV_MAX_ROWS = 8
+SPLIT_K_MIN_DEPTH = 256  # each split keeps at least this much of K
+
+
+def _blocks(cfg, batch: int, m: int, n: int) -> int:
+    return batch * -(-m // cfg.tile_m) * -(-n // cfg.tile_n)
+
+
+def choose_config(batch: int, m: int, n: int, vec4: bool, forced: str) -> str:
+    """A forced configuration, or the largest tiles that still give the GPU enough blocks. A forced vec4
+    configuration falls back to the element kernel of the same tiles when the operands are not aligned."""
     if forced != "auto":
+        cfg = CONFIGS[forced]
+        if cfg.vec4 and not vec4:
+            return "128x128" if cfg.tile_m >= 128 else "64x64"
         return forced
-    if m >= 256 and n >= 256:
-        return "128x128"
-    if m >= 64 and n >= 64:
-        return "64x64"
-    return "pr"
+    order = VEC4_BY_SIZE if vec4 else SCALAR_BY_SIZE
+    for name in order:
+        if _blocks(CONFIGS[name], batch, m, n) >= ENOUGH_BLOCKS:
+            return name
+    return order[-1]
+
+
+def split_k(batch: int, m: int, n: int, k: int, name: str) -> int:
+    """How many slices to split K into when the output alone gives too few blocks (1: no split): the fewest
+    that give enough blocks, else as many as K allows (each slice a multiple of 4 and >= SPLIT_K_MIN_DEPTH)."""
+    blocks = _blocks(CONFIGS[name], batch, m, n)
+    best = 1
+    for splits in (2, 4, 8):
+        if blocks >= ENOUGH_BLOCKS or k % (4 * splits) or k // splits < SPLIT_K_MIN_DEPTH:
+            break
+        best = splits
+        if blocks * splits >= ENOUGH_BLOCKS:
+            break
+    return best
 
 
 def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: float = 1.0, beta: float = 1.0,
          out_shape: tuple[int, ...], ep: Epilogue | None = None) -> Tensor:
     """C = act(beta*bias + alpha*(a @ b)) with a [z, M, K] or [M, K], b [z, K, N] or [K, N]; bias broadcastable to
-    [z, M, N] or None. The result is a fresh contiguous tensor of `out_shape` (same element count)."""
+    [z, M, N] or None. The result is a fresh contiguous tensor of `out_shape` (same element count).
+
+    Routing: few rows (M <= 8) with K-contiguous A -> gemv.wgsl; aligned operands -> gemm_vec4.wgsl, K split
+    across blocks when the output is too small to fill the GPU; anything else -> gemm.wgsl."""
     a3 = a if a.ndim == 3 else layout.unsqueeze(a, 0)
     b3 = b if b.ndim == 3 else layout.unsqueeze(b, 0)
     batch = max(a3.shape[0], b3.shape[0])
     (_, m, k), n = a3.shape, b3.shape[2]
     a3 = layout.broadcast_to(a3, (batch, m, k))
     b3 = layout.broadcast_to(b3, (batch, k, n))
-    out = ctx.new(out_shape)
     use_bias = bias is not None and beta != 0  # torch ignores `self` (even NaN) when beta == 0
-    bias3 = layout.broadcast_to(bias, (batch, m, n)) if use_bias else ctx.dummy()
-    name = choose_config(m, n, batch, ctx.options.gemm)
+    bias3 = layout.broadcast_to(bias, (batch, m, n)) if use_bias else None
+    forced = ctx.options.gemm
+    axes = (vec4_axis(a3), vec4_axis(b3))
+    if forced in ("gemv", "auto") and m <= GEMV_MAX_ROWS and axes[0] == 2 and axes[1]:
+        return _gemv(ctx, a3, b3, bias3, alpha, beta, out_shape, ep, b_k_contiguous=axes[1] == 1)
+    name = choose_config(batch, m, n, None not in axes, "auto" if forced == "gemv" else forced)
+    splits = split_k(batch, m, n, k, name) if forced == "auto" and CONFIGS[name].vec4 and batch == 1 else 1
+    if splits == 1:
+        out = ctx.new(out_shape)
+        _tiled(ctx, name, a3, b3, bias3, alpha, beta, out, ep, axes)
+        return out
+    # K in `splits` slices as a batch: A[s, m, k'] = A[m, s*K/splits + k'], likewise B; the slices' partial
+    # products are summed by a reduction, then bias and activation applied by an elementwise pass.
+    part = k // splits
+    a_s = Tensor(a3.buffer, (splits, m, part), (part * a3.strides[2], a3.strides[1], a3.strides[2]), a3.offset)
+    b_s = Tensor(b3.buffer, (splits, part, n), (part * b3.strides[1], b3.strides[1], b3.strides[2]), b3.offset)
+    partial = ctx.new((splits, m, n))
+    _tiled(ctx, name, a_s, b_s, None, alpha, beta, partial, None, (vec4_axis(a_s), vec4_axis(b_s)))
+    from . import elementwise, reduce
+
+    summed = reduce.reduce(ctx, "sum", partial, [0], (m, n))  # batch == 1: out_shape is [m, n] in any form
+    if bias3 is not None or ep is not None:
+        bias2 = layout.squeeze(bias3, [0]) if bias3 is not None else 0.0
+        summed = elementwise.emit(ctx, "add", [summed, bias2], (m, n), alpha=beta, ep=ep)
+    return layout.view(summed, out_shape)
+
+
+def _tiled(ctx: Builder, name: str, a3: Tensor, b3: Tensor, bias3: Tensor | None, alpha: float, beta: float,
+           out: Tensor, ep: Epilogue | None, axes: tuple[int | None, int | None]) -> None:
     cfg = CONFIGS[name]
+    batch, m, k = a3.shape
+    n = b3.shape[2]
     tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
-    spec = KernelSpec.of(FILE, f"gemm[{name}]{epilogue.suffix(ep)}", consts=cfg.consts, overrides={
-        "A_K_CONTIGUOUS": a3.strides[2] == 1 or k == 1,
-        "B_N_CONTIGUOUS": b3.strides[2] == 1 or n == 1,
-        "HAS_BIAS": use_bias,
-        **epilogue.overrides(ep),
-    })
-    params = {
-        "M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
-        "alpha": float(alpha), "beta": float(beta),
-        "a_offset": a3.offset, "b_offset": b3.offset, "bias_offset": bias3.offset if use_bias else 0,
-        "a_strides": a3.strides, "b_strides": b3.strides, "bias_strides": bias3.strides if use_bias else (0,),
-        **epilogue.params(ep),
-    }
-    ctx.dispatch(spec, [a3, b3, bias3, out], params, tiles_m * tiles_n * batch)
+    a_k = axes[0] == 2 if cfg.vec4 else (a3.strides[2] == 1 or k == 1)
+    b_n = axes[1] == 2 if cfg.vec4 else (b3.strides[2] == 1 or n == 1)
+    spec = KernelSpec.of(cfg.file, f"gemm[{name}]{epilogue.suffix(ep)}", consts=cfg.consts, overrides={
+        "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, "HAS_BIAS": bias3 is not None, **epilogue.overrides(ep)},
+        engine_files=cfg.engine_files)
+    params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
+              **_operand_params(a3, b3, bias3, alpha, beta, ep)}
+    ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out], params, tiles_m * tiles_n * batch)
+
+
+def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, alpha: float, beta: float,
+          out_shape: tuple[int, ...], ep: Epilogue | None, b_k_contiguous: bool) -> Tensor:
+    batch, m, k = a3.shape
+    n = b3.shape[2]
+    rows = 1 << (m - 1).bit_length()  # the register rows: M rounded up to a power of two
+    per_block = 8 if b_k_contiguous else 32  # dot_k: 8 columns per workgroup; sweep_n: 8 vec4 of columns
+    blocks_n = -(-n // per_block)
+    out = ctx.new(out_shape)
+    entry = "dot_k" if b_k_contiguous else "sweep_n"
+    spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}]{epilogue.suffix(ep)}", entry=entry,
+                         consts={"ROWS": rows},
+                         overrides={"HAS_BIAS": bias3 is not None, **epilogue.overrides(ep)})
+    params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 1, "tiles_n": blocks_n,
+              **_operand_params(a3, b3, bias3, alpha, beta, ep)}
+    ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out], params, blocks_n * batch)
     return out
+
+
+def _operand_params(a3, b3, bias3, alpha, beta, ep) -> dict:
+    return {"alpha": float(alpha), "beta": float(beta),
+            "a_offset": a3.offset, "b_offset": b3.offset, "bias_offset": bias3.offset if bias3 else 0,
+            "a_strides": a3.strides, "b_strides": b3.strides, "bias_strides": bias3.strides if bias3 else (0,),
+            **epilogue.params(ep)}
 
 
 def _check_float32(node: NodeView) -> str | None:
@@ -228,5 +361,23 @@ def cases() -> list[OpCase]:
         OpCase("bmm_fused_relu6", lambda a, b: torch.nn.functional.relu6(torch.bmm(a, b)),
                [(3, 37, 89), (3, 89, 41)], marks=g),
         # 70,000 blocks of 32x32 (M = 1, N = 2,240,000 / ...) need a folded grid.
+        # The vec4 kernel, every operand layout: row-major, transposed A, linear's Wᵀ, batched with bias.
+        OpCase("vec4_addmm_row_major", addmm(beta=0.5), [(268,), (260, 132), (132, 268)], marks=g),
+        OpCase("vec4_mm_transposed_a", lambda a, b: a.t() @ b, [(132, 260), (132, 268)], marks=g),
+        OpCase("vec4_linear_weight_t", lambda x, w, b: torch.nn.functional.linear(x, w, b),
+               [(3, 89, 132), (76, 132), (76,)], marks=g),
+        OpCase("vec4_bmm_fused_relu", lambda a, b: torch.relu(torch.bmm(a, b)), [(3, 68, 36), (3, 36, 44)],
+               marks=g),
+        OpCase("vec4_forced_on_odd_layout_falls_back", lambda a, b: a @ b, [(37, 41), (41, 43)], marks=g,
+               kwargs={"gemm": "vec4_128x128"}),
+        # GEMV (M <= 8) in both B layouts, and split-K (a small output with a long K).
+        OpCase("gemv_linear_rows3", lambda x, w, b: torch.relu(torch.nn.functional.linear(x, w, b)),
+               [(3, 772), (1031, 772), (1031,)], marks=g),
+        OpCase("gemv_row_major_b_batched", lambda x, w: x @ w, [(3, 1, 516), (3, 516, 1036)], marks=g),
+        OpCase("gemv_8_rows", lambda x, w: torch.nn.functional.linear(x, w), [(8, 260), (37, 260)], marks=g),
+        OpCase("linear_split_k_3d_bias", lambda x, w, b: torch.nn.functional.linear(x, w, b),
+               [(3, 19, 1536), (384, 1536), (384,)], marks=g),
+        OpCase("split_k_bias_gelu", lambda s, a, b: torch.nn.functional.gelu(torch.addmm(s, a, b, beta=0.5)),
+               [(44,), (68, 2048), (2048, 44)], marks=g),
         OpCase("mm_grid_beyond_65535", lambda a, b: a @ b, [(1, 3), (3, 70_001 * 32)], marks=g),
     ]

@@ -42,7 +42,8 @@ class Executor:
         self._check_limits()
         wgpu, device = self.engine.wgpu, self.engine.device
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
-        self.buffers = [device.create_buffer(size=_round_up(b.size, 4), usage=usage) for b in program.buffers]
+        # 16-byte multiples: kernels may bind a buffer as an array of vec4.
+        self.buffers = [device.create_buffer(size=_round_up(b.size, 16), usage=usage) for b in program.buffers]
         for index, data in program.constants.items():
             if data.nbytes:
                 device.queue.write_buffer(self.buffers[index], 0, data)
@@ -62,29 +63,31 @@ class Executor:
                                   f"{max_binding:,} (max buffer {max_buffer:,})")
 
     def _build_pipelines(self) -> None:
+        """One module and layout per source this engine uses (a kernel may name its own source per engine)."""
         wgpu, device = self.engine.wgpu, self.engine.device
-        visibility = wgpu.ShaderStage.COMPUTE
-        self._bindings, self._group_layouts, pipeline_layouts, modules = [], [], [], []
-        for i, source in enumerate(self.program.sources):
+        self._kernel_source = [k.source_for(self.engine.name) for k in self.program.kernels]
+        self._bindings, self._group_layouts, pipeline_layouts, modules = {}, {}, {}, {}
+        for i in sorted(set(self._kernel_source)):
+            source = self.program.sources[i]
             binds = wgsl.bindings(source)
-            entries = [{"binding": b.index, "visibility": visibility, "buffer": {"type": _BUFFER_TYPE[b.kind]}}
-                       for b in binds]
-            group = device.create_bind_group_layout(entries=entries)
-            self._bindings.append(binds)
-            self._group_layouts.append(group)
-            pipeline_layouts.append(device.create_pipeline_layout(bind_group_layouts=[group]))
+            entries = [{"binding": b.index, "visibility": wgpu.ShaderStage.COMPUTE,
+                        "buffer": {"type": _BUFFER_TYPE[b.kind]}} for b in binds]
+            self._bindings[i] = binds
+            self._group_layouts[i] = device.create_bind_group_layout(entries=entries)
+            pipeline_layouts[i] = device.create_pipeline_layout(bind_group_layouts=[self._group_layouts[i]])
             try:
-                modules.append(device.create_shader_module(code=source, label=f"source{i}"))
+                modules[i] = device.create_shader_module(code=source, label=f"source{i}")
             except Exception as e:
-                users = sorted({k.name for k in self.program.kernels if k.source == i})
+                users = sorted({k.name for k, s in zip(self.program.kernels, self._kernel_source, strict=True)
+                                if s == i})
                 raise DeviceError(f"WGSL source {i} (kernels {', '.join(users)}) does not compile on the "
                                   f"{self.engine.name} engine: {e}") from e
         self.pipelines = []
-        for k in self.program.kernels:
+        for k, i in zip(self.program.kernels, self._kernel_source, strict=True):
             try:
                 self.pipelines.append(device.create_compute_pipeline(
-                    layout=pipeline_layouts[k.source], label=k.name,
-                    compute={"module": modules[k.source], "entry_point": k.entry, "constants": dict(k.overrides)}))
+                    layout=pipeline_layouts[i], label=k.name,
+                    compute={"module": modules[i], "entry_point": k.entry, "constants": dict(k.overrides)}))
             except Exception as e:
                 raise DeviceError(f"kernel {k.name}: the {self.engine.name} engine rejected it: {e}") from e
 
@@ -103,7 +106,7 @@ class Executor:
         device.queue.write_buffer(self.uniforms, 0, bytes(blob))
         self.bind_groups = []
         for off, d in zip(offsets, self.program.dispatches, strict=True):
-            source = self.program.kernels[d.kernel].source
+            source = self._kernel_source[d.kernel]
             entries, storage = [], iter(d.buffers)
             for b in self._bindings[source]:
                 if b.kind == "uniform":
@@ -148,10 +151,11 @@ class Executor:
         device.queue.submit([encoder.finish()])
         self.staging.map_sync(self.engine.wgpu.MapMode.READ)
         try:
-            data = np.frombuffer(self.staging.read_mapped(), dtype=np.uint8)
+            # A view of the mapped memory (no copy); each output is copied out of it once, before the unmap.
+            data = np.frombuffer(self.staging.read_mapped(copy=False), dtype=np.uint8)
+            return [self._view(data, r) for r in self._readbacks]
         finally:
             self.staging.unmap()
-        return [self._view(data, r) for r in self._readbacks]
 
     def encode(self, encoder, timestamp_writes=None) -> None:
         """Record every dispatch of one call into one compute pass of `encoder`."""

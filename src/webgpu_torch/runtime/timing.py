@@ -119,6 +119,17 @@ def dispatch_times(executor: Executor, samples: int = 3) -> list[float]:
     return list(np.median(np.stack(runs), axis=0))
 
 
+def wall_time(fn, repeats: int) -> float:
+    """Median wall-clock seconds of `fn()` after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def encode_cost(executor: Executor, samples: int = 20) -> float:
     """Host seconds to encode and submit one call, per dispatch (the GPU work itself not awaited)."""
     device = executor.engine.device

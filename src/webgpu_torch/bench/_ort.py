@@ -1,0 +1,55 @@
+"""ONNX Runtime's WebGPU execution provider as a baseline: the same torch module exported to ONNX, run on the
+same GPU. Timed as wall clock with inputs from and outputs to host memory on both sides (this ORT package
+cannot allocate device tensors from Python, so that is the common I/O condition).
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+PROVIDER = "WebGpuExecutionProvider"
+
+
+def available() -> str | None:
+    """Why ORT WebGPU cannot run here, or None when it can."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return "onnxruntime-webgpu is not installed"
+    if PROVIDER not in ort.get_available_providers():
+        return f"this onnxruntime ({ort.__version__}) has no {PROVIDER}"
+    return None
+
+
+class OrtModel:
+    def __init__(self, module: torch.nn.Module, args: tuple):
+        import onnxruntime as ort
+
+        self.version = ort.__version__
+        path = Path(tempfile.mkdtemp()) / "model.onnx"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, args, dynamo=True, verbose=False).save(str(path))
+        self.session = ort.InferenceSession(str(path), providers=[PROVIDER])
+        if self.session.get_providers()[0] != PROVIDER:
+            raise RuntimeError(f"ORT did not place the model on {PROVIDER}: {self.session.get_providers()}")
+        self.feeds = {i.name: a.numpy() for i, a in zip(self.session.get_inputs(), args, strict=True)}
+
+    def __call__(self) -> list[np.ndarray]:
+        return self.session.run(None, self.feeds)
+
+    def wall_time(self, repeats: int) -> float:
+        self()
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            self()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)

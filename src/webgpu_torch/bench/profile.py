@@ -1,0 +1,55 @@
+"""Where a program's GPU time goes: each dispatch timed with timestamp queries, summed per ATen node and per
+kernel, the largest first. Runs a saved program (`--file`) or a demo model (`--model`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+import webgpu_torch
+
+from ..runtime import timing
+
+COLUMNS = ["rank", "node", "kernel", "dispatches", "µs", "share"]
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--file", help="a saved program (.wgpt)")
+    parser.add_argument("--model", default="mlp", help="a demo model, when no --file is given")
+    parser.add_argument("--top", type=int, default=20)
+
+
+def _program(args):
+    if args.file:
+        program = webgpu_torch.load(args.file)
+        rng = np.random.default_rng(0)
+        inputs = [rng.standard_normal(i.shape).astype(i.dtype) if i.dtype.startswith("float")
+                  else np.zeros(i.shape, i.dtype) for i in program.inputs]
+        return program, inputs
+    from .. import demo
+
+    model, example = demo.MODELS[args.model].build()
+    return webgpu_torch.compile_module(model, example), list(example)
+
+
+def run(args) -> tuple[list[dict], dict]:
+    program, inputs = _program(args)
+    from ..tree import unflatten
+
+    call_args, call_kwargs = unflatten(program.input_tree, inputs)
+    ex = program.executor(args.engine)
+    program(*call_args, **call_kwargs)
+    times = timing.dispatch_times(ex, samples=args.repeat)
+    per_node: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for d, t in zip(program.dispatches, times, strict=True):
+        per_node[(d.node, program.kernels[d.kernel].name)].append(t)
+    total = sum(times)
+    ranked = sorted(per_node.items(), key=lambda kv: -sum(kv[1]))[: args.top]
+    rows = [{"rank": i + 1, "node": node, "kernel": kernel, "dispatches": len(ts), "µs": sum(ts) * 1e6,
+             "share": f"{sum(ts) / total:.1%}"} for i, ((node, kernel), ts) in enumerate(ranked)]
+    info = webgpu_torch.device_info(args.engine)
+    return rows, {"title": f"GPU time per node ({len(program.dispatches)} dispatches, {total * 1e3:.3f} ms "
+                           "summed; each dispatch in its own pass)",
+                  "baseline": "none", "device": f"{info['adapter']} via {info['engine_module']}"}

@@ -1,0 +1,25 @@
+// gemm_params.wgsl — the uniform struct of the GEMM family's kernels (included by each; declared once).
+//
+// A[z, m, k] = a[a_offset + z*a_strides.x + m*a_strides.y + k*a_strides.z], B[z, k, n] and bias[z, m, n]
+// likewise (element strides; 0 broadcasts); C is contiguous [batch, M, N]. Workgroups cover
+// tiles_m x tiles_n output blocks per z (gemv.wgsl: tiles_m = 1, tiles_n column blocks).
+// act_lo / act_hi are the clamp bounds of the fused activation (activation.wgsl).
+
+struct Params {
+  M: u32,
+  N: u32,
+  K: u32,
+  batch: u32,
+  tiles_m: u32,
+  tiles_n: u32,
+  alpha: f32,
+  beta: f32,
+  act_lo: f32,
+  act_hi: f32,
+  a_offset: u32,
+  b_offset: u32,
+  bias_offset: u32,
+  a_strides: vec4<u32>,     // (z, m, k, -)
+  b_strides: vec4<u32>,     // (z, k, n, -)
+  bias_strides: vec4<u32>,  // (z, m, n, -)
+}

@@ -1,0 +1,168 @@
+// gemm_vec4_io.wgsl — what the two vec4 GEMM kernels share: their interface, tile loads and epilogue.
+// Not a kernel: gemm_vec4.wgsl and gemm_vec4_regs.wgsl include it and differ only in how a thread holds
+// its accumulators (see each). They compute batched C = act(beta * bias + alpha * (A @ B)) in float32 for
+// operands whose contiguous axis is a multiple of 4 long and 16-byte aligned (the lowering checks; gemm.wgsl
+// takes everything else).
+// Layouts (element strides/offsets in Params; A and B are bound as vec4 arrays):
+//   A[z, m, k]: A_K_CONTIGUOUS — rows along k (row-major A); else columns along m (a transposed view).
+//   B[z, k, n]: B_N_CONTIGUOUS — rows along n (row-major B); else columns along k (Wᵀ of a linear weight).
+//   bias[z, m, n] read through arbitrary strides (0 = broadcast), only when HAS_BIAS.
+//   C contiguous [batch, M, N], stored by element (N need not be a multiple of 4; stores are a small part
+//   of the traffic next to the K-long loop).
+// Workgroup memory: a_tile[k][m/4] and b_tile[k][n/4] as vec4, so a thread's operand fragments are
+//   vec4 loads. Loads along the non-contiguous axis of a tile scatter one vec4 into 4 components.
+// Register tile: each of WG_M x WG_N threads owns GM x GN blocks of 4 x 4 outputs; block (g, h) covers rows
+//   (g*WG_M + ty)*4 .. +3 and columns (h*WG_N + tx)*4 .. +3 of the workgroup's TILE_M x TILE_N tile, so a
+//   warp's fragment reads are consecutive vec4s (or broadcasts).
+// Pipelining: the next k-step's tiles are fetched into registers (a_next, b_next) while the current one
+// is multiplied: stage() moves them to workgroup memory, prefetch() starts the next ones.
+// Geometry: blocks numbered n-fastest, then m, then z, over a folded grid; workgroups past the end exit.
+
+//! include activation.wgsl
+
+const TILE_M: u32 = 128u;
+const TILE_N: u32 = 128u;
+const TILE_K: u32 = 8u;
+const WG_M: u32 = 16u;
+const WG_N: u32 = 16u;
+const GM: u32 = TILE_M / (4u * WG_M);  // 4 x 4 blocks per thread along m
+const GN: u32 = TILE_N / (4u * WG_N);  // … along n
+const THREADS: u32 = WG_M * WG_N;
+const A_LOADS: u32 = TILE_M * TILE_K / (4u * THREADS);  // vec4 loads per thread per k-step
+const B_LOADS: u32 = TILE_N * TILE_K / (4u * THREADS);
+
+override A_K_CONTIGUOUS: bool = true;
+override B_N_CONTIGUOUS: bool = true;
+override HAS_BIAS: bool = false;
+override ACTIVATION: u32 = ACT_NONE;
+
+//! include gemm_params.wgsl
+
+@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> bias: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+var<workgroup> a_tile: array<vec4<f32>, TILE_K * TILE_M / 4u>;
+var<workgroup> b_tile: array<vec4<f32>, TILE_K * TILE_N / 4u>;
+
+// Vec4 number e of a k-step's A tile: with A_K_CONTIGUOUS, e walks the tile's rows m, TILE_K/4 vec4s each;
+// otherwise its k-rows, TILE_M/4 vec4s each (so e is already the a_tile index). Likewise for B.
+fn fetch_a(base: u32, m0: u32, k0: u32, e: u32) -> vec4<f32> {
+  var m: u32;
+  var k: u32;
+  if (A_K_CONTIGUOUS) {
+    m = e / (TILE_K / 4u);
+    k = (e % (TILE_K / 4u)) * 4u;
+  } else {
+    k = e / (TILE_M / 4u);
+    m = (e % (TILE_M / 4u)) * 4u;
+  }
+  if (m0 + m >= p.M || k0 + k >= p.K) {
+    return vec4<f32>(0.0);
+  }
+  return a[(base + (m0 + m) * p.a_strides.y + (k0 + k) * p.a_strides.z) / 4u];
+}
+
+fn store_a(e: u32, v: vec4<f32>) {
+  if (A_K_CONTIGUOUS) {
+    let m = e / (TILE_K / 4u);
+    let k = (e % (TILE_K / 4u)) * 4u;
+    for (var j = 0u; j < 4u; j++) {
+      a_tile[(k + j) * (TILE_M / 4u) + m / 4u][m % 4u] = v[j];
+    }
+  } else {
+    a_tile[e] = v;  // e = k * (TILE_M / 4) + m / 4 already
+  }
+}
+
+fn fetch_b(base: u32, k0: u32, n0: u32, e: u32) -> vec4<f32> {
+  var k: u32;
+  var n: u32;
+  if (B_N_CONTIGUOUS) {
+    k = e / (TILE_N / 4u);
+    n = (e % (TILE_N / 4u)) * 4u;
+  } else {
+    n = e / (TILE_K / 4u);
+    k = (e % (TILE_K / 4u)) * 4u;
+  }
+  if (k0 + k >= p.K || n0 + n >= p.N) {
+    return vec4<f32>(0.0);
+  }
+  return b[(base + (k0 + k) * p.b_strides.y + (n0 + n) * p.b_strides.z) / 4u];
+}
+
+fn store_b(e: u32, v: vec4<f32>) {
+  if (B_N_CONTIGUOUS) {
+    b_tile[e] = v;  // e = k * (TILE_N / 4) + n / 4 already
+  } else {
+    let n = e / (TILE_K / 4u);
+    let k = (e % (TILE_K / 4u)) * 4u;
+    for (var j = 0u; j < 4u; j++) {
+      b_tile[(k + j) * (TILE_N / 4u) + n / 4u][n % 4u] = v[j];
+    }
+  }
+}
+
+fn bias_at(z: u32, m: u32, n: u32) -> f32 {
+  return bias[p.bias_offset + z * p.bias_strides.x + m * p.bias_strides.y + n * p.bias_strides.z];
+}
+
+fn finish(z: u32, m: u32, n: u32, v: vec4<f32>) {
+  if (m >= p.M) {
+    return;
+  }
+  var out = p.alpha * v;
+  if (HAS_BIAS) {
+    for (var j = 0u; j < 4u; j++) {
+      if (n + j < p.N) {
+        out[j] += p.beta * bias_at(z, m, n + j);
+      }
+    }
+  }
+  let row = (z * p.M + m) * p.N;
+  for (var j = 0u; j < 4u; j++) {
+    if (n + j < p.N) {
+      c[row + n + j] = activate(out[j], ACTIVATION, p.act_lo, p.act_hi);
+    }
+  }
+}
+
+var<private> a_next: array<vec4<f32>, A_LOADS>;
+var<private> b_next: array<vec4<f32>, B_LOADS>;
+
+fn prefetch(a_base: u32, b_base: u32, m0: u32, n0: u32, k0: u32, li: u32) {
+  for (var i = 0u; i < A_LOADS; i++) {
+    a_next[i] = fetch_a(a_base, m0, k0, li + i * THREADS);
+  }
+  for (var i = 0u; i < B_LOADS; i++) {
+    b_next[i] = fetch_b(b_base, k0, n0, li + i * THREADS);
+  }
+}
+
+fn stage(li: u32) {
+  for (var i = 0u; i < A_LOADS; i++) {
+    store_a(li + i * THREADS, a_next[i]);
+  }
+  for (var i = 0u; i < B_LOADS; i++) {
+    store_b(li + i * THREADS, b_next[i]);
+  }
+}
+
+struct Block {
+  z: u32,
+  m0: u32,
+  n0: u32,
+  a_base: u32,
+  b_base: u32,
+}
+
+// The output block of workgroup number `index` (valid when index < tiles_m * tiles_n * batch).
+fn block_of(index: u32) -> Block {
+  let per_z = p.tiles_m * p.tiles_n;
+  let z = index / per_z;
+  return Block(z, (index % per_z) / p.tiles_n * TILE_M, (index % p.tiles_n) * TILE_N,
+               p.a_offset + z * p.a_strides.x, p.b_offset + z * p.b_strides.x);
+}
+

@@ -1,0 +1,90 @@
+// gemm_vec4_regs.wgsl — batched C = act(beta * bias + alpha * (A @ B)), float32, 16-byte loads (interface,
+// layouts, tiling and loads: gemm_vec4_io.wgsl). The same computation as gemm_vec4.wgsl, for wgpu-native.
+//
+// Accumulators: named vec4 variables, never an indexed array. naga (wgpu-native's compiler) emits loops the
+// driver does not unroll, so gemm_vec4.wgsl's indexed accumulator array lands in local memory there (13x
+// slower at 4096³ on an H200); named variables stay in registers whatever the loops become. A thread holds at
+// most 2 x 2 blocks of 4 x 4 outputs: c<r><h> is row r (0-7: block g = r / 4, row r % 4) and column block h.
+// Blocks a configuration does not have (GM or GN of 1) are skipped by constant conditions.
+
+//! include gemm_vec4_io.wgsl
+
+const_assert GM <= 2u && GN <= 2u;
+
+@compute @workgroup_size(WG_N, WG_M)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_id) lid: vec3u, @builtin(local_invocation_index) li: u32) {
+  let index = wid.x + wid.y * nwg.x;
+  if (index >= p.tiles_m * p.tiles_n * p.batch) {
+    return;
+  }
+  let blk = block_of(index);
+  prefetch(blk.a_base, blk.b_base, blk.m0, blk.n0, 0u, li);
+  let zero = vec4<f32>(0.0);
+  var c00 = zero; var c10 = zero; var c20 = zero; var c30 = zero; var c40 = zero; var c50 = zero; var c60 = zero;
+  var c70 = zero; var c01 = zero; var c11 = zero; var c21 = zero; var c31 = zero; var c41 = zero; var c51 = zero;
+  var c61 = zero; var c71 = zero;
+  for (var k0 = 0u; k0 < p.K; k0 += TILE_K) {
+    stage(li);
+    workgroupBarrier();
+    if (k0 + TILE_K < p.K) {
+      prefetch(blk.a_base, blk.b_base, blk.m0, blk.n0, k0 + TILE_K, li);
+    }
+    for (var k = 0u; k < TILE_K; k++) {
+      let a0 = a_tile[k * (TILE_M / 4u) + lid.y];
+      let b0 = b_tile[k * (TILE_N / 4u) + lid.x];
+      c00 = fma(vec4<f32>(a0.x), b0, c00);
+      c10 = fma(vec4<f32>(a0.y), b0, c10);
+      c20 = fma(vec4<f32>(a0.z), b0, c20);
+      c30 = fma(vec4<f32>(a0.w), b0, c30);
+      if (GN == 2u) {
+        let b1 = b_tile[k * (TILE_N / 4u) + WG_N + lid.x];
+        c01 = fma(vec4<f32>(a0.x), b1, c01);
+        c11 = fma(vec4<f32>(a0.y), b1, c11);
+        c21 = fma(vec4<f32>(a0.z), b1, c21);
+        c31 = fma(vec4<f32>(a0.w), b1, c31);
+      }
+      if (GM == 2u) {
+        let a1 = a_tile[k * (TILE_M / 4u) + WG_M + lid.y];
+        c40 = fma(vec4<f32>(a1.x), b0, c40);
+        c50 = fma(vec4<f32>(a1.y), b0, c50);
+        c60 = fma(vec4<f32>(a1.z), b0, c60);
+        c70 = fma(vec4<f32>(a1.w), b0, c70);
+        if (GN == 2u) {
+          let b1 = b_tile[k * (TILE_N / 4u) + WG_N + lid.x];
+          c41 = fma(vec4<f32>(a1.x), b1, c41);
+          c51 = fma(vec4<f32>(a1.y), b1, c51);
+          c61 = fma(vec4<f32>(a1.z), b1, c61);
+          c71 = fma(vec4<f32>(a1.w), b1, c71);
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  let r0 = blk.m0 + lid.y * 4u;
+  let r1 = blk.m0 + (WG_M + lid.y) * 4u;
+  let n0 = blk.n0 + lid.x * 4u;
+  let n1 = blk.n0 + (WG_N + lid.x) * 4u;
+  finish(blk.z, r0, n0, c00);
+  finish(blk.z, r0 + 1u, n0, c10);
+  finish(blk.z, r0 + 2u, n0, c20);
+  finish(blk.z, r0 + 3u, n0, c30);
+  if (GN == 2u) {
+    finish(blk.z, r0, n1, c01);
+    finish(blk.z, r0 + 1u, n1, c11);
+    finish(blk.z, r0 + 2u, n1, c21);
+    finish(blk.z, r0 + 3u, n1, c31);
+  }
+  if (GM == 2u) {
+    finish(blk.z, r1, n0, c40);
+    finish(blk.z, r1 + 1u, n0, c50);
+    finish(blk.z, r1 + 2u, n0, c60);
+    finish(blk.z, r1 + 3u, n0, c70);
+    if (GN == 2u) {
+      finish(blk.z, r1, n1, c41);
+      finish(blk.z, r1 + 1u, n1, c51);
+      finish(blk.z, r1 + 2u, n1, c61);
+      finish(blk.z, r1 + 3u, n1, c71);
+    }
+  }
+}

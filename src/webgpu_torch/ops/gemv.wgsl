@@ -1,0 +1,138 @@
+// gemv.wgsl — C = act(beta * bias + alpha * (A @ B)) for few rows (M <= ROWS), float32: matrix-vector work,
+// bound by reading B once, so each workgroup streams a slice of B in 16-byte loads and A stays in cache.
+//
+// Layouts (element strides/offsets in Params, as in gemm.wgsl; A and B bound as vec4 arrays, K % 4 == 0 and
+// every stride but the contiguous one a multiple of 4):
+//   A[z, m, k] contiguous along k.
+//   B[z, k, n]: entry `dot_k` for B contiguous along k (Wᵀ of a linear weight: each output is a dot product
+//     of two contiguous rows); entry `sweep_n` for B contiguous along n (row-major [K, N]).
+//   bias[z, m, n] through arbitrary strides (0 = broadcast) when HAS_BIAS. C contiguous [batch, M, N].
+// Geometry, dot_k: a workgroup of 256 threads = 8 teams of 32; team t computes column n = 8*wg + t for all
+//   M rows: lane l reads B[k = 4*(l + 32*i) .. +3, n], summing into ROWS partial sums; the 32 lanes then
+//   combine in workgroup memory.
+// Geometry, sweep_n: a workgroup covers 8 vec4 = 32 columns: 8 threads along n (one vec4 each) x 32
+//   k-slices; slice s sums the k-quads s, s+32, …; the 32 slices then combine in workgroup memory. (Many
+//   slices rather than many columns, so that N = 768 still makes 24 workgroups.)
+// Blocks are numbered n-fastest, then z, over a folded grid; workgroups past the end exit at once.
+
+//! include activation.wgsl
+
+const ROWS: u32 = 1u;
+const WORKGROUP: u32 = 256u;
+const TEAM: u32 = 32u;                     // dot_k: lanes per output column
+const COLS_DOT: u32 = WORKGROUP / TEAM;    // dot_k: columns per workgroup
+const SLICES: u32 = 32u;                   // sweep_n: k-slices per column group
+const VEC_SWEEP: u32 = WORKGROUP / SLICES; // sweep_n: vec4 column groups per workgroup
+
+override HAS_BIAS: bool = false;
+override ACTIVATION: u32 = ACT_NONE;
+
+//! include gemm_params.wgsl
+
+@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> bias: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+var<workgroup> partial: array<f32, WORKGROUP * 4u * ROWS>;
+
+fn store(z: u32, m: u32, n: u32, acc: f32) {
+  var v = p.alpha * acc;
+  if (HAS_BIAS) {
+    v += p.beta * bias[p.bias_offset + z * p.bias_strides.x + m * p.bias_strides.y + n * p.bias_strides.z];
+  }
+  c[(z * p.M + m) * p.N + n] = activate(v, ACTIVATION, p.act_lo, p.act_hi);
+}
+
+fn a_vec(z: u32, m: u32, k: u32) -> vec4<f32> {
+  return a[(p.a_offset + z * p.a_strides.x + m * p.a_strides.y + k * p.a_strides.z) / 4u];
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+         @builtin(local_invocation_index) li: u32) {
+  let block = wid.x + wid.y * nwg.x;
+  if (block >= p.tiles_n * p.batch) {
+    return;
+  }
+  let z = block / p.tiles_n;
+  let team = li / TEAM;
+  let lane = li % TEAM;
+  let n = (block % p.tiles_n) * COLS_DOT + team;
+  var sums: array<f32, ROWS>;
+  if (n < p.N) {
+    let col = p.b_offset + z * p.b_strides.x + n * p.b_strides.z;
+    for (var k = lane * 4u; k < p.K; k += TEAM * 4u) {
+      let w = b[(col + k * p.b_strides.y) / 4u];
+      for (var m = 0u; m < ROWS; m++) {
+        if (m < p.M) {
+          sums[m] += dot(a_vec(z, m, k), w);
+        }
+      }
+    }
+  }
+  for (var m = 0u; m < ROWS; m++) {
+    partial[m * WORKGROUP + li] = sums[m];
+  }
+  workgroupBarrier();
+  for (var half = TEAM / 2u; half > 0u; half /= 2u) {
+    if (lane < half) {
+      for (var m = 0u; m < ROWS; m++) {
+        partial[m * WORKGROUP + li] += partial[m * WORKGROUP + li + half];
+      }
+    }
+    workgroupBarrier();
+  }
+  if (lane == 0u && n < p.N) {
+    for (var m = 0u; m < p.M; m++) {
+      store(z, m, n, partial[m * WORKGROUP + li]);
+    }
+  }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn sweep_n(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+           @builtin(local_invocation_index) li: u32) {
+  let block = wid.x + wid.y * nwg.x;
+  if (block >= p.tiles_n * p.batch) {
+    return;
+  }
+  let z = block / p.tiles_n;
+  let slice = li / VEC_SWEEP;
+  let g = li % VEC_SWEEP;
+  let n = ((block % p.tiles_n) * VEC_SWEEP + g) * 4u;
+  var sums: array<vec4<f32>, ROWS>;
+  if (n < p.N) {
+    let base = p.b_offset + z * p.b_strides.x + n * p.b_strides.z;
+    for (var k4 = slice * 4u; k4 < p.K; k4 += SLICES * 4u) {
+      for (var m = 0u; m < ROWS; m++) {
+        if (m < p.M) {
+          let av = a_vec(z, m, k4);
+          for (var j = 0u; j < 4u; j++) {
+            sums[m] = fma(vec4<f32>(av[j]), b[(base + (k4 + j) * p.b_strides.y) / 4u], sums[m]);
+          }
+        }
+      }
+    }
+  }
+  for (var m = 0u; m < ROWS; m++) {
+    for (var j = 0u; j < 4u; j++) {
+      partial[(m * 4u + j) * WORKGROUP + li] = sums[m][j];
+    }
+  }
+  workgroupBarrier();
+  if (slice == 0u && n < p.N) {
+    for (var m = 0u; m < p.M; m++) {
+      for (var j = 0u; j < 4u; j++) {
+        var acc = 0.0;
+        for (var s = 0u; s < SLICES; s++) {
+          acc += partial[(m * 4u + j) * WORKGROUP + s * VEC_SWEEP + g];
+        }
+        if (n + j < p.N) {
+          store(z, m, n + j, acc);
+        }
+      }
+    }
+  }
+}
