@@ -207,7 +207,7 @@ def _source_line(n: torch.fx.Node) -> str:
     return f"{path.rsplit('/', 1)[-1]}:{line} `{code.strip()}`"
 
 
-# -- constant folding ------------------------------------------------------------------------------------------------
+# -- constant folding --------------------------------------------------------------------------------------------
 
 def _try_fold(n: torch.fx.Node, args: dict[str, Any],
               constants: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor] | None:
