@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import torch
 
 import webgpu_torch
@@ -44,7 +45,8 @@ def test_run_on_a_damaged_file_fails_cleanly(tmp_path):
     assert "not a webgpu_torch program" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_demo_passes():
-    r = cli("demo", "--repeat", "3")
+@pytest.mark.parametrize("model", ["minilm", "mlp"])
+def test_demo_passes(model):
+    r = cli("demo", "--model", model, "--repeat", "3")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "PASS" in r.stdout

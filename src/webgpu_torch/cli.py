@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--save-outputs", metavar="PREFIX", help="write PREFIX_<i>.npy for each output")
     p.set_defaults(fn=_run)
     p = sub.add_parser("demo", help="compile a model, run it, check it against PyTorch, print timings")
-    p.add_argument("--model", default="mlp")
+    p.add_argument("--model", default="minilm", help="minilm (all-MiniLM-L6-v2, real weights) or mlp")
     p.add_argument("--repeat", type=int, default=20)
     p.set_defaults(fn=_demo)
     p = sub.add_parser("bench", help="benchmark suites, each against a baseline measured in the same run")

@@ -26,12 +26,12 @@ def compile(ep, *, gemm: str = "auto", **extra: Any) -> Program:
     """
     import torch.utils._pytree as pytree
 
-    from . import frontend, fusion
+    from . import attention_fusion, frontend, fusion
 
     if gemm not in ("auto", "gemv", *GEMM_CONFIGS):
         raise ValueError(f"gemm={gemm!r}: choose 'auto', 'gemv' or one of {sorted(GEMM_CONFIGS)}")
     with _quiet_torch():
-        graph = fusion.fuse_epilogues(frontend.import_program(ep))
+        graph = fusion.fuse_epilogues(attention_fusion.fuse_attention(frontend.import_program(ep)))
     program = lowering.lower(graph, CompileOptions(gemm=gemm, extra=extra))
     out_spec = ep.call_spec.out_spec
     program._restore_outputs = lambda leaves: pytree.tree_unflatten(leaves, out_spec)

@@ -34,6 +34,24 @@ DTYPES = {
 }
 
 
+def category(name: str) -> int:
+    """Type-promotion category: 0 bool, 1 integer, 2 floating point."""
+    return 0 if name == "bool" else 1 if name.startswith("int") else 2
+
+
+def promote(*operands: str | bool | int | float) -> str:
+    """The dtype torch computes a binary op in: operands are tensor dtype names or Python scalars. The highest
+    category wins; a scalar decides only when it is of a higher category than every tensor."""
+    tensors = [o for o in operands if isinstance(o, str)]
+    best = max(category(t) for t in tensors)
+    scalars = [2 if isinstance(o, float) else 0 if isinstance(o, bool) else 1
+               for o in operands if not isinstance(o, str)]
+    if scalars and max(scalars) > best:
+        return "float32" if max(scalars) == 2 else "int64"
+    names = {t for t in tensors if category(t) == best}
+    return "int64" if names == {"int32", "int64"} else names.pop()
+
+
 def dtype(name: str) -> DType:
     try:
         return DTYPES[name]

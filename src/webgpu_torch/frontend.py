@@ -17,12 +17,19 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
 from .errors import UnsupportedError
-from .graph import Graph, Node, Ref, TensorMeta, refs_in
+from .graph import Graph, Node, Ref, TensorMeta, drop_dead, refs_in
 from .ops import OPS
 
-# Folding a constant subgraph must not inflate the artifact: a result is kept as a constant only when it is
-# no larger than its constant inputs together (or tiny). Larger ones (an expanded mask, say) stay as ops.
+# Folding a constant subgraph must not inflate the artifact. A folded value is stored as the smallest tensor
+# it is a broadcast of (a causal mask expanded over batch and heads is stored as [S, S] and re-expanded by a
+# view), and kept only when that is no larger than its constant inputs together (or tiny); larger ones stay
+# as ops. Ops that read tensors only for their shape (full_like, ...) and creation ops (arange, full, ...)
+# always fold: no kernel runs them.
 FOLD_TINY_ELEMENTS = 1 << 12
+FOLD_MAX_ELEMENTS = 1 << 26  # a value this large is not even computed at compile time
+SHAPE_ONLY = ("full_like", "zeros_like", "ones_like", "empty_like", "new_full", "new_zeros", "new_ones",
+              "new_empty")
+UNINITIALIZED = ("empty", "empty_like", "new_empty", "empty_strided")  # folded as zeros
 
 
 def import_program(ep: ExportedProgram) -> Graph:
@@ -50,9 +57,10 @@ def import_program(ep: ExportedProgram) -> Graph:
         raise UnsupportedError([f"  the program mutates {mutated} ({len(mutated)} non-user outputs); WebGPU "
                                 "programs are functional: export the model in eval() mode"])
     nodes, outputs = _convert_nodes(ep, constants)
-    nodes = _drop_dead(nodes, outputs)
+    nodes = drop_dead(nodes, outputs)
     used = _referenced(nodes, outputs)
-    kept = {k: v for k, v in constants.items() if Ref(k) in used}
+    defined = {node.name for node in nodes}  # folded values that nodes re-expand from their base
+    kept = {k: v for k, v in constants.items() if Ref(k) in used and k not in defined}
     return Graph(
         inputs=inputs,
         constants={k: _to_numpy(v) for k, v in kept.items()},
@@ -68,6 +76,8 @@ def import_program(ep: ExportedProgram) -> Graph:
 def _decomposition_table() -> dict:
     table = torch.export.default_decompositions()
     for target in OPS:
+        if not target.startswith("aten."):  # our own ops (graph rewrites make them): nothing to keep
+            continue
         op = resolve_target(target)
         if op in table:
             del table[op]
@@ -126,10 +136,15 @@ def _convert_nodes(ep: ExportedProgram, constants: dict[str, torch.Tensor]) -> t
             refs[n] = Ref(n.name)
             args = _normalize_args(n, refs)
             folded = _try_fold(n, args, constants)
-            if folded is not None:
-                constants[n.name] = folded
+            if folded is None:
+                nodes.append(Node(n.name, target_name(n.target), args, _output_metas(n), _source_line(n)))
                 continue
-            nodes.append(Node(n.name, target_name(n.target), args, _output_metas(n), _source_line(n)))
+            value, base = folded
+            constants[n.name] = value  # what later folds read
+            if base is not value:  # the graph reads it as a view of its base
+                constants[f"{n.name}_base"] = base
+                nodes.append(Node(n.name, "aten.expand.default", {"self": Ref(f"{n.name}_base"),
+                                  "size": list(value.shape), "implicit": False}, _output_metas(n), _source_line(n)))
         elif n.op == "output":
             for v, spec in zip(n.args[0], ep.graph_signature.output_specs, strict=True):
                 if spec.kind != OutputKind.USER_OUTPUT:
@@ -192,31 +207,54 @@ def _source_line(n: torch.fx.Node) -> str:
     return f"{path.rsplit('/', 1)[-1]}:{line} `{code.strip()}`"
 
 
-# -- constant folding and dead code ------------------------------------------------------------------------------
+# -- constant folding --------------------------------------------------------------------------------------------
 
-def _try_fold(n: torch.fx.Node, args: dict[str, Any], constants: dict[str, torch.Tensor]) -> torch.Tensor | None:
-    """The node's value when every tensor it reads is a constant, it is deterministic, and the result does
-    not outgrow its inputs; else None."""
+def _try_fold(n: torch.fx.Node, args: dict[str, Any],
+              constants: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(value, base) when the node can be computed at compile time: every tensor it reads is a constant (or
+    is read for its shape alone) and it is deterministic; `base` is the value's broadcast base (the value
+    itself when nothing repeats). None when it cannot be folded or its base outgrows its inputs."""
     if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()):
         return None
-    reads = list(refs_in(args))
+    name = n.target._schema.name.split("::")[-1]  # _normalize_args has checked it is an ATen operator
+    reads = [] if name in SHAPE_ONLY else list(refs_in(args))
     if any(r.index is not None or r.node not in constants for r in reads):
         return None
     val = n.meta.get("val")
     if not isinstance(val, torch.Tensor) or any(not isinstance(s, int) for s in val.shape):
         return None
-    if val.numel() > max(FOLD_TINY_ELEMENTS, sum(constants[r.node].numel() for r in reads)):
+    if val.numel() > FOLD_MAX_ELEMENTS:
         return None
     fn_args = [_realize_fx(a, constants) for a in n.args]
     fn_kwargs = {k: _realize_fx(v, constants) for k, v in n.kwargs.items()}
     with torch.no_grad():
         result = n.target(*fn_args, **fn_kwargs)
-    return result.contiguous() if isinstance(result, torch.Tensor) else None
+    if not isinstance(result, torch.Tensor):
+        return None
+    result = torch.zeros_like(result) if name in UNINITIALIZED else result.contiguous()
+    base = broadcast_base(result)
+    if reads and base.numel() > max(FOLD_TINY_ELEMENTS, sum(constants[r.node].numel() for r in reads)):
+        return None
+    return result, base
+
+
+def broadcast_base(t: torch.Tensor) -> torch.Tensor:
+    """The smallest tensor `t` is an expansion of: each dim along which every slice is equal shrinks to 1.
+    Returns `t` itself when no dim shrinks."""
+    base = t
+    for d in range(t.ndim):
+        if base.shape[d] > 1 and torch.equal(base, base.narrow(d, 0, 1).expand_as(base)):
+            base = base.narrow(d, 0, 1)
+    return t if base is t else base.contiguous()
 
 
 def _realize_fx(v: Any, constants: dict[str, torch.Tensor]) -> Any:
+    """An fx argument as a value: constants by name; any other tensor (read only for its shape) as zeros."""
     if isinstance(v, torch.fx.Node):
-        return constants[v.name]
+        if v.name in constants:
+            return constants[v.name]
+        val = v.meta["val"]
+        return torch.zeros(val.shape, dtype=val.dtype)
     if isinstance(v, (list, tuple)):
         return type(v)(_realize_fx(x, constants) for x in v)
     return v
@@ -227,18 +265,6 @@ def _referenced(nodes: list[Node], outputs: list[Ref]) -> set[Ref]:
     for node in nodes:
         used.update(Ref(r.node) for r in refs_in(node.args))
     return used
-
-
-def _drop_dead(nodes: list[Node], outputs: list[Ref]) -> list[Node]:
-    """Nodes whose values nothing reads. Assertion-only ops (`_assert_tensor_metadata`) go too: export
-    already checked them."""
-    live = {r.node for r in outputs}
-    kept = []
-    for node in reversed(nodes):
-        if node.name in live:
-            kept.append(node)
-            live.update(r.node for r in refs_in(node.args))
-    return kept[::-1]
 
 
 # -- pytree specs ------------------------------------------------------------------------------------------------

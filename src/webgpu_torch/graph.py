@@ -94,3 +94,15 @@ def refs_in(value: Any) -> Iterator[Ref]:
     elif isinstance(value, (list, tuple)):
         for v in value:
             yield from refs_in(v)
+
+
+def drop_dead(nodes: list[Node], outputs: list[Ref]) -> list[Node]:
+    """`nodes` without those whose values nothing reads (assertion-only ops such as `_assert_tensor_metadata`
+    go too: export already checked them), in their order."""
+    live = {r.node for r in outputs}
+    kept = []
+    for node in reversed(nodes):
+        if node.name in live:
+            kept.append(node)
+            live.update(r.node for r in refs_in(node.args))
+    return kept[::-1]

@@ -79,13 +79,16 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
 
 
 def _bind_outputs(env: dict[Ref, Tensor], node: Node, result: Any) -> None:
-    if len(node.outputs) == 1:
+    """A lowering returns one Tensor, or a list with one entry per output (None for an unused one)."""
+    if not isinstance(result, (list, tuple)):
         env[Ref(node.name)] = result
         env[Ref(node.name, 0)] = result
         return
-    for i, t in enumerate(result or ()):
+    for i, t in enumerate(result):
         if t is not None:
             env[Ref(node.name, i)] = t
+    if len(result) == 1:
+        env[Ref(node.name)] = result[0]
 
 
 def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Graph) -> Program:

@@ -182,11 +182,11 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     _tiled(ctx, name, a_s, b_s, None, alpha, beta, partial, None, (vec4_axis(a_s), vec4_axis(b_s)))
     from . import elementwise, reduce
 
-    summed = reduce.reduce(ctx, "sum", partial, [0], out_shape)
-    if bias3 is None and ep is None:
-        return summed
-    bias2 = layout.squeeze(bias3, [0]) if bias3 is not None else 0.0
-    return elementwise.emit(ctx, "add", summed, bias2, out_shape, alpha=beta, ep=ep)
+    summed = reduce.reduce(ctx, "sum", partial, [0], (m, n))  # batch == 1: out_shape is [m, n] in any form
+    if bias3 is not None or ep is not None:
+        bias2 = layout.squeeze(bias3, [0]) if bias3 is not None else 0.0
+        summed = elementwise.emit(ctx, "add", [summed, bias2], (m, n), alpha=beta, ep=ep)
+    return layout.view(summed, out_shape)
 
 
 def _tiled(ctx: Builder, name: str, a3: Tensor, b3: Tensor, bias3: Tensor | None, alpha: float, beta: float,
@@ -375,6 +375,8 @@ def cases() -> list[OpCase]:
                [(3, 772), (1031, 772), (1031,)], marks=g),
         OpCase("gemv_row_major_b_batched", lambda x, w: x @ w, [(3, 1, 516), (3, 516, 1036)], marks=g),
         OpCase("gemv_8_rows", lambda x, w: torch.nn.functional.linear(x, w), [(8, 260), (37, 260)], marks=g),
+        OpCase("linear_split_k_3d_bias", lambda x, w, b: torch.nn.functional.linear(x, w, b),
+               [(3, 19, 1536), (384, 1536), (384,)], marks=g),
         OpCase("split_k_bias_gelu", lambda s, a, b: torch.nn.functional.gelu(torch.addmm(s, a, b, beta=0.5)),
                [(44,), (68, 2048), (2048, 44)], marks=g),
         OpCase("mm_grid_beyond_65535", lambda a, b: a @ b, [(1, 3), (3, 70_001 * 32)], marks=g),

@@ -1,19 +1,20 @@
-"""Reductions over any set of dims: sum, mean, amax, amin, argmax, argmin (float32 input).
+"""Reductions over any set of dims: sum, mean, amax, amin, argmax, argmin, any, all, the 2-norm.
 
 The input is read in place: its dims are split into kept and reduced ones, each with its own strides, so
 reducing a transposed or sliced view needs no copy. The number of threads per output row follows the row's
 length (a power of two up to 256), so a mean over 7×7 and an argmax over a 51,289-word vocabulary both keep
-a workgroup busy.
+a workgroup busy. Integer results accumulate in i32 (exact: a sum of a mask counts it), float ones in f32.
 """
 
 from __future__ import annotations
 
 import re
 
-from .. import layout, wgsl
+from .. import dtypes, layout, wgsl
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
+from .row import row_threads
 
 FILE = "reduce.wgsl"
 MAX_DIMS = 8
@@ -37,17 +38,17 @@ def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[i
     for d in dims:
         reduce_size *= x.shape[d]
     out = ctx.new(out_shape, out_dtype)
-    row = 1
-    while row < min(reduce_size, WORKGROUP):
-        row *= 2
+    row = row_threads(reduce_size)
     params = {
         "num_out": out.numel, "reduce_size": reduce_size, "kept_ndim": len(kept), "red_ndim": len(dims),
         "offset": x.offset,
         "kept_shape": [x.shape[d] for d in kept], "kept_strides": [x.strides[d] for d in kept],
         "red_shape": [x.shape[d] for d in dims], "red_strides": [x.strides[d] for d in dims],
     }
-    out_type = "i32" if op.startswith("arg") else "f32"
-    spec = KernelSpec.of(FILE, f"reduce[{op}]", consts={"InT": "f32", "OutT": out_type},
+    acc = "u32" if x.dtype == out_dtype == "bool" else "f32" if dtypes.category(out_dtype) == 2 else "i32"
+    consts = {"InT": dtypes.dtype(x.dtype).wgsl, "AccT": "f32" if op.startswith("arg") else acc,
+              "OutT": dtypes.dtype(out_dtype).wgsl}
+    spec = KernelSpec.of(FILE, f"reduce[{op}]", consts=consts,
                          overrides={"OP": OP_CODES[op], "ROW": row})
     rows_per_wg = WORKGROUP // row
     ctx.dispatch(spec, [x, out], params, -(-out.numel // rows_per_wg))
@@ -56,12 +57,12 @@ def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[i
 
 def _check(node: NodeView) -> str | None:
     x = node.args["self"]
-    if x.dtype != "float32":
-        return f"reductions take float32 input, got {x.dtype}"
     if x.ndim > MAX_DIMS:
         return f"input has {x.ndim} dims; at most {MAX_DIMS} are supported"
-    if node.args.get("dtype") not in (None, "float32"):
-        return f"reduction to dtype {node.args['dtype']} is not supported"
+    if node.target.startswith(("aten.arg", "aten.amax", "aten.amin")) and x.dtype != "float32":
+        return f"{node.target} takes float32 input, got {x.dtype}"
+    if node.target == "aten.linalg_vector_norm.default" and (node.args["ord"] != 2 or x.dtype != "float32"):
+        return f"vector norm of ord {node.args['ord']} over {x.dtype} is not supported (ord 2 of float32 only)"
     if x.numel == 0:
         return "reducing an empty tensor is not supported"
     return None
@@ -85,6 +86,13 @@ for _target, _op, _dim in [
     ("aten.amin.default", "min", "dim"),
     ("aten.argmax.default", "argmax", "dim"),
     ("aten.argmin.default", "argmin", "dim"),
+    ("aten.any.default", "max", None),
+    ("aten.any.dim", "max", "dim"),
+    ("aten.any.dims", "max", "dim"),
+    ("aten.all.default", "min", None),
+    ("aten.all.dim", "min", "dim"),
+    ("aten.all.dims", "min", "dim"),
+    ("aten.linalg_vector_norm.default", "norm2", "dim"),
 ]:
     register(_target, check=_check)(_lower(_op, _dim))
 
@@ -106,4 +114,11 @@ def cases() -> list[OpCase]:
         OpCase("argmax_ties_first_index", lambda x: x.argmax(dim=1), [ties((37, 113))]),
         OpCase("argmin_flat", lambda x: x.argmin(), [ties((37, 41))]),
         OpCase("mean_size_one_rows", lambda x: x.mean(dim=-1), [(1031, 1)]),
+        OpCase("norm2_normalize_rows", lambda x: (torch.nn.functional.normalize(x, dim=1), x.norm(dim=(0, 2))),
+               [(37, 384, 3)]),
+        OpCase("any_all_of_masks", lambda m: (m.any(dim=-1), m.all(dim=0), m.any(), m[:, :3].all(1, keepdim=True)),
+               [lambda: torch.rand(37, 41, generator=torch.Generator().manual_seed(2)) > 0.1]),
+        OpCase("sum_of_mask_and_ints", lambda m, i: (m.sum(-1), m.sum(), i.sum(0), m.sum(-1, dtype=torch.float32)),
+               [lambda: torch.rand(37, 4001, generator=torch.Generator().manual_seed(4)) > 0.5,
+                lambda: torch.randint(-2**20, 2**20, (89, 37), generator=torch.Generator().manual_seed(4))]),
     ]

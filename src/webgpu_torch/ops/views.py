@@ -66,6 +66,20 @@ def select(ctx: Builder, node: NodeView) -> Tensor:
     return layout.select(node.args["self"], node.args["dim"], node.args["index"])
 
 
+@register("aten.split.Tensor", "aten.split_with_sizes.default", view=True)
+def split(ctx: Builder, node: NodeView) -> list[Tensor]:
+    x, dim = node.args["self"], node.args["dim"]
+    sizes = [m.shape[layout.normalize_dim(dim, x.ndim)] for m in node.outputs]
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return [layout.slice_(x, dim, start, start + n, 1) for start, n in zip(starts, sizes, strict=True)]
+
+
+@register("aten.unbind.int", view=True)
+def unbind(ctx: Builder, node: NodeView) -> list[Tensor]:
+    x, dim = node.args["self"], node.args["dim"]
+    return [layout.select(x, dim, i) for i in range(x.shape[layout.normalize_dim(dim, x.ndim)])]
+
+
 # The graph is functional (nothing is mutated after export), so a clone can share its source's storage.
 @register("aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default",
           view=True)
@@ -92,4 +106,8 @@ def cases() -> list[OpCase]:
         OpCase("slice_step", lambda a: a[3:30:4, 1:] * 1.0, [(37, 41)]),
         OpCase("select_negative", lambda a: a[:, -2] + 0.0, [(37, 41)]),
         OpCase("clone_of_t", lambda a: a.t().clone(), [(37, 41)]),
+        OpCase("split_chunk_unbind", lambda a: [t * 1.0 for t in (*a.split(5, dim=1), *a.split([3, 30, 4]),
+                                                                 *a.chunk(3, dim=-1), *a[:4].unbind(0))],
+               [(37, 41)]),
+        OpCase("split_one_piece", lambda a: a.split(41, dim=1)[0] + 1.0, [(37, 41)]),
     ]

@@ -1,0 +1,161 @@
+"""Fused attention: scaled_dot_product_attention, and the eager form matched in the graph, as one dispatch.
+
+`aten.scaled_dot_product_attention.default` stays whole (registered ops are not decomposed). The eager form
+models spell out (bmm, scale, mask add, softmax, bmm) is rewritten into `webgpu.eager_attention.default` by
+attention_fusion.py; it differs from sdpa only in what a fully masked row gives (NaN, as softmax does).
+q, k, v and the mask are read in place through their strides, so transposed heads and broadcast masks cost no
+copy. Head dims up to 256 (register arrays per thread); beyond that the eager form is left unfused.
+"""
+
+from __future__ import annotations
+
+from .. import layout
+from ..builder import Builder, KernelSpec
+from ..program import Tensor
+from .registry import NodeView, OpCase, register
+
+FILE = "attention.wgsl"
+MAX_HEAD_DIM = 256
+TILE_FLOATS = 2048  # K and V tiles together: 8 KiB of workgroup memory
+
+
+def _pow2_at_least(n: int, lo: int) -> int:
+    p = lo
+    while p < n:
+        p *= 2
+    return p
+
+
+def _as_4d(t: Tensor) -> Tensor:
+    return t if t.ndim == 4 else layout.unsqueeze(t, 0)
+
+
+def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: float,
+              causal: bool, safe: bool) -> Tensor:
+    """softmax(scale · q @ kᵀ + mask) @ v for q [B, H, Sq, D] (or [H, Sq, D]), k [B, Hkv, Skv, D],
+    v [B, Hkv, Skv, Dv], Hkv dividing H; the mask broadcastable to [B, H, Sq, Skv], float (added) or bool."""
+    q4, k4, v4 = _as_4d(q), _as_4d(k), _as_4d(v)
+    b, h, sq, d = q4.shape
+    hkv, skv, dv = k4.shape[1], k4.shape[2], v4.shape[3]
+    k4 = layout.broadcast_to(k4, (b, hkv, skv, d))
+    v4 = layout.broadcast_to(v4, (b, hkv, skv, dv))
+    # Heads interleaved: [B, Sq, H, Dv] in memory, returned as the [B, H, Sq, Dv] view of it.
+    out4 = layout.permute(ctx.new((b, sq, h, dv)), [0, 2, 1, 3])
+    m4 = layout.broadcast_to(mask, (b, h, sq, skv)) if mask is not None else None
+    dt, dvt = _pow2_at_least(d, 16), _pow2_at_least(dv, 16)
+    bc = min(32, TILE_FLOATS // (dt + dvt))
+    br = min(64, _pow2_at_least(sq, 16))
+    tiles_q = -(-sq // br)
+    mask_kind = 0 if mask is None else 2 if mask.dtype == "bool" else 1
+    spec = KernelSpec.of(FILE, f"attention[{dt}x{dvt}]", consts={
+        "DT": dt, "DVT": dvt, "BC": bc, "MaskT": "u32" if mask_kind == 2 else "f32"},
+        overrides={"BR": br, "MASK_KIND": mask_kind, "CAUSAL": causal, "SAFE": safe})
+    params = {"batch": b, "heads": h, "group": h // hkv, "sq": sq, "skv": skv, "d": d, "dv": dv,
+              "tiles_q": tiles_q, "scale": float(scale), "q_offset": q4.offset, "k_offset": k4.offset,
+              "v_offset": v4.offset, "m_offset": m4.offset if m4 else 0, "q_strides": q4.strides,
+              "k_strides": k4.strides, "v_strides": v4.strides, "m_strides": m4.strides if m4 else (0,),
+              "o_strides": out4.strides[:3]}
+    ctx.dispatch(spec, [q4, k4, v4, m4 or ctx.dummy(), out4], params, b * h * tiles_q)
+    return out4 if q.ndim == 4 else layout.squeeze(out4, [0])
+
+
+def _check(node: NodeView) -> str | None:
+    a = node.args
+    q, k, v, mask = a["query"], a["key"], a["value"], a["attn_mask"]
+    for name, t in (("query", q), ("key", k), ("value", v)):
+        if t.dtype != "float32":
+            return f"{name} is {t.dtype}; attention is float32 only"
+        if t.ndim not in (3, 4) or t.ndim != q.ndim:
+            return f"q, k, v must all be 3-d or 4-d, got {list(q.shape)}, {list(k.shape)}, {list(v.shape)}"
+    if a.get("dropout_p", 0.0):
+        return f"dropout_p={a['dropout_p']} is not supported (inference only)"
+    if max(q.shape[-1], v.shape[-1]) > MAX_HEAD_DIM:
+        return f"head dims {q.shape[-1]}, {v.shape[-1]}: at most {MAX_HEAD_DIM} are supported"
+    if k.shape[-1] != q.shape[-1] or k.shape[-2] != v.shape[-2]:
+        return f"key {list(k.shape)} does not match query {list(q.shape)} and value {list(v.shape)}"
+    if q.shape[-3] % k.shape[-3] or (k.shape[-3] != q.shape[-3] and not a.get("enable_gqa", True)):
+        return f"{k.shape[-3]} key heads for {q.shape[-3]} query heads need enable_gqa and a divisor"
+    if q.ndim == 4 and (k.shape[0] not in (1, q.shape[0]) or v.shape[0] not in (1, q.shape[0])):
+        return f"batch {q.shape[0]} against key/value batches {k.shape[0]}, {v.shape[0]}"
+    if mask is not None:
+        want = (*q.shape[:-1], k.shape[-2])
+        if mask.dtype not in ("float32", "bool"):
+            return f"attn_mask is {mask.dtype}; float32 (additive) or bool masks are supported"
+        if mask.ndim > len(want) or any(m not in (1, w) for m, w in zip(mask.shape[::-1], want[::-1],
+                                                                        strict=False)):
+            return f"attn_mask {list(mask.shape)} does not broadcast to the scores {list(want)}"
+    return None
+
+
+def _scale(node: NodeView) -> float:
+    scale = node.args.get("scale")
+    return node.args["query"].shape[-1] ** -0.5 if scale is None else float(scale)
+
+
+@register("aten.scaled_dot_product_attention.default", check=_check)
+def scaled_dot_product_attention(ctx: Builder, node: NodeView) -> Tensor:
+    a = node.args
+    return attention(ctx, a["query"], a["key"], a["value"], a["attn_mask"], scale=_scale(node),
+                     causal=bool(a["is_causal"]), safe=True)
+
+
+@register("webgpu.eager_attention.default", check=_check)
+def eager_attention(ctx: Builder, node: NodeView) -> Tensor:
+    """softmax(scale · q @ kᵀ + mask, -1) @ v as the eager form computes it (made by attention_fusion.py)."""
+    a = node.args
+    return attention(ctx, a["query"], a["key"], a["value"], a["attn_mask"], scale=a["scale"], causal=False,
+                     safe=False)
+
+
+def cases() -> list[OpCase]:
+    import torch
+
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    g = ("gemm",)
+
+    def bool_mask(shape, seed=0, masked_row=None):
+        def make():
+            m = torch.rand(shape, generator=torch.Generator().manual_seed(seed)) > 0.3
+            if masked_row is not None:
+                m[..., masked_row, :] = False
+            return m
+        return make
+
+    def padding_mask():
+        m = torch.zeros(2, 1, 1, 41)
+        m[1, ..., 29:] = torch.finfo(torch.float32).min
+        return m
+
+    def window(q, k, v):  # DaViT window attention: scale q, q @ kᵀ, softmax, @ v
+        return torch.softmax((q * 32 ** -0.5) @ k.transpose(-2, -1), dim=-1) @ v
+
+    def channel(q, k, v):  # DaViT channel attention: the scores are channels × channels, summed over tokens
+        attn = torch.softmax((q * 49 ** -0.5).transpose(-1, -2) @ k, dim=-1)
+        return (attn @ v.transpose(-1, -2)).transpose(-1, -2)
+
+    def hf_eager(q, k, v, mask):  # transformers' eager_attention_forward
+        w = torch.matmul(q, k.transpose(2, 3)) * 0.125 + mask
+        return torch.matmul(torch.softmax(w, dim=-1), v).transpose(1, 2).contiguous()
+
+    return [
+        OpCase("sdpa_cross_sq_ne_skv", lambda q, k, v: sdpa(q, k, v), [(2, 3, 37, 64), (2, 3, 41, 64),
+                                                                         (2, 3, 41, 64)], marks=g),
+        OpCase("sdpa_causal_two_query_tiles", lambda q, k, v: sdpa(q, k, v, is_causal=True),
+               [(1, 2, 67, 32), (1, 2, 67, 32), (1, 2, 67, 32)], marks=g),
+        OpCase("sdpa_additive_padding_mask", lambda q, k, v, m: sdpa(q, k, v, attn_mask=m),
+               [(2, 3, 37, 32), (2, 3, 41, 32), (2, 3, 41, 32), padding_mask], marks=g),
+        OpCase("sdpa_bool_mask_fully_masked_row", lambda q, k, v, m: sdpa(q, k, v, attn_mask=m),
+               [(2, 2, 13, 16), (2, 2, 19, 16), (2, 2, 19, 16), bool_mask((13, 19), masked_row=4)], marks=g),
+        OpCase("sdpa_gqa_scale_dv_ne_d", lambda q, k, v: sdpa(q, k, v, scale=0.3, enable_gqa=True),
+               [(1, 4, 11, 24), (1, 2, 7, 24), (1, 2, 7, 40)], marks=g),
+        OpCase("sdpa_decode_step_transposed_heads", lambda q, k, v: sdpa(q.transpose(1, 2), k.transpose(1, 2),
+                                                                           v.transpose(1, 2)),
+               [(2, 1, 4, 16), (2, 67, 4, 16), (2, 67, 4, 16)], marks=g),
+        OpCase("sdpa_3d_head_dim_200", lambda q, k, v: sdpa(q, k, v), [(3, 9, 200), (3, 21, 200), (3, 21, 200)],
+               marks=g),
+        OpCase("eager_hf_attention_with_mask", lambda q, k, v, m: hf_eager(q, k, v, m),
+               [(2, 4, 41, 64), (2, 4, 41, 64), (2, 4, 41, 64), padding_mask], marks=g),
+        OpCase("eager_davit_window_49_tokens", window, [(4, 3, 49, 32), (4, 3, 49, 32), (4, 3, 49, 32)], marks=g),
+        OpCase("eager_davit_channel_sq_eq_head_dim", channel, [(2, 3, 49, 16), (2, 3, 49, 16), (2, 3, 49, 16)],
+               marks=g),
+    ]

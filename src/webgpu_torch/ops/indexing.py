@@ -1,0 +1,132 @@
+"""Gathers: embedding, index_select, gather and index.Tensor, all as one kernel (indexing.wgsl).
+
+Each op is phrased as: the output's coordinates address the source directly along some dims (strides) and
+through up to three index tensors along others (each index a strided view broadcast to the output's shape,
+times the stride of the source dim it selects in). Values move as 32-bit words, so every device dtype works.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from .. import layout
+from ..builder import Builder, KernelSpec
+from ..program import Tensor
+from .registry import NodeView, OpCase, register
+
+FILE = "indexing.wgsl"
+WORKGROUP = 256
+MAX_DIMS = 8
+MAX_INDICES = 3
+NAN_BITS = int(np.array(np.nan, np.float32).view(np.uint32))
+
+
+def gather(ctx: Builder, src: Tensor, shape: tuple[int, ...], direct: list[int],
+           indices: list[tuple[Tensor, int, int]]) -> Tensor:
+    """out[o] = src[offset + Σ o_d·direct_d + Σ_t idx_t[o]·stride_t] over the output `shape`; `indices` holds
+    (index view of `shape`, source stride, source dim size) per index tensor."""
+    out = ctx.new(shape, src.dtype)
+    views = [t for t, _, _ in indices]
+    slots = views + [views[0]] * (MAX_INDICES - len(views))
+    pad = [0] * (4 - len(indices))
+    params = {"numel": out.numel, "ndim": len(shape), "src_offset": src.offset,
+              "fill": NAN_BITS if src.dtype == "float32" else 0,
+              "idx_offsets": [t.offset for t in slots] + [0], "index_strides": [s for _, s, _ in indices] + pad,
+              "index_sizes": [n for _, _, n in indices] + pad, "shape": shape, "src_strides": direct,
+              **{f"idx{k}_strides": t.strides for k, t in enumerate(slots)}}
+    spec = KernelSpec.of(FILE, "gather", overrides={"NUM_INDICES": len(indices)})
+    ctx.dispatch(spec, [src, *slots, out], params, -(-out.numel // WORKGROUP))
+    return out
+
+
+def _along(index: Tensor, shape: tuple[int, ...], dim: int) -> Tensor:
+    """A 1-d (or 0-d) index as a view of `shape` that varies along `dim` only."""
+    stride = index.strides[0] if index.ndim else 0
+    return replace(index, shape=shape, strides=tuple(stride if d == dim else 0 for d in range(len(shape))))
+
+
+def _check(node: NodeView) -> str | None:
+    for name, v in node.args.items():
+        for t in v if isinstance(v, list) else [v]:
+            if name in ("indices", "index") and hasattr(t, "dtype") and t.dtype not in ("int32", "int64"):
+                return f"index tensors must be int32 or int64, got {t.dtype}"
+    if node.out.ndim > MAX_DIMS:
+        return f"result has {node.out.ndim} dims; at most {MAX_DIMS} are supported"
+    if node.target == "aten.index.Tensor":
+        given = [i for i, t in enumerate(node.args["indices"]) if t is not None]
+        if not given:
+            return "index.Tensor without an index tensor is not supported"
+        if len(given) > MAX_INDICES:
+            return f"{len(given)} index tensors; at most {MAX_INDICES} are supported"
+        if given != list(range(given[0], given[0] + len(given))):
+            return "index tensors separated by full slices are not supported"
+    return None
+
+
+@register("aten.embedding.default", check=_check)
+def embedding(ctx: Builder, node: NodeView) -> Tensor:
+    w, idx = node.args["weight"], node.args["indices"]
+    shape = node.out.shape
+    view = layout.broadcast_to(layout.unsqueeze(idx, idx.ndim), shape)
+    return gather(ctx, w, shape, [0] * idx.ndim + [w.strides[1]], [(view, w.strides[0], w.shape[0])])
+
+
+@register("aten.index_select.default", check=_check)
+def index_select(ctx: Builder, node: NodeView) -> Tensor:
+    x, index = node.args["self"], node.args["index"]
+    dim = layout.normalize_dim(node.args["dim"], x.ndim)
+    shape = node.out.shape
+    direct = [0 if d == dim else s for d, s in enumerate(x.strides)]
+    return gather(ctx, x, shape, direct, [(_along(index, shape, dim), x.strides[dim], x.shape[dim])])
+
+
+@register("aten.gather.default", check=_check)
+def gather_(ctx: Builder, node: NodeView) -> Tensor:
+    x, index = node.args["self"], node.args["index"]
+    dim = layout.normalize_dim(node.args["dim"], x.ndim)
+    direct = [0 if d == dim else s for d, s in enumerate(x.strides)]
+    return gather(ctx, x, index.shape, direct, [(index, x.strides[dim], x.shape[dim])])
+
+
+@register("aten.index.Tensor", check=_check)
+def index(ctx: Builder, node: NodeView) -> Tensor:
+    """x[..., i0, i1, ...]: adjacent index tensors starting at dim `first` broadcast together and replace the
+    dims they index, in place (torch's rule for adjacent advanced indices)."""
+    x, given = node.args["self"], node.args["indices"]
+    first = next(i for i, t in enumerate(given) if t is not None)
+    tensors = [t for t in given if t is not None]
+    shape = node.out.shape
+    k, b = len(tensors), len(shape) - x.ndim + len(tensors)  # indexed dims, broadcast index dims
+    direct = list(x.strides[:first]) + [0] * b + list(x.strides[first + k:])
+    indices = []
+    for j, t in enumerate(tensors):
+        inner = layout.broadcast_to(t, shape[first:first + b])
+        view = replace(inner, shape=shape, strides=(0,) * first + inner.strides + (0,) * (len(shape) - first - b))
+        indices.append((view, x.strides[first + j], x.shape[first + j]))
+    return gather(ctx, x, shape, direct, indices)
+
+
+def cases() -> list[OpCase]:
+    import torch
+
+    def ids(shape, hi, lo=0, seed=0):
+        return lambda: torch.randint(lo, hi, shape, generator=torch.Generator().manual_seed(seed))
+
+    return [
+        OpCase("embedding_tokens", lambda w, i: torch.nn.functional.embedding(i, w), [(1031, 37), ids((3, 41), 1031)]),
+        OpCase("embedding_transposed_table", lambda w, i: torch.nn.functional.embedding(i, w.t()),
+               [(37, 89), ids((5,), 89)]),
+        OpCase("index_select_dims", lambda x, i: (x.index_select(0, i), x.index_select(2, i[:3])),
+               [(41, 37, 5), ids((7,), 5)]),
+        OpCase("gather_last_and_first", lambda x, i, j: (x.gather(-1, i), x.gather(0, j)),
+               [(37, 41), ids((37, 5), 41, seed=1), ids((3, 41), 37, seed=2)]),
+        OpCase("index_tensor_hf_mask_pattern", lambda m, a, b: m[a[:, None, None, None], b[None, None, None, :]],
+               [lambda: torch.rand(3, 13, generator=torch.Generator().manual_seed(3)) > 0.3,
+                lambda: torch.arange(3), lambda: torch.arange(13)]),
+        OpCase("index_tensor_middle_dim_negative", lambda x, i: x[:, i], [(5, 37, 7), ids((2, 3), 37, lo=-37)]),
+        OpCase("index_tensor_three", lambda x, i, j, k: x[i, j, k] * 1.0,
+               [(7, 11, 13), ids((5, 1), 7), ids((1, 4), 11, seed=1), ids((4,), 13, seed=2)]),
+        OpCase("index_int_source", lambda x, i: x[i], [ids((37, 5), 1000, -1000), ids((9,), 37)]),
+    ]

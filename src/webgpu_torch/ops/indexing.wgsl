@@ -1,0 +1,71 @@
+// indexing.wgsl — out[o] = src[direct(o) + sum_t wrap_t(idx_t[o]) * index_stride_t]: embedding,
+// index_select, gather and index.Tensor as one gather of 32-bit words (f32, i32 and bool-as-u32 alike).
+//
+// Layout: out is contiguous, of up to 8 dims. `src` is read at src_offset plus, per output dim, the output
+//   coordinate times src_strides (0 for dims that an index supplies). Each of the NUM_INDICES (<= 3) index
+//   tensors idx0..idx2 (i32: int64 travels as int32) is a strided view broadcast to the output's shape; its
+//   value, wrapped like Python's (-1 is the last), selects along a source dim of `index_sizes[t]` elements at
+//   `index_strides[t]`. An index outside its dim writes `fill` (NaN's bits for float, 0 otherwise): the
+//   device cannot raise torch's IndexError, so the bad value shows instead.
+// Geometry: one thread per output element, 256 per workgroup, over a grid folded to fit 65,535 workgroups per
+//   dimension; threads past `numel` exit at once.
+
+//! include strided.wgsl
+
+override NUM_INDICES: u32 = 1u;
+
+const WORKGROUP: u32 = 256u;
+
+struct Params {
+  numel: u32,
+  ndim: u32,
+  src_offset: u32,
+  fill: u32,
+  idx_offsets: vec4<u32>,
+  index_strides: vec4<u32>,
+  index_sizes: vec4<u32>,
+  shape: array<vec4<u32>, 2>,
+  src_strides: array<vec4<u32>, 2>,
+  idx0_strides: array<vec4<u32>, 2>,
+  idx1_strides: array<vec4<u32>, 2>,
+  idx2_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<storage, read> src: array<u32>;
+@group(0) @binding(1) var<storage, read> idx0: array<i32>;
+@group(0) @binding(2) var<storage, read> idx1: array<i32>;
+@group(0) @binding(3) var<storage, read> idx2: array<i32>;
+@group(0) @binding(4) var<storage, read_write> out: array<u32>;
+@group(0) @binding(5) var<uniform> p: Params;
+
+// The source offset index tensor t contributes at output element i, or -1 when its value is out of range.
+fn contribution(t: u32, value: i32) -> i32 {
+  let n = i32(p.index_sizes[t]);
+  let v = select(value, value + n, value < 0);
+  if (v < 0 || v >= n) {
+    return -1;
+  }
+  return v * i32(p.index_strides[t]);
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = gid.x + gid.y * nwg.x * WORKGROUP;
+  if (i >= p.numel) {
+    return;
+  }
+  var parts = array<i32, 3>(0, 0, 0);
+  parts[0] = contribution(0u, idx0[p.idx_offsets.x + strided_offset(i, p.ndim, p.shape, p.idx0_strides)]);
+  if (NUM_INDICES > 1u) {
+    parts[1] = contribution(1u, idx1[p.idx_offsets.y + strided_offset(i, p.ndim, p.shape, p.idx1_strides)]);
+  }
+  if (NUM_INDICES > 2u) {
+    parts[2] = contribution(2u, idx2[p.idx_offsets.z + strided_offset(i, p.ndim, p.shape, p.idx2_strides)]);
+  }
+  if (min(parts[0], min(parts[1], parts[2])) < 0) {
+    out[i] = p.fill;
+    return;
+  }
+  let at = p.src_offset + strided_offset(i, p.ndim, p.shape, p.src_strides) + u32(parts[0] + parts[1] + parts[2]);
+  out[i] = src[at];
+}

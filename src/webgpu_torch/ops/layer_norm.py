@@ -1,0 +1,67 @@
+"""native_layer_norm over the trailing dims, with its mean and rstd outputs (cheap to write, so computed).
+
+The input is read in place as a [rows, N] view (a copy only where its strides do not allow that view);
+weight and bias likewise as [N] views.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from .. import layout
+from ..builder import Builder, KernelSpec
+from ..program import Tensor
+from .registry import NodeView, OpCase, register
+from .row import WORKGROUP, row_threads
+
+FILE = "layer_norm.wgsl"
+
+
+def _flat(ctx: Builder, t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    return layout.view(t, shape) or layout.view(ctx.contiguous(t), shape)
+
+
+def _check(node: NodeView) -> str | None:
+    x = node.args["input"]
+    for name in ("input", "weight", "bias"):
+        v = node.args[name]
+        if v is not None and v.dtype != "float32":
+            return f"{name} is {v.dtype}; layer_norm is float32 only"
+    if prod(node.args["normalized_shape"]) == 0 or x.numel == 0:
+        return "layer_norm over an empty tensor is not supported"
+    return None
+
+
+@register("aten.native_layer_norm.default", check=_check)
+def native_layer_norm(ctx: Builder, node: NodeView) -> list[Tensor]:
+    a = node.args
+    x, w, b = a["input"], a["weight"], a["bias"]
+    n = prod(a["normalized_shape"])
+    rows = x.numel // n
+    x2 = _flat(ctx, x, (rows, n))
+    w1 = _flat(ctx, w, (n,)) if w is not None else ctx.dummy()
+    b1 = _flat(ctx, b, (n,)) if b is not None else ctx.dummy()
+    out, mean, rstd = (ctx.new(m.shape) for m in node.outputs)
+    row = row_threads(n)
+    params = {"rows": rows, "n": n, "x_offset": x2.offset, "row_stride": x2.strides[0], "col_stride": x2.strides[1],
+              "w_offset": w1.offset, "w_stride": w1.strides[0] if w is not None else 0,
+              "b_offset": b1.offset, "b_stride": b1.strides[0] if b is not None else 0, "eps": float(a["eps"])}
+    spec = KernelSpec.of(FILE, "layer_norm", overrides={"ROW": row, "HAS_WEIGHT": w is not None,
+                                                         "HAS_BIAS": b is not None})
+    ctx.dispatch(spec, [x2, w1, b1, out, mean, rstd], params, -(-rows // (WORKGROUP // row)))
+    return [out, mean, rstd]
+
+
+def cases() -> list[OpCase]:
+    import torch
+
+    ln = torch.nn.functional.layer_norm
+    return [
+        OpCase("layer_norm_rows", lambda x, w, b: ln(x, (384,), w, b, 1e-12), [(3, 37, 384), (384,), (384,)]),
+        OpCase("layer_norm_two_dims_no_affine", lambda x: ln(x, (7, 41)), [(5, 7, 41)]),
+        OpCase("layer_norm_transposed_and_offset", lambda x, w: (ln(x.t(), (37,), w), ln(x * 3.0 + 100.0, (89,))),
+               [(37, 89), (37,)]),
+        OpCase("layer_norm_wide_row_and_stats",
+               lambda x: torch.ops.aten.native_layer_norm.default(x, [5003], None, None, 1e-5), [(3, 5003)]),
+        OpCase("layer_norm_tiny_rows", lambda x, w, b: ln(x, (3,), w, b), [(1031, 3), (3,), (3,)]),
+    ]

@@ -1,0 +1,75 @@
+// layer_norm.wgsl — out[r, :] = (x[r, :] - mean_r) * rstd_r * weight + bias over rows of N elements, with
+// mean_r and rstd_r = 1 / sqrt(var_r + eps) written too (native_layer_norm's second and third outputs).
+//
+// Layout: x is a strided [rows, N] view (x_offset, row_stride, col_stride); weight and bias are [N] views
+//   (read only with HAS_WEIGHT / HAS_BIAS); out is contiguous [rows, N]; mean and rstd contiguous [rows].
+// Geometry: ROW threads (a power of two <= 256) share a row, a workgroup of 256 threads handles 256 / ROW
+//   rows; the grid is folded to fit 65,535 workgroups per dimension. Two passes over the row in f32: the mean,
+//   then the variance of the deviations (biased, as torch's), so a large common offset does not cancel.
+
+//! include row.wgsl
+
+override ROW: u32 = 256u;
+override HAS_WEIGHT: bool = true;
+override HAS_BIAS: bool = true;
+
+const WORKGROUP: u32 = 256u;
+
+struct Params {
+  rows: u32,
+  n: u32,
+  x_offset: u32,
+  row_stride: u32,
+  col_stride: u32,
+  w_offset: u32,
+  w_stride: u32,
+  b_offset: u32,
+  b_stride: u32,
+  eps: f32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> weight: array<f32>;
+@group(0) @binding(2) var<storage, read> bias: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read_write> mean_out: array<f32>;
+@group(0) @binding(5) var<storage, read_write> rstd_out: array<f32>;
+@group(0) @binding(6) var<uniform> p: Params;
+
+@compute @workgroup_size(WORKGROUP)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) li: u32) {
+  let r = (wid.x + wid.y * nwg.x) * (WORKGROUP / ROW) + li / ROW;
+  let lane = li % ROW;
+  let live = r < p.rows;
+  let base = p.x_offset + select(0u, r, live) * p.row_stride;
+
+  var s = 0.0;
+  for (var c = lane; live && c < p.n; c += ROW) {
+    s += x[base + c * p.col_stride];
+  }
+  let mean = row_sum(li, lane, s) / f32(p.n);
+  var d2 = 0.0;
+  for (var c = lane; live && c < p.n; c += ROW) {
+    let d = x[base + c * p.col_stride] - mean;
+    d2 += d * d;
+  }
+  let rstd = inverseSqrt(row_sum(li, lane, d2) / f32(p.n) + p.eps);
+  if (!live) {
+    return;
+  }
+  for (var c = lane; c < p.n; c += ROW) {
+    var v = (x[base + c * p.col_stride] - mean) * rstd;
+    if (HAS_WEIGHT) {
+      v *= weight[p.w_offset + c * p.w_stride];
+    }
+    if (HAS_BIAS) {
+      v += bias[p.b_offset + c * p.b_stride];
+    }
+    out[r * p.n + c] = v;
+  }
+  if (lane == 0u) {
+    mean_out[r] = mean;
+    rstd_out[r] = rstd;
+  }
+}

@@ -1,0 +1,29 @@
+"""Geometry shared by the row-wise kernels (layer_norm, softmax, cumsum, reductions): how many threads share a
+row, and the Params that address rows of a strided view. row.wgsl is their shared WGSL."""
+
+from __future__ import annotations
+
+from ..program import Tensor
+
+WORKGROUP = 256
+
+
+def row_threads(n: int) -> int:
+    """Threads sharing a row of n elements: a power of two, at most the workgroup."""
+    row = 1
+    while row < min(n, WORKGROUP):
+        row *= 2
+    return row
+
+
+def row_params(x: Tensor, dim: int) -> dict:
+    """Params for a kernel that works along `dim` of `x` row by row, the output contiguous in x's shape: the
+    other dims enumerate rows (with their strides), `inner` is the element count of the dims after `dim`."""
+    kept = [d for d in range(x.ndim) if d != dim]
+    n = x.shape[dim] if x.ndim else 1
+    inner = 1
+    for d in kept[dim:]:
+        inner *= x.shape[d]
+    return {"rows": max(x.numel, 1) // max(n, 1), "n": n, "inner": inner, "offset": x.offset,
+            "stride": x.strides[dim] if x.ndim else 0, "kept_ndim": len(kept),
+            "kept_shape": [x.shape[d] for d in kept], "kept_strides": [x.strides[d] for d in kept]}

@@ -1,0 +1,41 @@
+"""Compile-time folding: subgraphs that depend only on constants and static shapes become constants, stored
+as the small tensor they broadcast from."""
+
+from __future__ import annotations
+
+import torch
+
+import webgpu_torch
+
+from .helpers import assert_close
+
+
+class CausalScores(torch.nn.Module):
+    """A causal mask built from arange and full_like, expanded over batch and heads, as HF masks are."""
+
+    def forward(self, scores):
+        b, h, s, _ = scores.shape
+        pos = torch.arange(s)
+        allowed = (pos[None, :] <= pos[:, None])[None, None].expand(b, h, s, s)
+        fill = torch.full_like(scores, torch.finfo(torch.float32).min)
+        return torch.where(allowed, scores, fill)
+
+
+def test_shape_only_mask_folds_to_a_small_constant(poisoned):
+    scores = torch.randn(3, 4, 37, 37)
+    program = webgpu_torch.compile_module(CausalScores(), (scores,))
+    assert len(program.dispatches) == 1  # the where; the mask and the fill are constants
+    stored = sum(a.size for a in program.constants.values())
+    assert stored <= 37 * 37 + 16, f"{stored} constant elements: the mask was stored expanded"
+    assert_close(poisoned(program, scores), CausalScores()(scores))
+
+
+def test_like_ops_of_an_input_fold_to_one_element():
+    class Fill(torch.nn.Module):
+        def forward(self, x):
+            return x + torch.ones_like(x) * 2 + torch.zeros_like(x)
+
+    x = torch.randn(5, 7)
+    program = webgpu_torch.compile_module(Fill(), (x,))
+    assert all(a.size == 1 for a in program.constants.values())
+    assert_close(program(x), x + 2)
