@@ -8,7 +8,7 @@ import torch
 
 import webgpu_torch
 
-from .helpers import assert_close, reference
+from .helpers import Fn, assert_close, reference
 
 pytestmark = pytest.mark.e2e
 
@@ -93,3 +93,33 @@ def test_views_cost_no_dispatch():
     program = webgpu_torch.compile_module(Views(), (x,))
     assert program.dispatches == []
     np.testing.assert_array_equal(program(x).numpy(), Views()(x).numpy())
+
+
+def test_device_tensors_chain_calls_without_a_host_round_trip(poisoned):
+    """A decoder-like step: the output state goes back in as the next call's input, staying on the GPU."""
+
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(41, 41)
+
+        def forward(self, state, x):
+            new = torch.tanh(self.fc(state) + x)
+            return new, new.t()
+
+    torch.manual_seed(3)
+    step = Step().eval()
+    state, xs = torch.randn(5, 41), torch.randn(4, 5, 41)
+    program = webgpu_torch.compile_module(step, (state, xs[0]))
+    s = state.numpy()
+    ref = state
+    for x in xs:
+        s, s_t = program.on_device(s, x.numpy())
+        with torch.no_grad():
+            ref, _ = step(ref, x)
+    assert isinstance(s, webgpu_torch.DeviceTensor) and s.shape == (5, 41)
+    assert_close(s.numpy(), ref, what="state after 4 steps")
+    np.testing.assert_array_equal(s_t.numpy(), s.numpy().T)  # a strided view kept as such
+    double = webgpu_torch.compile_module(Fn(lambda t: t * 2.0), (torch.randn(41, 5),))
+    with pytest.raises(ValueError, match="strided view"):
+        double(s_t)

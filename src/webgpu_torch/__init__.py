@@ -15,9 +15,10 @@ from .artifact import load
 from .compiler import compile, compile_module
 from .errors import ArtifactError, DeviceError, UnsupportedError, WebGPUTorchError
 from .program import Program
+from .runtime.device_tensor import DeviceTensor
 from .runtime.engine import device_info
 
 __version__ = "0.1.0"
 
-__all__ = ["ArtifactError", "DeviceError", "Program", "UnsupportedError", "WebGPUTorchError", "compile",
+__all__ = ["ArtifactError", "DeviceError", "DeviceTensor", "Program", "UnsupportedError", "WebGPUTorchError", "compile",
            "compile_module", "device_info", "load"]

@@ -123,18 +123,30 @@ class Program:
 
     # -- running -------------------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        """Run on the GPU: inputs as torch tensors, numpy arrays or DeviceTensors; outputs in the structure the
+        model returns, as torch tensors when any input was one, else numpy arrays."""
         leaves = tree.flatten(self.input_tree, (args, kwargs))
         as_torch = any(_is_torch(x) for x in leaves)
-        arrays = [self._check_input(spec, x) for spec, x in zip(self.inputs, leaves, strict=True)]
-        outs = [dtypes.from_device(a, t.dtype) for a, t in zip(self.executor().run(arrays), self.outputs,
+        values = [self._check_input(spec, x) for spec, x in zip(self.inputs, leaves, strict=True)]
+        outs = [dtypes.from_device(a, t.dtype) for a, t in zip(self.executor().run(values), self.outputs,
                                                                strict=True)]
         if as_torch:
             import torch  # the caller passed torch tensors, so torch is already imported
 
             outs = [torch.from_numpy(np.asarray(o, order="C")) for o in outs]
+        return self._structure(outs)
+
+    def on_device(self, *args, **kwargs):
+        """Like calling the program, but the outputs stay in GPU memory as DeviceTensors (nothing is read
+        back); pass them to later calls as inputs, or read one with `.numpy()`."""
+        leaves = tree.flatten(self.input_tree, (args, kwargs))
+        values = [self._check_input(spec, x) for spec, x in zip(self.inputs, leaves, strict=True)]
+        return self._structure(self.executor().run(values, keep_on_device=True))
+
+    def _structure(self, leaves: list):
         if self._restore_outputs is not None:
-            return self._restore_outputs(outs)
-        return tree.unflatten(self.output_tree, outs)
+            return self._restore_outputs(leaves)
+        return tree.unflatten(self.output_tree, leaves)
 
     def executor(self, engine: str | None = None):
         """The runtime instance (pipelines, bind groups, buffers), built on first use."""
@@ -144,7 +156,11 @@ class Program:
             self._executor = Executor(self, engine)
         return self._executor
 
-    def _check_input(self, spec: Input, value: Any) -> np.ndarray:
+    def _check_input(self, spec: Input, value: Any):
+        if type(value).__name__ == "DeviceTensor":
+            if value.shape != spec.shape or value.dtype != spec.dtype:
+                raise ValueError(f"input {spec.name!r}: expected {spec.dtype}{list(spec.shape)}, got {value}")
+            return value
         array = value.detach().cpu().numpy() if _is_torch(value) else np.asarray(value)
         if tuple(array.shape) != spec.shape:
             raise ValueError(f"input {spec.name!r}: expected shape {list(spec.shape)}, got {list(array.shape)}")

@@ -16,6 +16,7 @@ import numpy as np
 from .. import dtypes, wgsl
 from ..errors import DeviceError
 from ..program import Program, Tensor
+from .device_tensor import DeviceTensor
 from .engine import Engine, get_engine
 
 _BUFFER_TYPE = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
@@ -133,17 +134,24 @@ class Executor:
         self._scratch = [self.buffers[i] for i, b in enumerate(self.program.buffers) if b.role == "scratch"]
 
     # -- call time --------------------------------------------------------------------------------------------
-    def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
-        """Outputs for `inputs` (device representation, in Program.inputs order), as device-format arrays."""
+    def run(self, inputs: list, keep_on_device: bool = False) -> list:
+        """Outputs for `inputs` (in Program.inputs order, each a device-format array or a DeviceTensor): as
+        device-format arrays, or with `keep_on_device` as DeviceTensors (nothing read back)."""
         device = self.engine.device
-        for spec, array in zip(self.program.inputs, inputs, strict=True):
-            if array.nbytes:
-                device.queue.write_buffer(self.buffers[spec.buffer], 0, array)
+        encoder = device.create_command_encoder()
+        for spec, value in zip(self.program.inputs, inputs, strict=True):
+            if isinstance(value, DeviceTensor):
+                self._copy_in(encoder, value, self.buffers[spec.buffer])
+            elif value.nbytes:
+                device.queue.write_buffer(self.buffers[spec.buffer], 0, value)
         if self.poison_scratch:
             for buf in self._scratch:
                 device.queue.write_buffer(buf, 0, b"\xff" * buf.size)
-        encoder = device.create_command_encoder()
         self.encode(encoder)
+        if keep_on_device:
+            kept = [self._copy_out(encoder, r) for r in self._readbacks]
+            device.queue.submit([encoder.finish()])
+            return kept
         for r in self._readbacks:
             if r.size:
                 encoder.copy_buffer_to_buffer(self.buffers[r.tensor.buffer], r.src_offset, self.staging,
@@ -156,6 +164,26 @@ class Executor:
             return [self._view(data, r) for r in self._readbacks]
         finally:
             self.staging.unmap()
+
+    def _copy_in(self, encoder, value: DeviceTensor, buffer) -> None:
+        if value.engine.device is not self.engine.device:
+            raise DeviceError(f"{value} lives on another device or engine than this program")
+        if not value.is_contiguous():
+            raise ValueError(f"{value} is a strided view; pass a contiguous tensor (or its .numpy())")
+        nbytes = value.view.numel * dtypes.dtype(value.dtype).itemsize
+        if nbytes:
+            encoder.copy_buffer_to_buffer(value.buffer, value.view.offset * dtypes.dtype(value.dtype).itemsize,
+                                          buffer, 0, _round_up(nbytes, 4))
+
+    def _copy_out(self, encoder, r: _Readback) -> DeviceTensor:
+        wgpu = self.engine.wgpu
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        buffer = self.engine.device.create_buffer(size=_round_up(max(r.size, 4), 16), usage=usage)
+        if r.size:
+            encoder.copy_buffer_to_buffer(self.buffers[r.tensor.buffer], r.src_offset, buffer, 0, r.size)
+        item = dtypes.dtype(r.tensor.dtype).itemsize
+        view = Tensor(0, r.tensor.shape, r.tensor.strides, r.tensor.offset - r.src_offset // item, r.tensor.dtype)
+        return DeviceTensor(self.engine, buffer, view)
 
     def encode(self, encoder, timestamp_writes=None) -> None:
         """Record every dispatch of one call into one compute pass of `encoder`."""
