@@ -28,6 +28,7 @@ class NodeView:
     args: dict[str, Any]
     outputs: tuple[TensorMeta | None, ...]
     epilogue: Epilogue | None = None  # an activation this node's kernel must apply to its result
+    outputs_read: frozenset[int] = frozenset({0})  # which of its outputs the graph reads (by index)
 
     @property
     def out(self) -> TensorMeta:
