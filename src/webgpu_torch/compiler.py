@@ -27,13 +27,13 @@ def compile(ep, *, gemm: str = "auto", **extra: Any) -> Program:
     """
     import torch.utils._pytree as pytree
 
-    from . import frontend, fusion
+    from . import conv_folding, frontend, fusion
 
     if gemm != "auto" and gemm not in GEMM_CONFIGS:
         raise ValueError(f"gemm={gemm!r}: choose 'auto' or one of {sorted(GEMM_CONFIGS)}")
     _check_options(extra)
     with _quiet_torch():
-        graph = fusion.fuse_epilogues(frontend.import_program(ep))
+        graph = fusion.fuse_epilogues(conv_folding.fold(frontend.import_program(ep)))
     program = lowering.lower(graph, CompileOptions(gemm=gemm, extra=extra))
     out_spec = ep.call_spec.out_spec
     program._restore_outputs = lambda leaves: pytree.tree_unflatten(leaves, out_spec)
