@@ -7,15 +7,13 @@ where the adapter has none) over back-to-back calls, inputs already on the devic
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import numpy as np
 import torch
 
 import webgpu_torch
 
 from ..runtime import timing
+from . import baseline_seconds
 
 DEFAULT_SIZES = [(256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048)]
 DEFAULT_VARIANTS = ["pr", "64x64", "128x128", "auto"]
@@ -26,27 +24,9 @@ def _baseline(m: int, n: int, k: int, repeats: int) -> tuple[str, float]:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
-        for _ in range(3):
-            a @ b
-        times = []
-        for _ in range(5):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(repeats):
-                a @ b
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) / 1e3 / repeats)
-        return f"torch {torch.__version__} CUDA fp32 (TF32 off)", statistics.median(times)
+        return f"torch {torch.__version__} CUDA fp32 (TF32 off)", baseline_seconds(lambda: a @ b, repeats, cuda=True)
     a, b = np.random.randn(m, k).astype(np.float32), np.random.randn(k, n).astype(np.float32)
-    a @ b
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            a @ b
-        times.append((time.perf_counter() - start) / repeats)
-    return f"numpy {np.__version__} CPU fp32", statistics.median(times)
+    return f"numpy {np.__version__} CPU fp32", baseline_seconds(lambda: a @ b, repeats, cuda=False)
 
 
 def add_arguments(parser) -> None:

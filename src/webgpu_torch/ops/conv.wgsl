@@ -113,27 +113,40 @@ fn load_a_tile(z: u32, m0: u32, k0: u32, li: u32) {
   }
 }
 
+// Each thread loads a fixed column n (THREADS is a multiple of TILE_N) at rows k, k + K_STEP, ...: the
+// column's input position is decoded once per call, and the row's (c, kh, kw) is stepped, not divided.
+const K_STEP: u32 = THREADS / TILE_N;
+const_assert THREADS % TILE_N == 0u;
+
 fn load_b_tile(z: u32, k0: u32, n0: u32, li: u32) {
-  // n-fastest, so consecutive threads read neighbouring output columns (neighbouring input words at stride 1).
+  let n = n0 + li % TILE_N;  // n-fastest: neighbouring threads read neighbouring input words at stride 1
+  let ow = n % p.OW;
+  let oh = (n / p.OW) % p.OH;
+  let base = p.x_offset + n / (p.OW * p.OH) * p.x_strides.x;
+  let ih0 = i32(oh * p.stride_h) - i32(p.pad_h);
+  let iw0 = i32(ow * p.stride_w) - i32(p.pad_w);
+  var k = k0 + li / TILE_N;
+  var kw = k % p.KW;
+  var kh = k / p.KW % p.KH;
+  var c = k / (p.KW * p.KH);
   for (var e = li; e < TILE_N * TILE_K; e += THREADS) {
-    let n = n0 + e % TILE_N;
-    let k = k0 + e / TILE_N;
+    let ih = ih0 + i32(kh * p.dil_h);
+    let iw = iw0 + i32(kw * p.dil_w);
     var v = 0.0;
-    if (n < p.N && k < p.K) {
-      let ow = n % p.OW;
-      let oh = (n / p.OW) % p.OH;
-      let b = n / (p.OW * p.OH);
-      let kw = k % p.KW;
-      let kh = (k / p.KW) % p.KH;
-      let c = k / (p.KW * p.KH);
-      let ih = source_index(oh, kh, p.stride_h, p.pad_h, p.dil_h, p.H);
-      let iw = source_index(ow, kw, p.stride_w, p.pad_w, p.dil_w, p.W);
-      if (ih >= 0 && iw >= 0) {
-        v = x[p.x_offset + b * p.x_strides.x + c * p.x_strides.y + u32(ih) * p.x_strides.z +
-              u32(iw) * p.x_strides.w];
+    if (n < p.N && k < p.K && ih >= 0 && u32(ih) < p.H && iw >= 0 && u32(iw) < p.W) {
+      v = x[base + c * p.x_strides.y + u32(ih) * p.x_strides.z + u32(iw) * p.x_strides.w];
+    }
+    b_tile[e] = v;  // b_tile[k * TILE_N + n], e's own decomposition
+    k += K_STEP;
+    kw += K_STEP;
+    while (kw >= p.KW) {
+      kw -= p.KW;
+      kh += 1u;
+      if (kh == p.KH) {
+        kh = 0u;
+        c += 1u;
       }
     }
-    b_tile[e] = v;  // b_tile[k * TILE_N + n]: e's own decomposition
   }
 }
 
