@@ -85,6 +85,8 @@ def _check(node: NodeView) -> str | None:
     x, w, bias = a["input"], a["weight"], a["bias"]
     if x.ndim not in (3, 4):
         return f"{x.ndim - 2}-d convolution is not supported (1-d and 2-d are)"
+    if w.ndim != x.ndim:
+        return f"weight {list(w.shape)} and input {list(x.shape)} differ in rank"
     for name, t in (("input", x), ("weight", w), ("bias", bias)):
         if t is not None and t.dtype != "float32":
             return f"{name} is {t.dtype}; convolution kernels are float32 only"
