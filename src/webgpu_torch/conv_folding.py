@@ -24,26 +24,28 @@ PAD = "aten.constant_pad_nd.default"
 def fold(graph: Graph) -> Graph:
     _fold_batch_norms(graph)
     _fold_pads(graph)
-    used = {r.node for node in graph.nodes for r in refs_in(node.args)} | {r.node for r in graph.outputs}
+    used = {r.node for r in _refs(graph)}
     for name in [n for n in graph.constants if n not in used]:
         del graph.constants[name], graph.constant_meta[name]
     return graph
 
 
-def _users(graph: Graph) -> Counter:
-    users = Counter(r.node for node in graph.nodes for r in refs_in(node.args))
-    users.update(r.node for r in graph.outputs)
-    return users
+def _refs(graph: Graph) -> list[Ref]:
+    """Every read of a value: by nodes' arguments and by the graph's outputs."""
+    return [*(r for node in graph.nodes for r in refs_in(node.args)), *graph.outputs]
 
 
 def _fold_batch_norms(graph: Graph) -> None:
-    users = _users(graph)
+    refs = _refs(graph)
+    users = Counter(r.node for r in refs)
+    # Only output 0 of a BN (the normalised tensor) may be read; outputs 1 and 2 are empty in inference.
+    extra_outputs_read = {r.node for r in refs if r.index not in (None, 0)}
     by_name = {n.name: n for n in graph.nodes}
     replaced: dict[Ref, Ref] = {}  # a BN's output 0 -> the conv that now computes it
     kept = []
     for node in graph.nodes:
         conv = _foldable_conv(graph, node, by_name, users)
-        if conv is None:
+        if conv is None or node.name in extra_outputs_read:
             kept.append(node)
             continue
         _absorb_batch_norm(graph, conv, node)
@@ -55,6 +57,7 @@ def _fold_batch_norms(graph: Graph) -> None:
 
 
 def _foldable_conv(graph: Graph, bn: Node, by_name: dict[str, Node], users: Counter) -> Node | None:
+    """The conv a BN node can fold into: its input, read by nothing else, all parameters constant."""
     if bn.target != BATCH_NORM:
         return None
     src = bn.args["input"]
@@ -65,30 +68,30 @@ def _foldable_conv(graph: Graph, bn: Node, by_name: dict[str, Node], users: Coun
     params = [conv.args["weight"], conv.args["bias"], a["weight"], a["bias"], a["running_mean"], a["running_var"]]
     if not all(p is None or (isinstance(p, Ref) and p.node in graph.constants) for p in params):
         return None
-    # Only output 0 (the normalised tensor) may be read; outputs 1 and 2 are empty in inference.
-    if any(r.node == bn.name and r.index != 0 for n in graph.nodes for r in refs_in(n.args)):
-        return None
     return conv
 
 
 def _absorb_batch_norm(graph: Graph, conv: Node, bn: Node) -> None:
     """conv ← BN ∘ conv: w' = w·s and b' = (b − mean)·s + beta per output channel, s = gamma / √(var + eps)."""
-    def const(ref: Ref | None, default: float, n: int) -> np.ndarray:
-        return np.full(n, default) if ref is None else graph.constants[ref.node].astype(np.float64)
-
-    w = graph.constants[conv.args["weight"].node].astype(np.float64)
     oc = bn.outputs[0].shape[1]
+
+    def value(ref: Ref) -> np.ndarray:
+        return graph.constants[ref.node].astype(np.float64)
+
+    def optional(ref: Ref | None, absent: float) -> np.ndarray:
+        return np.full(oc, absent) if ref is None else value(ref)
+
     a = bn.args
-    scale = const(a["weight"], 1.0, oc) / np.sqrt(const(a["running_var"], 0.0, oc) + a["eps"])
-    shift = (const(conv.args["bias"], 0.0, oc) - const(a["running_mean"], 0.0, oc)) * scale + const(a["bias"], 0.0,
-                                                                                                      oc)
-    taps = w.shape[2:]
+    scale = optional(a["weight"], 1.0) / np.sqrt(value(a["running_var"]) + a["eps"])
+    shift = (optional(conv.args["bias"], 0.0) - value(a["running_mean"])) * scale + optional(a["bias"], 0.0)
+    w = value(conv.args["weight"])
+    taps = (1,) * (w.ndim - 2)
     if conv.args["transposed"]:  # weight [IC, OC/g, *taps]: output channel g·OC/g + j is (group g, column j)
         groups = conv.args["groups"]
-        grouped = w.reshape(groups, w.shape[0] // groups, w.shape[1], *taps)
-        w = (grouped * scale.reshape(groups, 1, -1, *(1,) * len(taps))).reshape(w.shape)
+        grouped = w.reshape(groups, w.shape[0] // groups, *w.shape[1:])
+        w = (grouped * scale.reshape(groups, 1, -1, *taps)).reshape(w.shape)
     else:  # weight [OC, IC/g, *taps]
-        w = w * scale.reshape(-1, 1, *(1,) * len(taps))
+        w = w * scale.reshape(-1, 1, *taps)
     conv.args = {**conv.args, "weight": _add_constant(graph, f"{conv.name}_bn_weight", w),
                  "bias": _add_constant(graph, f"{conv.name}_bn_bias", shift)}
 
