@@ -63,26 +63,26 @@ def resample(ctx: Builder, node: NodeView, x: Tensor, op: str, kernel=(1, 1), st
     return layout.view(out, node.outputs[0].shape)
 
 
-def _pair(v, default: int) -> tuple[int, int]:
+def _pair(v, default: tuple[int, int]) -> tuple[int, int]:
     """An `int[2]` argument as ATen accepts it: one int, [n] or [h, w]; [] means `default`."""
     if isinstance(v, int):
         return (v, v)
-    return (v[0], v[-1]) if v else (default, default)
+    return (v[0], v[-1]) if v else default
 
 
 @register("aten.max_pool2d_with_indices.default", check=_check_pool)
 def max_pool2d(ctx: Builder, node: NodeView) -> tuple[Tensor, None]:
     a = node.args
-    kernel = _pair(a["kernel_size"], 1)
-    return resample(ctx, node, a["self"], "max", kernel, _pair(a["stride"], kernel[0]), _pair(a["padding"], 0),
-                    _pair(a["dilation"], 1)), None
+    kernel = _pair(a["kernel_size"], (1, 1))
+    return resample(ctx, node, a["self"], "max", kernel, _pair(a["stride"], kernel), _pair(a["padding"], (0, 0)),
+                    _pair(a["dilation"], (1, 1))), None
 
 
 @register("aten.avg_pool2d.default", check=_check_pool)
 def avg_pool2d(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
-    kernel = _pair(a["kernel_size"], 1)
-    return resample(ctx, node, a["self"], "avg", kernel, _pair(a["stride"], kernel[0]), _pair(a["padding"], 0),
+    kernel = _pair(a["kernel_size"], (1, 1))
+    return resample(ctx, node, a["self"], "avg", kernel, _pair(a["stride"], kernel), _pair(a["padding"], (0, 0)),
                     divisor=a["divisor_override"] or 0, count_pad=a["count_include_pad"])
 
 
@@ -129,11 +129,12 @@ def cases() -> list[OpCase]:
         OpCase("max_pool_k3_s2_p1_batch3", lambda x: F.max_pool2d(x, 3, 2, 1), [(3, 5, 17, 19)]),
         OpCase("max_pool_dilated_ceil", lambda x: F.max_pool2d(x, (3, 2), (2, 3), (1, 0), (2, 1), ceil_mode=True),
                [(1, 7, 23, 19)]),
-        OpCase("max_pool_unbatched_default_stride", lambda x: F.max_pool2d(x, 2), [(5, 13, 11)]),
+        OpCase("max_pool_unbatched_default_stride", lambda x: F.max_pool2d(x, (3, 2)), [(5, 13, 11)]),
         OpCase("avg_pool_count_pad", lambda x: F.avg_pool2d(x, 3, 2, 1), [(3, 5, 17, 19)]),
         OpCase("avg_pool_exclude_pad_ceil", lambda x: F.avg_pool2d(x, (3, 5), (2, 3), (1, 2), ceil_mode=True,
                                                                    count_include_pad=False), [(1, 7, 23, 19)]),
-        OpCase("avg_pool_divisor_override", lambda x: F.avg_pool2d(x, 2, divisor_override=3), [(3, 5, 13, 11)]),
+        OpCase("avg_pool_default_stride_divisor_override", lambda x: F.avg_pool2d(x, (2, 3), divisor_override=5),
+               [(3, 5, 13, 11)]),
         OpCase("avg_pool_of_transposed", lambda x: F.avg_pool2d(x.transpose(2, 3), 3, 1, 1), [(1, 5, 13, 11)]),
         OpCase("adaptive_avg_pool_7x5", lambda x: F.adaptive_avg_pool2d(x, (7, 5)), [(3, 5, 17, 19)]),
         OpCase("adaptive_avg_pool_upsampling", lambda x: F.adaptive_avg_pool2d(x, (11, 13)), [(1, 3, 7, 5)]),
