@@ -49,6 +49,7 @@ class ConvBNReLU(nn.Module):
         return F.relu(self.bn(self.conv(x)))
 
 
+@pytest.mark.e2e  # also covers, on the second engine, the direct kernel's grouped and transposed forms
 @pytest.mark.parametrize("transposed, groups", [(False, 1), (False, 3), (True, 3)])
 def test_batch_norm_folds_into_the_conv_and_the_activation_fuses(transposed, groups, poisoned):
     model = randomize_batch_norms(ConvBNReLU(transposed, groups), f"bn{transposed}{groups}")
