@@ -50,3 +50,9 @@ def test_demo_passes(model):
     r = cli("demo", "--model", model, "--repeat", "3")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "PASS" in r.stdout
+
+
+def test_bench_conv_compares_im2col_with_direct_per_shape():
+    r = cli("bench", "conv", "--shapes", "resnet18.layer4.down", "davit.cpe4", "--scale", "7", "--repeat", "1")
+    assert r.returncode == 0, r.stderr
+    assert "im2col vs direct" in r.stdout and "conv[im2col,pr]" in r.stdout and "davit.cpe4" in r.stdout

@@ -64,6 +64,12 @@ def test_unknown_engine_and_unsupported_gemm_variant():
         webgpu_torch.compile(ep, gemm="huge")
 
 
+def test_unknown_compile_options_are_refused():
+    ep = torch.export.export(torch.nn.Linear(3, 4), (torch.randn(5, 3),))
+    with pytest.raises(TypeError, match="unknown option 'conv_kernel'; options: gemm, conv"):
+        webgpu_torch.compile(ep, conv_kernel="direct")
+
+
 def test_registering_an_overload_twice_is_an_error():
     with pytest.raises(RuntimeError, match="registered twice"):
         register("aten.mm.default")(lambda ctx, node: None)

@@ -12,6 +12,7 @@ from typing import Any
 
 from . import lowering
 from .builder import CompileOptions
+from .ops import OPTIONS
 from .ops.gemm import CONFIGS as GEMM_CONFIGS
 from .program import Program
 
@@ -21,21 +22,32 @@ def compile(ep, *, gemm: str = "auto", **extra: Any) -> Program:
 
     gemm: force one GEMM kernel configuration (a name in ops.gemm.CONFIGS, e.g. "pr" for the ExecuTorch PR's
           kernel, or "gemv"); "auto" routes by shape and layout.
+    extra: the op families' own options (ops.OPTIONS), e.g. conv="auto" | "im2col" | "direct".
     Raises UnsupportedError naming every node that cannot run, its op, shapes and the reason, before anything
     touches a GPU. The returned Program is plain data; calling it runs it on the default WebGPU engine.
     """
     import torch.utils._pytree as pytree
 
-    from . import attention_fusion, frontend, fusion
+    from . import attention_fusion, conv_folding, frontend, fusion
 
     if gemm not in ("auto", "gemv", *GEMM_CONFIGS):
         raise ValueError(f"gemm={gemm!r}: choose 'auto', 'gemv' or one of {sorted(GEMM_CONFIGS)}")
+    _check_options(extra)
     with _quiet_torch():
-        graph = fusion.fuse_epilogues(attention_fusion.fuse_attention(frontend.import_program(ep)))
+        graph = frontend.import_program(ep)
+        graph = fusion.fuse_epilogues(attention_fusion.fuse_attention(conv_folding.fold(graph)))
     program = lowering.lower(graph, CompileOptions(gemm=gemm, extra=extra))
     out_spec = ep.call_spec.out_spec
     program._restore_outputs = lambda leaves: pytree.tree_unflatten(leaves, out_spec)
     return program
+
+
+def _check_options(extra: dict[str, Any]) -> None:
+    for name, value in extra.items():
+        if name not in OPTIONS:
+            raise TypeError(f"compile() got an unknown option {name!r}; options: gemm, {', '.join(sorted(OPTIONS))}")
+        if value not in OPTIONS[name]:
+            raise ValueError(f"{name}={value!r}: choose one of {', '.join(map(repr, OPTIONS[name]))}")
 
 
 def compile_module(model, args: tuple, kwargs: dict | None = None, dynamic_shapes=None, **options: Any) -> Program:

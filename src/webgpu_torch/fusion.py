@@ -8,9 +8,8 @@ with `epilogue=True`, where nothing else reads that input, becomes the producer'
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
-from .graph import Graph, Node, Ref, refs_in
+from .graph import Graph, Node, Ref, map_refs, refs_in
 from .ops import OPS, epilogue
 
 
@@ -21,7 +20,7 @@ def fuse_epilogues(graph: Graph) -> Graph:
     renamed: dict[str, str] = {}  # a removed activation -> the node that now produces its value
     kept = []
     for node in graph.nodes:
-        node.args = _rename(node.args, renamed)
+        node.args = map_refs(node.args, lambda r: Ref(renamed.get(r.node, r.node), r.index))
         producer = _fusable_producer(node, by_name, users)
         if producer is not None:
             producer.epilogue = epilogue.of_node(node.target, node.args)
@@ -46,12 +45,3 @@ def _fusable_producer(node: Node, by_name: dict[str, Node], users: Counter) -> N
           and node.outputs[0].dtype == "float32")
     return producer if ok else None
 
-
-def _rename(value: Any, renamed: dict[str, str]) -> Any:
-    if isinstance(value, Ref):
-        return Ref(renamed[value.node], value.index) if value.node in renamed else value
-    if isinstance(value, dict):
-        return {k: _rename(v, renamed) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_rename(v, renamed) for v in value]
-    return value

@@ -6,7 +6,7 @@ reads `node.args["mat1"]` whatever way the call was spelled. Tensor arguments ar
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any
@@ -106,3 +106,14 @@ def drop_dead(nodes: list[Node], outputs: list[Ref]) -> list[Node]:
             kept.append(node)
             live.update(r.node for r in refs_in(node.args))
     return kept[::-1]
+
+
+def map_refs(value: Any, fn: Callable[[Ref], Any]) -> Any:
+    """An argument value with every Ref inside it (nested lists, tuples and dicts) replaced by fn(ref)."""
+    if isinstance(value, Ref):
+        return fn(value)
+    if isinstance(value, dict):
+        return {k: map_refs(v, fn) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(map_refs(v, fn) for v in value)
+    return value

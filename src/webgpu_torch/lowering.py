@@ -9,7 +9,7 @@ from typing import Any
 from . import dtypes, planner
 from .builder import Builder, CompileOptions
 from .errors import UnsupportedError, describe_node
-from .graph import Graph, Node, Ref, refs_in
+from .graph import Graph, Node, Ref, map_refs, refs_in
 from .ops import OPS, NodeView
 from .program import Buffer, Dispatch, Input, Program, Tensor, contiguous_strides
 
@@ -18,15 +18,25 @@ def check_support(graph: Graph) -> None:
     """Every unsupported node at once, each with its op, shapes and reason."""
     problems = []
     metas = graph.metas()
+    read = _outputs_read(graph)
     for node in graph.nodes:
-        reason = _unsupported_reason(metas, node)
+        reason = _unsupported_reason(metas, node, read[node.name])
         if reason:
             problems.append(describe_node(graph, node, reason))
     if problems:
         raise UnsupportedError(problems)
 
 
-def _unsupported_reason(metas: dict, node: Node) -> str | None:
+def _outputs_read(graph: Graph) -> dict[str, frozenset[int]]:
+    """For each node, the indices of its outputs that other nodes or the graph's outputs read."""
+    read: dict[str, set[int]] = {n.name: set() for n in graph.nodes}
+    for r in [*(r for n in graph.nodes for r in refs_in(n.args)), *graph.outputs]:
+        if r.node in read:
+            read[r.node].add(r.index or 0)
+    return {name: frozenset(ix) for name, ix in read.items()}
+
+
+def _unsupported_reason(metas: dict, node: Node, read: frozenset[int]) -> str | None:
     op = OPS.get(node.target)
     if op is None:
         return f"no WebGPU kernel for {node.target}"
@@ -35,20 +45,9 @@ def _unsupported_reason(metas: dict, node: Node) -> str | None:
             return f"dtype {m.dtype} is not supported on WebGPU (supported: {', '.join(dtypes.DTYPES)})"
     if op.check is None:
         return None
-    view = NodeView(node.name, node.target, _resolve(node.args, metas.__getitem__), node.outputs)
+    view = NodeView(node.name, node.target, map_refs(node.args, metas.__getitem__), node.outputs,
+                    outputs_read=read)
     return op.check(view)
-
-
-def _resolve(value: Any, lookup) -> Any:
-    if isinstance(value, Ref):
-        return lookup(value)
-    if isinstance(value, dict):
-        return {k: _resolve(v, lookup) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_resolve(v, lookup) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_resolve(v, lookup) for v in value)
-    return value
 
 
 def lower(graph: Graph, options: CompileOptions) -> Program:
@@ -63,10 +62,11 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
         env[Ref(name)] = Tensor(index, meta.shape, contiguous_strides(meta.shape), 0, meta.dtype)
     for name, array in graph.constants.items():
         env[Ref(name)] = ctx.constant(name, array, graph.constant_meta[name].dtype)
+    read = _outputs_read(graph)
     for node in graph.nodes:
         ctx.node = node.name
-        view = NodeView(node.name, node.target, _resolve(node.args, env.__getitem__), node.outputs,
-                        node.epilogue)
+        view = NodeView(node.name, node.target, map_refs(node.args, env.__getitem__), node.outputs,
+                        node.epilogue, read[node.name])
         try:
             result = OPS[node.target].lower(ctx, view)
         except UnsupportedError:

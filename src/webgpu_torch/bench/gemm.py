@@ -9,15 +9,13 @@ GPU, host in and out like ours.
 
 from __future__ import annotations
 
-import statistics
-
 import numpy as np
 import torch
 
 import webgpu_torch
 
 from ..runtime import timing
-from . import _ort
+from . import _ort, baseline_seconds
 
 DEFAULT_SIZES = [(256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048)]
 DEFAULT_VARIANTS = ["pr", "128x128", "vec4_128x128", "auto"]
@@ -47,21 +45,11 @@ def _baseline(m: int, n: int, k: int, linear: bool, repeats: int) -> tuple[str, 
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         module, args = _problem(m, n, k, linear, "cuda")
-        for _ in range(3):
-            module(*args)
-        times = []
-        for _ in range(5):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(repeats):
-                module(*args)
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) / 1e3 / repeats)
-        return f"torch {torch.__version__} CUDA fp32 (TF32 off)", statistics.median(times)
+        return f"torch {torch.__version__} CUDA fp32 (TF32 off)", baseline_seconds(lambda: module(*args), repeats,
+                                                                                   cuda=True)
     _, (a, b) = _problem(m, n, k, linear)
     a, b = a.numpy(), (b.numpy().T if linear else b.numpy())
-    return f"numpy {np.__version__} CPU fp32", timing.wall_time(lambda: a @ b, repeats)
+    return f"numpy {np.__version__} CPU fp32", baseline_seconds(lambda: a @ b, repeats, cuda=False)
 
 
 def add_arguments(parser) -> None:

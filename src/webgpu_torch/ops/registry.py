@@ -3,7 +3,8 @@
 Each op family module registers its lowerings with `@register(...)`, optionally with a `check` that returns
 the reason a particular node cannot run (None when it can), and lists its test cases in a `cases()` function.
 Registering one overload twice is an error. An op registered here is also kept whole by the frontend's
-decomposition (a kernel for the fused op beats its decomposition).
+decomposition (a kernel for the fused op beats its decomposition). A family may also declare a compile option
+that picks among its kernels (`register_option`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class NodeView:
     args: dict[str, Any]
     outputs: tuple[TensorMeta | None, ...]
     epilogue: Epilogue | None = None  # an activation this node's kernel must apply to its result
+    outputs_read: frozenset[int] = frozenset({0})  # which of its outputs the graph reads (by index)
 
     @property
     def out(self) -> TensorMeta:
@@ -67,6 +69,15 @@ class OpCase:
 
 
 OPS: dict[str, OpDef] = {}
+# Compile options that families read from CompileOptions.extra (`compile(ep, conv="direct")`): name -> its
+# choices, the first being the default. compile() rejects unknown names and values.
+OPTIONS: dict[str, tuple[str, ...]] = {}
+
+
+def register_option(name: str, *choices: str) -> None:
+    if name in OPTIONS:
+        raise RuntimeError(f"compile option {name!r} is registered twice")
+    OPTIONS[name] = choices
 
 
 def register(*targets: str, check: Check | None = None, view: bool = False,

@@ -1,0 +1,231 @@
+"""Convolution: `aten.convolution.default` with one or two spatial dims, every form models use.
+
+Routing (`route`):
+  * groups == 1, not transposed, a 1×1 kernel at stride 1 with no padding: a plain batched GEMM
+    (`gemm.gemm`) over views, out[b] = W[OC, IC] @ x[b][IC, H·W], with no copy;
+  * other groups == 1, not transposed: the implicit-im2col GEMM (conv.wgsl `im2col`), M = OC, N = B·OH·OW,
+    K = IC·KH·KW, on the GEMM kernel's main loop (tiled_matmul.wgsl) and its tile configurations;
+  * grouped, depthwise and transposed convs: the direct kernel (conv.wgsl `direct`), one thread per output.
+The compile option `conv` ("auto", "im2col", "direct") sends every groups == 1 conv through one of the two
+kernels instead, so the im2col GEMM can be measured against the direct kernel (bench/conv.py).
+
+A conv1d runs as a conv2d of height 1: input and weight get a unit H dim as views. Every kernel reads x
+through its strides, reads out-of-range positions as zero and takes the output size from the node, so
+`padding` is only the leading padding: a larger trailing one (a constant_pad_nd folded in by
+conv_folding.py, which makes padding asymmetric) needs nothing more. Bias and a fused activation
+(`node.epilogue`) are applied in every route's kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import layout
+from ..builder import Builder, KernelSpec
+from ..program import Tensor
+from . import epilogue, gemm
+from .registry import NodeView, OpCase, register, register_option
+
+FILE = "conv.wgsl"
+WORKGROUP = 256  # per_element.wgsl, for the direct kernel
+CHOICES = ("auto", "im2col", "direct")
+register_option("conv", *CHOICES)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """A convolution as 2-d: input [batch, ic, h, w], output [batch, oc, oh, ow], taps kh × kw."""
+
+    batch: int
+    ic: int
+    h: int
+    w: int
+    oc: int
+    oh: int
+    ow: int
+    kh: int
+    kw: int
+    stride: tuple[int, int]
+    padding: tuple[int, int]  # leading
+    dilation: tuple[int, int]
+    groups: int
+    transposed: bool
+
+    @staticmethod
+    def of(node: NodeView) -> Geometry:
+        a = node.args
+        b, ic, h, w = _as_2d(a["input"].shape)
+        _, oc, oh, ow = _as_2d(node.out.shape)
+        _, _, kh, kw = _as_2d(a["weight"].shape)
+        return Geometry(b, ic, h, w, oc, oh, ow, kh, kw, _as_pair(a["stride"], 1), _as_pair(a["padding"], 0),
+                        _as_pair(a["dilation"], 1), a["groups"], a["transposed"])
+
+
+def _as_2d(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """[n, c, w] -> [n, c, 1, w]: a conv1d is a conv2d of height 1."""
+    return shape if len(shape) == 4 else (shape[0], shape[1], 1, shape[2])
+
+
+def _as_pair(v: list[int], fill: int) -> tuple[int, int]:
+    return (v[0], v[1]) if len(v) == 2 else (fill, v[0])
+
+
+def route(g: Geometry, forced: str) -> str:
+    """"gemm" (1×1 as a plain GEMM), "im2col" or "direct"."""
+    if g.transposed or g.groups != 1:
+        return "direct"
+    if forced != "auto":
+        return forced
+    pointwise = (g.kh, g.kw, g.stride, g.padding, g.oh, g.ow) == (1, 1, (1, 1), (0, 0), g.h, g.w)
+    return "gemm" if pointwise else "im2col"
+
+
+def _check(node: NodeView) -> str | None:
+    a = node.args
+    x, w, bias = a["input"], a["weight"], a["bias"]
+    if x.ndim not in (3, 4):
+        return f"{x.ndim - 2}-d convolution is not supported (1-d and 2-d are)"
+    if w.ndim != x.ndim:
+        return f"weight {list(w.shape)} and input {list(x.shape)} differ in rank"
+    for name, t in (("input", x), ("weight", w), ("bias", bias)):
+        if t is not None and t.dtype != "float32":
+            return f"{name} is {t.dtype}; convolution kernels are float32 only"
+    if bias is not None and bias.ndim != 1:
+        return f"bias must be 1-d, got shape {list(bias.shape)}"
+    return None
+
+
+@register("aten.convolution.default", check=_check, epilogue=True)
+def convolution(ctx: Builder, node: NodeView) -> Tensor:
+    g = Geometry.of(node)
+    x, w = (t if t.ndim == 4 else layout.unsqueeze(t, 2) for t in (node.args["input"], node.args["weight"]))
+    bias, ep = node.args["bias"], node.epilogue
+    out_shape = (g.batch, g.oc, g.oh, g.ow)
+    kind = route(g, ctx.options.extra.get("conv", CHOICES[0]))
+    out = _pointwise(ctx, g, x, w, bias, ep, out_shape) if kind == "gemm" else None
+    if out is None:
+        out = ctx.new(out_shape)
+        (_direct if kind == "direct" else _im2col)(ctx, g, x, w, bias, ep, out)
+    return layout.view(out, node.out.shape)
+
+
+def _pointwise(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None, ep, out_shape) -> Tensor | None:
+    """out[b] = W[OC, IC] @ x[b][IC, H·W] + bias[:, None]; None where x's H and W do not merge into one view."""
+    x3 = layout.view(x, (g.batch, g.ic, g.h * g.w))
+    if x3 is None:
+        return None
+    w2 = layout.view(w, (g.oc, g.ic)) or layout.view(ctx.contiguous(w), (g.oc, g.ic))
+    bias2 = None if bias is None else layout.unsqueeze(bias, 1)  # [OC, 1]: broadcast over batch and H·W
+    return gemm.gemm(ctx, w2, x3, bias2, out_shape=out_shape, ep=ep)
+
+
+def _im2col(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None, ep, out: Tensor) -> None:
+    w = ctx.contiguous(w)  # A[m, k] reads (ic, kh, kw) as one contiguous run
+    n = g.batch * g.oh * g.ow
+    # The im2col loader reads by element: a forced vec4 configuration runs as its element twin, gemv as auto.
+    forced = "auto" if ctx.options.gemm == "gemv" else ctx.options.gemm
+    name = gemm.choose_config(1, g.oc, n, False, forced)
+    cfg = gemm.CONFIGS[name]
+    tiles = (-(-g.oc // cfg.tile_m), -(-n // cfg.tile_n))
+    spec = KernelSpec.of(FILE, f"conv[im2col,{name}]{epilogue.suffix(ep)}", entry="im2col", consts=cfg.consts,
+                         overrides={"HAS_BIAS": bias is not None, **epilogue.overrides(ep)})
+    ctx.dispatch(spec, [x, w, bias or ctx.dummy(), out], _params(g, x, w, bias, ep, out, tiles), tiles[0] * tiles[1])
+
+
+def _direct(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None, ep, out: Tensor) -> None:
+    vec4 = (g.ic // g.groups) % 4 == 0
+    name = ",".join(["direct"] + ["transposed"] * g.transposed + ["vec4"] * vec4)
+    spec = KernelSpec.of(FILE, f"conv[{name}]{epilogue.suffix(ep)}", entry="direct", overrides={
+        "HAS_BIAS": bias is not None, "TRANSPOSED": g.transposed, "VEC4": vec4, **epilogue.overrides(ep)})
+    ctx.dispatch(spec, [x, w, bias or ctx.dummy(), out], _params(g, x, w, bias, ep, out, (0, 0)),
+                 -(-out.numel // WORKGROUP))
+
+
+def _params(g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None, ep, out: Tensor, tiles: tuple[int, int]) -> dict:
+    icg, ocg = g.ic // g.groups, g.oc // g.groups
+    ws = w.strides
+    # The kernel indexes the weight by (group, ocg, icg, kh, kw); a transposed weight is [IC, OC/g, KH, KW].
+    group_stride, w_strides = (icg * ws[0], (ws[1], ws[0], ws[2], ws[3])) if g.transposed else (ocg * ws[0], ws)
+    return {
+        "numel": out.numel, "H": g.h, "W": g.w, "OC": g.oc, "OH": g.oh, "OW": g.ow, "KH": g.kh, "KW": g.kw,
+        "ICg": icg, "OCg": ocg, "stride_h": g.stride[0], "stride_w": g.stride[1], "pad_h": g.padding[0],
+        "pad_w": g.padding[1], "dil_h": g.dilation[0], "dil_w": g.dilation[1],
+        "N": g.batch * g.oh * g.ow, "K": g.ic * g.kh * g.kw, "tiles_m": tiles[0], "tiles_n": tiles[1],
+        "x_offset": x.offset, "w_offset": w.offset, "w_group_stride": group_stride,
+        "bias_offset": 0 if bias is None else bias.offset, "bias_stride": 0 if bias is None else bias.strides[0],
+        "x_strides": x.strides, "w_strides": w_strides, **epilogue.params(ep),
+    }
+
+
+def cases() -> list[OpCase]:
+    import torch
+
+    F = torch.nn.functional
+    g = ("gemm",)
+
+    def conv(stride=1, padding=0, dilation=1, groups=1):
+        return lambda x, w, b: F.conv2d(x, w, b, stride, padding, dilation, groups)
+
+    def conv1d(stride=1, padding=0, dilation=1, groups=1):
+        return lambda x, w, b: F.conv1d(x, w, b, stride, padding, dilation, groups)
+
+    def tconv(stride=1, padding=0, output_padding=0, groups=1, dilation=1, dims=2):
+        fn = F.conv_transpose2d if dims == 2 else F.conv_transpose1d
+        return lambda x, w, b: fn(x, w, b, stride, padding, output_padding, groups, dilation)
+
+    return [
+        # groups == 1: the implicit-im2col GEMM, every tile configuration, batch 1 and 3.
+        OpCase("im2col_k3_p1_batch3", conv(padding=1), [(3, 5, 17, 19), (13, 5, 3, 3), (13,)], marks=g),
+        OpCase("im2col_stride_pad_dilation", conv((2, 3), (2, 1), (2, 1)), [(1, 7, 23, 29), (11, 7, 3, 5), (11,)],
+               marks=g),
+        OpCase("im2col_64x64_tiles", conv(2, 3), [(3, 3, 37, 41), (67, 3, 7, 7), (67,)], marks=g,
+               kwargs={"gemm": "64x64"}),
+        OpCase("im2col_128x128_tiles_relu", lambda x, w, b: torch.relu(F.conv2d(x, w, b, 1, 1)),
+               [(1, 5, 17, 19), (257, 5, 3, 3), (257,)], marks=g, kwargs={"gemm": "128x128"}),
+        OpCase("im2col_vec4_config_runs_its_element_twin", conv(padding=1), [(1, 4, 17, 19), (68, 4, 3, 3), (68,)],
+               marks=g, kwargs={"gemm": "vec4_128x128"}),
+        OpCase("im2col_pointwise_stride2_no_bias", lambda x, w: F.conv2d(x, w, None, 2),
+               [(3, 37, 13, 11), (41, 37, 1, 1)], marks=g),
+        OpCase("im2col_channels_last_input", lambda x, w, b: F.conv2d(x.permute(0, 3, 1, 2), w, b, 1, 1),
+               [(3, 11, 13, 7), (5, 7, 3, 3), (5,)], marks=g),
+        OpCase("im2col_forced_pointwise", conv(), [(3, 37, 11, 13), (41, 37, 1, 1), (41,)], marks=g,
+               kwargs={"conv": "im2col"}),
+        OpCase("im2col_folded_asymmetric_pad", lambda x, w, b: F.conv2d(F.pad(x, (0, 1, 2, 1)), w, b, 2, 1),
+               [(3, 5, 17, 19), (7, 5, 3, 3), (7,)], marks=g),
+        OpCase("im2col_folded_pad_pointwise", lambda x, w: F.conv2d(F.pad(x, (1, 0, 0, 2)), w),
+               [(1, 37, 11, 13), (41, 37, 1, 1)], marks=g),
+        OpCase("im2col_grid_beyond_65535", conv(), [(1, 1, 1451, 1451), (1, 1, 1, 1), (1,)], marks=g,
+               kwargs={"conv": "im2col"}),
+        # 1×1 stride 1 unpadded: a plain batched GEMM over views (a channels-last input is a transposed B);
+        # an input whose H and W do not merge into one view takes the im2col kernel instead.
+        OpCase("pointwise_gemm_batch3", conv(), [(3, 37, 11, 13), (41, 37, 1, 1), (41,)], marks=g),
+        OpCase("pointwise_gemm_clamp", lambda x, w, b: torch.clamp(F.conv2d(x, w, b), -0.5, 0.5),
+               [(1, 37, 11, 13), (41, 37, 1, 1), (41,)], marks=g),
+        OpCase("pointwise_channels_last", lambda x, w, b: F.conv2d(x.permute(0, 3, 1, 2), w, b),
+               [(3, 11, 13, 37), (41, 37, 1, 1), (41,)], marks=g),
+        OpCase("pointwise_hw_transposed", lambda x, w, b: F.conv2d(x.transpose(2, 3), w, b),
+               [(3, 37, 13, 11), (41, 37, 1, 1), (41,)], marks=g),
+        # The direct kernel: forced for groups == 1, and every grouped, depthwise and transposed form.
+        OpCase("direct_forced_stride2", conv(2, 1), [(3, 5, 17, 19), (13, 5, 3, 3), (13,)],
+               kwargs={"conv": "direct"}),
+        OpCase("direct_forced_vec4_dilated", conv(1, 2, 2), [(1, 8, 13, 11), (7, 8, 3, 3), (7,)],
+               kwargs={"conv": "direct"}),
+        OpCase("depthwise_k3_relu6_batch3", lambda x, w, b: F.relu6(F.conv2d(x, w, b, 1, 1, 1, 13)),
+               [(3, 13, 17, 19), (13, 1, 3, 3), (13,)]),
+        OpCase("depthwise_k5_stride2_dilated", conv(2, 3, 2, 11), [(1, 11, 23, 19), (11, 1, 5, 5), (11,)]),
+        OpCase("depthwise_folded_tf_pad", lambda x, w, b: F.conv2d(F.pad(x, (0, 1, 0, 1)), w, b, 2, 0, 1, 11),
+               [(3, 11, 18, 16), (11, 1, 3, 3), (11,)]),
+        OpCase("depthwise_multiplier", conv(1, 1, 1, 5), [(1, 5, 13, 11), (15, 1, 3, 3), (15,)]),
+        OpCase("grouped_vec4", conv(1, 1, 1, 3), [(3, 24, 13, 11), (15, 8, 3, 3), (15,)]),
+        OpCase("grouped_odd_channels", conv((2, 1), (0, 2), 1, 5), [(1, 15, 13, 11), (10, 3, 3, 5), (10,)]),
+        OpCase("depthwise_grid_beyond_65535", conv(1, 0, 1, 3), [(1, 3, 2381, 2381), (3, 1, 1, 1), (3,)]),
+        OpCase("transposed_stride2_output_padding", tconv(2, 1, 1), [(1, 7, 11, 13), (7, 5, 3, 3), (5,)]),
+        OpCase("transposed_grouped_dilated_batch3", tconv((3, 2), (2, 0), (1, 1), 2, (2, 1)),
+               [(3, 8, 7, 9), (8, 3, 3, 2), (6,)]),
+        OpCase("transposed_depthwise", tconv(2, 0, 0, 7), [(1, 7, 9, 11), (7, 1, 4, 4), (7,)]),
+        # conv1d: a conv2d of height 1.
+        OpCase("conv1d_im2col_batch3", conv1d(2, 3, 2), [(3, 7, 101), (11, 7, 5), (11,)], marks=g),
+        OpCase("conv1d_grouped_speech", lambda x, w, b: F.gelu(F.conv1d(x, w, b, 1, 3, 1, 4)),
+               [(1, 16, 97), (16, 4, 7), (16,)]),
+        OpCase("conv1d_transposed", tconv(2, 1, dims=1), [(3, 5, 37), (5, 3, 4), (3,)]),
+    ]

@@ -1,0 +1,248 @@
+"""Integer expressions over a program's dynamic dimensions: plain data the runtime evaluates per call.
+
+A dynamic dimension (torch.export's `Dim`) is a symbol with a range [lo, hi]; shapes, strides, offsets,
+uniform values and workgroup counts that depend on it are `Expr`s over symbols and integer constants with
++, *, floor division, modulo, max and min. Anything that simplifies to a constant is a plain `int`, so an
+`Expr` is never constant.
+
+Comparisons: `==` is structural (so views and kernel specs stay hashable and comparable); `<`, `bool()` and
+`int()` raise, so an op cannot branch on a dynamic value by accident. Ops decide explicitly with `hint()`
+(the value export saw, for choices that only affect speed) or `bound()` (the largest value, for sizes).
+
+JSON form, also read by a JavaScript runtime: an int, a symbol name, or [op, arg, arg, …] with op one of
+"+", "*", "//", "%", "max", "min".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Union
+
+Value = Union[int, "Expr"]
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str
+    lo: int
+    hi: int
+    hint: int  # the size in the example inputs export traced with
+
+
+@dataclass(frozen=True, eq=False)
+class Expr:
+    op: str  # "sym", "+", "*", "//", "%", "max", "min"
+    args: tuple  # "sym": (Symbol,); otherwise Values
+
+    # -- construction (simplifying) -------------------------------------------------------------------------
+    @staticmethod
+    def symbol(s: Symbol) -> Expr:
+        return Expr("sym", (s,))
+
+    def __add__(self, other: Value) -> Value:
+        return _add(self, other)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Value) -> Value:
+        return _add(self, _mul(-1, other))
+
+    def __rsub__(self, other: Value) -> Value:
+        return _add(other, _mul(-1, self))
+
+    def __neg__(self) -> Value:
+        return _mul(-1, self)
+
+    def __mul__(self, other: Value) -> Value:
+        return _mul(self, other)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other: Value) -> Value:
+        return _binary("//", self, other)
+
+    def __rfloordiv__(self, other: Value) -> Value:
+        return _binary("//", other, self)
+
+    def __mod__(self, other: Value) -> Value:
+        return _binary("%", self, other)
+
+    def __rmod__(self, other: Value) -> Value:
+        return _binary("%", other, self)
+
+    # -- comparisons ------------------------------------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Expr) and self.op == other.op and self.args == other.args
+
+    def __hash__(self) -> int:
+        return hash((self.op, self.args))
+
+    def _refuse(self, *_):
+        raise TypeError(f"the dynamic value {self} has no fixed order or truth value: decide with "
+                        "symbolic.hint() (speed) or symbolic.bound() (sizes)")
+
+    __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __int__ = __index__ = _refuse
+
+    # -- reading ---------------------------------------------------------------------------------------------
+    def symbols(self) -> set[Symbol]:
+        if self.op == "sym":
+            return {self.args[0]}
+        return set().union(*(a.symbols() for a in self.args if isinstance(a, Expr)))
+
+    def __str__(self) -> str:
+        if self.op == "sym":
+            return self.args[0].name
+        if self.op in ("max", "min"):
+            return f"{self.op}({', '.join(map(str, self.args))})"
+        return "(" + f" {self.op} ".join(map(str, self.args)) + ")"
+
+    __repr__ = __str__
+
+
+def _const_args(args) -> bool:
+    return all(isinstance(a, int) for a in args)
+
+
+def _add(*terms: Value) -> Value:
+    const, parts = 0, []
+    for t in terms:
+        for x in (t.args if isinstance(t, Expr) and t.op == "+" else (t,)):
+            if isinstance(x, int):
+                const += x
+            else:
+                parts.append(x)
+    parts = _combine_like(parts)
+    if not parts:
+        return const
+    args = (*parts, const) if const else tuple(parts)
+    return args[0] if len(args) == 1 else Expr("+", args)
+
+
+def _combine_like(parts: list[Expr]) -> list[Expr]:
+    """c1*x + c2*x -> (c1+c2)*x, dropping terms that cancel."""
+    coeff: dict[Expr, int] = {}
+    for p in parts:
+        c, base = (p.args[-1], _mul(*p.args[:-1])) if p.op == "*" and isinstance(p.args[-1], int) else (1, p)
+        coeff[base] = coeff.get(base, 0) + c
+    return sorted((b if c == 1 else _mul(b, c) for b, c in coeff.items() if c), key=str)  # canonical order
+
+
+def _mul(*factors: Value) -> Value:
+    const, parts = 1, []
+    for f in factors:
+        for x in (f.args if isinstance(f, Expr) and f.op == "*" else (f,)):
+            if isinstance(x, int):
+                const *= x
+            else:
+                parts.append(x)
+    if const == 0 or not parts:
+        return const
+    parts.sort(key=str)
+    if len(parts) == 1 and parts[0].op == "+":  # distribute a constant over a sum: 2*(s+1) = 2*s + 2
+        return _add(*(_mul(t, const) for t in parts[0].args)) if const != 1 else parts[0]
+    args = (*parts, const) if const != 1 else tuple(parts)
+    return args[0] if len(args) == 1 else Expr("*", args)
+
+
+def _binary(op: str, a: Value, b: Value) -> Value:
+    if isinstance(a, int) and isinstance(b, int):
+        return _APPLY[op](a, b)
+    if op == "//" and b == 1:
+        return a
+    if op == "%" and b == 1:
+        return 0
+    return Expr(op, (a, b))
+
+
+def maximum(a: Value, b: Value) -> Value:
+    return max(a, b) if isinstance(a, int) and isinstance(b, int) else (a if a == b else Expr("max", (a, b)))
+
+
+def minimum(a: Value, b: Value) -> Value:
+    return min(a, b) if isinstance(a, int) and isinstance(b, int) else (a if a == b else Expr("min", (a, b)))
+
+
+_APPLY = {"+": lambda *x: sum(x), "*": lambda *x: math.prod(x), "//": lambda a, b: a // b,
+          "%": lambda a, b: a % b, "max": max, "min": min}
+
+
+# -- evaluation ---------------------------------------------------------------------------------------------
+
+def evaluate(v: Value, env: dict[str, int]) -> int:
+    """The value for symbol values `env` (by name)."""
+    if isinstance(v, int):
+        return v
+    if v.op == "sym":
+        return env[v.args[0].name]
+    return _APPLY[v.op](*(evaluate(a, env) for a in v.args))
+
+
+def hint(v: Value) -> int:
+    """The value at the example inputs: for choices that affect speed only."""
+    return v if isinstance(v, int) else evaluate(v, {s.name: s.hint for s in v.symbols()})
+
+
+def bounds(v: Value) -> tuple[int, int]:
+    """An interval that holds every value `v` takes over its symbols' ranges."""
+    if isinstance(v, int):
+        return v, v
+    if v.op == "sym":
+        return v.args[0].lo, v.args[0].hi
+    ranges = [bounds(a) for a in v.args]
+    if v.op == "+":
+        return sum(r[0] for r in ranges), sum(r[1] for r in ranges)
+    if v.op in ("*", "max", "min"):
+        lo, hi = ranges[0]
+        for r in ranges[1:]:
+            corners = [op(x, y) for x in (lo, hi) for y in r for op in [_APPLY[v.op]]]
+            lo, hi = min(corners), max(corners)
+        return lo, hi
+    (alo, ahi), (blo, bhi) = ranges
+    if v.op == "%":
+        return 0, max(abs(blo), abs(bhi)) - 1
+    if blo <= 0 <= bhi:
+        raise ValueError(f"{v}: the divisor's range [{blo}, {bhi}] includes 0")
+    corners = [x // y for x in (alo, ahi) for y in (blo, bhi)]
+    return min(corners), max(corners)
+
+
+def bound(v: Value) -> int:
+    """The largest value: what a buffer sized by `v` must hold."""
+    return bounds(v)[1]
+
+
+def is_dynamic(v: object) -> bool:
+    return isinstance(v, Expr)
+
+
+# -- serialisation ------------------------------------------------------------------------------------------
+
+def to_json(v: Value):
+    if isinstance(v, int):
+        return v
+    if v.op == "sym":
+        return v.args[0].name
+    return [v.op, *(to_json(a) for a in v.args)]
+
+
+def from_json(j, symbols: dict[str, Symbol]) -> Value:
+    if isinstance(j, bool) or not isinstance(j, (int, str, list)):
+        raise ValueError(f"not an expression: {j!r}")
+    if isinstance(j, int):
+        return j
+    if isinstance(j, str):
+        if j not in symbols:
+            raise ValueError(f"expression names an undeclared symbol {j!r}")
+        return Expr.symbol(symbols[j])
+    op, *args = j
+    values = [from_json(a, symbols) for a in args]
+    if op == "+":
+        return _add(*values)
+    if op == "*":
+        return _mul(*values)
+    if op in ("//", "%") and len(values) == 2:
+        return _binary(op, *values)
+    if op in ("max", "min") and len(values) == 2:
+        return (maximum if op == "max" else minimum)(*values)
+    raise ValueError(f"unknown expression operator {op!r}")
