@@ -18,6 +18,8 @@ def test_arithmetic_simplifies_and_evaluates():
     assert (P * 0) == 0 and (P - P) == 0 and isinstance(P - P, int)
     assert symbolic.evaluate((P * S + 7) // 4 % 5, {"past": 9, "seq": 3}) == ((9 * 3 + 7) // 4) % 5
     assert symbolic.hint(P * S) == 17 * 5
+    assert (64 * P + 16) // 16 == 4 * P + 1 and (64 * P + 16) % 16 == 0
+    assert (P + 1) // (P + 1) == 1 and isinstance((P + 3) % 2, Expr)
 
 
 def test_bounds_cover_every_value():

@@ -30,7 +30,8 @@ def test_uniform_layout_follows_wgsl_alignment():
     assert [(f.name, f.offset) for f in layout.fields] == [("n", 0), ("scale", 4), ("pair", 8), ("shape", 16),
                                                            ("last", 48)]
     assert layout.size == 64
-    data = layout.pack({"n": 3, "scale": 0.5, "pair": (1, 2), "shape": [7, 8, 9], "last": -1})
+    data, patches = layout.pack({"n": 3, "scale": 0.5, "pair": (1, 2), "shape": [7, 8, 9], "last": -1})
+    assert patches == ()
     assert struct.unpack_from("<If2I", data, 0) == (3, 0.5, 1, 2)
     assert struct.unpack_from("<8I", data, 16) == (7, 8, 9, 0, 0, 0, 0, 0)
     assert struct.unpack_from("<i", data, 48) == (-1,)

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
+from math import prod
 from typing import Any
 
 import numpy as np
 
-from . import dtypes, wgsl
-from .program import Buffer, Dispatch, Kernel, Tensor, contiguous_strides
-
-MAX_WORKGROUPS_PER_DIM = 65535  # WebGPU's guaranteed maxComputeWorkgroupsPerDimension
+from . import dtypes, symbolic, wgsl
+from .program import Buffer, Dispatch, Kernel, Tensor, contiguous_strides, fold_grid
 
 
 @dataclass(frozen=True)
@@ -54,17 +53,6 @@ def _interface(source: str) -> tuple[tuple[wgsl.Binding, ...], wgsl.UniformLayou
     return binds, wgsl.UniformLayout.parse(source) if has_uniform else None
 
 
-def fold_grid(workgroups: int) -> tuple[int, int, int]:
-    """A 1-D count of workgroups as an (x, y, 1) grid; kernels number workgroups x-fastest and those past
-    the count exit at once."""
-    if workgroups <= MAX_WORKGROUPS_PER_DIM:
-        return (workgroups, 1, 1)
-    y = -(-workgroups // MAX_WORKGROUPS_PER_DIM)
-    if y > MAX_WORKGROUPS_PER_DIM:
-        raise ValueError(f"{workgroups} workgroups exceed a {MAX_WORKGROUPS_PER_DIM}² grid")
-    return (-(-workgroups // y), y, 1)
-
-
 class Builder:
     def __init__(self, options: CompileOptions):
         self.options = options
@@ -79,9 +67,9 @@ class Builder:
         self._dummy: Tensor | None = None
 
     # -- for op lowerings -------------------------------------------------------------------------------------
-    def new(self, shape: tuple[int, ...], dtype: str = "float32") -> Tensor:
-        """A fresh contiguous scratch tensor."""
-        size = max(1, int(np.prod(shape))) * dtypes.dtype(dtype).itemsize
+    def new(self, shape: tuple, dtype: str = "float32") -> Tensor:
+        """A fresh contiguous scratch tensor; a dynamic shape gets a buffer for its largest size."""
+        size = max(1, symbolic.bound(prod(shape))) * dtypes.dtype(dtype).itemsize
         return Tensor(self._buffer(Buffer(size, "scratch")), tuple(shape), contiguous_strides(tuple(shape)), 0,
                       dtype)
 
@@ -105,8 +93,9 @@ class Builder:
 
         return copy(self, t)
 
-    def dispatch(self, spec: KernelSpec, tensors: list[Tensor], params: dict | None, workgroups: int) -> None:
-        """Emit one dispatch of `workgroups` workgroups; `tensors` bind in binding order, Params after them."""
+    def dispatch(self, spec: KernelSpec, tensors: list[Tensor], params: dict | None, workgroups) -> None:
+        """Emit one dispatch of `workgroups` workgroups (an int, or an Expr of dynamic sizes: then the runtime
+        folds the grid per call); `tensors` bind in binding order, Params after them."""
         if workgroups == 0:
             return
         source = _specialized(spec.file, spec.consts)
@@ -116,15 +105,17 @@ class Builder:
             raise RuntimeError(f"{spec.name}: kernel binds {len(storage)} buffers, lowering gave {len(tensors)}")
         if (layout is None) != (params is None):
             raise RuntimeError(f"{spec.name}: Params given {params is not None}, declared {layout is not None}")
-        uniform = layout.pack(params) if layout is not None else b""
+        uniform, patches = layout.pack(params) if layout is not None else (b"", ())
         engine_sources = tuple((engine, self._source(_specialized(file, spec.consts)))
                                for engine, file in spec.engine_files)
         kernel = Kernel(spec.name, self._source(source), spec.entry, spec.overrides, engine_sources)
         if kernel not in self._kernel_ids:
             self._kernel_ids[kernel] = len(self.kernels)
             self.kernels.append(kernel)
-        self.dispatches.append(Dispatch(self._kernel_ids[kernel], tuple(t.buffer for t in tensors), uniform,
-                                        fold_grid(workgroups), self.node))
+        dynamic = isinstance(workgroups, symbolic.Expr)
+        grid = fold_grid(symbolic.bound(workgroups) if dynamic else workgroups)
+        self.dispatches.append(Dispatch(self._kernel_ids[kernel], tuple(t.buffer for t in tensors), uniform, grid,
+                                        self.node, patches, workgroups if dynamic else None))
 
     # -- internals ----------------------------------------------------------------------------------------------
     def _buffer(self, b: Buffer) -> int:

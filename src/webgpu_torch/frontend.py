@@ -2,7 +2,9 @@
 
 Steps: decompose to core ATen (keeping whole every op the registry has a kernel for), fold subgraphs that
 depend only on constants by running them in torch, drop dead nodes, and normalise every call's arguments by its
-schema. This is the only module of the compiler that needs torch.
+schema. Dynamic dimensions (torch.export `Dim`s) become `symbolic.Expr`s: every SymInt in a shape or an
+argument is replaced by its expression, and the nodes that only compute sizes (sym_size, operator.add, …)
+disappear into those values. This is the only module of the compiler that needs torch.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
+from . import symbolic
 from .errors import UnsupportedError
-from .graph import Graph, Node, Ref, TensorMeta, drop_dead, refs_in
+from .graph import Graph, Node, Ref, TensorMeta, drop_dead, refs_in, values_in
 from .ops import OPS
+from .symbolic import Expr, Symbol
 
 # Folding a constant subgraph must not inflate the artifact. A folded value is stored as the smallest tensor
 # it is a broadcast of (a causal mask expanded over batch and heads is stored as [S, S] and re-expanded by a
@@ -32,9 +36,14 @@ SHAPE_ONLY = ("full_like", "zeros_like", "ones_like", "empty_like", "new_full", 
 UNINITIALIZED = ("empty", "empty_like", "new_empty", "empty_strided")  # folded as zeros
 
 
+# Nodes that only assert facts about sizes (export has already checked them for the whole range).
+SIZE_ASSERTIONS = ("_assert_scalar", "sym_constrain_range", "sym_constrain_range_for_size", "_assert_async")
+
+
 def import_program(ep: ExportedProgram) -> Graph:
     ep = ep.run_decompositions(_decomposition_table())
     sig = ep.graph_signature
+    sizes = _Sizes(ep)
     constants: dict[str, torch.Tensor] = {}
     inputs: list[tuple[str, TensorMeta]] = []
     for spec in sig.input_specs:
@@ -44,7 +53,7 @@ def import_program(ep: ExportedProgram) -> Graph:
             if not isinstance(val, torch.Tensor):
                 raise UnsupportedError([f"  input {name!r}: a {type(val).__name__}; only tensor inputs are "
                                         "supported (pass scalars as 0-d tensors, or fix them at export)"])
-            inputs.append((name, _meta(val, f"input {name!r}")))
+            inputs.append((name, sizes.meta(val, f"input {name!r}")))
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
             constants[name] = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[
                 spec.target]
@@ -56,7 +65,7 @@ def import_program(ep: ExportedProgram) -> Graph:
     if mutated:
         raise UnsupportedError([f"  the program mutates {mutated} ({len(mutated)} non-user outputs); WebGPU "
                                 "programs are functional: export the model in eval() mode"])
-    nodes, outputs = _convert_nodes(ep, constants)
+    nodes, outputs = _convert_nodes(ep, constants, sizes)
     nodes = drop_dead(nodes, outputs)
     used = _referenced(nodes, outputs)
     defined = {node.name for node in nodes}  # folded values that nodes re-expand from their base
@@ -64,12 +73,13 @@ def import_program(ep: ExportedProgram) -> Graph:
     return Graph(
         inputs=inputs,
         constants={k: _to_numpy(v) for k, v in kept.items()},
-        constant_meta={k: _meta(v, f"constant {k!r}") for k, v in kept.items()},
+        constant_meta={k: sizes.meta(v, f"constant {k!r}") for k, v in kept.items()},
         nodes=nodes,
         outputs=outputs,
         input_tree=treespec_to_json(ep.call_spec.in_spec),
         output_tree=treespec_to_json(ep.call_spec.out_spec),
         meta={"torch": torch.__version__},
+        symbols=sizes.table,
     )
 
 
@@ -103,14 +113,70 @@ def _placeholder_val(ep: ExportedProgram, name: str) -> Any:
     raise KeyError(name)
 
 
-def _meta(t: torch.Tensor, what: str) -> TensorMeta:
-    shape = []
-    for s in t.shape:
-        if not isinstance(s, int):
-            raise UnsupportedError([f"  {what}: dynamic dimension {s} in shape {list(t.shape)}; only static "
-                                    "shapes are supported so far"])
-        shape.append(s)
-    return TensorMeta(tuple(shape), str(t.dtype).removeprefix("torch."))
+class _Sizes:
+    """Sizes as ints or symbolic Exprs; every dynamic dimension becomes a Symbol with its range and hint."""
+
+    def __init__(self, ep: ExportedProgram):
+        self.ranges = {str(k): v for k, v in ep.range_constraints.items()}
+        self.table: dict[str, Symbol] = {}
+        self._hints: dict[str, int] = {}
+        for n in ep.graph.nodes:
+            val = n.meta.get("val")
+            for s in getattr(val, "shape", ()):
+                if isinstance(s, torch.SymInt):
+                    env = s.node.shape_env  # backed_var_to_val: torch >= 2.13; var_to_val before
+                    hints = getattr(env, "backed_var_to_val", None) or env.var_to_val
+                    self._hints = {str(k): int(v) for k, v in hints.items()}
+                    break
+
+    def meta(self, t: torch.Tensor, what: str) -> TensorMeta:
+        return TensorMeta(tuple(self.value(s, f"{what} dim {d}") for d, s in enumerate(t.shape)),
+                          str(t.dtype).removeprefix("torch."))
+
+    def value(self, x: Any, what: str) -> int | Expr:
+        if isinstance(x, bool) or not isinstance(x, (int, torch.SymInt)):
+            raise UnsupportedError([f"  {what}: {x!r} is not an integer size"])
+        if isinstance(x, int):
+            return x
+        return self._expr(x.node.expr, what)
+
+    def _expr(self, e, what: str) -> int | Expr:
+        import sympy
+        from torch.utils._sympy import functions as tf
+
+        args = [self._expr(a, what) for a in e.args]
+        if e.is_Integer:
+            return int(e)
+        if e.is_Symbol:
+            return Expr.symbol(self._symbol(str(e), what))
+        if isinstance(e, sympy.Add):
+            return sum(args[1:], args[0])
+        if isinstance(e, sympy.Mul):
+            out = args[0]
+            for a in args[1:]:
+                out = out * a
+            return out
+        if isinstance(e, tf.FloorDiv):
+            return args[0] // args[1]
+        if isinstance(e, (sympy.Mod, tf.Mod, tf.PythonMod)):
+            return args[0] % args[1]
+        if isinstance(e, (sympy.Max, sympy.Min)):
+            pick = symbolic.maximum if isinstance(e, sympy.Max) else symbolic.minimum
+            out = args[0]
+            for a in args[1:]:
+                out = pick(out, a)
+            return out
+        raise UnsupportedError([f"  {what}: the dynamic size {e} uses {type(e).__name__}, which is not supported"])
+
+    def _symbol(self, name: str, what: str) -> Symbol:
+        if name not in self.table:
+            r = self.ranges.get(name)
+            lo, hi = (int(r.lower), r.upper) if r is not None else (0, None)
+            if hi is None or not getattr(hi, "is_finite", True) or str(hi) in ("oo", "int_oo"):
+                raise UnsupportedError([f"  {what}: the dynamic dimension {name} has no upper bound; give it one "
+                                        "(torch.export.Dim(name, max=...)) so buffers can be sized"])
+            self.table[name] = Symbol(name, lo, int(hi), self._hints.get(name, lo), what)
+        return self.table[name]
 
 
 def _to_numpy(t: torch.Tensor) -> np.ndarray:
@@ -122,13 +188,19 @@ def _to_numpy(t: torch.Tensor) -> np.ndarray:
 
 # -- nodes -------------------------------------------------------------------------------------------------------
 
-def _convert_nodes(ep: ExportedProgram, constants: dict[str, torch.Tensor]) -> tuple[list[Node], list[Ref]]:
-    refs: dict[torch.fx.Node, Ref] = {}
+def _convert_nodes(ep: ExportedProgram, constants: dict[str, torch.Tensor],
+                   sizes: _Sizes) -> tuple[list[Node], list[Ref]]:
+    refs: dict[torch.fx.Node, Ref | int | Expr] = {}  # a tensor's Ref, or a size node's value
     nodes: list[Node] = []
     outputs: list[Ref] = []
     for n in ep.graph.nodes:
+        val = n.meta.get("val")
         if n.op == "placeholder":
             refs[n] = Ref(n.name)
+        elif n.op == "call_function" and isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
+            refs[n] = sizes.value(val, f"size {n.name!r}")  # sym_size, operator.add, …: only a value
+        elif n.op == "call_function" and (isinstance(val, torch.SymBool) or _name(n) in SIZE_ASSERTIONS):
+            continue  # a fact about sizes, already checked by export
         elif n.op == "call_function" and n.target is operator.getitem:
             src, index = n.args
             refs[n] = Ref(refs[src].node, index)
@@ -137,14 +209,14 @@ def _convert_nodes(ep: ExportedProgram, constants: dict[str, torch.Tensor]) -> t
             args = _normalize_args(n, refs)
             folded = _try_fold(n, args, constants)
             if folded is None:
-                nodes.append(Node(n.name, target_name(n.target), args, _output_metas(n), _source_line(n)))
+                nodes.append(Node(n.name, target_name(n.target), args, _output_metas(n, sizes), _source_line(n)))
                 continue
             value, base = folded
             constants[n.name] = value  # what later folds read
             if base is not value:  # the graph reads it as a view of its base
                 constants[f"{n.name}_base"] = base
-                nodes.append(Node(n.name, "aten.expand.default", {"self": Ref(f"{n.name}_base"),
-                                  "size": list(value.shape), "implicit": False}, _output_metas(n), _source_line(n)))
+                expand = {"self": Ref(f"{n.name}_base"), "size": list(value.shape), "implicit": False}
+                nodes.append(Node(n.name, "aten.expand.default", expand, _output_metas(n, sizes), _source_line(n)))
         elif n.op == "output":
             for v, spec in zip(n.args[0], ep.graph_signature.output_specs, strict=True):
                 if spec.kind != OutputKind.USER_OUTPUT:
@@ -155,6 +227,11 @@ def _convert_nodes(ep: ExportedProgram, constants: dict[str, torch.Tensor]) -> t
         else:
             raise UnsupportedError([f"  node {n.name!r}: graph op {n.op!r} is not supported"])
     return nodes, outputs
+
+
+def _name(n: torch.fx.Node) -> str:
+    schema = getattr(n.target, "_schema", None)
+    return schema.name.split("::")[-1] if schema is not None else getattr(n.target, "__name__", "")
 
 
 def _normalize_args(n: torch.fx.Node, refs: dict) -> dict[str, Any]:
@@ -188,13 +265,13 @@ def _convert_value(v: Any, refs: dict) -> Any:
     return v
 
 
-def _output_metas(n: torch.fx.Node) -> tuple[TensorMeta | None, ...]:
+def _output_metas(n: torch.fx.Node, sizes: _Sizes) -> tuple[TensorMeta | None, ...]:
     val = n.meta.get("val")
     what = f"node {n.name!r} output"
     if isinstance(val, torch.Tensor):
-        return (_meta(val, what),)
+        return (sizes.meta(val, what),)
     if isinstance(val, (list, tuple)):
-        return tuple(_meta(v, what) if isinstance(v, torch.Tensor) else None for v in val)
+        return tuple(sizes.meta(v, what) if isinstance(v, torch.Tensor) else None for v in val)
     return ()
 
 
@@ -216,7 +293,9 @@ def _try_fold(n: torch.fx.Node, args: dict[str, Any],
     itself when nothing repeats). None when it cannot be folded or its base outgrows its inputs."""
     if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()):
         return None
-    name = n.target._schema.name.split("::")[-1]  # _normalize_args has checked it is an ATen operator
+    if any(symbolic.is_dynamic(v) for v in values_in(args)):
+        return None  # its value depends on a dynamic size
+    name = _name(n)  # _normalize_args has checked it is an ATen operator
     reads = [] if name in SHAPE_ONLY else list(refs_in(args))
     if any(r.index is not None or r.node not in constants for r in reads):
         return None

@@ -13,10 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from .symbolic import Expr, Symbol
+
 
 @dataclass(frozen=True)
 class TensorMeta:
-    shape: tuple[int, ...]
+    shape: tuple[int | Expr, ...]  # an Expr (symbolic.py) for a dynamic dimension
     dtype: str
 
     @property
@@ -28,7 +30,11 @@ class TensorMeta:
         return len(self.shape)
 
     def __str__(self) -> str:
-        return f"{self.dtype}{list(self.shape)}"
+        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
+
+    @property
+    def dynamic(self) -> bool:
+        return any(isinstance(s, Expr) for s in self.shape)
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,7 @@ class Graph:
     input_tree: dict
     output_tree: dict
     meta: dict = field(default_factory=dict)
+    symbols: dict[str, Symbol] = field(default_factory=dict)  # the dynamic dimensions, by name
 
     def meta_of(self, ref: Ref) -> TensorMeta | None:
         """The TensorMeta of a value (input, constant or node output); use metas() for many lookups."""
@@ -86,14 +93,7 @@ class Graph:
 
 def refs_in(value: Any) -> Iterator[Ref]:
     """Every Ref inside an argument value (nested lists, tuples and dicts)."""
-    if isinstance(value, Ref):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from refs_in(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from refs_in(v)
+    return (v for v in values_in(value) if isinstance(v, Ref))
 
 
 def drop_dead(nodes: list[Node], outputs: list[Ref]) -> list[Node]:
@@ -117,3 +117,15 @@ def map_refs(value: Any, fn: Callable[[Ref], Any]) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(map_refs(v, fn) for v in value)
     return value
+
+
+def values_in(value: Any) -> Iterator[Any]:
+    """Every leaf of an argument value (nested lists, tuples and dicts): Refs, numbers, Exprs, strings …"""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from values_in(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from values_in(v)
+    else:
+        yield value

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .program import Tensor, contiguous_strides
+from .symbolic import Expr, known_zero
 
 
 def normalize_dim(dim: int, ndim: int) -> int:
@@ -57,21 +58,44 @@ def squeeze(t: Tensor, dims: list[int] | None) -> Tensor:
     return replace(t, shape=tuple(t.shape[i] for i in keep), strides=tuple(t.strides[i] for i in keep))
 
 
-def slice_(t: Tensor, dim: int, start: int | None, end: int | None, step: int) -> Tensor:
+def slice_(t: Tensor, dim: int, start, end, step: int) -> Tensor:
     dim = normalize_dim(dim, t.ndim)
     n = t.shape[dim]
-    lo, hi, _ = slice(start, end, step).indices(n)
-    count = max(0, -(-(hi - lo) // step))
+    if isinstance(n, Expr) or isinstance(start, Expr) or isinstance(end, Expr):
+        lo, hi = _dynamic_bounds(start, end, n)
+        count = hi - lo if step == 1 else (hi - lo + step - 1) // step
+        if isinstance(count, int):
+            count = max(0, count)
+    else:
+        lo, hi, _ = slice(start, end, step).indices(n)
+        count = max(0, -(-(hi - lo) // step))
     shape = t.shape[:dim] + (count,) + t.shape[dim + 1:]
     strides = t.strides[:dim] + (t.strides[dim] * step,) + t.strides[dim + 1:]
-    return replace(t, shape=shape, strides=strides, offset=t.offset + lo * t.strides[dim] if count else t.offset)
+    empty = isinstance(count, int) and count == 0
+    return replace(t, shape=shape, strides=strides, offset=t.offset if empty else t.offset + lo * t.strides[dim])
 
 
-def select(t: Tensor, dim: int, index: int) -> Tensor:
+def _dynamic_bounds(start, end, n) -> tuple:
+    """A slice's [lo, hi) over a dim of dynamic size n, for the forms export produces (non-negative steps):
+    None or a huge end means n, a negative bound counts from n, other bounds are taken as in range (export
+    has checked them for the whole range of n)."""
+    def at(v, default):
+        if v is None or (isinstance(v, int) and v >= 2**62):
+            return default
+        return n + v if isinstance(v, int) and v < 0 else v
+
+    return at(start, 0), at(end, n)
+
+
+def select(t: Tensor, dim: int, index) -> Tensor:
     dim = normalize_dim(dim, t.ndim)
-    index = index % t.shape[dim] if -t.shape[dim] <= index < t.shape[dim] else None
-    if index is None:
-        raise IndexError(f"index out of range for dimension {dim} of size {t.shape[dim]}")
+    n = t.shape[dim]
+    if isinstance(n, Expr) or isinstance(index, Expr):
+        index = n + index if isinstance(index, int) and index < 0 else index
+    elif -n <= index < n:
+        index %= n
+    else:
+        raise IndexError(f"index out of range for dimension {dim} of size {n}")
     return replace(t, shape=t.shape[:dim] + t.shape[dim + 1:], strides=t.strides[:dim] + t.strides[dim + 1:],
                    offset=t.offset + index * t.strides[dim])
 
@@ -103,7 +127,7 @@ def _view_strides(old_shape, old_strides, new_shape) -> tuple[int, ...] | None:
             if not runs:
                 return None
             left, stride = runs.pop()
-        if left % n:
+        if not known_zero(left % n):  # a dynamic remainder that does not simplify to 0: cannot prove a view
             return None
         out[i] = stride
         stride *= n

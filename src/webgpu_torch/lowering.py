@@ -4,14 +4,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from . import dtypes, planner
+from . import dtypes, planner, symbolic
 from .builder import Builder, CompileOptions
 from .errors import UnsupportedError, describe_node
-from .graph import Graph, Node, Ref, map_refs, refs_in
+from .graph import Graph, Node, Ref, map_refs, refs_in, values_in
 from .ops import OPS, NodeView
-from .program import Buffer, Dispatch, Input, Program, Tensor, contiguous_strides
+from .program import Buffer, Input, Program, Tensor, contiguous_strides
+from .symbolic import Expr
 
 
 def check_support(graph: Graph) -> None:
@@ -40,9 +42,16 @@ def _unsupported_reason(metas: dict, node: Node, read: frozenset[int]) -> str | 
     op = OPS.get(node.target)
     if op is None:
         return f"no WebGPU kernel for {node.target}"
-    for m in [metas[r] for r in refs_in(node.args)] + list(node.outputs):
-        if m is not None and m.dtype not in dtypes.DTYPES:
+    tensors = [m for m in [metas[r] for r in refs_in(node.args)] + list(node.outputs) if m is not None]
+    for m in tensors:
+        if m.dtype not in dtypes.DTYPES:
             return f"dtype {m.dtype} is not supported on WebGPU (supported: {', '.join(dtypes.DTYPES)})"
+    if not op.dynamic:
+        dims = {str(s) for m in tensors for s in m.shape if isinstance(s, Expr)}
+        dims |= {str(v) for v in values_in(node.args) if isinstance(v, Expr)}
+        if dims:
+            return (f"this op does not take dynamic sizes yet ({', '.join(sorted(dims))}); export it with static "
+                    "shapes, or keep the dynamic dimension away from it")
     if op.check is None:
         return None
     view = NodeView(node.name, node.target, map_refs(node.args, metas.__getitem__), node.outputs,
@@ -56,7 +65,7 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
     env: dict[Ref, Tensor] = {}
     inputs = []
     for name, meta in graph.inputs:
-        size = max(meta.numel, 1) * dtypes.dtype(meta.dtype).itemsize
+        size = max(symbolic.bound(meta.numel), 1) * dtypes.dtype(meta.dtype).itemsize
         index = ctx._buffer(Buffer(size, "input", name))
         inputs.append(Input(name, meta.shape, meta.dtype, index))
         env[Ref(name)] = Tensor(index, meta.shape, contiguous_strides(meta.shape), 0, meta.dtype)
@@ -120,9 +129,9 @@ def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Gra
         outputs=[_rebuffer(t, re(t.buffer)) for t in outputs],
         input_tree=graph.input_tree,
         output_tree=graph.output_tree,
-        dispatches=[Dispatch(d.kernel, tuple(map(re, d.buffers)), d.uniform, d.grid, d.node)
-                    for d in ctx.dispatches],
+        dispatches=[replace(d, buffers=tuple(map(re, d.buffers))) for d in ctx.dispatches],
         meta=dict(graph.meta),
+        symbols=dict(graph.symbols),
     )
     program.check()
     return program

@@ -24,15 +24,17 @@ def render() -> str:
         "Every overload below compiles to the listed kernel, or to no dispatch at all where it is a view",
         "(a strided view of its argument). Anything else is refused at compile time with the node, op,",
         "shapes and reason. Dtype, rank and layout limits are checked per node (see each family's `check`).",
+        "\"dynamic sizes\": the op also runs with torch.export dynamic dimensions (`Dim`) in its shapes or arguments.",
         "",
-        "| ATen overload | family | kernel | test cases in family |",
-        "|---|---|---|---|",
+        "| ATen overload | family | kernel | dynamic sizes | test cases in family |",
+        "|---|---|---|---|---|",
     ]
     for target in sorted(OPS):
         op = OPS[target]
         family = op.module.rsplit(".", 1)[-1]
         kernel = "view (no dispatch)" if op.view else (f"`{family}.wgsl`" if f"{family}.wgsl" in kernels else "")
-        lines.append(f"| `{target}` | `ops/{family}.py` | {kernel} | {cases.get(family, 0)} |")
+        dynamic = "yes" if op.dynamic else ""
+        lines.append(f"| `{target}` | `ops/{family}.py` | {kernel} | {dynamic} | {cases.get(family, 0)} |")
     lines += ["", f"{len(OPS)} overloads in {len({o.module for o in OPS.values()})} families.", ""]
     return "\n".join(lines)
 

@@ -15,16 +15,31 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes, tree
+from . import dtypes, symbolic, tree
 
 FORMAT_VERSION = 1
+
+
+MAX_WORKGROUPS_PER_DIM = 65535  # WebGPU's guaranteed maxComputeWorkgroupsPerDimension
+
+
+def fold_grid(workgroups: int) -> tuple[int, int, int]:
+    """A 1-D count of workgroups as an (x, y, 1) grid; kernels number workgroups x-fastest and those past
+    the count exit at once."""
+    if workgroups <= MAX_WORKGROUPS_PER_DIM:
+        return (workgroups, 1, 1)
+    y = -(-workgroups // MAX_WORKGROUPS_PER_DIM)
+    if y > MAX_WORKGROUPS_PER_DIM:
+        raise ValueError(f"{workgroups} workgroups exceed a {MAX_WORKGROUPS_PER_DIM}² grid")
+    return (-(-workgroups // y), y, 1)
+
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, acc = [], 1
     for n in reversed(shape):
         strides.append(acc)
-        acc *= max(n, 1)
+        acc *= n if isinstance(n, symbolic.Expr) else max(n, 1)  # a dynamic size is never 0
     return tuple(reversed(strides))
 
 
@@ -57,12 +72,25 @@ class Tensor:
         return 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides, strict=True))
 
     def to_json(self) -> dict:
-        return {"buffer": self.buffer, "shape": list(self.shape), "strides": list(self.strides),
-                "offset": self.offset, "dtype": self.dtype}
+        j = symbolic.to_json
+        return {"buffer": self.buffer, "shape": [j(s) for s in self.shape], "strides": [j(s) for s in self.strides],
+                "offset": j(self.offset), "dtype": self.dtype}
 
     @staticmethod
-    def from_json(d: dict) -> Tensor:
-        return Tensor(d["buffer"], tuple(d["shape"]), tuple(d["strides"]), d["offset"], d["dtype"])
+    def from_json(d: dict, symbols: dict) -> Tensor:
+        def e(v):
+            return symbolic.from_json(v, symbols)
+
+        return Tensor(d["buffer"], tuple(map(e, d["shape"])), tuple(map(e, d["strides"])), e(d["offset"]),
+                      d["dtype"])
+
+    def at(self, env: dict[str, int]) -> Tensor:
+        """This view with its dynamic sizes evaluated."""
+        def e(v):
+            return symbolic.evaluate(v, env)
+
+        return Tensor(self.buffer, tuple(map(e, self.shape)), tuple(map(e, self.strides)), e(self.offset),
+                      self.dtype)
 
 
 @dataclass(frozen=True)
@@ -75,7 +103,7 @@ class Buffer:
 @dataclass(frozen=True)
 class Input:
     name: str
-    shape: tuple[int, ...]
+    shape: tuple  # ints, and Exprs for dynamic dimensions
     dtype: str
     buffer: int
 
@@ -104,6 +132,10 @@ class Dispatch:
     uniform: bytes  # the packed Params struct, b"" when the kernel has none
     grid: tuple[int, int, int]  # workgroup counts, each within WebGPU's 65,535 per dimension
     node: str  # the graph node this dispatch implements
+    # With dynamic sizes: the uniform words to fill in per call, and the workgroup count to fold per call
+    # (`grid` is then the grid for the largest sizes).
+    patches: tuple = ()  # wgsl.Patch
+    count: Any = None  # Expr | None
 
 
 @dataclass
@@ -118,6 +150,7 @@ class Program:
     output_tree: dict
     dispatches: list[Dispatch]
     meta: dict = field(default_factory=dict)  # free-form provenance: model name, torch version …
+    symbols: dict = field(default_factory=dict)  # name -> symbolic.Symbol: the dynamic dimensions
     _executor: Any = field(default=None, repr=False, compare=False)
     _restore_outputs: Any = field(default=None, repr=False, compare=False)
 
@@ -128,7 +161,8 @@ class Program:
         leaves = tree.flatten(self.input_tree, (args, kwargs))
         as_torch = any(_is_torch(x) for x in leaves)
         values = [self._check_input(spec, x) for spec, x in zip(self.inputs, leaves, strict=True)]
-        outs = [dtypes.from_device(a, t.dtype) for a, t in zip(self.executor().run(values), self.outputs,
+        env = self.bind(values)
+        outs = [dtypes.from_device(a, t.dtype) for a, t in zip(self.executor().run(values, env), self.outputs,
                                                                strict=True)]
         if as_torch:
             import torch  # the caller passed torch tensors, so torch is already imported
@@ -141,7 +175,7 @@ class Program:
         back); pass them to later calls as inputs, or read one with `.numpy()`."""
         leaves = tree.flatten(self.input_tree, (args, kwargs))
         values = [self._check_input(spec, x) for spec, x in zip(self.inputs, leaves, strict=True)]
-        return self._structure(self.executor().run(values, keep_on_device=True))
+        return self._structure(self.executor().run(values, self.bind(values), keep_on_device=True))
 
     def _structure(self, leaves: list):
         if self._restore_outputs is not None:
@@ -156,14 +190,38 @@ class Program:
             self._executor = Executor(self, engine)
         return self._executor
 
+    def bind(self, values: list) -> dict[str, int]:
+        """The dynamic dimensions' values for these inputs (checked against every input's shape and each
+        dimension's range); {} for a program of static shapes."""
+        if not self.symbols:
+            return {}
+        env: dict[str, int] = {}
+        for spec, v in zip(self.inputs, values, strict=True):
+            for size, dim in zip(spec.shape, v.shape, strict=True):
+                if isinstance(size, symbolic.Expr) and size.op == "sym":
+                    env.setdefault(size.args[0].name, dim)
+        for name, s in self.symbols.items():
+            if name not in env:
+                raise ValueError(f"dynamic dimension {name} ({s.about}) is not the size of any input dimension")
+            if not s.lo <= env[name] <= s.hi:
+                raise ValueError(f"{s.about} (dynamic dimension {name}) must be in [{s.lo}, {s.hi}], got {env[name]}")
+        for spec, v in zip(self.inputs, values, strict=True):
+            want = tuple(symbolic.evaluate(s, env) for s in spec.shape)
+            if tuple(v.shape) != want:
+                raise ValueError(f"input {spec.name!r}: expected shape {_show(spec.shape)} = {list(want)}, "
+                                 f"got {list(v.shape)}")
+        return env
+
     def _check_input(self, spec: Input, value: Any):
+        """Dtype and rank here; sizes in bind(), which knows the dynamic dimensions."""
         if type(value).__name__ == "DeviceTensor":
-            if value.shape != spec.shape or value.dtype != spec.dtype:
-                raise ValueError(f"input {spec.name!r}: expected {spec.dtype}{list(spec.shape)}, got {value}")
+            if len(value.shape) != len(spec.shape) or value.dtype != spec.dtype:
+                raise ValueError(f"input {spec.name!r}: expected {spec.dtype}{_show(spec.shape)}, got {value}")
             return value
         array = value.detach().cpu().numpy() if _is_torch(value) else np.asarray(value)
-        if tuple(array.shape) != spec.shape:
-            raise ValueError(f"input {spec.name!r}: expected shape {list(spec.shape)}, got {list(array.shape)}")
+        static = not any(isinstance(s, symbolic.Expr) for s in spec.shape)
+        if array.ndim != len(spec.shape) or (static and tuple(array.shape) != spec.shape):
+            raise ValueError(f"input {spec.name!r}: expected shape {_show(spec.shape)}, got {list(array.shape)}")
         want = dtypes.dtype(spec.dtype).host
         same_kind = array.dtype == want or (array.dtype.kind in "iu" and want.kind in "iu")
         if not same_kind:
@@ -191,15 +249,15 @@ class Program:
              "constant data for a buffer that is not a constant")
         for x in self.inputs:
             need(0 <= x.buffer < nb and self.buffers[x.buffer].role == "input", f"input {x.name}: bad buffer")
-            need(max(1, prod(x.shape)) * dtypes.dtype(x.dtype).itemsize <= self.buffers[x.buffer].size,
+            need(max(1, symbolic.bound(prod(x.shape))) * dtypes.dtype(x.dtype).itemsize <= self.buffers[x.buffer].size,
                  f"input {x.name}: buffer too small")
         need(len(self.inputs) == tree.count_leaves(self.input_tree), "input tree does not match the inputs")
         need(len(self.outputs) == tree.count_leaves(self.output_tree), "output tree does not match the outputs")
         for k, t in enumerate(self.outputs):
             need(0 <= t.buffer < nb, f"output {k}: bad buffer {t.buffer}")
-            end = (t.offset + t.span()) * dtypes.dtype(t.dtype).itemsize
-            need(t.offset >= 0 and min(t.strides, default=0) >= 0 and end <= self.buffers[t.buffer].size,
-                 f"output {k}: view reaches past its buffer")
+            end = symbolic.bound((t.offset + t.span()) * dtypes.dtype(t.dtype).itemsize)
+            lows = [symbolic.bounds(v)[0] for v in (t.offset, *t.strides)]
+            need(min(lows) >= 0 and end <= self.buffers[t.buffer].size, f"output {k}: view reaches past its buffer")
         for k in self.kernels:
             for _, src in ((None, k.source), *k.engine_sources):
                 need(isinstance(src, int) and 0 <= src < len(self.sources), f"kernel {k.name}: bad source index")
@@ -216,6 +274,10 @@ class Program:
             if len(storage) < len(binds):
                 need(len(d.uniform) >= wgsl.UniformLayout.parse(source).size, f"dispatch {i}: short uniform")
             need(len(d.grid) == 3 and all(1 <= g <= 65535 for g in d.grid), f"dispatch {i}: bad grid")
+            need(all(0 <= p.offset <= len(d.uniform) - 4 and p.scalar in ("u32", "i32", "f32") for p in d.patches),
+                 f"dispatch {i}: bad uniform patch")
+            if d.count is not None:
+                need(symbolic.bounds(d.count)[0] >= 0, f"dispatch {i}: negative workgroup count")
 
     def summary(self) -> str:
         """A readable listing: inputs, outputs, buffers by role, and every dispatch."""
@@ -223,13 +285,14 @@ class Program:
         for b in self.buffers:
             by_role.setdefault(b.role, []).append(b.size)
         lines = [f"Program: {len(self.dispatches)} dispatches, {len(self.kernels)} pipelines"]
-        lines += [f"  input  {i.name}: {i.dtype}{list(i.shape)}" for i in self.inputs]
-        lines += [f"  output {k}: {t.dtype}{list(t.shape)}" for k, t in enumerate(self.outputs)]
+        lines += [f"  dynamic {s.name} in [{s.lo}, {s.hi}]: {s.about}" for s in self.symbols.values()]
+        lines += [f"  input  {i.name}: {i.dtype}{_show(i.shape)}" for i in self.inputs]
+        lines += [f"  output {k}: {t.dtype}{_show(t.shape)}" for k, t in enumerate(self.outputs)]
         for role, sizes in sorted(by_role.items()):
             lines.append(f"  {role:8s} {len(sizes)} buffers, {sum(sizes) / 2**20:.2f} MiB")
         for i, d in enumerate(self.dispatches):
-            lines.append(f"  [{i:4d}] {self.kernels[d.kernel].name:28s} grid={list(d.grid)} "
-                         f"buffers={list(d.buffers)}  <- {d.node}")
+            grid = f"workgroups={d.count}" if d.count is not None else f"grid={list(d.grid)}"
+            lines.append(f"  [{i:4d}] {self.kernels[d.kernel].name:28s} {grid} buffers={list(d.buffers)}  <- {d.node}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -246,35 +309,52 @@ class Program:
         return {
             "version": FORMAT_VERSION,
             "meta": self.meta,
+            "symbols": {s.name: {"lo": s.lo, "hi": s.hi, "hint": s.hint, "about": s.about}
+                        for s in self.symbols.values()},
             "sources": self.sources,
             "kernels": [{"name": k.name, "source": k.source, "entry": k.entry, "overrides": dict(k.overrides),
                          "engine_sources": dict(k.engine_sources)} for k in self.kernels],
             "buffers": [{"size": b.size, "role": b.role, "name": b.name} for b in self.buffers],
-            "inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype, "buffer": i.buffer}
-                       for i in self.inputs],
+            "inputs": [{"name": i.name, "shape": [symbolic.to_json(s) for s in i.shape], "dtype": i.dtype,
+                        "buffer": i.buffer} for i in self.inputs],
             "outputs": [t.to_json() for t in self.outputs],
             "input_tree": self.input_tree,
             "output_tree": self.output_tree,
             "dispatches": [{"kernel": d.kernel, "buffers": list(d.buffers), "uniform": _words(d.uniform),
-                            "grid": list(d.grid), "node": d.node} for d in self.dispatches],
+                            "grid": list(d.grid), "node": d.node,
+                            **({"patches": [[p.offset, p.scalar, symbolic.to_json(p.value)] for p in d.patches]}
+                               if d.patches else {}),
+                            **({"count": symbolic.to_json(d.count)} if d.count is not None else {})}
+                           for d in self.dispatches],
         }
 
     @staticmethod
     def from_json(d: dict, constants: dict[int, np.ndarray]) -> Program:
+        from .wgsl import Patch
+
+        symbols = {name: symbolic.Symbol(name, int(s["lo"]), int(s["hi"]), int(s["hint"]), s.get("about", ""))
+                   for name, s in d.get("symbols", {}).items()}
+
+        def e(v):
+            return symbolic.from_json(v, symbols)
+
         return Program(
             sources=list(d["sources"]),
             kernels=[Kernel(k["name"], k["source"], k["entry"], tuple(sorted(k["overrides"].items())),
                             tuple(sorted(k.get("engine_sources", {}).items()))) for k in d["kernels"]],
             buffers=[Buffer(b["size"], b["role"], b["name"]) for b in d["buffers"]],
             constants=constants,
-            inputs=[Input(i["name"], tuple(i["shape"]), i["dtype"], i["buffer"]) for i in d["inputs"]],
-            outputs=[Tensor.from_json(t) for t in d["outputs"]],
+            inputs=[Input(i["name"], tuple(map(e, i["shape"])), i["dtype"], i["buffer"]) for i in d["inputs"]],
+            outputs=[Tensor.from_json(t, symbols) for t in d["outputs"]],
             input_tree=d["input_tree"],
             output_tree=d["output_tree"],
             dispatches=[Dispatch(x["kernel"], tuple(x["buffers"]), struct.pack(f"<{len(x['uniform'])}I",
                                                                                 *x["uniform"]),
-                                 tuple(x["grid"]), x["node"]) for x in d["dispatches"]],
+                                 tuple(x["grid"]), x["node"],
+                                 tuple(Patch(int(o), t, e(v)) for o, t, v in x.get("patches", [])),
+                                 e(x["count"]) if "count" in x else None) for x in d["dispatches"]],
             meta=d.get("meta", {}),
+            symbols=symbols,
         )
 
 
@@ -283,6 +363,10 @@ def _interface(source: str) -> tuple:
 
     binds = wgsl.bindings(source)
     return binds, wgsl.UniformLayout.parse(source) if any(b.kind == "uniform" for b in binds) else None
+
+
+def _show(shape: tuple) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"
 
 
 def _words(data: bytes) -> list[int]:

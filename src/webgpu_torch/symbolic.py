@@ -28,6 +28,7 @@ class Symbol:
     lo: int
     hi: int
     hint: int  # the size in the example inputs export traced with
+    about: str = ""  # where it first appears, for messages: "input 'past_k' dim 2"
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,11 +149,37 @@ def _mul(*factors: Value) -> Value:
 def _binary(op: str, a: Value, b: Value) -> Value:
     if isinstance(a, int) and isinstance(b, int):
         return _APPLY[op](a, b)
+    if isinstance(a, Expr) and a == b:
+        return 1 if op == "//" else 0
+    if isinstance(b, int) and b > 0 and _divisible(a, b):  # (64*s + 16) // 16 = 4*s + 1, and % 16 = 0
+        return 0 if op == "%" else _add(*(_divide(t, b) for t in _terms(a)))
     if op == "//" and b == 1:
         return a
     if op == "%" and b == 1:
         return 0
     return Expr(op, (a, b))
+
+
+def _terms(v: Value) -> tuple:
+    return v.args if isinstance(v, Expr) and v.op == "+" else (v,)
+
+
+def _coefficient(t: Value) -> int:
+    """The constant factor of a term: 12 for 12*s*t, 1 for s, the number itself for a constant."""
+    if isinstance(t, int):
+        return t
+    return t.args[-1] if t.op == "*" and isinstance(t.args[-1], int) else 1
+
+
+def _divisible(v: Value, b: int) -> bool:
+    """Whether every term of v carries a constant factor divisible by b (so v is, for all symbol values)."""
+    return all(_coefficient(t) % b == 0 for t in _terms(v))
+
+
+def _divide(t: Value, b: int) -> Value:
+    if isinstance(t, int):
+        return t // b
+    return _mul(*t.args[:-1], t.args[-1] // b) if t.op == "*" else t
 
 
 def maximum(a: Value, b: Value) -> Value:
@@ -214,6 +241,11 @@ def bound(v: Value) -> int:
 
 def is_dynamic(v: object) -> bool:
     return isinstance(v, Expr)
+
+
+def known_zero(v: Value) -> bool:
+    """Whether v is 0 for every value of its symbols (an Expr never is: it would have simplified to 0)."""
+    return isinstance(v, int) and v == 0
 
 
 # -- serialisation ------------------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from .symbolic import Expr, evaluate
+
 _CONST = re.compile(r"\bconst\s+(\w+)\s*:\s*(\w+)\s*=\s*[^;]+;")
 _ALIAS = re.compile(r"\balias\s+(\w+)\s*=\s*[^;]+;")
 _BINDING = re.compile(
@@ -167,8 +169,9 @@ class UniformLayout:
             align = max(align, a)
         return UniformLayout(tuple(fields), -(-offset // 16) * 16)
 
-    def pack(self, values: dict[str, object]) -> bytes:
-        """Pack `values` (every field by name; vectors and arrays as sequences, zero-padded)."""
+    def pack(self, values: dict[str, object]) -> tuple[bytes, tuple[Patch, ...]]:
+        """Pack `values` (every field by name; vectors and arrays as sequences, zero-padded). A value that is
+        a dynamic size (symbolic.Expr) is packed as 0 and returned as a Patch for the runtime to fill in."""
         names = {f.name for f in self.fields}
         if set(values) != names:
             raise KeyError(
@@ -176,12 +179,32 @@ class UniformLayout:
                 f"unknown {sorted(set(values) - names)}"
             )
         buf = bytearray(self.size)
+        patches = []
         for f in self.fields:
             v = values[f.name]
             items = list(v) if isinstance(v, (list, tuple)) else [v]
             if len(items) > f.count:
                 raise ValueError(f"Params.{f.name} holds {f.count} values, got {len(items)}")
             items += [0] * (f.count - len(items))
-            fmt = {"u32": "I", "i32": "i", "f32": "f"}[f.scalar]
-            struct.pack_into(f"<{f.count}{fmt}", buf, f.offset, *items)
-        return bytes(buf)
+            for i, x in enumerate(items):
+                if isinstance(x, Expr):
+                    patches.append(Patch(f.offset + 4 * i, f.scalar, x))
+                    items[i] = 0
+            struct.pack_into(f"<{f.count}{SCALAR_FORMAT[f.scalar]}", buf, f.offset, *items)
+        return bytes(buf), tuple(patches)
+
+
+SCALAR_FORMAT = {"u32": "I", "i32": "i", "f32": "f"}
+
+
+@dataclass(frozen=True)
+class Patch:
+    """A uniform word whose value is a dynamic size, evaluated per call: `scalar` is its WGSL type."""
+
+    offset: int  # bytes into the packed struct
+    scalar: str  # u32 | i32 | f32
+    value: Expr
+
+    def write(self, buf: bytearray, env: dict[str, int]) -> None:
+        v = evaluate(self.value, env)
+        struct.pack_into(f"<{SCALAR_FORMAT[self.scalar]}", buf, self.offset, float(v) if self.scalar == "f32" else v)

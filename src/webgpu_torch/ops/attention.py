@@ -92,14 +92,14 @@ def _scale(node: NodeView) -> float:
     return node.args["query"].shape[-1] ** -0.5 if scale is None else float(scale)
 
 
-@register("aten.scaled_dot_product_attention.default", check=_check)
+@register("aten.scaled_dot_product_attention.default", check=_check, dynamic=True)
 def scaled_dot_product_attention(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return attention(ctx, a["query"], a["key"], a["value"], a["attn_mask"], scale=_scale(node),
                      causal=bool(a["is_causal"]), safe=True)
 
 
-@register("webgpu.eager_attention.default", check=_check)
+@register("webgpu.eager_attention.default", check=_check, dynamic=True)
 def eager_attention(ctx: Builder, node: NodeView) -> Tensor:
     """softmax(scale · q @ kᵀ + mask, -1) @ v as the eager form computes it (made by attention_fusion.py)."""
     a = node.args

@@ -18,7 +18,7 @@ def _check(node: NodeView) -> str | None:
     return None
 
 
-@register("aten.cat.default", check=_check)
+@register("aten.cat.default", check=_check, dynamic=True)
 def cat(ctx: Builder, node: NodeView) -> Tensor:
     out = ctx.new(node.out.shape, node.out.dtype)
     dim = layout.normalize_dim(node.args["dim"], out.ndim)

@@ -20,6 +20,7 @@ from .. import dtypes, layout, wgsl
 from ..builder import Builder, KernelSpec
 from ..graph import Epilogue
 from ..program import Tensor
+from ..symbolic import Expr
 from . import epilogue
 from .registry import NodeView, OpCase, register
 
@@ -61,7 +62,8 @@ def emit(ctx: Builder, op: str, operands: list[Tensor | Number], shape: tuple[in
     contiguous = len(dims) <= 1 and all(s == (1,) * len(dims) for s in strides)
     params = {"numel": out.numel, "ndim": len(dims), "a_offset": slots[0].offset, "b_offset": slots[1].offset,
               "c_offset": slots[2].offset, "out_offset": out.offset, "alpha": float(alpha),
-              "scalar": 0.0 if scalar is None else float(scalar), "shape": dims, "a_strides": strides[0],
+              "scalar": 0.0 if scalar is None else scalar if isinstance(scalar, Expr) else float(scalar),
+              "shape": dims, "a_strides": strides[0],
               "b_strides": strides[1], "c_strides": strides[2], "out_strides": strides[3], **epilogue.params(ep)}
     types = {"A": slots[0].dtype, "B": slots[1].dtype, "C": slots[2].dtype, "T": compute or out_dtype,
              "Out": out_dtype}
@@ -135,9 +137,15 @@ def _float32_only(node: NodeView) -> str | None:
     return _limits(node)
 
 
+def _dtype_of(v) -> object:
+    """What dtypes.promote takes for an operand: a tensor's dtype, or the number itself (a dynamic size is an
+    integer)."""
+    return 0 if isinstance(v, Expr) else v if isinstance(v, Number) else v.dtype
+
+
 def _check_comparison(node: NodeView) -> str | None:
     a, b = node.args["self"], node.args["other"]
-    return _limits(node) or _scalar_fits(b, dtypes.promote(a.dtype, b if isinstance(b, Number) else b.dtype))
+    return _limits(node) or _scalar_fits(b, dtypes.promote(a.dtype, _dtype_of(b)))
 
 
 def _check_logical(node: NodeView) -> str | None:
@@ -193,7 +201,7 @@ def _lower_predicate(op: str):
         a, b = node.args["self"], node.args.get("other")
         if b is None:  # logical_not
             return emit(ctx, op, [a, 0], node.out.shape, out_dtype="bool", compute=a.dtype)
-        compute = dtypes.promote(a.dtype, b if isinstance(b, Number) else b.dtype)
+        compute = dtypes.promote(a.dtype, _dtype_of(b))
         return emit(ctx, op, [a, b], node.out.shape, out_dtype="bool", compute=compute)
 
     return lower
@@ -205,24 +213,47 @@ def _check_activation(node: NodeView) -> str | None:
     return _float32_only(node)
 
 
-@register(*ACTIVATIONS, check=_check_activation)
+@register(*ACTIVATIONS, check=_check_activation, dynamic=True)
 def activation(ctx: Builder, node: NodeView) -> Tensor:
     return emit(ctx, "copy", [node.args["self"]], node.out.shape, ep=epilogue.of_node(node.target, node.args))
 
 
-@register("aten.where.self", check=_check_where)
+def _check_creation(node: NodeView) -> str | None:
+    if node.out.dtype not in ("float32", "int64", "int32"):
+        return f"{node.target} of {node.out.dtype} is not supported"
+    step = node.args.get("step", 1)
+    if not isinstance(step, Number) or not math.isfinite(step):
+        return f"{node.target} with step {step!r} is not supported"
+    return _scalar_fits(node.args.get("start", 0), node.out.dtype) if isinstance(node.args.get("start"), Number) \
+        else None
+
+
+# Creation ops reach lowering only when their sizes or values are dynamic (otherwise they fold to constants).
+@register("aten.arange.default", "aten.arange.start", "aten.arange.start_step", "aten.full.default",
+          "aten.full_like.default", check=_check_creation, dynamic=True)
+def arange_or_full(ctx: Builder, node: NodeView) -> Tensor:
+    """arange: start + step * i; full: fill_value (a step of 0). No operand is read (a 0-d view of the dummy
+    buffer stands in for one)."""
+    a = node.args
+    fill = a.get("fill_value")
+    start, step = (fill, 0) if "fill_value" in a else (a.get("start", 0), a.get("step", 1))
+    nothing = Tensor(ctx.dummy().buffer, (), (), 0, "float32")
+    return emit(ctx, "arange", [nothing, start], node.out.shape, out_dtype=node.out.dtype, alpha=step)
+
+
+@register("aten.where.self", check=_check_where, dynamic=True)
 def where(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return emit(ctx, "where", [a["condition"], a["self"], a["other"]], node.out.shape, out_dtype=node.out.dtype)
 
 
-@register("aten.pow.Scalar", check=_check_arithmetic("pow"))
+@register("aten.pow.Scalar", check=_check_arithmetic("pow"), dynamic=True)
 def pow_scalar_base(ctx: Builder, node: NodeView) -> Tensor:
     base = ctx.constant(f"{node.name}_base", np.full((), node.args["self"], np.float32))
     return emit(ctx, "pow", [base, node.args["exponent"]], node.out.shape)
 
 
-@register("aten._to_copy.default", check=_check_cast)
+@register("aten._to_copy.default", check=_check_cast, dynamic=True)
 def to_copy(ctx: Builder, node: NodeView) -> Tensor:
     """A cast. int64 and int32 share their device form (i32), so a cast between them is a view; to bool is
     `!= 0`; the others convert on store (float to int truncates toward zero, as torch does)."""
@@ -235,13 +266,13 @@ def to_copy(ctx: Builder, node: NodeView) -> Tensor:
 
 
 for _op, _target in [*BINARY.items(), *WITH_SCALAR.items()]:
-    register(_target, check=_check_arithmetic(_op), epilogue=_op != "pow")(_lower_binary(_op))
+    register(_target, check=_check_arithmetic(_op), epilogue=_op != "pow", dynamic=True)(_lower_binary(_op))
 for _op, _target in UNARY.items():
-    register(_target, check=_check_arithmetic(_op), epilogue=True)(_lower_unary(_op))
+    register(_target, check=_check_arithmetic(_op), epilogue=True, dynamic=True)(_lower_unary(_op))
 for _op, _targets in COMPARISONS.items():
-    register(*_targets, check=_check_comparison)(_lower_predicate(_op))
+    register(*_targets, check=_check_comparison, dynamic=True)(_lower_predicate(_op))
 for _target, _op in LOGICAL.items():
-    register(_target, check=_check_logical)(_lower_predicate(_op))
+    register(_target, check=_check_logical, dynamic=True)(_lower_predicate(_op))
 
 
 def cases() -> list[OpCase]:

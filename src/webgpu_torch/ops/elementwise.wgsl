@@ -46,6 +46,7 @@ const OP_NOT: u32 = 24u;
 const OP_WHERE: u32 = 25u;     // a ? b : c
 const OP_MAXIMUM: u32 = 26u;
 const OP_MINIMUM: u32 = 27u;
+const OP_ARANGE: u32 = 28u;    // scalar + alpha * i (i: the flat output index); reads no operand
 
 alias A = f32;
 alias B = f32;
@@ -179,7 +180,12 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   if (OP == OP_WHERE) {
     z = T(c[ic]);
   }
-  var r = apply(T(a[ia]), y, z);
+  var r: Out;
+  if (OP == OP_ARANGE) {
+    r = Out(T(p.scalar) + T(p.alpha) * T(i));
+  } else {
+    r = apply(T(a[ia]), y, z);
+  }
   if (ACTIVATION != ACT_NONE) {
     r = Out(activate(f32(r), ACTIVATION, p.act_lo, p.act_hi));
   }

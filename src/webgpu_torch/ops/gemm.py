@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from numbers import Number
 from typing import ClassVar
 
-from .. import layout
+from .. import layout, symbolic
 from ..builder import Builder, KernelSpec
 from ..graph import Epilogue
 from ..program import Tensor
@@ -165,10 +165,13 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     bias3 = layout.broadcast_to(bias, (batch, m, n)) if use_bias else None
     forced = ctx.options.gemm
     axes = (vec4_axis(a3), vec4_axis(b3))
-    if forced in ("gemv", "auto") and m <= GEMV_MAX_ROWS and axes[0] == 2 and axes[1]:
+    if forced in ("gemv", "auto") and symbolic.bound(m) <= GEMV_MAX_ROWS and axes[0] == 2 and axes[1]:
         return _gemv(ctx, a3, b3, bias3, alpha, beta, out_shape, ep, b_k_contiguous=axes[1] == 1)
-    name = choose_config(batch, m, n, None not in axes, "auto" if forced == "gemv" else forced)
-    splits = split_k(batch, m, n, k, name) if forced == "auto" and CONFIGS[name].vec4 and batch == 1 else 1
+    # Tile sizes and K splits only change speed, so dynamic sizes are judged by their hints.
+    hb, hm, hn = (symbolic.hint(v) for v in (batch, m, n))
+    name = choose_config(hb, hm, hn, None not in axes, "auto" if forced == "gemv" else forced)
+    static_k = isinstance(k, int) and batch == 1
+    splits = split_k(hb, hm, hn, k, name) if forced == "auto" and CONFIGS[name].vec4 and static_k else 1
     if splits == 1:
         out = ctx.new(out_shape)
         _tiled(ctx, name, a3, b3, bias3, alpha, beta, out, ep, axes)
@@ -209,7 +212,7 @@ def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, alpha: flo
           out_shape: tuple[int, ...], ep: Epilogue | None, b_k_contiguous: bool) -> Tensor:
     batch, m, k = a3.shape
     n = b3.shape[2]
-    rows = 1 << (m - 1).bit_length()  # the register rows: M rounded up to a power of two
+    rows = 1 << (symbolic.bound(m) - 1).bit_length()  # the register rows: M (at most) up to a power of two
     per_block = 8 if b_k_contiguous else 32  # dot_k: 8 columns per workgroup; sweep_n: 8 vec4 of columns
     blocks_n = -(-n // per_block)
     out = ctx.new(out_shape)
@@ -274,24 +277,24 @@ def _bias_tensor(ctx: Builder, node: NodeView, bias) -> Tensor:
     return bias
 
 
-@register("aten.mm.default", check=_check_ranks(self=2, mat2=2), epilogue=True)
+@register("aten.mm.default", check=_check_ranks(self=2, mat2=2), epilogue=True, dynamic=True)
 def mm(ctx: Builder, node: NodeView) -> Tensor:
     return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue)
 
 
-@register("aten.bmm.default", check=_check_ranks(self=3, mat2=3), epilogue=True)
+@register("aten.bmm.default", check=_check_ranks(self=3, mat2=3), epilogue=True, dynamic=True)
 def bmm(ctx: Builder, node: NodeView) -> Tensor:
     return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue)
 
 
-@register("aten.addmm.default", check=_check_addmm, epilogue=True)
+@register("aten.addmm.default", check=_check_addmm, epilogue=True, dynamic=True)
 def addmm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return gemm(ctx, a["mat1"], a["mat2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"], beta=a["beta"],
                 out_shape=node.out.shape, ep=node.epilogue)
 
 
-@register("aten.baddbmm.default", check=_check_baddbmm, epilogue=True)
+@register("aten.baddbmm.default", check=_check_baddbmm, epilogue=True, dynamic=True)
 def baddbmm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return gemm(ctx, a["batch1"], a["batch2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"],
@@ -307,7 +310,7 @@ def _check_linear(node: NodeView) -> str | None:
     return _check_float32(node)
 
 
-@register("aten.linear.default", check=_check_linear, epilogue=True)
+@register("aten.linear.default", check=_check_linear, epilogue=True, dynamic=True)
 def linear(ctx: Builder, node: NodeView) -> Tensor:
     """y = x @ wᵀ + bias over any leading dims of x: x is viewed as [M, K] (copied only if its strides do not
     allow that view), wᵀ is a view."""

@@ -65,7 +65,7 @@ def _check(node: NodeView) -> str | None:
     return None
 
 
-@register("aten.embedding.default", check=_check)
+@register("aten.embedding.default", check=_check, dynamic=True)
 def embedding(ctx: Builder, node: NodeView) -> Tensor:
     w, idx = node.args["weight"], node.args["indices"]
     shape = node.out.shape
@@ -73,7 +73,7 @@ def embedding(ctx: Builder, node: NodeView) -> Tensor:
     return gather(ctx, w, shape, [0] * idx.ndim + [w.strides[1]], [(view, w.strides[0], w.shape[0])])
 
 
-@register("aten.index_select.default", check=_check)
+@register("aten.index_select.default", check=_check, dynamic=True)
 def index_select(ctx: Builder, node: NodeView) -> Tensor:
     x, index = node.args["self"], node.args["index"]
     dim = layout.normalize_dim(node.args["dim"], x.ndim)
@@ -82,7 +82,7 @@ def index_select(ctx: Builder, node: NodeView) -> Tensor:
     return gather(ctx, x, shape, direct, [(_along(index, shape, dim), x.strides[dim], x.shape[dim])])
 
 
-@register("aten.gather.default", check=_check)
+@register("aten.gather.default", check=_check, dynamic=True)
 def gather_(ctx: Builder, node: NodeView) -> Tensor:
     x, index = node.args["self"], node.args["index"]
     dim = layout.normalize_dim(node.args["dim"], x.ndim)
@@ -90,7 +90,7 @@ def gather_(ctx: Builder, node: NodeView) -> Tensor:
     return gather(ctx, x, index.shape, direct, [(index, x.strides[dim], x.shape[dim])])
 
 
-@register("aten.index.Tensor", check=_check)
+@register("aten.index.Tensor", check=_check, dynamic=True)
 def index(ctx: Builder, node: NodeView) -> Tensor:
     """x[..., i0, i1, ...]: adjacent index tensors starting at dim `first` broadcast together and replace the
     dims they index, in place (torch's rule for adjacent advanced indices)."""

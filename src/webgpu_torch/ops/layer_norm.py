@@ -32,7 +32,7 @@ def _check(node: NodeView) -> str | None:
     return None
 
 
-@register("aten.native_layer_norm.default", check=_check)
+@register("aten.native_layer_norm.default", check=_check, dynamic=True)
 def native_layer_norm(ctx: Builder, node: NodeView) -> list[Tensor]:
     a = node.args
     x, w, b = a["input"], a["weight"], a["bias"]

@@ -94,7 +94,7 @@ for _target, _op, _dim in [
     ("aten.all.dims", "min", "dim"),
     ("aten.linalg_vector_norm.default", "norm2", "dim"),
 ]:
-    register(_target, check=_check)(_lower(_op, _dim))
+    register(_target, check=_check, dynamic=True)(_lower(_op, _dim))
 
 
 def cases() -> list[OpCase]:

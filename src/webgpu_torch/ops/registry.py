@@ -44,6 +44,7 @@ class OpDef:
     module: str
     view: bool  # costs no dispatch: the result is a strided view of an argument
     epilogue: bool  # its lowering applies node.epilogue, so an activation of its result can be fused into it
+    dynamic: bool  # its lowering handles dynamic sizes (symbolic.Expr in shapes and arguments)
 
 
 @dataclass(frozen=True)
@@ -80,13 +81,13 @@ def register_option(name: str, *choices: str) -> None:
     OPTIONS[name] = choices
 
 
-def register(*targets: str, check: Check | None = None, view: bool = False,
-             epilogue: bool = False) -> Callable[[Lower], Lower]:
+def register(*targets: str, check: Check | None = None, view: bool = False, epilogue: bool = False,
+             dynamic: bool = False) -> Callable[[Lower], Lower]:
     def deco(fn: Lower) -> Lower:
         for target in targets:
             if target in OPS:
                 raise RuntimeError(f"{target} is registered twice ({OPS[target].module} and {fn.__module__})")
-            OPS[target] = OpDef(target, fn, check, fn.__module__, view, epilogue)
+            OPS[target] = OpDef(target, fn, check, fn.__module__, view, epilogue, dynamic)
         return fn
 
     return deco

@@ -3,13 +3,18 @@ row, and the Params that address rows of a strided view. row.wgsl is their share
 
 from __future__ import annotations
 
+from math import prod
+
+from .. import symbolic
 from ..program import Tensor
 
 WORKGROUP = 256
 
 
-def row_threads(n: int) -> int:
-    """Threads sharing a row of n elements: a power of two, at most the workgroup."""
+def row_threads(n) -> int:
+    """Threads sharing a row of n elements: a power of two, at most the workgroup (for a dynamic n, chosen by
+    its hint: any count is correct, the kernels stride over the row)."""
+    n = symbolic.hint(n)
     row = 1
     while row < min(n, WORKGROUP):
         row *= 2
@@ -21,9 +26,7 @@ def row_params(x: Tensor, dim: int) -> dict:
     other dims enumerate rows (with their strides), `inner` is the element count of the dims after `dim`."""
     kept = [d for d in range(x.ndim) if d != dim]
     n = x.shape[dim] if x.ndim else 1
-    inner = 1
-    for d in kept[dim:]:
-        inner *= x.shape[d]
-    return {"rows": max(x.numel, 1) // max(n, 1), "n": n, "inner": inner, "offset": x.offset,
+    return {"rows": prod(x.shape[d] for d in kept), "n": n, "inner": prod(x.shape[d] for d in kept[dim:]),
+            "offset": x.offset,
             "stride": x.strides[dim] if x.ndim else 0, "kept_ndim": len(kept),
             "kept_shape": [x.shape[d] for d in kept], "kept_strides": [x.strides[d] for d in kept]}

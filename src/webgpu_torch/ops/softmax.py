@@ -49,7 +49,7 @@ def _lower(op: str):
 
 for _target, _op in [("aten._softmax.default", "softmax"), ("aten._log_softmax.default", "log_softmax"),
                      ("aten._safe_softmax.default", "safe_softmax")]:
-    register(_target, check=_check)(_lower(_op))
+    register(_target, check=_check, dynamic=True)(_lower(_op))
 
 
 def cases() -> list[OpCase]:

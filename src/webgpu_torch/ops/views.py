@@ -12,25 +12,25 @@ from ..program import Tensor
 from .registry import NodeView, OpCase, register
 
 
-@register("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", view=True)
+@register("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", view=True, dynamic=True)
 def reshape(ctx: Builder, node: NodeView) -> Tensor:
     t = node.args["self"]
     shape = node.out.shape
     return layout.view(t, shape) or layout.view(ctx.contiguous(t), shape)
 
 
-@register("aten.permute.default", view=True)
+@register("aten.permute.default", view=True, dynamic=True)
 def permute(ctx: Builder, node: NodeView) -> Tensor:
     return layout.permute(node.args["self"], node.args["dims"])
 
 
-@register("aten.t.default", view=True)
+@register("aten.t.default", view=True, dynamic=True)
 def t(ctx: Builder, node: NodeView) -> Tensor:
     x = node.args["self"]
     return layout.permute(x, [1, 0]) if x.ndim == 2 else x
 
 
-@register("aten.transpose.int", view=True)
+@register("aten.transpose.int", view=True, dynamic=True)
 def transpose(ctx: Builder, node: NodeView) -> Tensor:
     x = node.args["self"]
     dims = list(range(x.ndim))
@@ -39,34 +39,34 @@ def transpose(ctx: Builder, node: NodeView) -> Tensor:
     return layout.permute(x, dims)
 
 
-@register("aten.expand.default", view=True)
+@register("aten.expand.default", view=True, dynamic=True)
 def expand(ctx: Builder, node: NodeView) -> Tensor:
     return layout.expand(node.args["self"], node.args["size"])
 
 
-@register("aten.unsqueeze.default", view=True)
+@register("aten.unsqueeze.default", view=True, dynamic=True)
 def unsqueeze(ctx: Builder, node: NodeView) -> Tensor:
     return layout.unsqueeze(node.args["self"], node.args["dim"])
 
 
-@register("aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims", view=True)
+@register("aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims", view=True, dynamic=True)
 def squeeze(ctx: Builder, node: NodeView) -> Tensor:
     dim = node.args.get("dim")
     return layout.squeeze(node.args["self"], None if dim is None else [dim] if isinstance(dim, int) else dim)
 
 
-@register("aten.slice.Tensor", view=True)
+@register("aten.slice.Tensor", view=True, dynamic=True)
 def slice_(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return layout.slice_(a["self"], a["dim"], a["start"], a["end"], a["step"])
 
 
-@register("aten.select.int", view=True)
+@register("aten.select.int", view=True, dynamic=True)
 def select(ctx: Builder, node: NodeView) -> Tensor:
     return layout.select(node.args["self"], node.args["dim"], node.args["index"])
 
 
-@register("aten.split.Tensor", "aten.split_with_sizes.default", view=True)
+@register("aten.split.Tensor", "aten.split_with_sizes.default", view=True, dynamic=True)
 def split(ctx: Builder, node: NodeView) -> list[Tensor]:
     x, dim = node.args["self"], node.args["dim"]
     sizes = [m.shape[layout.normalize_dim(dim, x.ndim)] for m in node.outputs]
@@ -74,7 +74,7 @@ def split(ctx: Builder, node: NodeView) -> list[Tensor]:
     return [layout.slice_(x, dim, start, start + n, 1) for start, n in zip(starts, sizes, strict=True)]
 
 
-@register("aten.unbind.int", view=True)
+@register("aten.unbind.int", view=True, dynamic=True)
 def unbind(ctx: Builder, node: NodeView) -> list[Tensor]:
     x, dim = node.args["self"], node.args["dim"]
     return [layout.select(x, dim, i) for i in range(x.shape[layout.normalize_dim(dim, x.ndim)])]
@@ -82,12 +82,12 @@ def unbind(ctx: Builder, node: NodeView) -> list[Tensor]:
 
 # The graph is functional (nothing is mutated after export), so a clone can share its source's storage.
 @register("aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default",
-          view=True)
+          view=True, dynamic=True)
 def alias(ctx: Builder, node: NodeView) -> Tensor:
     return node.args["self"]
 
 
-@register("aten._assert_tensor_metadata.default", view=True)
+@register("aten._assert_tensor_metadata.default", view=True, dynamic=True)
 def assert_metadata(ctx: Builder, node: NodeView) -> None:
     return None
 

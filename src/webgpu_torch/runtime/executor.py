@@ -5,6 +5,10 @@ layouts derived from each source's bindings, one pipeline per kernel, all dispat
 buffer (written once), one bind group per dispatch, and one mappable staging buffer for all outputs.
 A call: write the inputs, encode every dispatch into one compute pass of one command encoder, copy the
 outputs' byte ranges into the staging buffer, submit once, map once.
+
+Dynamic sizes: buffers are sized for the largest values. When a call's sizes differ from the last call's,
+prepare() fills the uniform words that depend on them (one write per such dispatch), folds those dispatches'
+grids and evaluates the output views; calls at the same sizes repeat nothing.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes, wgsl
+from .. import dtypes, symbolic, wgsl
 from ..errors import DeviceError
-from ..program import Program, Tensor
+from ..program import Program, Tensor, fold_grid
 from .device_tensor import DeviceTensor
 from .engine import Engine, get_engine
 
@@ -51,6 +55,9 @@ class Executor:
         self._build_pipelines()
         self._build_bind_groups()
         self._build_readback()
+        self._env: dict[str, int] | None = None
+        if not program.symbols:
+            self.prepare({})
 
     # -- load time --------------------------------------------------------------------------------------------
     def _check_limits(self) -> None:
@@ -105,6 +112,7 @@ class Executor:
         for off, d in zip(offsets, self.program.dispatches, strict=True):
             blob[off:off + len(d.uniform)] = d.uniform
         device.queue.write_buffer(self.uniforms, 0, bytes(blob))
+        self._uniform_offsets = offsets
         self.bind_groups = []
         for off, d in zip(offsets, self.program.dispatches, strict=True):
             source = self._kernel_source[d.kernel]
@@ -117,26 +125,49 @@ class Executor:
                     res = {"buffer": buf, "offset": 0, "size": buf.size}
                 entries.append({"binding": b.index, "resource": res})
             self.bind_groups.append(device.create_bind_group(layout=self._group_layouts[source], entries=entries))
-        self._plan = [(self.pipelines[d.kernel], bg, d.grid)
-                      for d, bg in zip(self.program.dispatches, self.bind_groups, strict=True)]
 
     def _build_readback(self) -> None:
+        """One staging buffer with a slot per output, each as large as its output can get."""
         wgpu = self.engine.wgpu
-        self._readbacks, total = [], 0
+        self._staging_offsets, total = [], 0
         for t in self.program.outputs:
-            item = dtypes.dtype(t.dtype).itemsize
-            start = t.offset * item // 4 * 4
-            end = _round_up((t.offset + t.span()) * item, 4)
-            self._readbacks.append(_Readback(t, start, end - start, total))
-            total += end - start
+            self._staging_offsets.append(total)
+            total += symbolic.bound(_round_up((t.span() + 1) * dtypes.dtype(t.dtype).itemsize, 4))
         self.staging = self.engine.device.create_buffer(
             size=max(total, 4), usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
         self._scratch = [self.buffers[i] for i, b in enumerate(self.program.buffers) if b.role == "scratch"]
 
+    def prepare(self, env: dict[str, int]) -> None:
+        """Make the dispatch plan and output reads for these dynamic sizes (a no-op when they are the last
+        call's); `env` is Program.bind's result."""
+        if env == self._env:
+            return
+        queue = self.engine.device.queue
+        grids = []
+        for off, d in zip(self._uniform_offsets, self.program.dispatches, strict=True):
+            if d.patches:
+                words = bytearray(d.uniform)
+                for patch in d.patches:
+                    patch.write(words, env)
+                queue.write_buffer(self.uniforms, off, bytes(words))
+            grids.append(fold_grid(symbolic.evaluate(d.count, env)) if d.count is not None else d.grid)
+        self._plan = [(self.pipelines[d.kernel], bg, grid)
+                      for d, bg, grid in zip(self.program.dispatches, self.bind_groups, grids, strict=True)]
+        self._readbacks = []
+        for t, dst in zip(self.program.outputs, self._staging_offsets, strict=True):
+            view = t.at(env)
+            item = dtypes.dtype(view.dtype).itemsize
+            start = view.offset * item // 4 * 4
+            end = _round_up((view.offset + view.span()) * item, 4)
+            self._readbacks.append(_Readback(view, start, end - start, dst))
+        self._env = dict(env)
+
     # -- call time --------------------------------------------------------------------------------------------
-    def run(self, inputs: list, keep_on_device: bool = False) -> list:
-        """Outputs for `inputs` (in Program.inputs order, each a device-format array or a DeviceTensor): as
-        device-format arrays, or with `keep_on_device` as DeviceTensors (nothing read back)."""
+    def run(self, inputs: list, env: dict[str, int] | None = None, keep_on_device: bool = False) -> list:
+        """Outputs for `inputs` (in Program.inputs order, each a device-format array or a DeviceTensor) at the
+        dynamic sizes `env`: as device-format arrays, or with `keep_on_device` as DeviceTensors (nothing read
+        back)."""
+        self.prepare(env or {})
         device = self.engine.device
         encoder = device.create_command_encoder()
         for spec, value in zip(self.program.inputs, inputs, strict=True):
