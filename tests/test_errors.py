@@ -91,3 +91,12 @@ def test_unsupported_forms_are_refused_with_their_reason(fn, inputs, reason):
     ep = torch.export.export(Fn(fn), tuple(inputs))
     with pytest.raises(UnsupportedError, match=reason):
         webgpu_torch.compile(ep)
+
+
+def test_a_tensor_over_the_binding_limit_that_cannot_be_split_is_refused():
+    class Big(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x) * 2.0
+
+    with pytest.raises(UnsupportedError, match=r"binds .* of 400,000 bytes; the binding limit is 65,536"):
+        webgpu_torch.compile_module(Big(), (torch.randn(100, 1000),), max_binding_size=65536)

@@ -35,9 +35,13 @@ class KernelSpec:
                           tuple(sorted((engine_files or {}).items())))
 
 
+DEFAULT_MAX_BINDING = 128 * 2**20  # WebGPU's default maxStorageBufferBindingSize: every adapter binds this much
+
+
 @dataclass(frozen=True)
 class CompileOptions:
     gemm: str = "auto"  # GEMM variant: "auto" or a name in ops.gemm.CONFIGS
+    max_binding: int = DEFAULT_MAX_BINDING  # no dispatch binds a larger buffer (larger constants are split)
     extra: dict = field(default_factory=dict)  # family-specific options, read by the family that owns them
 
 
@@ -65,6 +69,7 @@ class Builder:
         self._source_ids: dict[str, int] = {}
         self._kernel_ids: dict[Kernel, int] = {}
         self._dummy: Tensor | None = None
+        self._chunks: dict[tuple, Tensor] = {}
 
     # -- for op lowerings -------------------------------------------------------------------------------------
     def new(self, shape: tuple, dtype: str = "float32") -> Tensor:
@@ -84,6 +89,32 @@ class Builder:
         index = self._buffer(Buffer(max(data.nbytes, 4), "constant", name))
         self.constants[index] = data
         return Tensor(index, tuple(array.shape), contiguous_strides(tuple(array.shape)), 0, dtype)
+
+    def too_large(self, t: Tensor) -> bool:
+        """Whether t is a constant over the binding limit, which an op must split (see row_chunks). Other
+        tensors over it are refused when lowering ends."""
+        b = self.buffers[t.buffer]
+        return b.role == "constant" and b.size > self.options.max_binding
+
+    def row_chunks(self, t: Tensor) -> list[tuple[int, int, Tensor]]:
+        """A contiguous constant over the binding limit as (lo, hi, rows lo..hi as a constant of their own),
+        each under the limit. Chunks are made once per constant and row range."""
+        if self.buffers[t.buffer].role != "constant" or not t.is_contiguous() or t.ndim < 1:
+            raise ValueError(f"only contiguous constants are split into row chunks, not {self.buffers[t.buffer]}")
+        row_bytes = max(1, prod(t.shape[1:])) * dtypes.dtype(t.dtype).itemsize
+        per = max(1, self.options.max_binding // row_bytes)
+        return [(lo, min(lo + per, t.shape[0]), self._rows(t, lo, min(lo + per, t.shape[0])))
+                for lo in range(0, t.shape[0], per)]
+
+    def _rows(self, t: Tensor, lo: int, hi: int) -> Tensor:
+        key = (t.buffer, t.offset, lo, hi)
+        if key not in self._chunks:
+            data = self.constants[t.buffer].reshape(-1)[t.offset:t.offset + t.numel].reshape(t.shape)[lo:hi]
+            name = f"{self.buffers[t.buffer].name}[{lo}:{hi}]"
+            index = self._buffer(Buffer(max(data.nbytes, 4), "constant", name))
+            self.constants[index] = data
+            self._chunks[key] = Tensor(index, data.shape, contiguous_strides(data.shape), 0, t.dtype)
+        return self._chunks[key]
 
     def contiguous(self, t: Tensor) -> Tensor:
         """`t` itself when contiguous, else a contiguous copy (one dispatch)."""

@@ -11,17 +11,20 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import lowering
-from .builder import CompileOptions
+from .builder import DEFAULT_MAX_BINDING, CompileOptions
 from .ops import OPTIONS
 from .ops.gemm import CONFIGS as GEMM_CONFIGS
 from .program import Program
 
 
-def compile(ep, *, gemm: str = "auto", **extra: Any) -> Program:
+def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDING, **extra: Any) -> Program:
     """Compile a `torch.export.ExportedProgram` for WebGPU.
 
     gemm: force one GEMM kernel configuration (a name in ops.gemm.CONFIGS, e.g. "pr" for the ExecuTorch PR's
           kernel, or "gemv"); "auto" routes by shape and layout.
+    max_binding_size: the most bytes any dispatch binds in one buffer; WebGPU guarantees 128 MiB on every
+          adapter, so that default runs anywhere. Larger weights read by linear or embedding are split into
+          row chunks under it; any other tensor over it is refused at compile time.
     extra: the op families' own options (ops.OPTIONS), e.g. conv="auto" | "im2col" | "direct".
     Raises UnsupportedError naming every node that cannot run, its op, shapes and the reason, before anything
     touches a GPU. The returned Program is plain data; calling it runs it on the default WebGPU engine.
@@ -36,7 +39,9 @@ def compile(ep, *, gemm: str = "auto", **extra: Any) -> Program:
     with _quiet_torch():
         graph = frontend.import_program(ep)
         graph = fusion.fuse_epilogues(attention_fusion.fuse_attention(conv_folding.fold(graph)))
-    program = lowering.lower(graph, CompileOptions(gemm=gemm, extra=extra))
+    if max_binding_size < 2**16:
+        raise ValueError(f"max_binding_size={max_binding_size}: must be at least 64 KiB")
+    program = lowering.lower(graph, CompileOptions(gemm=gemm, max_binding=max_binding_size, extra=extra))
     out_spec = ep.call_spec.out_spec
     program._restore_outputs = lambda leaves: pytree.tree_unflatten(leaves, out_spec)
     return program

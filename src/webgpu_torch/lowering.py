@@ -133,8 +133,23 @@ def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Gra
         meta=dict(graph.meta),
         symbols=dict(graph.symbols),
     )
+    _check_bindings(program, ctx.options.max_binding)
     program.check()
     return program
+
+
+def _check_bindings(program: Program, limit: int) -> None:
+    """Refuse, naming each, the buffers a dispatch would bind beyond the binding limit."""
+    problems = {}
+    for d in program.dispatches:
+        for b in d.buffers:
+            buf = program.buffers[b]
+            if buf.size > limit:
+                what = f"{buf.role} {buf.name!r}" if buf.name else f"a {buf.role} tensor"
+                problems[b] = (f"  node {d.node!r} binds {what} of {buf.size:,} bytes; the binding limit is "
+                               f"{limit:,} (compile option max_binding_size; WebGPU guarantees 128 MiB)")
+    if problems:
+        raise UnsupportedError(list(problems.values()))
 
 
 def _used(index: int, first: dict[int, int], outputs: list[Tensor]) -> bool:

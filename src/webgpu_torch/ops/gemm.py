@@ -21,6 +21,7 @@ from ..builder import Builder, KernelSpec
 from ..graph import Epilogue
 from ..program import Tensor
 from . import epilogue
+from .elementwise import copy
 from .registry import NodeView, OpCase, register
 
 FILE = "gemm.wgsl"
@@ -318,13 +319,24 @@ def linear(ctx: Builder, node: NodeView) -> Tensor:
     k = x.shape[-1]
     rows = x.numel // k if k else 0
     x2 = layout.view(x, (rows, k)) or layout.view(ctx.contiguous(x), (rows, k))
-    return gemm(ctx, x2, layout.permute(w, [1, 0]), bias, out_shape=node.out.shape, ep=node.epilogue)
+    if not ctx.too_large(w):
+        return gemm(ctx, x2, layout.permute(w, [1, 0]), bias, out_shape=node.out.shape, ep=node.epilogue)
+    # A weight over the binding limit (a tied vocabulary projection): one GEMM per chunk of its rows, each
+    # result copied into its columns of the output.
+    out = ctx.new(node.out.shape)
+    out2 = layout.view(out, (rows, w.shape[0]))
+    for lo, hi, chunk in ctx.row_chunks(w):
+        part_bias = None if bias is None else layout.slice_(bias, 0, lo, hi, 1)
+        part = gemm(ctx, x2, layout.permute(chunk, [1, 0]), part_bias, out_shape=(rows, hi - lo), ep=node.epilogue)
+        copy(ctx, part, out=layout.slice_(out2, 1, lo, hi, 1))
+    return out
 
 
 def cases() -> list[OpCase]:
     import torch
 
     g = ("gemm",)
+    big = torch.randn(293, 64, generator=torch.Generator().manual_seed(9))  # 75 KB: a constant, split in two
 
     def addmm(**kw):
         return lambda s, a, b: torch.addmm(s, a, b, **kw)
@@ -382,5 +394,9 @@ def cases() -> list[OpCase]:
                [(3, 19, 1536), (384, 1536), (384,)], marks=g),
         OpCase("split_k_bias_gelu", lambda s, a, b: torch.nn.functional.gelu(torch.addmm(s, a, b, beta=0.5)),
                [(44,), (68, 2048), (2048, 44)], marks=g),
+        # A weight over the binding limit (forced down to 64 KiB here) is split into row chunks.
+        OpCase("linear_weight_over_binding_limit", lambda x: torch.nn.functional.linear(x, big.to(x.dtype),
+                                                                                      big[:, 0].to(x.dtype)),
+               [(3, 64)], marks=g, kwargs={"max_binding_size": 65536}),
         OpCase("mm_grid_beyond_65535", lambda a, b: a @ b, [(1, 3), (3, 70_001 * 32)], marks=g),
     ]

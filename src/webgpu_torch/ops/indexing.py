@@ -24,19 +24,24 @@ NAN_BITS = int(np.array(np.nan, np.float32).view(np.uint32))
 
 
 def gather(ctx: Builder, src: Tensor, shape: tuple[int, ...], direct: list[int],
-           indices: list[tuple[Tensor, int, int]]) -> Tensor:
+           indices: list[tuple[Tensor, int, int]], *, out: Tensor | None = None,
+           window: tuple[int, int] | None = None) -> Tensor:
     """out[o] = src[offset + Σ o_d·direct_d + Σ_t idx_t[o]·stride_t] over the output `shape`; `indices` holds
-    (index view of `shape`, source stride, source dim size) per index tensor."""
-    out = ctx.new(shape, src.dtype)
+    (index view of `shape`, source stride, source dim size) per index tensor. With `window` (lo, hi), src
+    holds rows lo..hi of index 0's dim only and just the outputs selecting those rows are written (into
+    `out`, shared by the dispatches of all windows)."""
+    out = ctx.new(shape, src.dtype) if out is None else out
     views = [t for t, _, _ in indices]
     slots = views + [views[0]] * (MAX_INDICES - len(views))
     pad = [0] * (4 - len(indices))
+    lo, hi = window or (0, 0)
     params = {"numel": out.numel, "ndim": len(shape), "src_offset": src.offset,
-              "fill": NAN_BITS if src.dtype == "float32" else 0,
+              "fill": NAN_BITS if src.dtype == "float32" else 0, "window_lo": lo, "window_hi": hi,
               "idx_offsets": [t.offset for t in slots] + [0], "index_strides": [s for _, s, _ in indices] + pad,
               "index_sizes": [n for _, _, n in indices] + pad, "shape": shape, "src_strides": direct,
               **{f"idx{k}_strides": t.strides for k, t in enumerate(slots)}}
-    spec = KernelSpec.of(FILE, "gather", overrides={"NUM_INDICES": len(indices)})
+    spec = KernelSpec.of(FILE, "gather" + ("[windowed]" if window else ""),
+                         overrides={"NUM_INDICES": len(indices), "WINDOWED": window is not None})
     ctx.dispatch(spec, [src, *slots, out], params, -(-out.numel // WORKGROUP))
     return out
 
@@ -67,10 +72,17 @@ def _check(node: NodeView) -> str | None:
 
 @register("aten.embedding.default", check=_check, dynamic=True)
 def embedding(ctx: Builder, node: NodeView) -> Tensor:
+    """A table over the binding limit is gathered from in row chunks, one windowed dispatch each."""
     w, idx = node.args["weight"], node.args["indices"]
     shape = node.out.shape
     view = layout.broadcast_to(layout.unsqueeze(idx, idx.ndim), shape)
-    return gather(ctx, w, shape, [0] * idx.ndim + [w.strides[1]], [(view, w.strides[0], w.shape[0])])
+    direct = [0] * idx.ndim + [w.strides[1]]
+    if not ctx.too_large(w):
+        return gather(ctx, w, shape, direct, [(view, w.strides[0], w.shape[0])])
+    out = ctx.new(shape, w.dtype)
+    for lo, hi, rows in ctx.row_chunks(w):
+        gather(ctx, rows, shape, direct, [(view, rows.strides[0], w.shape[0])], out=out, window=(lo, hi))
+    return out
 
 
 @register("aten.index_select.default", check=_check, dynamic=True)
@@ -111,11 +123,20 @@ def index(ctx: Builder, node: NodeView) -> Tensor:
 def cases() -> list[OpCase]:
     import torch
 
+    table = torch.randn(1031, 37, generator=torch.Generator().manual_seed(4))  # 152 KB
+
+    def tied(ids, w):
+        return torch.nn.functional.linear(torch.nn.functional.embedding(ids, w), w)
+
     def ids(shape, hi, lo=0, seed=0):
         return lambda: torch.randint(lo, hi, shape, generator=torch.Generator().manual_seed(seed))
 
     return [
         OpCase("embedding_tokens", lambda w, i: torch.nn.functional.embedding(i, w), [(1031, 37), ids((3, 41), 1031)]),
+        # A tied table over the binding limit (64 KiB here): the gather and the projection split it in chunks.
+        OpCase("embedding_and_tied_projection_over_binding_limit",
+               lambda i: tied(i, table.to(torch.get_default_dtype())),
+               [ids((2, 7), 1031)], kwargs={"max_binding_size": 65536}),
         OpCase("embedding_transposed_table", lambda w, i: torch.nn.functional.embedding(i, w.t()),
                [(37, 89), ids((5,), 89)]),
         OpCase("index_select_dims", lambda x, i: (x.index_select(0, i), x.index_select(2, i[:3])),

@@ -7,12 +7,15 @@
 //   value, wrapped like Python's (-1 is the last), selects along a source dim of `index_sizes[t]` elements at
 //   `index_strides[t]`. An index outside its dim writes `fill` (NaN's bits for float, 0 otherwise): the
 //   device cannot raise torch's IndexError, so the bad value shows instead.
+//   With WINDOWED, `src` holds only rows [window_lo, window_hi) of index 0's source dim (a weight over the
+//   binding limit, split into chunks, one dispatch per chunk): other rows are another dispatch's to write.
 // Geometry: one thread per output element, 256 per workgroup, over a grid folded to fit 65,535 workgroups per
 //   dimension; threads past `numel` exit at once.
 
 //! include strided.wgsl
 
 override NUM_INDICES: u32 = 1u;
+override WINDOWED: bool = false;
 
 const WORKGROUP: u32 = 256u;
 
@@ -21,6 +24,8 @@ struct Params {
   ndim: u32,
   src_offset: u32,
   fill: u32,
+  window_lo: u32,
+  window_hi: u32,
   idx_offsets: vec4<u32>,
   index_strides: vec4<u32>,
   index_sizes: vec4<u32>,
@@ -38,14 +43,11 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
-// The source offset index tensor t contributes at output element i, or -1 when its value is out of range.
-fn contribution(t: u32, value: i32) -> i32 {
+// Index tensor t's value, wrapped like Python's into [0, index_sizes[t]), or -1 when out of range.
+fn wrapped(t: u32, value: i32) -> i32 {
   let n = i32(p.index_sizes[t]);
   let v = select(value, value + n, value < 0);
-  if (v < 0 || v >= n) {
-    return -1;
-  }
-  return v * i32(p.index_strides[t]);
+  return select(v, -1, v < 0 || v >= n);
 }
 
 @compute @workgroup_size(WORKGROUP)
@@ -54,18 +56,25 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   if (i >= p.numel) {
     return;
   }
-  var parts = array<i32, 3>(0, 0, 0);
-  parts[0] = contribution(0u, idx0[p.idx_offsets.x + strided_offset(i, p.ndim, p.shape, p.idx0_strides)]);
+  var rows = array<i32, 3>(0, 0, 0);
+  rows[0] = wrapped(0u, idx0[p.idx_offsets.x + strided_offset(i, p.ndim, p.shape, p.idx0_strides)]);
   if (NUM_INDICES > 1u) {
-    parts[1] = contribution(1u, idx1[p.idx_offsets.y + strided_offset(i, p.ndim, p.shape, p.idx1_strides)]);
+    rows[1] = wrapped(1u, idx1[p.idx_offsets.y + strided_offset(i, p.ndim, p.shape, p.idx1_strides)]);
   }
   if (NUM_INDICES > 2u) {
-    parts[2] = contribution(2u, idx2[p.idx_offsets.z + strided_offset(i, p.ndim, p.shape, p.idx2_strides)]);
+    rows[2] = wrapped(2u, idx2[p.idx_offsets.z + strided_offset(i, p.ndim, p.shape, p.idx2_strides)]);
   }
-  if (min(parts[0], min(parts[1], parts[2])) < 0) {
+  if (min(rows[0], min(rows[1], rows[2])) < 0) {
     out[i] = p.fill;
     return;
   }
-  let at = p.src_offset + strided_offset(i, p.ndim, p.shape, p.src_strides) + u32(parts[0] + parts[1] + parts[2]);
+  if (WINDOWED) {
+    if (u32(rows[0]) < p.window_lo || u32(rows[0]) >= p.window_hi) {
+      return;
+    }
+    rows[0] -= i32(p.window_lo);
+  }
+  let parts = rows[0] * i32(p.index_strides.x) + rows[1] * i32(p.index_strides.y) + rows[2] * i32(p.index_strides.z);
+  let at = p.src_offset + strided_offset(i, p.ndim, p.shape, p.src_strides) + u32(parts);
   out[i] = src[at];
 }
