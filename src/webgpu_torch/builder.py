@@ -42,6 +42,7 @@ DEFAULT_MAX_BINDING = 128 * 2**20  # WebGPU's default maxStorageBufferBindingSiz
 class CompileOptions:
     gemm: str = "auto"  # GEMM variant: "auto" or a name in ops.gemm.CONFIGS
     max_binding: int = DEFAULT_MAX_BINDING  # no dispatch binds a larger buffer (larger constants are split)
+    contiguous_outputs: bool = False  # outputs that are strided views get a copy (to feed other programs)
     extra: dict = field(default_factory=dict)  # family-specific options, read by the family that owns them
 
 

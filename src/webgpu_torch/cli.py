@@ -74,6 +74,14 @@ def _demo(args) -> int:
     return 0 if demo.run(args.model, args.engine, args.repeat) else 1
 
 
+def _florence2(args) -> int:
+    from .models import florence2
+
+    ok = florence2.run(args.size, args.image_size, args.new_tokens, args.seeds, args.prompt_length, args.save,
+                       args.engine)
+    return 0 if ok else 1
+
+
 def _bench(args) -> int:
     from .bench.table import format_table
 
@@ -129,6 +137,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="minilm", help="minilm (all-MiniLM-L6-v2, real weights) or mlp")
     p.add_argument("--repeat", type=int, default=20)
     p.set_defaults(fn=_demo)
+    p = sub.add_parser("florence2", help="Florence-2 (random weights): compile its stages, generate, check "
+                                         "against transformers, print timings")
+    p.add_argument("--size", choices=["base", "tiny"], default="base")
+    p.add_argument("--image-size", type=int, default=768)
+    p.add_argument("--new-tokens", type=int, default=20)
+    p.add_argument("--prompt-length", type=int, default=8)
+    p.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
+    p.add_argument("--save", metavar="DIR", help="also save the three compiled stages there")
+    p.set_defaults(fn=_florence2)
     p = sub.add_parser("bench", help="benchmark suites, each against a baseline measured in the same run")
     suites = p.add_subparsers(dest="suite_name", required=True)
     for name, module in _bench_suites().items():

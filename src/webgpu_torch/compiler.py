@@ -17,7 +17,8 @@ from .ops.gemm import CONFIGS as GEMM_CONFIGS
 from .program import Program
 
 
-def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDING, **extra: Any) -> Program:
+def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDING, contiguous_outputs: bool = False,
+            **extra: Any) -> Program:
     """Compile a `torch.export.ExportedProgram` for WebGPU.
 
     gemm: force one GEMM kernel configuration (a name in ops.gemm.CONFIGS, e.g. "pr" for the ExecuTorch PR's
@@ -25,6 +26,8 @@ def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDI
     max_binding_size: the most bytes any dispatch binds in one buffer; WebGPU guarantees 128 MiB on every
           adapter, so that default runs anywhere. Larger weights read by linear or embedding are split into
           row chunks under it; any other tensor over it is refused at compile time.
+    contiguous_outputs: give outputs that are strided views (a transpose, say) a copy of their own, so that
+          kept on the device (Program.on_device) they can be passed to other programs as inputs.
     extra: the op families' own options (ops.OPTIONS), e.g. conv="auto" | "im2col" | "direct".
     Raises UnsupportedError naming every node that cannot run, its op, shapes and the reason, before anything
     touches a GPU. The returned Program is plain data; calling it runs it on the default WebGPU engine.
@@ -41,7 +44,8 @@ def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDI
         graph = fusion.fuse_epilogues(attention_fusion.fuse_attention(conv_folding.fold(graph)))
     if max_binding_size < 2**16:
         raise ValueError(f"max_binding_size={max_binding_size}: must be at least 64 KiB")
-    program = lowering.lower(graph, CompileOptions(gemm=gemm, max_binding=max_binding_size, extra=extra))
+    program = lowering.lower(graph, CompileOptions(gemm=gemm, max_binding=max_binding_size,
+                                                   contiguous_outputs=contiguous_outputs, extra=extra))
     out_spec = ep.call_spec.out_spec
     program._restore_outputs = lambda leaves: pytree.tree_unflatten(leaves, out_spec)
     return program

@@ -83,7 +83,8 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
         except Exception as e:  # a lowering that fails after its check passed is a bug: say where
             raise RuntimeError(describe_node(graph, node, f"lowering failed: {e}")) from e
         _bind_outputs(env, node, result)
-    outputs = [env[r] for r in graph.outputs]
+    ctx.node = "output"
+    outputs = [ctx.contiguous(env[r]) if options.contiguous_outputs else env[r] for r in graph.outputs]
     return _finish(ctx, inputs, outputs, graph)
 
 

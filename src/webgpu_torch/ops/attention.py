@@ -9,9 +9,14 @@ copy. Head dims up to 256 (register arrays per thread); beyond that the eager fo
 
 from __future__ import annotations
 
-from .. import layout
+from math import prod
+
+import numpy as np
+
+from .. import layout, symbolic
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
+from . import elementwise, gemm, softmax
 from .registry import NodeView, OpCase, register
 
 FILE = "attention.wgsl"
@@ -33,7 +38,10 @@ def _as_4d(t: Tensor) -> Tensor:
 def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: float,
               causal: bool, safe: bool) -> Tensor:
     """softmax(scale · q @ kᵀ + mask) @ v for q [B, H, Sq, D] (or [H, Sq, D]), k [B, Hkv, Skv, D],
-    v [B, Hkv, Skv, Dv], Hkv dividing H; the mask broadcastable to [B, H, Sq, Skv], float (added) or bool."""
+    v [B, Hkv, Skv, Dv], Hkv dividing H; the mask broadcastable to [B, H, Sq, Skv], float (added) or bool.
+    Head dims over MAX_HEAD_DIM take the unfused path."""
+    if max(q.shape[-1], v.shape[-1]) > MAX_HEAD_DIM:
+        return _unfused(ctx, q, k, v, mask, scale=scale, safe=safe)
     q4, k4, v4 = _as_4d(q), _as_4d(k), _as_4d(v)
     b, h, sq, d = q4.shape
     hkv, skv, dv = k4.shape[1], k4.shape[2], v4.shape[3]
@@ -44,7 +52,7 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
     m4 = layout.broadcast_to(mask, (b, h, sq, skv)) if mask is not None else None
     dt, dvt = _pow2_at_least(d, 16), _pow2_at_least(dv, 16)
     bc = min(32, TILE_FLOATS // (dt + dvt))
-    br = min(64, _pow2_at_least(sq, 16))
+    br = min(64, _pow2_at_least(symbolic.hint(sq), 16))  # query rows per workgroup: any count is correct
     tiles_q = -(-sq // br)
     mask_kind = 0 if mask is None else 2 if mask.dtype == "bool" else 1
     spec = KernelSpec.of(FILE, f"attention[{dt}x{dvt}]", consts={
@@ -59,6 +67,37 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
     return out4 if q.ndim == 4 else layout.squeeze(out4, [0])
 
 
+def _unfused(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: float,
+             safe: bool) -> Tensor:
+    """Attention with head dims too long for the fused kernel's registers (DaViT's channel attention: the
+    head dim is the token count, thousands long, while S_q = S_kv are a few dozen channels): a batched GEMM
+    for the scores (K = the head dim), a row softmax, a batched GEMM for the output. The scores are small
+    ([B·H, S_q, S_kv]), so materialising them costs little."""
+    lead = q.shape[:-2]
+    bh = prod(lead)
+    (sq, d), skv, dv = q.shape[-2:], k.shape[-2], v.shape[-1]
+    q3, k3, v3 = (_batched(ctx, t, bh) for t in (q, layout.broadcast_to(k, (*lead, skv, d)),
+                                                   layout.broadcast_to(v, (*lead, skv, dv))))
+    scores = gemm.gemm(ctx, q3, layout.permute(k3, [0, 2, 1]), None, alpha=scale, out_shape=(bh, sq, skv))
+    if mask is not None:
+        m3 = layout.view(layout.broadcast_to(mask, (*lead, sq, skv)), (bh, sq, skv))
+        m3 = m3 or layout.view(ctx.contiguous(layout.broadcast_to(mask, (*lead, sq, skv))), (bh, sq, skv))
+        if mask.dtype == "bool":  # True keeps a score, False masks it out
+            masked = ctx.constant("-inf", np.full((), -np.inf, np.float32))
+            scores = elementwise.emit(ctx, "where", [m3, scores, masked], (bh, sq, skv), compute="float32")
+        else:
+            scores = elementwise.emit(ctx, "add", [scores, m3], (bh, sq, skv))
+    probs = softmax.softmax(ctx, "safe_softmax" if safe else "softmax", scores, -1)
+    out = gemm.gemm(ctx, probs, v3, None, out_shape=(bh, sq, dv))
+    return layout.view(out, (*lead, sq, dv))
+
+
+def _batched(ctx: Builder, t: Tensor, bh) -> Tensor:
+    """[..., S, D] as [B·H, S, D] (a view where the leading dims merge, else a contiguous copy)."""
+    shape = (bh, *t.shape[-2:])
+    return layout.view(t, shape) or layout.view(ctx.contiguous(t), shape)
+
+
 def _check(node: NodeView) -> str | None:
     a = node.args
     q, k, v, mask = a["query"], a["key"], a["value"], a["attn_mask"]
@@ -69,8 +108,8 @@ def _check(node: NodeView) -> str | None:
             return f"q, k, v must all be 3-d or 4-d, got {list(q.shape)}, {list(k.shape)}, {list(v.shape)}"
     if a.get("dropout_p", 0.0):
         return f"dropout_p={a['dropout_p']} is not supported (inference only)"
-    if max(q.shape[-1], v.shape[-1]) > MAX_HEAD_DIM:
-        return f"head dims {q.shape[-1]}, {v.shape[-1]}: at most {MAX_HEAD_DIM} are supported"
+    if max(q.shape[-1], v.shape[-1]) > MAX_HEAD_DIM and a.get("is_causal"):
+        return f"causal attention with head dims over {MAX_HEAD_DIM} ({q.shape[-1]}, {v.shape[-1]}) is not supported"
     if k.shape[-1] != q.shape[-1] or k.shape[-2] != v.shape[-2]:
         return f"key {list(k.shape)} does not match query {list(q.shape)} and value {list(v.shape)}"
     if q.shape[-3] % k.shape[-3] or (k.shape[-3] != q.shape[-3] and not a.get("enable_gqa", True)):
@@ -158,4 +197,9 @@ def cases() -> list[OpCase]:
         OpCase("eager_davit_window_49_tokens", window, [(4, 3, 49, 32), (4, 3, 49, 32), (4, 3, 49, 32)], marks=g),
         OpCase("eager_davit_channel_sq_eq_head_dim", channel, [(2, 3, 49, 16), (2, 3, 49, 16), (2, 3, 49, 16)],
                marks=g),
+        # Head dims beyond the fused kernel (DaViT channel attention as sdpa sees it): the unfused path.
+        OpCase("sdpa_unfused_head_dim_577_bool_mask", lambda q, k, v, m: sdpa(q, k, v, attn_mask=m),
+               [(1, 3, 17, 577), (1, 3, 17, 577), (1, 3, 17, 577), bool_mask((17, 17), masked_row=2)], marks=g),
+        OpCase("sdpa_unfused_head_dim_1031_additive", lambda q, k, v, m: sdpa(q, k, v, attn_mask=m),
+               [(2, 2, 13, 1031), (2, 2, 11, 1031), (2, 2, 11, 300), (2, 1, 13, 11)], marks=g),
     ]

@@ -1,0 +1,1 @@
+"""Model-specific compile recipes: how a model's stages are exported (the compile side; needs torch)."""

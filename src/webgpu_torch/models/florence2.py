@@ -1,0 +1,224 @@
+"""Florence-2 (DaViT vision tower + BART encoder/decoder) compiled as the three stages of a `Seq2Seq`.
+
+    vision   pixel_values [1, 3, H, W]                  -> image features [1, N, d]   (static)
+    encoder  image features, prompt ids [1, T]          -> cross K/V per decoder layer [1, heads, N+T, d_head]
+    decoder  token [1, 1], self K/V (past length P), cross K/V -> logits [1, 1, V], next token, self K/V (P+1)
+
+T (the prompt) and P (the cache) are dynamic dimensions, so each stage is compiled once. The stages run
+transformers' own modules: the encoder stage embeds the prompt and places the image features first, as
+Florence2Model.forward does with the processor's image placeholders; the decoder stage drives BartDecoder
+through an EncoderDecoderCache built from the tensors passed in, with the cross-attention marked as
+computed, so cross K/V are never recomputed per token.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from torch.export import Dim
+from transformers import Florence2Config, Florence2ForConditionalGeneration
+from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+
+import webgpu_torch
+
+from ..generation import Seq2Seq
+
+
+def config(size: str) -> Florence2Config:
+    """Florence-2-base's sizes ("base": text d_model 768, 6+6 layers, 12 heads, ffn 3072, vocab 51289; the
+    DaViT defaults with projection_dim 768), or a reduced one for tests ("tiny"). Note Florence2Config()
+    itself defaults to the large text model."""
+    c = Florence2Config()
+    t, v = c.text_config, c.vision_config
+    if size == "base":
+        t.d_model, t.encoder_layers, t.decoder_layers = 768, 6, 6
+        t.encoder_attention_heads = t.decoder_attention_heads = 12
+        t.encoder_ffn_dim = t.decoder_ffn_dim = 3072
+        t.vocab_size = 51289
+        v.projection_dim = 768
+    elif size == "tiny":
+        t.d_model, t.encoder_layers, t.decoder_layers = 64, 2, 2
+        t.encoder_attention_heads = t.decoder_attention_heads = 4
+        t.encoder_ffn_dim = t.decoder_ffn_dim = 128
+        t.vocab_size = 1000
+        v.embed_dim, v.num_heads, v.num_groups, v.depths = [16, 32, 64, 64], [1, 2, 4, 4], [1, 2, 4, 4], [1, 1, 1, 1]
+        v.projection_dim, v.window_size = 64, 3
+    else:
+        raise ValueError(f"size {size!r}: choose 'base' or 'tiny'")
+    # Random weights: the image placeholder must be a row of the embedding table for transformers' own
+    # forward (the real checkpoints' tokenizer adds it); its embedding is replaced by image features anyway.
+    c.image_token_id = t.vocab_size - 1
+    t._attn_implementation = "sdpa"
+    return c
+
+
+def build(size: str, seed: int = 0, init_std: float = 0.3) -> Florence2ForConditionalGeneration:
+    """Seeded random weights. The text model's init scale defaults higher than transformers' 0.02: at 0.02
+    the layers barely move the residual stream, so the tied embedding makes every step repeat its input
+    token, and a greedy comparison would compare nothing."""
+    c = config(size)
+    c.text_config.init_std = init_std
+    torch.manual_seed(seed)
+    return Florence2ForConditionalGeneration(c).eval()
+
+
+def sample_inputs(model, image_size: int, prompt_length: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Seeded pixel values and prompt ids laid out as the processor does: <s> tokens </s>."""
+    g = torch.Generator().manual_seed(seed)
+    vocab = model.config.text_config.vocab_size
+    prompt = torch.randint(3, vocab - 1, (1, prompt_length), generator=g)
+    return torch.randn(1, 3, image_size, image_size, generator=g), torch.cat(
+        [torch.tensor([[0]]), prompt, torch.tensor([[2]])], dim=1)
+
+
+class VisionStage(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values):
+        return self.model.get_image_features(pixel_values).pooler_output
+
+
+class EncoderStage(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.embed = model.get_input_embeddings()
+        self.encoder = model.model.language_model.encoder
+        self.decoder_layers = model.model.language_model.decoder.layers
+
+    def forward(self, image_features, prompt_ids):
+        embeds = torch.cat([image_features, self.embed(prompt_ids)], dim=1)
+        states = self.encoder(inputs_embeds=embeds).last_hidden_state
+        cross = []
+        for layer in self.decoder_layers:
+            attn = layer.encoder_attn
+            shape = (*states.shape[:-1], -1, attn.head_dim)
+            cross += [attn.k_proj(states).view(shape).transpose(1, 2), attn.v_proj(states).view(shape).transpose(1, 2)]
+        return cross
+
+
+class DecoderStage(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.decoder = model.model.language_model.decoder
+        self.lm_head = model.lm_head
+
+    def forward(self, token, self_kv, cross_kv):
+        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+        for i in range(len(self.decoder.layers)):
+            cache.self_attention_cache.update(self_kv[2 * i], self_kv[2 * i + 1], i)
+            cache.cross_attention_cache.update(cross_kv[2 * i], cross_kv[2 * i + 1], i)
+            cache.is_updated[i] = True
+        # The cross-attention reads the cached K/V; these states only tell it that it runs (and are dead code).
+        states = cross_kv[0].new_zeros(1, cross_kv[0].shape[2], self.decoder.config.d_model)
+        out = self.decoder(input_ids=token, encoder_hidden_states=states, past_key_values=cache, use_cache=True)
+        logits = self.lm_head(out.last_hidden_state)
+        grown = [t for layer in cache.self_attention_cache.layers for t in (layer.keys, layer.values)]
+        return logits, logits[:, -1:].argmax(-1), grown
+
+
+def compile_stages(model, image_size: int, max_prompt: int = 64, max_new_tokens: int = 128,
+                   **options) -> Seq2Seq:
+    """Export and compile the three stages; `timings` holds each stage's compile seconds."""
+    text = model.config.text_config
+    layers, heads = text.decoder_layers, text.decoder_attention_heads
+    head_dim = text.d_model // heads
+    pixels = torch.randn(1, 3, image_size, image_size)
+    timings = {}
+
+    def compiled(name, module, args, dynamic=None):
+        start = time.perf_counter()
+        program = webgpu_torch.compile_module(module, args, dynamic_shapes=dynamic, contiguous_outputs=True,
+                                              **options)
+        timings[name] = time.perf_counter() - start
+        return program
+
+    with torch.no_grad():
+        features = VisionStage(model)(pixels)
+        prompt = torch.randint(3, text.vocab_size - 1, (1, 5))
+        cross = EncoderStage(model)(features, prompt)
+    vision = compiled("vision", VisionStage(model), (pixels,))
+    length = Dim("prompt", min=1, max=max_prompt)
+    encoder = compiled("encoder", EncoderStage(model), (features, prompt), ({}, {1: length}))
+    past_kv = [torch.randn(1, heads, 3, head_dim) for _ in range(2 * layers)]
+    past, source = Dim("past", min=0, max=max_new_tokens), Dim("source", min=features.shape[1] + 1,
+                                                                  max=features.shape[1] + max_prompt)
+    decoder = compiled("decoder", DecoderStage(model), (torch.tensor([[2]]), past_kv, cross),
+                       (None, [{2: past}] * (2 * layers), [{2: source}] * (2 * layers)))
+    gen = model.generation_config
+    info = {"layers": layers, "heads": heads, "head_dim": head_dim, "image_tokens": features.shape[1],
+            "decoder_start_token_id": gen.decoder_start_token_id or text.decoder_start_token_id,
+            "eos_token_id": gen.eos_token_id, "forced_bos_token_id": gen.forced_bos_token_id,
+            "forced_eos_token_id": gen.forced_eos_token_id}
+    return Seq2Seq(vision, encoder, decoder, info, timings)
+
+
+def reference_generate(model, pixel_values: torch.Tensor, prompt_ids: torch.Tensor, max_new_tokens: int):
+    """transformers' own greedy generate for the same inputs (the processor's layout: image placeholders,
+    then the prompt), and the logits of every step given those ids (teacher forcing)."""
+    n_image = VisionStage(model)(pixel_values).shape[1]
+    input_ids = torch.cat([torch.full((1, n_image), model.config.image_token_id), prompt_ids], dim=1)
+    with torch.no_grad():
+        out = model.generate(input_ids=input_ids, pixel_values=pixel_values, max_new_tokens=max_new_tokens,
+                             do_sample=False, num_beams=1, output_scores=True, output_logits=True,
+                             return_dict_in_generate=True)
+    ids = out.sequences[0, 1:].tolist()  # after the decoder start token
+    return ids, [step[0].numpy() for step in out.logits]
+
+
+def run(size: str = "base", image_size: int = 768, new_tokens: int = 20, seeds=(0, 1, 2), prompt_length: int = 8,
+        save: str | None = None, engine: str | None = None) -> bool:
+    """Build, compile, generate and check against transformers; print timings. True when every check holds."""
+    import numpy as np
+
+    from ..runtime import timing
+
+    model = build(size)
+    model.generation_config.eos_token_id = None  # generate every requested token on both sides
+    model.generation_config.forced_eos_token_id = None
+    info = webgpu_torch.device_info(engine)
+    print(f"Florence-2-{size}, random seeded weights, {image_size}² image, {new_tokens} new tokens")
+    print(f"device: {info['adapter']} via {info['engine_module']} ({info['backend']})")
+    stages = compile_stages(model, image_size, max_prompt=max(16, prompt_length + 2), max_new_tokens=new_tokens + 1)
+    print("compile: " + ", ".join(f"{k} {v:.1f} s" for k, v in stages.timings.items()))
+    start = time.perf_counter()
+    for stage in (stages.vision, stages.encoder, stages.decoder):
+        stage.executor(engine)
+    print(f"load: {time.perf_counter() - start:.1f} s (pipelines, bind groups, weights)")
+    if save:
+        stages.save(save)
+        print(f"saved to {save}")
+    ok = True
+    for seed in seeds:
+        pixels, prompt = sample_inputs(model, image_size, prompt_length, seed)
+        start = time.perf_counter()
+        want_ids, want_logits = reference_generate(model, pixels, prompt, new_tokens)
+        eager = time.perf_counter() - start
+        _, logits = stages.generate(pixels.numpy(), prompt.numpy(), new_tokens, teacher=want_ids)
+        error = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(logits, want_logits, strict=True))
+        start = time.perf_counter()
+        ids, _ = stages.generate(pixels.numpy(), prompt.numpy(), new_tokens)
+        total = time.perf_counter() - start
+        agree = next((i for i, (a, b) in enumerate(zip(ids, want_ids, strict=True)) if a != b), len(ids))
+        # Ids may part only at a near-tie: where transformers' top-2 margin is within the measured error.
+        tie = agree < len(want_ids) and _margin(want_logits[agree]) <= error
+        passed = error <= 1e-3 and (agree == len(want_ids) or tie)
+        ok &= passed
+        steps = stages.timings["decoder steps"]
+        print(f"seed {seed}: ids match transformers for {agree}/{len(want_ids)} tokens; teacher-forced logits "
+              f"within {error:.1e} of the scale: {'PASS' if passed else 'FAIL'}")
+        print(f"  generate: WebGPU {total * 1e3:.0f} ms ({np.median(steps[1:]) * 1e3:.1f} ms per token after the "
+              f"first), transformers eager on CPU {eager * 1e3:.0f} ms")
+    gpu = {name: timing.gpu_time(getattr(stages, name).executor(engine), repeats=2, samples=3).seconds
+           for name in ("vision", "encoder", "decoder")}  # each as its last call left its inputs
+    print("GPU time per call: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in gpu.items()))
+    return ok
+
+
+def _margin(scores) -> float:
+    import numpy as np
+
+    top2 = np.sort(scores)[-2:]
+    return float((top2[1] - top2[0]) / np.abs(scores).max())
