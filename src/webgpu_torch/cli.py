@@ -88,6 +88,9 @@ def _bench(args) -> int:
     rows, meta = args.suite.run(args)
     print(f"{meta['title']} on {meta['device']}; baseline: {meta['baseline']}")
     print(format_table(rows, args.suite.COLUMNS, markdown=args.markdown))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"meta": meta, "rows": rows}, f, indent=1, default=str)
     return 0
 
 
@@ -152,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         s = suites.add_parser(name, help=module.__doc__.splitlines()[0])
         s.add_argument("--repeat", type=int, default=5)
         s.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+        s.add_argument("--json", metavar="FILE", help="also write the rows and their headline as JSON")
         module.add_arguments(s)
         s.set_defaults(fn=_bench, suite=module)
     args = parser.parse_args(argv)

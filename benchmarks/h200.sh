@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The H200 run behind docs/benchmarks.md: one call of the device tool, from the project root:
+#   run(command="source .device/enter.sh && bash benchmarks/h200.sh", carry=[".device"])
+# (../shared/device/prepare onnxruntime-webgpu==1.27.0 flatbuffers fills .device/ first.)
+# Each stage has its own time limit so one slow stage cannot take the rest with it; logs go to $OUT.
+set -u
+out=${OUT:-/tmp/h200}
+mkdir -p "$out"
+cli="python3 -m webgpu_torch.cli"
+quiet() { grep -v -i -E "warn|onnx\]|W12|cls.__new__|Evaluation failed|Loading weights"; }
+stage() {  # stage NAME SECONDS COMMAND...
+  local name=$1 limit=$2; shift 2
+  echo "=== $name"
+  timeout "$limit" "$@" 2>&1 | quiet | tee "$out/$name.txt"
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt"
+stage tests 120 python3 -m pytest -q -p no:cacheprovider tests/test_ops.py -k "gemm or conv or attention or dynamic or florence or e2e or device" tests/test_dynamic.py \
+  tests/test_florence2.py tests/test_e2e.py tests/test_gemm_configs.py
+stage gemm 90 $cli bench gemm --sizes 256x256x256 512x512x512 1024x1024x1024 2048x2048x2048 4096x4096x4096 \
+  --variants pr auto --ort --json "$out/gemm.json"
+stage linear 60 $cli bench gemm --linear --variants pr auto --sizes 1x768x768 1x3072x768 1x768x3072 \
+  8x3072x768 8x768x3072 128x3072x768 128x768x3072 593x3072x768 593x768x3072 593x768x768 1x51289x768 \
+  593x51289x768 --json "$out/linear.json"
+stage gemm_wgpu 60 env WEBGPU_TORCH_ENGINE=wgpu $cli bench gemm --sizes 256x256x256 1024x1024x1024 \
+  2048x2048x2048 4096x4096x4096 --variants pr auto --json "$out/gemm_wgpu.json"
+stage conv 90 $cli bench conv
+stage host 30 $cli bench host --dispatches 100 1000
+stage florence2 150 $cli florence2 --size base --seeds 0 1
+stage models 200 $cli bench models --ort --repeat 5

@@ -1,0 +1,105 @@
+"""Whole models: ours against torch eager and ONNX Runtime's WebGPU EP, measured in the same run.
+
+Ours: GPU time of one call (timestamp queries, inputs already on the device) and the wall time of a call with
+inputs from and outputs to the host. torch eager: CUDA fp32 with TF32 off when a GPU is there (CUDA events),
+else the CPU. ORT: the same module exported to ONNX, on the WebGPU EP, host in and out — the same I/O
+conditions as our wall time. Weights are random and seeded except MiniLM's (the real checkpoint).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+import webgpu_torch
+
+from ..runtime import timing
+from . import _ort, baseline_seconds
+
+COLUMNS = ["model", "dispatches", "ours GPU ms", "ours wall ms", "torch ms", "vs torch", "ORT wall ms",
+           "vs ORT (wall)"]
+
+
+def _resnet():
+    from transformers import ResNetConfig, ResNetForImageClassification
+
+    return ResNetForImageClassification(ResNetConfig()), (torch.randn(1, 3, 224, 224),)  # ResNet-50
+
+
+def _mobilenet_v2():
+    from transformers import MobileNetV2Config, MobileNetV2ForImageClassification
+
+    return MobileNetV2ForImageClassification(MobileNetV2Config()), (torch.randn(1, 3, 224, 224),)
+
+
+def _vit():
+    from transformers import ViTConfig, ViTModel
+
+    return ViTModel(ViTConfig(), add_pooling_layer=False), (torch.randn(1, 3, 224, 224),)  # ViT-B/16
+
+
+def _minilm():
+    from .. import demo
+
+    return demo.MODELS["minilm"].build()
+
+
+def _florence2_vision():
+    from ..models import florence2
+
+    return florence2.VisionStage(florence2.build("base")), (torch.randn(1, 3, 768, 768),)
+
+
+MODELS: dict[str, Callable[[], tuple[torch.nn.Module, tuple]]] = {
+    "minilm": _minilm, "resnet50": _resnet, "mobilenet_v2": _mobilenet_v2, "vit_b16": _vit,
+    "florence2_vision": _florence2_vision,
+}
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--ort", action="store_true", help="also ONNX Runtime's WebGPU EP (host in and out)")
+
+
+def run(args) -> tuple[list[dict], dict]:
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    rows = []
+    for name in args.models:
+        torch.manual_seed(0)
+        model, inputs = MODELS[name]()
+        model = model.eval()
+        program = webgpu_torch.compile_module(model, inputs)
+        host = [x.numpy() for x in inputs]
+        ours_wall = timing.wall_time(lambda p=program, h=host: p(*h), args.repeat)
+        gpu = timing.gpu_time(program.executor(args.engine), repeats=args.repeat).seconds
+        with torch.no_grad():
+            device = "cuda" if cuda else "cpu"
+            m, xs = model.to(device), [x.to(device) for x in inputs]
+            eager = baseline_seconds(lambda m=m, xs=xs: m(*xs), args.repeat, cuda=cuda)
+            model.cpu()
+        row = {"model": name, "dispatches": len(program.dispatches), "ours GPU ms": gpu * 1e3,
+               "ours wall ms": ours_wall * 1e3, "torch ms": eager * 1e3, "vs torch": eager / gpu}
+        if args.ort:
+            row.update(_ort_columns(model, inputs, ours_wall, args.repeat))
+        rows.append(row)
+    info = webgpu_torch.device_info(args.engine)
+    torch_name = f"torch {torch.__version__} eager " + ("CUDA fp32 (TF32 off)" if cuda else "CPU")
+    return rows, {"title": "Whole models (vs torch: ours GPU ms against torch's time)",
+                  "baseline": torch_name + (", ORT WebGPU EP host in/out" if args.ort else ""),
+                  "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']})"}
+
+
+def _ort_columns(model, inputs, ours_wall: float, repeats: int) -> dict:
+    """ORT's wall time, or why it could not run (export failures happen: its exporter covers less)."""
+    why = _ort.available()
+    if why:
+        return {"ORT wall ms": f"n/a: {why}"}
+    try:
+        ort_s = _ort.OrtModel(model, inputs).wall_time(repeats)
+    except Exception as e:  # a model ORT's exporter or EP cannot take: report it, keep benchmarking
+        return {"ORT wall ms": f"n/a: {type(e).__name__}"}
+    return {"ORT wall ms": ort_s * 1e3, "vs ORT (wall)": ort_s / ours_wall}
