@@ -10,6 +10,7 @@ import numpy as np
 
 import webgpu_torch
 
+from .. import symbolic
 from ..runtime import timing
 
 COLUMNS = ["rank", "node", "kernel", "dispatches", "µs", "share"]
@@ -25,8 +26,9 @@ def _program(args):
     if args.file:
         program = webgpu_torch.load(args.file)
         rng = np.random.default_rng(0)
-        inputs = [rng.standard_normal(i.shape).astype(i.dtype) if i.dtype.startswith("float")
-                  else np.zeros(i.shape, i.dtype) for i in program.inputs]
+        shapes = [tuple(symbolic.hint(s) for s in i.shape) for i in program.inputs]  # dynamic: the hints
+        inputs = [rng.standard_normal(s).astype(i.dtype) if i.dtype.startswith("float") else np.zeros(s, i.dtype)
+                  for i, s in zip(program.inputs, shapes, strict=True)]
         return program, inputs
     from .. import demo
 

@@ -70,6 +70,12 @@ def _as_pair(v: list[int], fill: int) -> tuple[int, int]:
     return (v[0], v[1]) if len(v) == 2 else (fill, v[0])
 
 
+# The implicit-im2col GEMM pays for its tiles only on large outputs: measured on an H200 (Dawn), it beat
+# the direct kernel 1.35-8.3x on DaViT's stem and downsamples (OC·N from 0.59M to 4.7M outputs) and lost
+# 0.33-0.5x on ResNet-18's layers (0.1M-0.2M), with N = batch·OH·OW; the threshold sits between.
+IM2COL_MIN_OUTPUTS = 1 << 19
+
+
 def route(g: Geometry, forced: str) -> str:
     """"gemm" (1×1 as a plain GEMM), "im2col" or "direct"."""
     if g.transposed or g.groups != 1:
@@ -77,7 +83,9 @@ def route(g: Geometry, forced: str) -> str:
     if forced != "auto":
         return forced
     pointwise = (g.kh, g.kw, g.stride, g.padding, g.oh, g.ow) == (1, 1, (1, 1), (0, 0), g.h, g.w)
-    return "gemm" if pointwise else "im2col"
+    if pointwise:
+        return "gemm"
+    return "im2col" if g.oc * g.batch * g.oh * g.ow >= IM2COL_MIN_OUTPUTS else "direct"
 
 
 def _check(node: NodeView) -> str | None:
@@ -175,25 +183,28 @@ def cases() -> list[OpCase]:
 
     return [
         # groups == 1: the implicit-im2col GEMM, every tile configuration, batch 1 and 3.
-        OpCase("im2col_k3_p1_batch3", conv(padding=1), [(3, 5, 17, 19), (13, 5, 3, 3), (13,)], marks=g),
+        OpCase("im2col_k3_p1_batch3", conv(padding=1), [(3, 5, 17, 19), (13, 5, 3, 3), (13,)], marks=g,
+               kwargs={"conv": "im2col"}),
         OpCase("im2col_stride_pad_dilation", conv((2, 3), (2, 1), (2, 1)), [(1, 7, 23, 29), (11, 7, 3, 5), (11,)],
-               marks=g),
+               marks=g, kwargs={"conv": "im2col"}),
         OpCase("im2col_64x64_tiles", conv(2, 3), [(3, 3, 37, 41), (67, 3, 7, 7), (67,)], marks=g,
-               kwargs={"gemm": "64x64"}),
+               kwargs={"conv": "im2col", "gemm": "64x64"}),
         OpCase("im2col_128x128_tiles_relu", lambda x, w, b: torch.relu(F.conv2d(x, w, b, 1, 1)),
-               [(1, 5, 17, 19), (257, 5, 3, 3), (257,)], marks=g, kwargs={"gemm": "128x128"}),
+               [(1, 5, 17, 19), (257, 5, 3, 3), (257,)], marks=g, kwargs={"conv": "im2col", "gemm": "128x128"}),
         OpCase("im2col_vec4_config_runs_its_element_twin", conv(padding=1), [(1, 4, 17, 19), (68, 4, 3, 3), (68,)],
-               marks=g, kwargs={"gemm": "vec4_128x128"}),
+               marks=g, kwargs={"conv": "im2col", "gemm": "vec4_128x128"}),
         OpCase("im2col_pointwise_stride2_no_bias", lambda x, w: F.conv2d(x, w, None, 2),
-               [(3, 37, 13, 11), (41, 37, 1, 1)], marks=g),
+               [(3, 37, 13, 11), (41, 37, 1, 1)], marks=g, kwargs={"conv": "im2col"}),
         OpCase("im2col_channels_last_input", lambda x, w, b: F.conv2d(x.permute(0, 3, 1, 2), w, b, 1, 1),
-               [(3, 11, 13, 7), (5, 7, 3, 3), (5,)], marks=g),
+               [(3, 11, 13, 7), (5, 7, 3, 3), (5,)], marks=g, kwargs={"conv": "im2col"}),
         OpCase("im2col_forced_pointwise", conv(), [(3, 37, 11, 13), (41, 37, 1, 1), (41,)], marks=g,
                kwargs={"conv": "im2col"}),
         OpCase("im2col_folded_asymmetric_pad", lambda x, w, b: F.conv2d(F.pad(x, (0, 1, 2, 1)), w, b, 2, 1),
-               [(3, 5, 17, 19), (7, 5, 3, 3), (7,)], marks=g),
+               [(3, 5, 17, 19), (7, 5, 3, 3), (7,)], marks=g, kwargs={"conv": "im2col"}),
         OpCase("im2col_folded_pad_pointwise", lambda x, w: F.conv2d(F.pad(x, (1, 0, 0, 2)), w),
-               [(1, 37, 11, 13), (41, 37, 1, 1)], marks=g),
+               [(1, 37, 11, 13), (41, 37, 1, 1)], marks=g, kwargs={"conv": "im2col"}),
+        OpCase("auto_routes_a_large_output_to_im2col", conv(padding=1), [(1, 3, 97, 97), (59, 3, 3, 3), (59,)],
+               marks=g),
         OpCase("im2col_grid_beyond_65535", conv(), [(1, 1, 1451, 1451), (1, 1, 1, 1), (1,)], marks=g,
                kwargs={"conv": "im2col"}),
         # 1×1 stride 1 unpadded: a plain batched GEMM over views (a channels-last input is a transposed B);
@@ -224,7 +235,8 @@ def cases() -> list[OpCase]:
                [(3, 8, 7, 9), (8, 3, 3, 2), (6,)]),
         OpCase("transposed_depthwise", tconv(2, 0, 0, 7), [(1, 7, 9, 11), (7, 1, 4, 4), (7,)]),
         # conv1d: a conv2d of height 1.
-        OpCase("conv1d_im2col_batch3", conv1d(2, 3, 2), [(3, 7, 101), (11, 7, 5), (11,)], marks=g),
+        OpCase("conv1d_im2col_batch3", conv1d(2, 3, 2), [(3, 7, 101), (11, 7, 5), (11,)], marks=g,
+               kwargs={"conv": "im2col"}),
         OpCase("conv1d_grouped_speech", lambda x, w, b: F.gelu(F.conv1d(x, w, b, 1, 3, 1, 4)),
                [(1, 16, 97), (16, 4, 7), (16,)]),
         OpCase("conv1d_transposed", tconv(2, 1, dims=1), [(3, 5, 37), (5, 3, 4), (3,)]),

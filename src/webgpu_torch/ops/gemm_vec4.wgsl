@@ -16,13 +16,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     return;
   }
   let blk = block_of(index);
-  prefetch(blk.a_base, blk.b_base, blk.m0, blk.n0, 0u, li);
+  var next: Next;
+  prefetch(&next, blk.a_base, blk.b_base, blk.m0, blk.n0, 0u, li);
   var acc: array<vec4<f32>, GM * 4u * GN>;
   for (var k0 = 0u; k0 < p.K; k0 += TILE_K) {
-    stage(li);
+    stage(&next, li);
     workgroupBarrier();
     if (k0 + TILE_K < p.K) {
-      prefetch(blk.a_base, blk.b_base, blk.m0, blk.n0, k0 + TILE_K, li);
+      prefetch(&next, blk.a_base, blk.b_base, blk.m0, blk.n0, k0 + TILE_K, li);
     }
     for (var k = 0u; k < TILE_K; k++) {
       var af: array<vec4<f32>, GM>;

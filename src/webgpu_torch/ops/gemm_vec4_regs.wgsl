@@ -19,16 +19,17 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     return;
   }
   let blk = block_of(index);
-  prefetch(blk.a_base, blk.b_base, blk.m0, blk.n0, 0u, li);
+  var next: Next;
+  prefetch(&next, blk.a_base, blk.b_base, blk.m0, blk.n0, 0u, li);
   let zero = vec4<f32>(0.0);
   var c00 = zero; var c10 = zero; var c20 = zero; var c30 = zero; var c40 = zero; var c50 = zero; var c60 = zero;
   var c70 = zero; var c01 = zero; var c11 = zero; var c21 = zero; var c31 = zero; var c41 = zero; var c51 = zero;
   var c61 = zero; var c71 = zero;
   for (var k0 = 0u; k0 < p.K; k0 += TILE_K) {
-    stage(li);
+    stage(&next, li);
     workgroupBarrier();
     if (k0 + TILE_K < p.K) {
-      prefetch(blk.a_base, blk.b_base, blk.m0, blk.n0, k0 + TILE_K, li);
+      prefetch(&next, blk.a_base, blk.b_base, blk.m0, blk.n0, k0 + TILE_K, li);
     }
     for (var k = 0u; k < TILE_K; k++) {
       let a0 = a_tile[k * (TILE_M / 4u) + lid.y];
