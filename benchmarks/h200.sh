@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The H200 run behind docs/benchmarks.md: one call of the device tool, from the project root:
-#   run(command="source .device/enter.sh && bash benchmarks/h200.sh", carry=[".device"])
-# (../shared/device/prepare onnxruntime-webgpu==1.27.0 flatbuffers fills .device/ first.)
-# Each stage has its own time limit so one slow stage cannot take the rest with it; logs go to $OUT.
+# The H200 runs behind docs/benchmarks.md, as calls of the device tool from the project root:
+#   run(command="source .device/enter.sh && bash benchmarks/h200.sh [STAGE ...]", carry=[".device"])
+# (../shared/device/prepare onnxruntime-webgpu==1.27.0 flatbuffers fills .device/ first.) With no STAGE, all.
+# Each stage has its own time limit, so one slow stage cannot take the rest with it; logs go to $OUT.
 set -u
 out=${OUT:-/tmp/h200}
 mkdir -p "$out"
@@ -13,17 +13,31 @@ stage() {  # stage NAME SECONDS COMMAND...
   echo "=== $name"
   timeout "$limit" "$@" 2>&1 | quiet | tee "$out/$name.txt"
 }
+tests() {
+  stage tests 120 python3 -m pytest -q -p no:cacheprovider tests/test_ops.py tests/test_dynamic.py \
+    tests/test_florence2.py tests/test_e2e.py tests/test_gemm_configs.py \
+    -k "gemm or conv or attention or dynamic or florence or e2e or device"
+}
+gemm() {
+  stage gemm 90 $cli bench gemm --sizes 256x256x256 512x512x512 1024x1024x1024 2048x2048x2048 \
+    4096x4096x4096 --variants pr auto --ort --json "$out/gemm.json"
+}
+linear() {
+  stage linear 60 $cli bench gemm --linear --variants pr auto --sizes 1x768x768 1x3072x768 1x768x3072 \
+    8x3072x768 8x768x3072 128x3072x768 128x768x3072 593x3072x768 593x768x3072 593x768x768 1x51289x768 \
+    593x51289x768 --json "$out/linear.json"
+}
+gemm_wgpu() {
+  stage gemm_wgpu 60 env WEBGPU_TORCH_ENGINE=wgpu $cli bench gemm --sizes 256x256x256 1024x1024x1024 \
+    2048x2048x2048 4096x4096x4096 --variants pr auto --json "$out/gemm_wgpu.json"
+}
+conv() { stage conv 90 $cli bench conv; }
+host() { stage host 30 $cli bench host --dispatches 100 1000; }
+florence2() { stage florence2 150 $cli florence2 --size base --seeds 0 1 --save /tmp/florence2; }
+profile() { stage profile 60 $cli bench profile --file /tmp/florence2/decoder.wgpt --top 15; }
+models() { stage models 240 $cli bench models --ort --repeat 5 --models resnet50 mobilenet_v2 vit_b16 \
+  florence2_vision; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt"
-stage tests 120 python3 -m pytest -q -p no:cacheprovider tests/test_ops.py -k "gemm or conv or attention or dynamic or florence or e2e or device" tests/test_dynamic.py \
-  tests/test_florence2.py tests/test_e2e.py tests/test_gemm_configs.py
-stage gemm 90 $cli bench gemm --sizes 256x256x256 512x512x512 1024x1024x1024 2048x2048x2048 4096x4096x4096 \
-  --variants pr auto --ort --json "$out/gemm.json"
-stage linear 60 $cli bench gemm --linear --variants pr auto --sizes 1x768x768 1x3072x768 1x768x3072 \
-  8x3072x768 8x768x3072 128x3072x768 128x768x3072 593x3072x768 593x768x3072 593x768x768 1x51289x768 \
-  593x51289x768 --json "$out/linear.json"
-stage gemm_wgpu 60 env WEBGPU_TORCH_ENGINE=wgpu $cli bench gemm --sizes 256x256x256 1024x1024x1024 \
-  2048x2048x2048 4096x4096x4096 --variants pr auto --json "$out/gemm_wgpu.json"
-stage conv 90 $cli bench conv
-stage host 30 $cli bench host --dispatches 100 1000
-stage florence2 150 $cli florence2 --size base --seeds 0 1
-stage models 200 $cli bench models --ort --repeat 5
+for s in "${@:-tests gemm linear gemm_wgpu conv host florence2 profile models}"; do
+  for name in $s; do "$name"; done
+done

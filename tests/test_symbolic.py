@@ -20,6 +20,7 @@ def test_arithmetic_simplifies_and_evaluates():
     assert symbolic.hint(P * S) == 17 * 5
     assert (64 * P + 16) // 16 == 4 * P + 1 and (64 * P + 16) % 16 == 0
     assert (P + 1) // (P + 1) == 1 and isinstance((P + 3) % 2, Expr)
+    assert (4 * P + 4) // (P + 1) == 4 and (4 * P + 4) % (P + 1) == 0 and isinstance((4 * P + 5) // (P + 1), Expr)
 
 
 def test_bounds_cover_every_value():

@@ -149,8 +149,9 @@ def _mul(*factors: Value) -> Value:
 def _binary(op: str, a: Value, b: Value) -> Value:
     if isinstance(a, int) and isinstance(b, int):
         return _APPLY[op](a, b)
-    if isinstance(a, Expr) and a == b:
-        return 1 if op == "//" else 0
+    ratio = _ratio(a, b) if isinstance(a, Expr) and isinstance(b, Expr) else None
+    if ratio is not None:  # a = ratio * b exactly: 4*s + 4 over s + 1
+        return ratio if op == "//" else 0
     if isinstance(b, int) and b > 0 and _divisible(a, b):  # (64*s + 16) // 16 = 4*s + 1, and % 16 = 0
         return 0 if op == "%" else _add(*(_divide(t, b) for t in _terms(a)))
     if op == "//" and b == 1:
@@ -158,6 +159,24 @@ def _binary(op: str, a: Value, b: Value) -> Value:
     if op == "%" and b == 1:
         return 0
     return Expr(op, (a, b))
+
+
+def _form(v: Value) -> dict:
+    """v as {term base: coefficient} (1 is the constant term's base)."""
+    out: dict = {}
+    for t in _terms(v):
+        base = 1 if isinstance(t, int) else _mul(*t.args[:-1]) if t.op == "*" and isinstance(t.args[-1], int) else t
+        out[base] = out.get(base, 0) + _coefficient(t)
+    return out
+
+
+def _ratio(a: Expr, b: Expr) -> int | None:
+    """The integer c with a == c * b for every symbol value, when there is one."""
+    fa, fb = _form(a), _form(b)
+    if set(fa) != set(fb):
+        return None
+    ratios = {fa[k] // fb[k] for k in fb if fa[k] % fb[k] == 0}
+    return next(iter(ratios)) if len(ratios) == 1 and all(fa[k] % fb[k] == 0 for k in fb) else None
 
 
 def _terms(v: Value) -> tuple:

@@ -21,6 +21,9 @@ from .registry import NodeView, OpCase, register
 
 FILE = "attention.wgsl"
 MAX_HEAD_DIM = 256
+# A query this short leaves the fused kernel one thread per query row walking every key alone (2 ms for 587
+# keys on an H200): the unfused path spreads the keys over a GEMV instead.
+DECODE_ROWS = 4
 TILE_FLOATS = 2048  # K and V tiles together: 8 KiB of workgroup memory
 
 
@@ -39,8 +42,9 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
               causal: bool, safe: bool) -> Tensor:
     """softmax(scale · q @ kᵀ + mask) @ v for q [B, H, Sq, D] (or [H, Sq, D]), k [B, Hkv, Skv, D],
     v [B, Hkv, Skv, Dv], Hkv dividing H; the mask broadcastable to [B, H, Sq, Skv], float (added) or bool.
-    Head dims over MAX_HEAD_DIM take the unfused path."""
-    if max(q.shape[-1], v.shape[-1]) > MAX_HEAD_DIM:
+    Head dims over MAX_HEAD_DIM, and decode steps, take the unfused path."""
+    decode = symbolic.hint(q.shape[-2]) <= DECODE_ROWS and not causal
+    if max(q.shape[-1], v.shape[-1]) > MAX_HEAD_DIM or decode:
         return _unfused(ctx, q, k, v, mask, scale=scale, safe=safe)
     q4, k4, v4 = _as_4d(q), _as_4d(k), _as_4d(v)
     b, h, sq, d = q4.shape
@@ -69,10 +73,10 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
 
 def _unfused(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: float,
              safe: bool) -> Tensor:
-    """Attention with head dims too long for the fused kernel's registers (DaViT's channel attention: the
-    head dim is the token count, thousands long, while S_q = S_kv are a few dozen channels): a batched GEMM
-    for the scores (K = the head dim), a row softmax, a batched GEMM for the output. The scores are small
-    ([B·H, S_q, S_kv]), so materialising them costs little."""
+    """Attention as a batched GEMM for the scores, a row softmax and a batched GEMM for the output: for head
+    dims too long for the fused kernel's registers (DaViT's channel attention: the head dim is the token
+    count, thousands long, while S_q = S_kv are a few dozen channels) and for decode steps (S_q of 1: the
+    two GEMMs are GEMVs over the keys). The scores ([B·H, S_q, S_kv]) are small either way."""
     lead = q.shape[:-2]
     bh = prod(lead)
     (sq, d), skv, dv = q.shape[-2:], k.shape[-2], v.shape[-1]
@@ -190,6 +194,9 @@ def cases() -> list[OpCase]:
         OpCase("sdpa_decode_step_transposed_heads", lambda q, k, v: sdpa(q.transpose(1, 2), k.transpose(1, 2),
                                                                            v.transpose(1, 2)),
                [(2, 1, 4, 16), (2, 67, 4, 16), (2, 67, 4, 16)], marks=g),
+        OpCase("sdpa_decode_step_bool_mask_587_keys", lambda q, k, v, m: sdpa(q, k, v, attn_mask=m),
+               [(1, 12, 1, 64), (1, 12, 587, 64), (1, 12, 587, 64), bool_mask((1, 1, 587), masked_row=None)],
+               marks=g),
         OpCase("sdpa_3d_head_dim_200", lambda q, k, v: sdpa(q, k, v), [(3, 9, 200), (3, 21, 200), (3, 21, 200)],
                marks=g),
         OpCase("eager_hf_attention_with_mask", lambda q, k, v, m: hf_eager(q, k, v, m),

@@ -8,22 +8,48 @@
 
 //! include gemm_vec4_io.wgsl
 
+// The main loop is written out here rather than through helpers (a block struct, prefetch/stage functions
+// taking the registers by pointer): that form measured 3.84 ms against this one's 3.17 ms at 4096³ on an
+// H200 under Dawn.
 @compute @workgroup_size(WG_N, WG_M)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) lid: vec3u, @builtin(local_invocation_index) li: u32) {
-  let index = wid.x + wid.y * nwg.x;
-  if (index >= p.tiles_m * p.tiles_n * p.batch) {
+  let block = wid.x + wid.y * nwg.x;
+  let per_z = p.tiles_m * p.tiles_n;
+  if (block >= per_z * p.batch) {
     return;
   }
-  let blk = block_of(index);
-  var next: Next;
-  prefetch(&next, blk.a_base, blk.b_base, blk.m0, blk.n0, 0u, li);
+  let z = block / per_z;
+  let m0 = (block % per_z) / p.tiles_n * TILE_M;
+  let n0 = (block % p.tiles_n) * TILE_N;
+  let a_base = p.a_offset + z * p.a_strides.x;
+  let b_base = p.b_offset + z * p.b_strides.x;
+
+  var a_next: array<vec4<f32>, A_LOADS>;
+  var b_next: array<vec4<f32>, B_LOADS>;
+  for (var i = 0u; i < A_LOADS; i++) {
+    a_next[i] = fetch_a(a_base, m0, 0u, li + i * THREADS);
+  }
+  for (var i = 0u; i < B_LOADS; i++) {
+    b_next[i] = fetch_b(b_base, 0u, n0, li + i * THREADS);
+  }
+
   var acc: array<vec4<f32>, GM * 4u * GN>;
   for (var k0 = 0u; k0 < p.K; k0 += TILE_K) {
-    stage(&next, li);
+    for (var i = 0u; i < A_LOADS; i++) {
+      store_a(li + i * THREADS, a_next[i]);
+    }
+    for (var i = 0u; i < B_LOADS; i++) {
+      store_b(li + i * THREADS, b_next[i]);
+    }
     workgroupBarrier();
     if (k0 + TILE_K < p.K) {
-      prefetch(&next, blk.a_base, blk.b_base, blk.m0, blk.n0, k0 + TILE_K, li);
+      for (var i = 0u; i < A_LOADS; i++) {
+        a_next[i] = fetch_a(a_base, m0, k0 + TILE_K, li + i * THREADS);
+      }
+      for (var i = 0u; i < B_LOADS; i++) {
+        b_next[i] = fetch_b(b_base, k0 + TILE_K, n0, li + i * THREADS);
+      }
     }
     for (var k = 0u; k < TILE_K; k++) {
       var af: array<vec4<f32>, GM>;
@@ -45,11 +71,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     workgroupBarrier();
   }
+
   for (var g = 0u; g < GM; g++) {
     for (var i = 0u; i < 4u; i++) {
-      let m = blk.m0 + (g * WG_M + lid.y) * 4u + i;
+      let m = m0 + (g * WG_M + lid.y) * 4u + i;
       for (var h = 0u; h < GN; h++) {
-        finish(blk.z, m, blk.n0 + (h * WG_N + lid.x) * 4u, acc[(g * 4u + i) * GN + h]);
+        finish(z, m, n0 + (h * WG_N + lid.x) * 4u, acc[(g * 4u + i) * GN + h]);
       }
     }
   }

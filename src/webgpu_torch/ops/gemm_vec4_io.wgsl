@@ -14,9 +14,8 @@
 // Register tile: each of WG_M x WG_N threads owns GM x GN blocks of 4 x 4 outputs; block (g, h) covers rows
 //   (g*WG_M + ty)*4 .. +3 and columns (h*WG_N + tx)*4 .. +3 of the workgroup's TILE_M x TILE_N tile, so a
 //   warp's fragment reads are consecutive vec4s (or broadcasts).
-// Pipelining: the next k-step's tiles are fetched into registers (the kernel's function-local `Next`)
-// while the current one is multiplied: stage() moves them to workgroup memory, prefetch() starts the next.
-// (Rejected: module-scope var<private> registers, 18% slower at 4096³ on an H200 under Dawn.)
+// Pipelining: each kernel fetches the next k-step's tiles into registers while it multiplies the current
+// one, then stages them into workgroup memory (fetch_a/fetch_b, store_a/store_b below).
 // Geometry: blocks numbered n-fastest, then m, then z, over a folded grid; workgroups past the end exit.
 
 //! include activation.wgsl
@@ -129,43 +128,3 @@ fn finish(z: u32, m: u32, n: u32, v: vec4<f32>) {
     }
   }
 }
-
-struct Next {
-  a: array<vec4<f32>, A_LOADS>,
-  b: array<vec4<f32>, B_LOADS>,
-}
-
-fn prefetch(next: ptr<function, Next>, a_base: u32, b_base: u32, m0: u32, n0: u32, k0: u32, li: u32) {
-  for (var i = 0u; i < A_LOADS; i++) {
-    (*next).a[i] = fetch_a(a_base, m0, k0, li + i * THREADS);
-  }
-  for (var i = 0u; i < B_LOADS; i++) {
-    (*next).b[i] = fetch_b(b_base, k0, n0, li + i * THREADS);
-  }
-}
-
-fn stage(next: ptr<function, Next>, li: u32) {
-  for (var i = 0u; i < A_LOADS; i++) {
-    store_a(li + i * THREADS, (*next).a[i]);
-  }
-  for (var i = 0u; i < B_LOADS; i++) {
-    store_b(li + i * THREADS, (*next).b[i]);
-  }
-}
-
-struct Block {
-  z: u32,
-  m0: u32,
-  n0: u32,
-  a_base: u32,
-  b_base: u32,
-}
-
-// The output block of workgroup number `index` (valid when index < tiles_m * tiles_n * batch).
-fn block_of(index: u32) -> Block {
-  let per_z = p.tiles_m * p.tiles_n;
-  let z = index / per_z;
-  return Block(z, (index % per_z) / p.tiles_n * TILE_M, (index % p.tiles_n) * TILE_N,
-               p.a_offset + z * p.a_strides.x, p.b_offset + z * p.b_strides.x);
-}
-

@@ -11,6 +11,45 @@
 
 const_assert GM <= 2u && GN <= 2u;
 
+struct Next {
+  a: array<vec4<f32>, A_LOADS>,
+  b: array<vec4<f32>, B_LOADS>,
+}
+
+fn prefetch(next: ptr<function, Next>, a_base: u32, b_base: u32, m0: u32, n0: u32, k0: u32, li: u32) {
+  for (var i = 0u; i < A_LOADS; i++) {
+    (*next).a[i] = fetch_a(a_base, m0, k0, li + i * THREADS);
+  }
+  for (var i = 0u; i < B_LOADS; i++) {
+    (*next).b[i] = fetch_b(b_base, k0, n0, li + i * THREADS);
+  }
+}
+
+fn stage(next: ptr<function, Next>, li: u32) {
+  for (var i = 0u; i < A_LOADS; i++) {
+    store_a(li + i * THREADS, (*next).a[i]);
+  }
+  for (var i = 0u; i < B_LOADS; i++) {
+    store_b(li + i * THREADS, (*next).b[i]);
+  }
+}
+
+struct Block {
+  z: u32,
+  m0: u32,
+  n0: u32,
+  a_base: u32,
+  b_base: u32,
+}
+
+// The output block of workgroup number `index` (valid when index < tiles_m * tiles_n * batch).
+fn block_of(index: u32) -> Block {
+  let per_z = p.tiles_m * p.tiles_n;
+  let z = index / per_z;
+  return Block(z, (index % per_z) / p.tiles_n * TILE_M, (index % p.tiles_n) * TILE_N,
+               p.a_offset + z * p.a_strides.x, p.b_offset + z * p.b_strides.x);
+}
+
 @compute @workgroup_size(WG_N, WG_M)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) lid: vec3u, @builtin(local_invocation_index) li: u32) {

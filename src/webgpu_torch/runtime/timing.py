@@ -72,9 +72,22 @@ class _Timestamps:
             self.read.unmap()
 
 
+MIN_SPAN = 2e-3  # seconds a timed submit should last: Dawn quantises timestamps (to 65.5 µs on an H200)
+
+
 def gpu_time(executor: Executor, repeats: int = 10, samples: int = 5) -> Timing:
-    """GPU seconds per call: `repeats` back-to-back calls per submit, median over `samples` submits.
-    Inputs are whatever the buffers hold (run the program once first to upload real ones)."""
+    """GPU seconds per call: at least `repeats` back-to-back calls per submit (more for short programs, so a
+    submit spans MIN_SPAN), median over `samples` submits. Inputs are whatever the buffers hold (run the
+    program once first to upload real ones)."""
+    while True:
+        t = _gpu_time(executor, repeats, 1)
+        if t.seconds * repeats >= MIN_SPAN or repeats >= 4096:
+            break
+        repeats *= 4
+    return _gpu_time(executor, repeats, samples)
+
+
+def _gpu_time(executor: Executor, repeats: int, samples: int) -> Timing:
     device = executor.engine.device
     per_call = []
     stamps = _Timestamps(executor, 2) if _has_timestamps(executor) else None
