@@ -16,16 +16,7 @@ alias OutT = f32;
 
 const WORKGROUP: u32 = 64u;
 
-struct Params {
-  rows: u32,
-  n: u32,
-  inner: u32,
-  offset: u32,
-  stride: u32,
-  kept_ndim: u32,
-  kept_shape: array<vec4<u32>, 2>,
-  kept_strides: array<vec4<u32>, 2>,
-}
+//! include row_params.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<InT>;
 @group(0) @binding(1) var<storage, read_write> out: array<OutT>;

@@ -21,16 +21,7 @@ override ROW: u32 = 256u;
 
 const WORKGROUP: u32 = 256u;
 
-struct Params {
-  rows: u32,
-  n: u32,
-  inner: u32,
-  offset: u32,
-  stride: u32,
-  kept_ndim: u32,
-  kept_shape: array<vec4<u32>, 2>,
-  kept_strides: array<vec4<u32>, 2>,
-}
+//! include row_params.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
