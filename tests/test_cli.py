@@ -56,3 +56,15 @@ def test_bench_conv_compares_im2col_with_direct_per_shape():
     r = cli("bench", "conv", "--shapes", "resnet18.layer4.down", "davit.cpe4", "--scale", "7", "--repeat", "1")
     assert r.returncode == 0, r.stderr
     assert "im2col vs direct" in r.stdout and "conv[im2col,pr]" in r.stdout and "davit.cpe4" in r.stdout
+
+
+def test_run_with_a_wrong_input_or_a_missing_file_says_what_is_wrong(tmp_path):
+    path = tmp_path / "m.wgpt"
+    webgpu_torch.compile_module(torch.nn.Linear(7, 5), (torch.randn(3, 7),)).save(path)
+    np.save(tmp_path / "wide.npy", np.zeros((3, 8), np.float32))
+    np.save(tmp_path / "double.npy", np.zeros((3, 7)))
+    for args, message in [((str(path), "--input", str(tmp_path / "wide.npy")), "expected shape [3, 7], got [3, 8]"),
+                          ((str(path), "--input", str(tmp_path / "double.npy")), "expected dtype float32, got float64"),
+                          ((str(tmp_path / "absent.wgpt"),), "no such file")]:
+        r = cli("run", *args)
+        assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr, r.stderr

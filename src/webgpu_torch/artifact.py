@@ -57,8 +57,10 @@ def save(program: Program, path: str | Path) -> None:
 
 def load(path: str | Path) -> Program:
     """Read and fully validate a saved program; raises ArtifactError naming what is wrong."""
-    raw = Path(path).read_bytes()
     where = str(path)
+    if not Path(path).is_file():
+        raise ArtifactError(f"{where}: no such file")
+    raw = Path(path).read_bytes()
     if raw[:len(MAGIC)] != MAGIC[:len(raw)] or not raw:
         raise ArtifactError(f"{where}: not a webgpu_torch program (starts with {raw[:8]!r}, expected {MAGIC!r})")
     if len(raw) < PREAMBLE.size:

@@ -30,11 +30,15 @@ def _info(args) -> int:
 
 
 def _random_input(spec, rng: np.random.Generator) -> np.ndarray:
+    """Seeded random data for an input; a dynamic dimension takes the size the model was exported with."""
+    from .symbolic import hint
+
+    shape = tuple(hint(s) for s in spec.shape)
     if spec.dtype == "bool":
-        return rng.integers(0, 2, spec.shape).astype(bool)
+        return rng.integers(0, 2, shape).astype(bool)
     if spec.dtype.startswith("int"):
-        return rng.integers(0, 100, spec.shape).astype(spec.dtype)
-    return rng.standard_normal(spec.shape).astype(spec.dtype)
+        return rng.integers(0, 100, shape).astype(spec.dtype)
+    return rng.standard_normal(shape).astype(spec.dtype)
 
 
 def _run(args) -> int:
@@ -46,7 +50,10 @@ def _run(args) -> int:
         raise SystemExit(f"{args.file} takes {len(program.inputs)} inputs "
                          f"({', '.join(i.name for i in program.inputs)}); {len(args.input)} given")
     rng = np.random.default_rng(0)
-    arrays = [np.load(p) for p in args.input] if args.input else [_random_input(s, rng) for s in program.inputs]
+    try:
+        arrays = [np.load(p) for p in args.input] if args.input else [_random_input(s, rng) for s in program.inputs]
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"webgpu-torch run: cannot read an --input file: {e}") from None
     args_tree = unflatten(program.input_tree, arrays)
     program.executor(args.engine)
     outputs = program(*args_tree[0], **args_tree[1])

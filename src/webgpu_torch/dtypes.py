@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import InputError
+
 
 @dataclass(frozen=True)
 class DType:
@@ -65,7 +67,7 @@ def to_device(array: np.ndarray, name: str, what: str) -> np.ndarray:
     if name == "int64" and array.size:
         lo, hi = int(array.min()), int(array.max())
         if lo < -(2**31) or hi >= 2**31:
-            raise ValueError(
+            raise InputError(
                 f"{what}: int64 values must fit in int32 on WebGPU (which has no 64-bit integers); "
                 f"range is [{lo}, {hi}]"
             )

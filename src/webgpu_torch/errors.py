@@ -25,6 +25,14 @@ class ArtifactError(WebGPUTorchError):
     """A saved program file is not one, is damaged, or comes from an incompatible version."""
 
 
+class InputError(WebGPUTorchError, ValueError):
+    """A call's input has the wrong shape or a value the device cannot hold (int64 beyond int32)."""
+
+
+class InputTypeError(WebGPUTorchError, TypeError):
+    """A call's input has the wrong dtype, or the inputs do not have the structure the model was exported with."""
+
+
 class DeviceError(WebGPUTorchError):
     """No usable WebGPU adapter, or the adapter cannot hold the program."""
 

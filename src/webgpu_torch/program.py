@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, symbolic, tree
+from .errors import InputError, InputTypeError
 
 FORMAT_VERSION = 1
 
@@ -202,13 +203,13 @@ class Program:
                     env.setdefault(size.args[0].name, dim)
         for name, s in self.symbols.items():
             if name not in env:
-                raise ValueError(f"dynamic dimension {name} ({s.about}) is not the size of any input dimension")
+                raise InputError(f"dynamic dimension {name} ({s.about}) is not the size of any input dimension")
             if not s.lo <= env[name] <= s.hi:
-                raise ValueError(f"{s.about} (dynamic dimension {name}) must be in [{s.lo}, {s.hi}], got {env[name]}")
+                raise InputError(f"{s.about} (dynamic dimension {name}) must be in [{s.lo}, {s.hi}], got {env[name]}")
         for spec, v in zip(self.inputs, values, strict=True):
             want = tuple(symbolic.evaluate(s, env) for s in spec.shape)
             if tuple(v.shape) != want:
-                raise ValueError(f"input {spec.name!r}: expected shape {_show(spec.shape)} = {list(want)}, "
+                raise InputError(f"input {spec.name!r}: expected shape {_show(spec.shape)} = {list(want)}, "
                                  f"got {list(v.shape)}")
         return env
 
@@ -216,16 +217,16 @@ class Program:
         """Dtype and rank here; sizes in bind(), which knows the dynamic dimensions."""
         if type(value).__name__ == "DeviceTensor":
             if len(value.shape) != len(spec.shape) or value.dtype != spec.dtype:
-                raise ValueError(f"input {spec.name!r}: expected {spec.dtype}{_show(spec.shape)}, got {value}")
+                raise InputError(f"input {spec.name!r}: expected {spec.dtype}{_show(spec.shape)}, got {value}")
             return value
         array = value.detach().cpu().numpy() if _is_torch(value) else np.asarray(value)
         static = not any(isinstance(s, symbolic.Expr) for s in spec.shape)
         if array.ndim != len(spec.shape) or (static and tuple(array.shape) != spec.shape):
-            raise ValueError(f"input {spec.name!r}: expected shape {_show(spec.shape)}, got {list(array.shape)}")
+            raise InputError(f"input {spec.name!r}: expected shape {_show(spec.shape)}, got {list(array.shape)}")
         want = dtypes.dtype(spec.dtype).host
         same_kind = array.dtype == want or (array.dtype.kind in "iu" and want.kind in "iu")
         if not same_kind:
-            raise TypeError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {array.dtype}")
+            raise InputTypeError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {array.dtype}")
         return dtypes.to_device(array, spec.dtype, f"input {spec.name!r}")
 
     # -- inspection ----------------------------------------------------------------------------------------

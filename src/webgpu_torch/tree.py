@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import InputTypeError
+
 LEAF = {"type": "leaf"}
 
 
@@ -31,13 +33,13 @@ def flatten(spec: dict, value: Any, path: str = "input") -> list[Any]:
         return []
     if kind in ("tuple", "list"):
         if not isinstance(value, (tuple, list)) or len(value) != len(spec["items"]):
-            raise TypeError(f"{path}: expected a {kind} of {len(spec['items'])} items, got {_describe(value)}")
+            raise InputTypeError(f"{path}: expected a {kind} of {len(spec['items'])} items, got {_describe(value)}")
         return [x for i, (s, v) in enumerate(zip(spec["items"], value, strict=True))
                 for x in flatten(s, v, f"{path}[{i}]")]
     if kind == "dict":
         if not isinstance(value, dict) or set(value) != set(spec["keys"]):
             got = sorted(value) if isinstance(value, dict) else _describe(value)
-            raise TypeError(f"{path}: expected a dict with keys {spec['keys']}, got {got}")
+            raise InputTypeError(f"{path}: expected a dict with keys {spec['keys']}, got {got}")
         return [x for k, s in zip(spec["keys"], spec["items"], strict=True)
                 for x in flatten(s, value[k], f"{path}[{k!r}]")]
     raise ValueError(f"unknown tree node type {kind!r}")
