@@ -35,6 +35,11 @@ conv() { stage conv 90 $cli bench conv; }
 host() { stage host 30 $cli bench host --dispatches 100 1000; }
 florence2() { stage florence2 150 $cli florence2 --size base --seeds 0 1 --save /tmp/florence2; }
 profile() { stage profile 60 $cli bench profile --file /tmp/florence2/decoder.wgpt --top 15; }
+model_profile() {
+  for m in florence2_vision resnet50 vit_b16; do
+    stage "profile_$m" 120 $cli bench profile --model $m --top 1000 --json "$out/profile_$m.json"
+  done
+}
 models() { stage models 240 $cli bench models --ort --repeat 5 --models resnet50 mobilenet_v2 vit_b16 \
   florence2_vision; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt"

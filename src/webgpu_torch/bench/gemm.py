@@ -23,30 +23,41 @@ COLUMNS = ["M", "N", "K", "variant", "kernel", "ms", "GFLOP/s", "baseline GFLOP/
            "wall ms", "ORT wall ms", "vs ORT"]
 
 
+ACTIVATIONS = {"none": torch.nn.Identity, "relu": torch.nn.ReLU, "gelu": torch.nn.GELU}
+
+
 class _MM(torch.nn.Module):
+    def __init__(self, act: str):
+        super().__init__()
+        self.act = ACTIVATIONS[act]()
+
     def forward(self, a, b):
-        return a @ b
+        return self.act(a @ b)
 
 
-class _Linear(torch.nn.Module):
+class _Linear(_MM):
     def forward(self, x, w):
-        return torch.nn.functional.linear(x, w)
+        return self.act(torch.nn.functional.linear(x, w))
 
 
-def _problem(m: int, n: int, k: int, linear: bool, device: str = "cpu") -> tuple[torch.nn.Module, tuple]:
-    """a @ b with b [k, n], or (linear) x @ wᵀ with w [n, k] as nn.Linear stores it, read in place."""
+def _problem(m: int, n: int, k: int, linear: bool, act: str = "none",
+             device: str = "cpu") -> tuple[torch.nn.Module, tuple]:
+    """act(a @ b) with b [k, n], or (linear) act(x @ wᵀ) with w [n, k] as nn.Linear stores it, read in place."""
     a = torch.randn(m, k, device=device)
-    return (_Linear(), (a, torch.randn(n, k, device=device))) if linear else (_MM(), (a, torch.randn(
+    return (_Linear(act), (a, torch.randn(n, k, device=device))) if linear else (_MM(act), (a, torch.randn(
         k, n, device=device)))
 
 
-def _baseline(m: int, n: int, k: int, linear: bool, repeats: int) -> tuple[str, float]:
+def _baseline(m: int, n: int, k: int, linear: bool, act: str, repeats: int) -> tuple[str, float]:
     if torch.cuda.is_available():
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-        module, args = _problem(m, n, k, linear, "cuda")
+        module, args = _problem(m, n, k, linear, act, "cuda")
         return f"torch {torch.__version__} CUDA fp32 (TF32 off)", baseline_seconds(lambda: module(*args), repeats,
                                                                                    cuda=True)
+    if act != "none":
+        module, args = _problem(m, n, k, linear, act)
+        return f"torch {torch.__version__} CPU fp32", baseline_seconds(lambda: module(*args), repeats, cuda=False)
     _, (a, b) = _problem(m, n, k, linear)
     a, b = a.numpy(), (b.numpy().T if linear else b.numpy())
     return f"numpy {np.__version__} CPU fp32", baseline_seconds(lambda: a @ b, repeats, cuda=False)
@@ -58,23 +69,26 @@ def add_arguments(parser) -> None:
     parser.add_argument("--variants", nargs="*", help=f"default: {' '.join(DEFAULT_VARIANTS)}")
     parser.add_argument("--linear", action="store_true",
                         help="y = x @ wᵀ with w [N, K] as nn.Linear stores it (default: a @ b with b [K, N])")
+    parser.add_argument("--act", choices=list(ACTIVATIONS), default="none",
+                        help="an activation after the product (ours fuse it into the GEMM's epilogue)")
     parser.add_argument("--ort", action="store_true", help="also ONNX Runtime's WebGPU EP, host in and out")
 
 
 def run(args) -> tuple[list[dict], dict]:
     sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes] if args.sizes else DEFAULT_SIZES
-    return measure(sizes, args.variants or DEFAULT_VARIANTS, args.engine, args.repeat, args.linear, args.ort)
+    return measure(sizes, args.variants or DEFAULT_VARIANTS, args.engine, args.repeat, args.linear, args.ort,
+                   args.act)
 
 
 def measure(sizes, variants, engine: str | None = None, repeats: int = 5, linear: bool = False,
-            ort: bool = False) -> tuple[list[dict], dict]:
+            ort: bool = False, act: str = "none") -> tuple[list[dict], dict]:
     if ort and (why := _ort.available()):
         raise SystemExit(f"--ort: {why}")
     rows, info = [], webgpu_torch.device_info(engine)
     for m, n, k in sizes:
         flops = 2.0 * m * n * k
-        base_name, base_s = _baseline(m, n, k, linear, repeats)
-        module, args = _problem(m, n, k, linear)
+        base_name, base_s = _baseline(m, n, k, linear, act, repeats)
+        module, args = _problem(m, n, k, linear, act)
         ort_s = _ort.OrtModel(module, args).wall_time(repeats) if ort else None
         ep = torch.export.export(module, args)
         host = [a.numpy() for a in args]
@@ -92,7 +106,7 @@ def measure(sizes, variants, engine: str | None = None, repeats: int = 5, linear
                          "baseline GFLOP/s": flops / base_s / 1e9, "vs baseline": base_s / t.seconds,
                          **({"wall ms": wall * 1e3, "ORT wall ms": ort_s * 1e3, "vs ORT": ort_s / wall}
                             if ort else {})})
-    title = "GEMM fp32" + (" (linear: x @ wᵀ)" if linear else "")
+    title = "GEMM fp32" + (" (linear: x @ wᵀ)" if linear else "") + (f", then {act}" if act != "none" else "")
     return rows, {"title": title, "baseline": base_name + (", ORT WebGPU EP host in/out" if ort else ""),
                   "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']}); "
                             f"GPU ms by {t.method}"}

@@ -1,5 +1,5 @@
 """Where a program's GPU time goes: each dispatch timed with timestamp queries, summed per ATen node and per
-kernel, the largest first. Runs a saved program (`--file`) or a demo model (`--model`).
+kernel, the largest first. Runs a saved program (`--file`), a demo model or a `bench models` model (`--model`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,12 @@ COLUMNS = ["rank", "node", "kernel", "dispatches", "µs", "share"]
 
 def add_arguments(parser) -> None:
     parser.add_argument("--file", help="a saved program (.wgpt)")
-    parser.add_argument("--model", default="mlp", help="a demo model, when no --file is given")
+    parser.add_argument("--model", default="mlp", help="a demo or `bench models` model, when no --file is given")
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--by", choices=["node", "kernel"], default="node",
+                        help="sum per ATen node (and its kernel), or per kernel over all its nodes")
+    parser.add_argument("--dispatch-repeats", type=int, default=16,
+                        help="times each dispatch runs in its timed pass (resolves short ones)")
 
 
 def _program(args):
@@ -31,9 +35,13 @@ def _program(args):
                   for i, s in zip(program.inputs, shapes, strict=True)]
         return program, inputs
     from .. import demo
+    from . import models
 
-    model, example = demo.MODELS[args.model].build()
-    return webgpu_torch.compile_module(model, example), list(example)
+    if args.model in models.MODELS:
+        model, example = models.MODELS[args.model]()
+    else:
+        model, example = demo.MODELS[args.model].build()
+    return webgpu_torch.compile_module(model.eval(), example), list(example)
 
 
 def run(args) -> tuple[list[dict], dict]:
@@ -43,15 +51,20 @@ def run(args) -> tuple[list[dict], dict]:
     call_args, call_kwargs = unflatten(program.input_tree, inputs)
     ex = program.executor(args.engine)
     program(*call_args, **call_kwargs)
-    times = timing.dispatch_times(ex, samples=args.repeat)
+    times = timing.dispatch_times(ex, samples=args.repeat, repeats=args.dispatch_repeats)
     per_node: dict[tuple[str, str], list[float]] = defaultdict(list)
+    nodes: dict[str, set[str]] = defaultdict(set)  # kernel -> the nodes it ran for
     for d, t in zip(program.dispatches, times, strict=True):
-        per_node[(d.node, program.kernels[d.kernel].name)].append(t)
+        kernel = program.kernels[d.kernel].name
+        nodes[kernel].add(d.node)
+        per_node[(d.node if args.by == "node" else kernel, kernel)].append(t)
+    if args.by == "kernel":
+        per_node = {(f"{len(nodes[k])} nodes", k): ts for (_, k), ts in per_node.items()}
     total = sum(times)
     ranked = sorted(per_node.items(), key=lambda kv: -sum(kv[1]))[: args.top]
     rows = [{"rank": i + 1, "node": node, "kernel": kernel, "dispatches": len(ts), "µs": sum(ts) * 1e6,
              "share": f"{sum(ts) / total:.1%}"} for i, ((node, kernel), ts) in enumerate(ranked)]
     info = webgpu_torch.device_info(args.engine)
-    return rows, {"title": f"GPU time per node ({len(program.dispatches)} dispatches, {total * 1e3:.3f} ms "
-                           "summed; each dispatch in its own pass)",
+    return rows, {"title": f"GPU time per {args.by} ({len(program.dispatches)} dispatches, {total * 1e3:.3f} ms "
+                           f"summed; each dispatch {args.dispatch_repeats}× in its own pass)",
                   "baseline": "none", "device": f"{info['adapter']} via {info['engine_module']}"}

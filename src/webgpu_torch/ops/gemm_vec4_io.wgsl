@@ -109,7 +109,9 @@ fn bias_at(z: u32, m: u32, n: u32) -> f32 {
   return bias[p.bias_offset + z * p.bias_strides.x + m * p.bias_strides.y + n * p.bias_strides.z];
 }
 
-fn finish(z: u32, m: u32, n: u32, v: vec4<f32>) {
+// Stores one finished vec4 of outputs, applying activation `act` (ACTIVATION, or ACT_NONE when the kernel
+// activates in a pass of its own: activate_stored).
+fn finish(z: u32, m: u32, n: u32, v: vec4<f32>, act: u32) {
   if (m >= p.M) {
     return;
   }
@@ -124,7 +126,20 @@ fn finish(z: u32, m: u32, n: u32, v: vec4<f32>) {
   let row = (z * p.M + m) * p.N;
   for (var j = 0u; j < 4u; j++) {
     if (n + j < p.N) {
-      c[row + n + j] = activate(out[j], ACTIVATION, p.act_lo, p.act_hi);
+      c[row + n + j] = activate(out[j], act, p.act_lo, p.act_hi);
+    }
+  }
+}
+
+// Applies ACTIVATION to 4 outputs this invocation stored before (a read of its own writes: program order).
+fn activate_stored(z: u32, m: u32, n: u32) {
+  if (m >= p.M) {
+    return;
+  }
+  let row = (z * p.M + m) * p.N;
+  for (var j = 0u; j < 4u; j++) {
+    if (n + j < p.N) {
+      c[row + n + j] = activate(c[row + n + j], ACTIVATION, p.act_lo, p.act_hi);
     }
   }
 }

@@ -105,26 +105,26 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let r1 = blk.m0 + (WG_M + lid.y) * 4u;
   let n0 = blk.n0 + lid.x * 4u;
   let n1 = blk.n0 + (WG_N + lid.x) * 4u;
-  finish(blk.z, r0, n0, c00);
-  finish(blk.z, r0 + 1u, n0, c10);
-  finish(blk.z, r0 + 2u, n0, c20);
-  finish(blk.z, r0 + 3u, n0, c30);
+  finish(blk.z, r0, n0, c00, ACTIVATION);
+  finish(blk.z, r0 + 1u, n0, c10, ACTIVATION);
+  finish(blk.z, r0 + 2u, n0, c20, ACTIVATION);
+  finish(blk.z, r0 + 3u, n0, c30, ACTIVATION);
   if (GN == 2u) {
-    finish(blk.z, r0, n1, c01);
-    finish(blk.z, r0 + 1u, n1, c11);
-    finish(blk.z, r0 + 2u, n1, c21);
-    finish(blk.z, r0 + 3u, n1, c31);
+    finish(blk.z, r0, n1, c01, ACTIVATION);
+    finish(blk.z, r0 + 1u, n1, c11, ACTIVATION);
+    finish(blk.z, r0 + 2u, n1, c21, ACTIVATION);
+    finish(blk.z, r0 + 3u, n1, c31, ACTIVATION);
   }
   if (GM == 2u) {
-    finish(blk.z, r1, n0, c40);
-    finish(blk.z, r1 + 1u, n0, c50);
-    finish(blk.z, r1 + 2u, n0, c60);
-    finish(blk.z, r1 + 3u, n0, c70);
+    finish(blk.z, r1, n0, c40, ACTIVATION);
+    finish(blk.z, r1 + 1u, n0, c50, ACTIVATION);
+    finish(blk.z, r1 + 2u, n0, c60, ACTIVATION);
+    finish(blk.z, r1 + 3u, n0, c70, ACTIVATION);
     if (GN == 2u) {
-      finish(blk.z, r1, n1, c41);
-      finish(blk.z, r1 + 1u, n1, c51);
-      finish(blk.z, r1 + 2u, n1, c61);
-      finish(blk.z, r1 + 3u, n1, c71);
+      finish(blk.z, r1, n1, c41, ACTIVATION);
+      finish(blk.z, r1 + 1u, n1, c51, ACTIVATION);
+      finish(blk.z, r1 + 2u, n1, c61, ACTIVATION);
+      finish(blk.z, r1 + 3u, n1, c71, ACTIVATION);
     }
   }
 }

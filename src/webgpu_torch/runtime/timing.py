@@ -110,9 +110,11 @@ def _gpu_time(executor: Executor, repeats: int, samples: int) -> Timing:
     return Timing(statistics.median(per_call), "timestamps" if stamps else "wall clock")
 
 
-def dispatch_times(executor: Executor, samples: int = 3) -> list[float]:
-    """GPU seconds of each dispatch (each in a compute pass of its own, timed by timestamps), median over
-    `samples`. Needs the adapter's `timestamp-query` feature."""
+def dispatch_times(executor: Executor, samples: int = 3, repeats: int = 1) -> list[float]:
+    """GPU seconds of each dispatch, median over `samples`. Each dispatch runs `repeats` times back to back in
+    a compute pass of its own, timed by timestamps: repeats resolve dispatches shorter than the timestamp
+    quantum, at the price of warm caches (a repeat re-reads what its predecessor just touched). Needs the
+    adapter's `timestamp-query` feature."""
     if not _has_timestamps(executor):
         raise RuntimeError("this adapter has no timestamp-query feature: per-dispatch times are unavailable")
     n = len(executor.program.dispatches)
@@ -124,11 +126,12 @@ def dispatch_times(executor: Executor, samples: int = 3) -> list[float]:
             cpass = encoder.begin_compute_pass(timestamp_writes=stamps.writes(2 * i, 2 * i + 1))
             cpass.set_pipeline(pipeline)
             cpass.set_bind_group(0, bind_group)
-            cpass.dispatch_workgroups(*grid)
+            for _ in range(repeats):
+                cpass.dispatch_workgroups(*grid)
             cpass.end()
         t = stamps.finish(encoder).astype(np.int64)
         if sample:
-            runs.append((t[1::2] - t[0::2])[:n] * 1e-9)
+            runs.append((t[1::2] - t[0::2])[:n] * 1e-9 / repeats)
     return list(np.median(np.stack(runs), axis=0))
 
 
