@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import webgpu_torch
+from webgpu_torch.runtime import tuning
 
 
 def pytest_report_header(config):
@@ -21,3 +22,13 @@ def poisoned():
         return program(*args, **kwargs)
 
     return run
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tuning_cache(tmp_path_factory):
+    """Tuning runs as it does for users, but with a cache of this session's own (none read from or written to
+    the home directory)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv(tuning.CACHE_VAR, str(tmp_path_factory.mktemp("tuning") / "tuning.json"))
+    yield
+    mp.undo()

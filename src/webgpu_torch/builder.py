@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, symbolic, wgsl
-from .program import Buffer, Dispatch, Kernel, Tensor, contiguous_strides, fold_grid
+from .program import Buffer, Dispatch, Kernel, Option, Tensor, contiguous_strides, fold_grid
 
 
 @dataclass(frozen=True)
@@ -125,16 +125,29 @@ class Builder:
 
         return copy(self, t)
 
-    def dispatch(self, spec: KernelSpec, tensors: list[Tensor], params: dict | None, workgroups) -> None:
+    def dispatch(self, spec: KernelSpec, tensors: list[Tensor], params: dict | None, workgroups,
+                 options: list[tuple[KernelSpec, dict, int]] = ()) -> None:
         """Emit one dispatch of `workgroups` workgroups (an int, or an Expr of dynamic sizes: then the runtime
-        folds the grid per call); `tensors` bind in binding order, Params after them."""
+        folds the grid per call); `tensors` bind in binding order, Params after them. `options` are
+        (spec, params, workgroups) of kernels that compute the same from the same tensors, for the runtime
+        to choose among by timing (a dispatch of dynamic sizes keeps its own kernel)."""
         if workgroups == 0:
             return
+        kernel, uniform, patches = self._kernel(spec, params, len(tensors))
+        dynamic = isinstance(workgroups, symbolic.Expr) or bool(patches)
+        choices = () if dynamic else tuple(Option(*self._kernel(s, p, len(tensors))[:2], fold_grid(w))
+                                           for s, p, w in options)
+        grid = fold_grid(symbolic.bound(workgroups) if isinstance(workgroups, symbolic.Expr) else workgroups)
+        self.dispatches.append(Dispatch(kernel, tuple(t.buffer for t in tensors), uniform, grid, self.node, patches,
+                                        workgroups if isinstance(workgroups, symbolic.Expr) else None, choices))
+
+    def _kernel(self, spec: KernelSpec, params: dict | None, n_tensors: int) -> tuple[int, bytes, tuple]:
+        """The kernel index of `spec` (added on first use), its packed Params and their dynamic patches."""
         source = _specialized(spec.file, spec.consts)
         binds, layout = _interface(source)
         storage = [b for b in binds if b.kind != "uniform"]
-        if len(storage) != len(tensors):
-            raise RuntimeError(f"{spec.name}: kernel binds {len(storage)} buffers, lowering gave {len(tensors)}")
+        if len(storage) != n_tensors:
+            raise RuntimeError(f"{spec.name}: kernel binds {len(storage)} buffers, lowering gave {n_tensors}")
         if (layout is None) != (params is None):
             raise RuntimeError(f"{spec.name}: Params given {params is not None}, declared {layout is not None}")
         uniform, patches = layout.pack(params) if layout is not None else (b"", ())
@@ -144,10 +157,7 @@ class Builder:
         if kernel not in self._kernel_ids:
             self._kernel_ids[kernel] = len(self.kernels)
             self.kernels.append(kernel)
-        dynamic = isinstance(workgroups, symbolic.Expr)
-        grid = fold_grid(symbolic.bound(workgroups) if dynamic else workgroups)
-        self.dispatches.append(Dispatch(self._kernel_ids[kernel], tuple(t.buffer for t in tensors), uniform, grid,
-                                        self.node, patches, workgroups if dynamic else None))
+        return self._kernel_ids[kernel], uniform, patches
 
     # -- internals ----------------------------------------------------------------------------------------------
     def _buffer(self, b: Buffer) -> int:

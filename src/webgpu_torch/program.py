@@ -127,6 +127,16 @@ class Kernel:
 
 
 @dataclass(frozen=True)
+class Option:
+    """Another kernel that computes a dispatch's result from the same buffers (a different GEMM tile
+    configuration): the runtime may time the options on its device and run the fastest (runtime/tuning.py)."""
+
+    kernel: int
+    uniform: bytes
+    grid: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
 class Dispatch:
     kernel: int  # index into Program.kernels
     buffers: tuple[int, ...]  # storage bindings, in binding order; the uniform (if any) binds after them
@@ -137,6 +147,11 @@ class Dispatch:
     # (`grid` is then the grid for the largest sizes).
     patches: tuple = ()  # wgsl.Patch
     count: Any = None  # Expr | None
+    options: tuple[Option, ...] = ()  # equivalent alternatives (static dispatches only); this one is the default
+
+    def choose(self, option: Option) -> Dispatch:
+        """This dispatch running `option` instead (and offering no options)."""
+        return Dispatch(option.kernel, self.buffers, option.uniform, option.grid, self.node)
 
 
 @dataclass
@@ -279,6 +294,12 @@ class Program:
                  f"dispatch {i}: bad uniform patch")
             if d.count is not None:
                 need(symbolic.bounds(d.count)[0] >= 0, f"dispatch {i}: negative workgroup count")
+            need(not d.options or (d.count is None and not d.patches), f"dispatch {i}: a dynamic one has options")
+            for o in d.options:
+                need(0 <= o.kernel < len(self.kernels) and len(o.grid) == 3 and all(1 <= g <= 65535 for g in o.grid),
+                     f"dispatch {i}: bad option")
+                need(_interface(self.sources[self.kernels[o.kernel].source]) == _interface(source),
+                     f"dispatch {i}: option {self.kernels[o.kernel].name} differs in bindings or Params")
 
     def summary(self) -> str:
         """A readable listing: inputs, outputs, buffers by role, and every dispatch."""
@@ -325,7 +346,9 @@ class Program:
                             "grid": list(d.grid), "node": d.node,
                             **({"patches": [[p.offset, p.scalar, symbolic.to_json(p.value)] for p in d.patches]}
                                if d.patches else {}),
-                            **({"count": symbolic.to_json(d.count)} if d.count is not None else {})}
+                            **({"count": symbolic.to_json(d.count)} if d.count is not None else {}),
+                            **({"options": [{"kernel": o.kernel, "uniform": _words(o.uniform), "grid": list(o.grid)}
+                                            for o in d.options]} if d.options else {})}
                            for d in self.dispatches],
         }
 
@@ -349,11 +372,11 @@ class Program:
             outputs=[Tensor.from_json(t, symbols) for t in d["outputs"]],
             input_tree=d["input_tree"],
             output_tree=d["output_tree"],
-            dispatches=[Dispatch(x["kernel"], tuple(x["buffers"]), struct.pack(f"<{len(x['uniform'])}I",
-                                                                                *x["uniform"]),
-                                 tuple(x["grid"]), x["node"],
+            dispatches=[Dispatch(x["kernel"], tuple(x["buffers"]), _bytes(x["uniform"]), tuple(x["grid"]), x["node"],
                                  tuple(Patch(int(o), t, e(v)) for o, t, v in x.get("patches", [])),
-                                 e(x["count"]) if "count" in x else None) for x in d["dispatches"]],
+                                 e(x["count"]) if "count" in x else None,
+                                 tuple(Option(o["kernel"], _bytes(o["uniform"]), tuple(o["grid"]))
+                                       for o in x.get("options", ()))) for x in d["dispatches"]],
             meta=d.get("meta", {}),
             symbols=symbols,
         )
@@ -372,6 +395,10 @@ def _show(shape: tuple) -> str:
 
 def _words(data: bytes) -> list[int]:
     return list(struct.unpack(f"<{len(data) // 4}I", data))
+
+
+def _bytes(words: list[int]) -> bytes:
+    return struct.pack(f"<{len(words)}I", *words)
 
 
 def _is_torch(x: Any) -> bool:

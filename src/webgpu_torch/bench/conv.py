@@ -94,10 +94,11 @@ def measure(shapes: list[Shape], scale: int = 1, engine: str | None = None, repe
         for variant in ("direct", "im2col") if shape.groups == 1 else ("direct",):
             program = webgpu_torch.compile(ep, conv=variant)
             program(x)  # uploads the input
-            t = timing.gpu_time(program.executor(engine), repeats=repeats)
+            ex = program.executor(engine)
+            t = timing.gpu_time(ex, repeats=repeats)
             row[f"{variant} ms"] = t.seconds * 1e3
             if variant == "im2col":
-                row["im2col kernel"] = program.kernels[program.dispatches[0].kernel].name
+                row["im2col kernel"] = ex.program.kernels[ex.program.dispatches[0].kernel].name  # as tuned
         best = min(row.get("im2col ms", float("inf")), row["direct ms"]) / 1e3
         if "im2col ms" in row:
             row["im2col vs direct"] = row["direct ms"] / row["im2col ms"]

@@ -101,7 +101,7 @@ def measure(sizes, variants, engine: str | None = None, repeats: int = 5, linear
             program(*host)  # the inputs are now on the device
             t = timing.gpu_time(ex, repeats=repeats)
             rows.append({"M": m, "N": n, "K": k, "variant": variant,
-                         "kernel": program.kernels[program.dispatches[0].kernel].name,
+                         "kernel": ex.program.kernels[ex.program.dispatches[0].kernel].name,  # as tuned
                          "ms": t.seconds * 1e3, "GFLOP/s": flops / t.seconds / 1e9,
                          "baseline GFLOP/s": flops / base_s / 1e9, "vs baseline": base_s / t.seconds,
                          **({"wall ms": wall * 1e3, "ORT wall ms": ort_s * 1e3, "vs ORT": ort_s / wall}

@@ -54,8 +54,8 @@ def run(args) -> tuple[list[dict], dict]:
     times = timing.dispatch_times(ex, samples=args.repeat, repeats=args.dispatch_repeats)
     per_node: dict[tuple[str, str], list[float]] = defaultdict(list)
     nodes: dict[str, set[str]] = defaultdict(set)  # kernel -> the nodes it ran for
-    for d, t in zip(program.dispatches, times, strict=True):
-        kernel = program.kernels[d.kernel].name
+    for d, t in zip(ex.program.dispatches, times, strict=True):  # as tuned for this device
+        kernel = ex.program.kernels[d.kernel].name
         nodes[kernel].add(d.node)
         per_node[(d.node if args.by == "node" else kernel, kernel)].append(t)
     if args.by == "kernel":

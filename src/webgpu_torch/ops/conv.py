@@ -111,9 +111,11 @@ def convolution(ctx: Builder, node: NodeView) -> Tensor:
     out_shape = (g.batch, g.oc, g.oh, g.ow)
     kind = route(g, ctx.options.extra.get("conv", CHOICES[0]))
     out = _pointwise(ctx, g, x, w, bias, ep, out_shape) if kind == "gemm" else None
-    if out is None:
+    if out is None and kind == "direct":
+        out = _direct(ctx, g, x, w, bias, ep)
+    elif out is None:
         out = ctx.new(out_shape)
-        (_direct if kind == "direct" else _im2col)(ctx, g, x, w, bias, ep, out)
+        _im2col(ctx, g, x, w, bias, ep, out)
     return layout.view(out, node.out.shape)
 
 
@@ -133,20 +135,37 @@ def _im2col(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None
     # The im2col loader reads by element: a forced vec4 configuration runs as its element twin, gemv as auto.
     forced = "auto" if ctx.options.gemm == "gemv" else ctx.options.gemm
     name = gemm.choose_config(1, g.oc, n, False, forced)
-    cfg = gemm.CONFIGS[name]
-    tiles = (-(-g.oc // cfg.tile_m), -(-n // cfg.tile_n))
-    spec = KernelSpec.of(FILE, f"conv[im2col,{name}]{epilogue.suffix(ep)}", entry="im2col", consts=cfg.consts,
-                         overrides={"HAS_BIAS": bias is not None, **epilogue.overrides(ep)})
-    ctx.dispatch(spec, [x, w, bias or ctx.dummy(), out], _params(g, x, w, bias, ep, out, tiles), tiles[0] * tiles[1])
+
+    def variant(name: str) -> tuple[KernelSpec, dict, int]:
+        cfg = gemm.CONFIGS[name]
+        tiles = (-(-g.oc // cfg.tile_m), -(-n // cfg.tile_n))
+        spec = KernelSpec.of(FILE, f"conv[im2col,{name}]{epilogue.suffix(ep)}", entry="im2col",
+                             consts=cfg.consts, overrides={"HAS_BIAS": bias is not None, **epilogue.overrides(ep)})
+        return spec, _params(g, x, w, bias, ep, out, tiles), tiles[0] * tiles[1]
+
+    # Unforced, the other tile configurations are options for the runtime to time (runtime/tuning.py).
+    others = [o for o in gemm.SCALAR_BY_SIZE if o != name] if forced == "auto" else []
+    spec, params, workgroups = variant(name)
+    ctx.dispatch(spec, [x, w, bias or ctx.dummy(), out], params, workgroups, [variant(o) for o in others])
 
 
-def _direct(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None, ep, out: Tensor) -> None:
+def _direct(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None, ep) -> Tensor:
+    """The direct kernel's output, [batch, OC, OH, OW]: a view of channels-last memory when x's channels are
+    its contiguous axis (a token-major [B, H·W, C] activation seen as NCHW, as DaViT's and Swin's position
+    convs take it), so threads read x at stride 1 and the transpose back to tokens is a free view."""
     vec4 = (g.ic // g.groups) % 4 == 0
-    name = ",".join(["direct"] + ["transposed"] * g.transposed + ["vec4"] * vec4)
+    channels_last = g.ic > 1 and x.strides[1] == 1
+    if channels_last:
+        out = layout.permute(ctx.new((g.batch, g.oh, g.ow, g.oc)), [0, 3, 1, 2])
+    else:
+        out = ctx.new((g.batch, g.oc, g.oh, g.ow))
+    name = ",".join(["direct"] + ["transposed"] * g.transposed + ["vec4"] * vec4 + ["nhwc"] * channels_last)
     spec = KernelSpec.of(FILE, f"conv[{name}]{epilogue.suffix(ep)}", entry="direct", overrides={
-        "HAS_BIAS": bias is not None, "TRANSPOSED": g.transposed, "VEC4": vec4, **epilogue.overrides(ep)})
+        "HAS_BIAS": bias is not None, "TRANSPOSED": g.transposed, "VEC4": vec4, "CHANNELS_LAST": channels_last,
+        **epilogue.overrides(ep)})
     ctx.dispatch(spec, [x, w, bias or ctx.dummy(), out], _params(g, x, w, bias, ep, out, (0, 0)),
                  -(-out.numel // WORKGROUP))
+    return out
 
 
 def _params(g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None, ep, out: Tensor, tiles: tuple[int, int]) -> dict:
@@ -227,6 +246,13 @@ def cases() -> list[OpCase]:
         OpCase("depthwise_folded_tf_pad", lambda x, w, b: F.conv2d(F.pad(x, (0, 1, 0, 1)), w, b, 2, 0, 1, 11),
                [(3, 11, 18, 16), (11, 1, 3, 3), (11,)]),
         OpCase("depthwise_multiplier", conv(1, 1, 1, 5), [(1, 5, 13, 11), (15, 1, 3, 3), (15,)]),
+        # Token-major input seen as NCHW (DaViT's position conv): the channels-last direct kernel, whose
+        # output view transposes back to tokens for free; also grouped and strided forms of it.
+        OpCase("depthwise_channels_last_tokens", lambda x, w, b: F.conv2d(
+            x.transpose(1, 2).reshape(2, 13, 11, 7), w, b, 1, 1, 1, 13).flatten(2).transpose(1, 2),
+               [(2, 77, 13), (13, 1, 3, 3), (13,)]),
+        OpCase("grouped_channels_last_stride2_gelu", lambda x, w, b: F.gelu(F.conv2d(
+            x.permute(0, 3, 1, 2), w, b, 2, 1, 1, 3)), [(3, 17, 13, 12), (9, 4, 3, 3), (9,)]),
         OpCase("grouped_vec4", conv(1, 1, 1, 3), [(3, 24, 13, 11), (15, 8, 3, 3), (15,)]),
         OpCase("grouped_odd_channels", conv((2, 1), (0, 2), 1, 5), [(1, 15, 13, 11), (10, 3, 3, 5), (10,)]),
         OpCase("depthwise_grid_beyond_65535", conv(1, 0, 1, 3), [(1, 3, 2381, 2381), (3, 1, 1, 1), (3,)]),

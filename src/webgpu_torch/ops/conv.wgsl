@@ -6,7 +6,9 @@
 //           tiled_matmul.wgsl;
 //   direct  any groups, plain or TRANSPOSED: one thread per output element, summing its receptive field
 //           straight from x and w (no reuse between threads). VEC4 (IC/groups % 4 == 0) sums the channels
-//           four at a time into a vec4 accumulator.
+//           four at a time into a vec4 accumulator. CHANNELS_LAST (for an input whose channels are its
+//           contiguous axis) numbers the outputs channel-fastest and stores them [batch, OH, OW, OC], so
+//           neighbouring threads read neighbouring input words.
 //
 // Layouts (element strides and offsets in Params):
 //   x[b, c, h, w]  = x[x_offset + b*x_strides.x + c*x_strides.y + h*x_strides.z + w*x_strides.w]  (any view)
@@ -16,7 +18,7 @@
 //     A[m, k] = w[w_offset + m*w_strides.x + k] needs (ic, kh, kw) to be one contiguous run (the lowering
 //     guarantees it).
 //   bias[oc]       = bias[bias_offset + oc*bias_stride]   (read only when HAS_BIAS)
-//   out: contiguous [batch, OC, OH, OW].
+//   out: contiguous [batch, OC, OH, OW]; direct with CHANNELS_LAST: contiguous [batch, OH, OW, OC].
 // Index maps, per spatial dim (stride s, leading padding p, dilation d, input size n):
 //   plain       output o reads input i = o*s - p + k*d through tap k;
 //   transposed  input i writes output o = i*s - p + k*d, so o gathers i = (o + p - k*d) / s where that divides.
@@ -35,6 +37,7 @@ override HAS_BIAS: bool = false;
 override ACTIVATION: u32 = ACT_NONE;
 override TRANSPOSED: bool = false;
 override VEC4: bool = false;
+override CHANNELS_LAST: bool = false;
 
 struct Params {
   numel: u32,        // output elements
@@ -194,7 +197,12 @@ fn direct(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
   if (i >= p.numel) {
     return;
   }
-  let o = nchw(i, p.OC, p.OH, p.OW);  // (b, oc, oh, ow)
+  var o: vec4<u32>;  // (b, oc, oh, ow); output i in its memory order
+  if (CHANNELS_LAST) {
+    o = nhwc(i, p.OC, p.OH, p.OW);
+  } else {
+    o = nchw(i, p.OC, p.OH, p.OW);
+  }
   let g = o.y / p.OCg;
   let x_base = p.x_offset + o.x * p.x_strides.x + g * p.ICg * p.x_strides.y;
   let w_base = p.w_offset + g * p.w_group_stride + (o.y % p.OCg) * p.w_strides.x;

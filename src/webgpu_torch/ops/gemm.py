@@ -114,6 +114,7 @@ SCALAR_BY_SIZE = ("128x128", "64x64", "pr")
 ENOUGH_BLOCKS = 256
 GEMV_MAX_ROWS = 8
 SPLIT_K_MIN_DEPTH = 256  # each split keeps at least this much of K
+SPLIT_K_MAX = 64
 
 
 def _blocks(cfg, batch: int, m: int, n: int) -> int:
@@ -135,18 +136,17 @@ def choose_config(batch: int, m: int, n: int, vec4: bool, forced: str) -> str:
     return order[-1]
 
 
-def split_k(batch: int, m: int, n: int, k: int, name: str) -> int:
-    """How many slices to split K into when the output alone gives too few blocks (1: no split): the fewest
-    that give enough blocks, else as many as K allows (each slice a multiple of 4 and >= SPLIT_K_MIN_DEPTH)."""
-    blocks = _blocks(CONFIGS[name], batch, m, n)
-    best = 1
-    for splits in (2, 4, 8):
-        if blocks >= ENOUGH_BLOCKS or k % (4 * splits) or k // splits < SPLIT_K_MIN_DEPTH:
-            break
-        best = splits
-        if blocks * splits >= ENOUGH_BLOCKS:
-            break
-    return best
+def split_k(batch: int, m: int, n: int, k: int, name: str) -> tuple[int, int]:
+    """(slices, slice length) for K when the output alone gives too few blocks ((1, k): no split): enough
+    slices to fill the GPU, as K allows (each slice a multiple of TILE_K, at least SPLIT_K_MIN_DEPTH long)."""
+    cfg = CONFIGS[name]
+    blocks = _blocks(cfg, batch, m, n)
+    splits = min(-(-ENOUGH_BLOCKS // blocks), k // SPLIT_K_MIN_DEPTH, SPLIT_K_MAX)
+    if splits <= 1:
+        return 1, k
+    part = -(-k // splits)
+    part = -(-part // cfg.tile_k) * cfg.tile_k
+    return -(-k // part), part
 
 
 def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: float = 1.0, beta: float = 1.0,
@@ -171,42 +171,50 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     # Tile sizes and K splits only change speed, so dynamic sizes are judged by their hints.
     hb, hm, hn = (symbolic.hint(v) for v in (batch, m, n))
     name = choose_config(hb, hm, hn, None not in axes, "auto" if forced == "gemv" else forced)
-    static_k = isinstance(k, int) and batch == 1
-    splits = split_k(hb, hm, hn, k, name) if forced == "auto" and CONFIGS[name].vec4 and static_k else 1
+    static = isinstance(k, int) and isinstance(batch, int)
+    splits, part = split_k(hb, hm, hn, k, name) if forced == "auto" and CONFIGS[name].vec4 and static else (1, k)
     if splits == 1:
         out = ctx.new(out_shape)
         _tiled(ctx, name, a3, b3, bias3, alpha, beta, out, ep, axes)
         return out
-    # K in `splits` slices as a batch: A[s, m, k'] = A[m, s*K/splits + k'], likewise B; the slices' partial
-    # products are summed by a reduction, then bias and activation applied by an elementwise pass.
-    part = k // splits
-    a_s = Tensor(a3.buffer, (splits, m, part), (part * a3.strides[2], a3.strides[1], a3.strides[2]), a3.offset)
-    b_s = Tensor(b3.buffer, (splits, part, n), (part * b3.strides[1], b3.strides[1], b3.strides[2]), b3.offset)
-    partial = ctx.new((splits, m, n))
-    _tiled(ctx, name, a_s, b_s, None, alpha, beta, partial, None, (vec4_axis(a_s), vec4_axis(b_s)))
+    # Each slice's partial product lands in partial[s]; a reduction sums them, then an elementwise pass
+    # applies bias and activation.
+    partial = ctx.new((splits, batch, m, n))
+    _tiled(ctx, name, a3, b3, None, alpha, beta, partial, None, axes, (splits, part))
     from . import elementwise, reduce
 
-    summed = reduce.reduce(ctx, "sum", partial, [0], (m, n))  # batch == 1: out_shape is [m, n] in any form
+    summed = reduce.reduce(ctx, "sum", partial, [0], (batch, m, n))
     if bias3 is not None or ep is not None:
-        bias2 = layout.squeeze(bias3, [0]) if bias3 is not None else 0.0
-        summed = elementwise.emit(ctx, "add", [summed, bias2], (m, n), alpha=beta, ep=ep)
+        summed = elementwise.emit(ctx, "add", [summed, bias3 if bias3 is not None else 0.0], (batch, m, n),
+                                  alpha=beta, ep=ep)
     return layout.view(summed, out_shape)
 
 
 def _tiled(ctx: Builder, name: str, a3: Tensor, b3: Tensor, bias3: Tensor | None, alpha: float, beta: float,
-           out: Tensor, ep: Epilogue | None, axes: tuple[int | None, int | None]) -> None:
-    cfg = CONFIGS[name]
-    batch, m, k = a3.shape
-    n = b3.shape[2]
-    tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
-    a_k = axes[0] == 2 if cfg.vec4 else (a3.strides[2] == 1 or k == 1)
-    b_n = axes[1] == 2 if cfg.vec4 else (b3.strides[2] == 1 or n == 1)
-    spec = KernelSpec.of(cfg.file, f"gemm[{name}]{epilogue.suffix(ep)}", consts=cfg.consts, overrides={
-        "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, "HAS_BIAS": bias3 is not None, **epilogue.overrides(ep)},
-        engine_files=cfg.engine_files)
-    params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
-              **_operand_params(a3, b3, bias3, alpha, beta, ep)}
-    ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out], params, tiles_m * tiles_n * batch)
+           out: Tensor, ep: Epilogue | None, axes: tuple[int | None, int | None],
+           split: tuple[int, int] | None = None) -> None:
+    """One dispatch of configuration `name`; with `split` = (slices, slice length), slice s of K writes
+    out[s] (out is [slices, batch, M, N]; vec4 configurations only). Unsplit and unforced, the dispatch
+    offers the other configurations of its kernel family as options for the runtime to time."""
+    def variant(name: str) -> tuple[KernelSpec, dict, int]:
+        cfg = CONFIGS[name]
+        batch, m, k = a3.shape
+        n = b3.shape[2]
+        splits, part = split or (1, k)
+        tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
+        a_k = axes[0] == 2 if cfg.vec4 else (a3.strides[2] == 1 or k == 1)
+        b_n = axes[1] == 2 if cfg.vec4 else (b3.strides[2] == 1 or n == 1)
+        spec = KernelSpec.of(cfg.file, f"gemm[{name}]{epilogue.suffix(ep)}", consts=cfg.consts, overrides={
+            "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, "HAS_BIAS": bias3 is not None, **epilogue.overrides(ep)},
+            engine_files=cfg.engine_files)
+        params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
+                  "splits": splits, "k_part": part, **_operand_params(a3, b3, bias3, alpha, beta, ep)}
+        return spec, params, tiles_m * tiles_n * batch * splits
+
+    family = VEC4_BY_SIZE if CONFIGS[name].vec4 else SCALAR_BY_SIZE
+    others = [o for o in family if o != name] if ctx.options.gemm == "auto" and split is None else []
+    spec, params, workgroups = variant(name)
+    ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out], params, workgroups, [variant(o) for o in others])
 
 
 def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, alpha: float, beta: float,
@@ -221,8 +229,8 @@ def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, alpha: flo
     spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}]{epilogue.suffix(ep)}", entry=entry,
                          consts={"ROWS": rows},
                          overrides={"HAS_BIAS": bias3 is not None, **epilogue.overrides(ep)})
-    params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 1, "tiles_n": blocks_n,
-              **_operand_params(a3, b3, bias3, alpha, beta, ep)}
+    params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 1, "tiles_n": blocks_n, "splits": 1,
+              "k_part": k, **_operand_params(a3, b3, bias3, alpha, beta, ep)}
     ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out], params, blocks_n * batch)
     return out
 
@@ -394,6 +402,11 @@ def cases() -> list[OpCase]:
                [(3, 19, 1536), (384, 1536), (384,)], marks=g),
         OpCase("split_k_bias_gelu", lambda s, a, b: torch.nn.functional.gelu(torch.addmm(s, a, b, beta=0.5)),
                [(44,), (68, 2048), (2048, 44)], marks=g),
+        # Batched split-K with a ragged last slice (DaViT's channel attention: q @ kᵀ over thousands of tokens).
+        OpCase("bmm_split_k_ragged_slice", lambda a, c: torch.bmm(a, c.transpose(1, 2)),
+               [(3, 29, 2052), (3, 31, 2052)], marks=g),
+        OpCase("baddbmm_split_k_bias_relu", lambda s, a, b: torch.relu(torch.baddbmm(s, a, b, alpha=0.25)),
+               [(2, 1, 36), (2, 20, 1540), (2, 1540, 36)], marks=g),
         # A weight over the binding limit (forced down to 64 KiB here) is split into row chunks.
         OpCase("linear_weight_over_binding_limit", lambda x: torch.nn.functional.linear(x, big.to(x.dtype),
                                                                                       big[:, 0].to(x.dtype)),

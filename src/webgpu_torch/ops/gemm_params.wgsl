@@ -4,6 +4,9 @@
 // likewise (element strides; 0 broadcasts); C is contiguous [batch, M, N]. Workgroups cover
 // tiles_m x tiles_n output blocks per z (gemv.wgsl: tiles_m = 1, tiles_n column blocks).
 // act_lo / act_hi are the clamp bounds of the fused activation (activation.wgsl).
+// Split-K (the vec4 kernels only; 1 and K elsewhere): `splits` slices of K, `k_part` long (a multiple of
+// TILE_K), each a block of its own; slice s writes its partial product to C[s * batch + z], and carries
+// neither bias nor activation (the lowering sums the slices, then applies them).
 
 struct Params {
   M: u32,
@@ -12,6 +15,8 @@ struct Params {
   batch: u32,
   tiles_m: u32,
   tiles_n: u32,
+  splits: u32,
+  k_part: u32,
   alpha: f32,
   beta: f32,
   act_lo: f32,

@@ -14,28 +14,32 @@
 @compute @workgroup_size(WG_N, WG_M)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) lid: vec3u, @builtin(local_invocation_index) li: u32) {
-  let block = wid.x + wid.y * nwg.x;
+  let index = wid.x + wid.y * nwg.x;
   let per_z = p.tiles_m * p.tiles_n;
-  if (block >= per_z * p.batch) {
+  if (index >= per_z * p.batch * p.splits) {
     return;
   }
+  let block = index % (per_z * p.batch);
   let z = block / per_z;
+  let zc = index / (per_z * p.batch) * p.batch + z;  // C's batch index: slice s writes C[s * batch + z]
   let m0 = (block % per_z) / p.tiles_n * TILE_M;
   let n0 = (block % p.tiles_n) * TILE_N;
   let a_base = p.a_offset + z * p.a_strides.x;
   let b_base = p.b_offset + z * p.b_strides.x;
+  let k_begin = (zc / p.batch) * p.k_part;
+  let k_end = min(p.K, k_begin + p.k_part);
 
   var a_next: array<vec4<f32>, A_LOADS>;
   var b_next: array<vec4<f32>, B_LOADS>;
   for (var i = 0u; i < A_LOADS; i++) {
-    a_next[i] = fetch_a(a_base, m0, 0u, li + i * THREADS);
+    a_next[i] = fetch_a(a_base, m0, k_begin, li + i * THREADS);
   }
   for (var i = 0u; i < B_LOADS; i++) {
-    b_next[i] = fetch_b(b_base, 0u, n0, li + i * THREADS);
+    b_next[i] = fetch_b(b_base, k_begin, n0, li + i * THREADS);
   }
 
   var acc: array<vec4<f32>, GM * 4u * GN>;
-  for (var k0 = 0u; k0 < p.K; k0 += TILE_K) {
+  for (var k0 = k_begin; k0 < k_end; k0 += TILE_K) {
     for (var i = 0u; i < A_LOADS; i++) {
       store_a(li + i * THREADS, a_next[i]);
     }
@@ -43,7 +47,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       store_b(li + i * THREADS, b_next[i]);
     }
     workgroupBarrier();
-    if (k0 + TILE_K < p.K) {
+    if (k0 + TILE_K < k_end) {
       for (var i = 0u; i < A_LOADS; i++) {
         a_next[i] = fetch_a(a_base, m0, k0 + TILE_K, li + i * THREADS);
       }
@@ -76,7 +80,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     for (var i = 0u; i < 4u; i++) {
       let m = m0 + (g * WG_M + lid.y) * 4u + i;
       for (var h = 0u; h < GN; h++) {
-        finish(z, m, n0 + (h * WG_N + lid.x) * 4u, acc[(g * 4u + i) * GN + h], ACT_NONE);
+        finish(zc, m, n0 + (h * WG_N + lid.x) * 4u, acc[(g * 4u + i) * GN + h], ACT_NONE);
       }
     }
   }
@@ -88,7 +92,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       for (var i = 0u; i < 4u; i++) {
         let m = m0 + (g * WG_M + lid.y) * 4u + i;
         for (var h = 0u; h < GN; h++) {
-          activate_stored(z, m, n0 + (h * WG_N + lid.x) * 4u);
+          activate_stored(zc, m, n0 + (h * WG_N + lid.x) * 4u);
         }
       }
     }

@@ -35,39 +35,45 @@ fn stage(next: ptr<function, Next>, li: u32) {
 }
 
 struct Block {
-  z: u32,
+  zc: u32,  // C's batch index: slice s of batch z writes C[s * batch + z]
   m0: u32,
   n0: u32,
   a_base: u32,
   b_base: u32,
+  k_begin: u32,  // the K slice [k_begin, k_end)
+  k_end: u32,
 }
 
-// The output block of workgroup number `index` (valid when index < tiles_m * tiles_n * batch).
+// The output block of workgroup number `index` (valid when index < tiles_m * tiles_n * batch * splits).
 fn block_of(index: u32) -> Block {
   let per_z = p.tiles_m * p.tiles_n;
-  let z = index / per_z;
-  return Block(z, (index % per_z) / p.tiles_n * TILE_M, (index % p.tiles_n) * TILE_N,
-               p.a_offset + z * p.a_strides.x, p.b_offset + z * p.b_strides.x);
+  let block = index % (per_z * p.batch);
+  let z = block / per_z;
+  let s = index / (per_z * p.batch);
+  let k_begin = s * p.k_part;
+  return Block(s * p.batch + z, (block % per_z) / p.tiles_n * TILE_M, (block % p.tiles_n) * TILE_N,
+               p.a_offset + z * p.a_strides.x, p.b_offset + z * p.b_strides.x, k_begin,
+               min(p.K, k_begin + p.k_part));
 }
 
 @compute @workgroup_size(WG_N, WG_M)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) lid: vec3u, @builtin(local_invocation_index) li: u32) {
   let index = wid.x + wid.y * nwg.x;
-  if (index >= p.tiles_m * p.tiles_n * p.batch) {
+  if (index >= p.tiles_m * p.tiles_n * p.batch * p.splits) {
     return;
   }
   let blk = block_of(index);
   var next: Next;
-  prefetch(&next, blk.a_base, blk.b_base, blk.m0, blk.n0, 0u, li);
+  prefetch(&next, blk.a_base, blk.b_base, blk.m0, blk.n0, blk.k_begin, li);
   let zero = vec4<f32>(0.0);
   var c00 = zero; var c10 = zero; var c20 = zero; var c30 = zero; var c40 = zero; var c50 = zero; var c60 = zero;
   var c70 = zero; var c01 = zero; var c11 = zero; var c21 = zero; var c31 = zero; var c41 = zero; var c51 = zero;
   var c61 = zero; var c71 = zero;
-  for (var k0 = 0u; k0 < p.K; k0 += TILE_K) {
+  for (var k0 = blk.k_begin; k0 < blk.k_end; k0 += TILE_K) {
     stage(&next, li);
     workgroupBarrier();
-    if (k0 + TILE_K < p.K) {
+    if (k0 + TILE_K < blk.k_end) {
       prefetch(&next, blk.a_base, blk.b_base, blk.m0, blk.n0, k0 + TILE_K, li);
     }
     for (var k = 0u; k < TILE_K; k++) {
@@ -105,26 +111,26 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let r1 = blk.m0 + (WG_M + lid.y) * 4u;
   let n0 = blk.n0 + lid.x * 4u;
   let n1 = blk.n0 + (WG_N + lid.x) * 4u;
-  finish(blk.z, r0, n0, c00, ACTIVATION);
-  finish(blk.z, r0 + 1u, n0, c10, ACTIVATION);
-  finish(blk.z, r0 + 2u, n0, c20, ACTIVATION);
-  finish(blk.z, r0 + 3u, n0, c30, ACTIVATION);
+  finish(blk.zc, r0, n0, c00, ACTIVATION);
+  finish(blk.zc, r0 + 1u, n0, c10, ACTIVATION);
+  finish(blk.zc, r0 + 2u, n0, c20, ACTIVATION);
+  finish(blk.zc, r0 + 3u, n0, c30, ACTIVATION);
   if (GN == 2u) {
-    finish(blk.z, r0, n1, c01, ACTIVATION);
-    finish(blk.z, r0 + 1u, n1, c11, ACTIVATION);
-    finish(blk.z, r0 + 2u, n1, c21, ACTIVATION);
-    finish(blk.z, r0 + 3u, n1, c31, ACTIVATION);
+    finish(blk.zc, r0, n1, c01, ACTIVATION);
+    finish(blk.zc, r0 + 1u, n1, c11, ACTIVATION);
+    finish(blk.zc, r0 + 2u, n1, c21, ACTIVATION);
+    finish(blk.zc, r0 + 3u, n1, c31, ACTIVATION);
   }
   if (GM == 2u) {
-    finish(blk.z, r1, n0, c40, ACTIVATION);
-    finish(blk.z, r1 + 1u, n0, c50, ACTIVATION);
-    finish(blk.z, r1 + 2u, n0, c60, ACTIVATION);
-    finish(blk.z, r1 + 3u, n0, c70, ACTIVATION);
+    finish(blk.zc, r1, n0, c40, ACTIVATION);
+    finish(blk.zc, r1 + 1u, n0, c50, ACTIVATION);
+    finish(blk.zc, r1 + 2u, n0, c60, ACTIVATION);
+    finish(blk.zc, r1 + 3u, n0, c70, ACTIVATION);
     if (GN == 2u) {
-      finish(blk.z, r1, n1, c41, ACTIVATION);
-      finish(blk.z, r1 + 1u, n1, c51, ACTIVATION);
-      finish(blk.z, r1 + 2u, n1, c61, ACTIVATION);
-      finish(blk.z, r1 + 3u, n1, c71, ACTIVATION);
+      finish(blk.zc, r1, n1, c41, ACTIVATION);
+      finish(blk.zc, r1 + 1u, n1, c51, ACTIVATION);
+      finish(blk.zc, r1 + 2u, n1, c61, ACTIVATION);
+      finish(blk.zc, r1 + 3u, n1, c71, ACTIVATION);
     }
   }
 }

@@ -15,3 +15,8 @@ fn element_index(wid: vec3u, nwg: vec3u, li: u32) -> u32 {
 fn nchw(i: u32, C: u32, H: u32, W: u32) -> vec4<u32> {
   return vec4(i / (C * H * W), (i / (H * W)) % C, (i / W) % H, i % W);
 }
+
+// Element i of a contiguous [B, H, W, C] tensor (channels last), also as (b, c, h, w).
+fn nhwc(i: u32, C: u32, H: u32, W: u32) -> vec4<u32> {
+  return vec4(i / (C * H * W), i % C, (i / (W * C)) % H, (i / C) % W);
+}

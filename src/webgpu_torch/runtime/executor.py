@@ -1,8 +1,9 @@
 """Running a Program: everything is built once here, so a call only writes inputs, encodes and reads back.
 
-At construction: buffers (constants uploaded), one shader module per source, explicit bind-group and pipeline
-layouts derived from each source's bindings, one pipeline per kernel, all dispatch uniforms in one uniform
-buffer (written once), one bind group per dispatch, and one mappable staging buffer for all outputs.
+At construction: the choice among each dispatch's options (runtime/tuning.py), buffers (constants uploaded),
+one shader module per source, explicit bind-group and pipeline layouts derived from each source's bindings,
+one pipeline per kernel a dispatch runs, all dispatch uniforms in one uniform buffer (written once), one bind
+group per dispatch, and one mappable staging buffer for all outputs.
 A call: write the inputs, encode every dispatch into one compute pass of one command encoder, copy the
 outputs' byte ranges into the staging buffer, submit once, map once.
 
@@ -20,6 +21,7 @@ import numpy as np
 from .. import dtypes, symbolic, wgsl
 from ..errors import DeviceError
 from ..program import Program, Tensor, fold_grid
+from . import tuning
 from .device_tensor import DeviceTensor
 from .engine import Engine, get_engine
 
@@ -41,8 +43,8 @@ class _Readback:
 class Executor:
     def __init__(self, program: Program, engine: str | None = None):
         program.check()
-        self.program = program
         self.engine: Engine = get_engine(engine)
+        self.program = tuning.resolve(program, self.engine)  # each dispatch with options: this device's fastest
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
         self._check_limits()
         wgpu, device = self.engine.wgpu, self.engine.device
@@ -74,8 +76,9 @@ class Executor:
         """One module and layout per source this engine uses (a kernel may name its own source per engine)."""
         wgpu, device = self.engine.wgpu, self.engine.device
         self._kernel_source = [k.source_for(self.engine.name) for k in self.program.kernels]
+        used = {d.kernel for d in self.program.dispatches}  # not the options tuning passed over
         self._bindings, self._group_layouts, pipeline_layouts, modules = {}, {}, {}, {}
-        for i in sorted(set(self._kernel_source)):
+        for i in sorted({self._kernel_source[k] for k in used}):
             source = self.program.sources[i]
             binds = wgsl.bindings(source)
             entries = [{"binding": b.index, "visibility": wgpu.ShaderStage.COMPUTE,
@@ -91,7 +94,10 @@ class Executor:
                 raise DeviceError(f"WGSL source {i} (kernels {', '.join(users)}) does not compile on the "
                                   f"{self.engine.name} engine: {e}") from e
         self.pipelines = []
-        for k, i in zip(self.program.kernels, self._kernel_source, strict=True):
+        for index, (k, i) in enumerate(zip(self.program.kernels, self._kernel_source, strict=True)):
+            if index not in used:
+                self.pipelines.append(None)
+                continue
             try:
                 self.pipelines.append(device.create_compute_pipeline(
                     layout=pipeline_layouts[i], label=k.name,

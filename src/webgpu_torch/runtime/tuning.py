@@ -1,0 +1,125 @@
+"""Per-device autotuning: a dispatch that offers options (equivalent kernels over the same buffers: GEMM tile
+configurations) runs the one that is fastest on this device.
+
+At load, the options of every dispatch whose choice is not yet cached are timed together in one probe
+program (each candidate `REPEATS` times in a compute pass of its own, on zero-filled copies of the buffers it
+binds: the tile shapes, not the values, set the speed). Choices persist in a JSON cache per adapter, driver and
+engine, keyed by what the candidates are (their source, entry, overrides, packed Params and grid), so a later
+load of any program with the same GEMM shapes times nothing.
+
+`WEBGPU_TORCH_TUNE=0` runs every dispatch's default (the compiler's heuristic choice) and times nothing;
+`WEBGPU_TORCH_CACHE` names the cache file (default: ~/.cache/webgpu_torch/tuning.json). An adapter without
+timestamp queries keeps the defaults.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..program import Buffer, Dispatch, Option, Program
+from .engine import Engine
+
+TUNE_VAR = "WEBGPU_TORCH_TUNE"
+CACHE_VAR = "WEBGPU_TORCH_CACHE"
+REPEATS = 8
+SAMPLES = 3
+
+
+def enabled() -> bool:
+    return os.environ.get(TUNE_VAR, "1") != "0"
+
+
+def cache_path() -> Path:
+    return Path(os.environ.get(CACHE_VAR) or Path.home() / ".cache" / "webgpu_torch" / "tuning.json")
+
+
+def device_key(engine: Engine) -> str:
+    info = engine.adapter.info
+    return " | ".join([engine.name, engine.wgpu.__version__, info.get("device", ""), info.get("description", ""),
+                       info.get("backend_type", "")])
+
+
+def candidates(d: Dispatch) -> list[Option]:
+    """The dispatch's own kernel first, then its options."""
+    return [Option(d.kernel, d.uniform, d.grid), *d.options]
+
+
+def choice_key(program: Program, d: Dispatch) -> str:
+    """What the candidates are, independent of buffer numbering: equal keys time alike."""
+    parts = []
+    for o in candidates(d):
+        k = program.kernels[o.kernel]
+        parts.append([hashlib.sha1(program.sources[k.source].encode()).hexdigest(), k.entry, list(k.overrides),
+                      o.uniform.hex(), list(o.grid)])
+    return hashlib.sha1(json.dumps(parts).encode()).hexdigest()
+
+
+def resolve(program: Program, engine: Engine) -> Program:
+    """`program` with every dispatch that has options running its fastest candidate on `engine` (timing those
+    not in the cache, and saving them there); unchanged when it has no options or tuning is off."""
+    tunable = [i for i, d in enumerate(program.dispatches) if d.options]
+    if not tunable or not enabled() or "timestamp-query" not in engine.device.features:
+        return program
+    path, device = cache_path(), device_key(engine)
+    cache = _read(path)
+    chosen = cache.setdefault(device, {})
+    keys = {i: choice_key(program, program.dispatches[i]) for i in tunable}
+    missing = {key: i for i, key in keys.items() if key not in chosen}  # one representative per key
+    if missing:
+        chosen.update(_measure(program, engine, missing))
+        _write(path, cache)
+    dispatches = list(program.dispatches)
+    for i in tunable:
+        d = dispatches[i]
+        dispatches[i] = d.choose(candidates(d)[min(int(chosen[keys[i]]), len(d.options))])
+    return Program(program.sources, program.kernels, program.buffers, program.constants, program.inputs,
+                   program.outputs, program.input_tree, program.output_tree, dispatches, program.meta,
+                   program.symbols)
+
+
+def _measure(program: Program, engine: Engine, which: dict[str, int]) -> dict[str, int]:
+    """For each key, the index of its fastest candidate: all timed in one probe program."""
+    from .executor import Executor
+    from .timing import dispatch_times
+
+    probe, spans = _probe(program, which.values())
+    times = dispatch_times(Executor(probe, engine.name), samples=SAMPLES, repeats=REPEATS)
+    return {key: int(np.argmin(times[a:b])) for key, (a, b) in zip(which, spans, strict=True)}
+
+
+def _probe(program: Program, indices) -> tuple[Program, list[tuple[int, int]]]:
+    """A program of every candidate of the dispatches `indices`, over scratch copies of the buffers they
+    bind; and each dispatch's span of probe dispatches."""
+    used: dict[int, int] = {}
+    dispatches, spans = [], []
+    for i in indices:
+        d = program.dispatches[i]
+        buffers = tuple(used.setdefault(b, len(used)) for b in d.buffers)
+        spans.append((len(dispatches), len(dispatches) + len(d.options) + 1))
+        dispatches += [Dispatch(o.kernel, buffers, o.uniform, o.grid, d.node) for o in candidates(d)]
+    buffers = [Buffer(program.buffers[b].size, "scratch") for b in used]
+    empty = {"type": "tuple", "items": []}
+    return Program(program.sources, program.kernels, buffers, {}, [], [], empty, empty, dispatches), spans
+
+
+def _read(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):  # none yet, or unreadable: start afresh (it only caches measurements)
+        return {}
+
+
+def _write(path: Path, cache: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
+        tmp.replace(path)  # atomic: concurrent loads never read half a file
+    except OSError:  # a read-only home: the choices hold for this process only
+        pass

@@ -1,0 +1,86 @@
+"""Per-device autotuning: dispatches offer equivalent kernels as options, the runtime times them once, runs
+the fastest, and remembers the choice across loads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import webgpu_torch
+from webgpu_torch.runtime import tuning
+from webgpu_torch.runtime.engine import get_engine
+from webgpu_torch.runtime.executor import Executor
+
+from .helpers import Fn, assert_close, seeded
+
+pytestmark = pytest.mark.gemm
+
+
+def _linear_program():
+    g = seeded("tuning")
+    x, w, b = torch.randn(67, 36, generator=g), torch.randn(44, 36, generator=g), torch.randn(44, generator=g)
+    fn = Fn(lambda x, w, b: torch.nn.functional.gelu(torch.nn.functional.linear(x, w, b)))
+    return webgpu_torch.compile_module(fn, (x, w, b)), (x, w, b), fn(x.double(), w.double(), b.double())
+
+
+def test_gemm_offers_the_other_configurations():
+    program, _, _ = _linear_program()
+    (d,) = program.dispatches
+    names = [program.kernels[o.kernel].name for o in tuning.candidates(d)]
+    assert len(names) == 4 and len(set(names)) == 4 and all(n.startswith("gemm[vec4_") for n in names), names
+
+
+def test_forced_configuration_offers_nothing():
+    g = seeded("forced")
+    x, w = torch.randn(5, 12, generator=g), torch.randn(12, 16, generator=g)
+    program = webgpu_torch.compile_module(Fn(lambda x, w: x @ w), (x, w), gemm="vec4_64x64")
+    assert all(not d.options for d in program.dispatches)
+
+
+def test_choice_is_timed_once_then_read_from_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    program, args, ref = _linear_program()
+    ex = Executor(program)
+    (d,) = ex.program.dispatches
+    assert not d.options, "the executor runs a resolved program"
+    cache = json.loads((tmp_path / "cache.json").read_text())
+    (entries,) = cache.values()
+    (choice,) = entries.values()
+    assert choice in range(4)
+    program._executor = ex
+    assert_close(program(*args), ref)
+
+    def fail(*_):
+        raise AssertionError("timed again despite the cache")
+
+    monkeypatch.setattr(tuning, "_measure", fail)
+    again = Executor(_linear_program()[0])
+    assert again.program.dispatches[0].kernel == d.kernel
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_every_candidate_computes_the_same(index, monkeypatch, tmp_path):
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    program, args, ref = _linear_program()
+    (d,) = program.dispatches
+    key = tuning.choice_key(program, d)
+    device = tuning.device_key(get_engine())
+    (tmp_path / "cache.json").write_text(json.dumps({device: {key: index}}))
+    program._executor = ex = Executor(program)
+    assert ex.program.dispatches[0].kernel == tuning.candidates(d)[index].kernel
+    assert_close(program(*args), ref)
+
+
+def test_tuning_off_runs_the_default(monkeypatch):
+    monkeypatch.setenv(tuning.TUNE_VAR, "0")
+    program, _, _ = _linear_program()
+    assert Executor(program).program.dispatches == program.dispatches
+
+
+def test_options_survive_the_artifact(tmp_path):
+    program, _, _ = _linear_program()
+    path = tmp_path / "p.wgpt"
+    program.save(str(path))
+    assert webgpu_torch.load(str(path)).dispatches == program.dispatches
