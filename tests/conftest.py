@@ -25,10 +25,12 @@ def poisoned():
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _tuning_cache(tmp_path_factory):
-    """Tuning runs as it does for users, but with a cache of this session's own (none read from or written to
-    the home directory)."""
+def _tuning_off(tmp_path_factory):
+    """Programs run their compile-time default kernel: timing every GEMM's options on lavapipe would multiply
+    the suite's time, and each option is tested on its own (test_gemm_configs.py forces every configuration).
+    test_tuning.py turns tuning on, with a cache of its own (none is read from or written to home)."""
     mp = pytest.MonkeyPatch()
+    mp.setenv(tuning.TUNE_VAR, "0")
     mp.setenv(tuning.CACHE_VAR, str(tmp_path_factory.mktemp("tuning") / "tuning.json"))
     yield
     mp.undo()

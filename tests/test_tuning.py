@@ -18,6 +18,11 @@ from .helpers import Fn, assert_close, seeded
 pytestmark = pytest.mark.gemm
 
 
+@pytest.fixture(autouse=True)
+def _tuning_on(monkeypatch):
+    monkeypatch.setenv(tuning.TUNE_VAR, "1")
+
+
 def _linear_program():
     g = seeded("tuning")
     x, w, b = torch.randn(67, 36, generator=g), torch.randn(44, 36, generator=g), torch.randn(44, generator=g)
