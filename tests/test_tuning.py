@@ -89,3 +89,15 @@ def test_options_survive_the_artifact(tmp_path):
     path = tmp_path / "p.wgpt"
     program.save(str(path))
     assert webgpu_torch.load(str(path)).dispatches == program.dispatches
+
+
+@pytest.mark.parametrize("entry", [7, "x", None])
+def test_a_cache_entry_that_is_no_candidate_is_timed_again(entry, monkeypatch, tmp_path):
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    program, args, ref = _linear_program()
+    key = tuning.choice_key(program, program.dispatches[0])
+    device = tuning.device_key(get_engine())
+    (tmp_path / "cache.json").write_text(json.dumps({device: {key: entry}}))
+    program._executor = Executor(program)
+    assert json.loads((tmp_path / "cache.json").read_text())[device][key] in range(4)
+    assert_close(program(*args), ref)

@@ -134,12 +134,12 @@ class Builder:
         if workgroups == 0:
             return
         kernel, uniform, patches = self._kernel(spec, params, len(tensors))
-        dynamic = isinstance(workgroups, symbolic.Expr) or bool(patches)
-        choices = () if dynamic else tuple(Option(*self._kernel(s, p, len(tensors))[:2], fold_grid(w))
-                                           for s, p, w in options)
-        grid = fold_grid(symbolic.bound(workgroups) if isinstance(workgroups, symbolic.Expr) else workgroups)
+        count = workgroups if isinstance(workgroups, symbolic.Expr) else None
+        choices = () if count is not None or patches else tuple(
+            Option(*self._kernel(s, p, len(tensors))[:2], fold_grid(w)) for s, p, w in options)
+        grid = fold_grid(symbolic.bound(workgroups) if count is not None else workgroups)
         self.dispatches.append(Dispatch(kernel, tuple(t.buffer for t in tensors), uniform, grid, self.node, patches,
-                                        workgroups if isinstance(workgroups, symbolic.Expr) else None, choices))
+                                        count, choices))
 
     def _kernel(self, spec: KernelSpec, params: dict | None, n_tensors: int) -> tuple[int, bytes, tuple]:
         """The kernel index of `spec` (added on first use), its packed Params and their dynamic patches."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -69,17 +70,16 @@ def resolve(program: Program, engine: Engine) -> Program:
     cache = _read(path)
     chosen = cache.setdefault(device, {})
     keys = {i: choice_key(program, program.dispatches[i]) for i in tunable}
-    missing = {key: i for i, key in keys.items() if key not in chosen}  # one representative per key
+    # One representative per key; an entry that is not a candidate's index (a hand-edited cache) is re-timed.
+    missing = {key: i for i, key in keys.items()
+               if chosen.get(key) not in range(len(program.dispatches[i].options) + 1)}
     if missing:
         chosen.update(_measure(program, engine, missing))
         _write(path, cache)
     dispatches = list(program.dispatches)
     for i in tunable:
-        d = dispatches[i]
-        dispatches[i] = d.choose(candidates(d)[min(int(chosen[keys[i]]), len(d.options))])
-    return Program(program.sources, program.kernels, program.buffers, program.constants, program.inputs,
-                   program.outputs, program.input_tree, program.output_tree, dispatches, program.meta,
-                   program.symbols)
+        dispatches[i] = dispatches[i].choose(candidates(dispatches[i])[chosen[keys[i]]])
+    return replace(program, dispatches=dispatches, _executor=None)
 
 
 def _measure(program: Program, engine: Engine, which: dict[str, int]) -> dict[str, int]:
