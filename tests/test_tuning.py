@@ -1,5 +1,6 @@
 """Per-device autotuning: dispatches offer equivalent kernels as options, the runtime times them once, runs
-the fastest, and remembers the choice across loads."""
+the fastest, and remembers the choice across loads. A split-K GEMM and its reduction are one group, chosen as
+a whole among splits of K (and none)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def test_every_candidate_computes_the_same(index, monkeypatch, tmp_path):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     program, args, ref = _linear_program()
     (d,) = program.dispatches
-    key = tuning.choice_key(program, d)
+    key = tuning.choice_key(program, [0])
     device = tuning.device_key(get_engine())
     (tmp_path / "cache.json").write_text(json.dumps({device: {key: index}}))
     program._executor = ex = Executor(program)
@@ -84,18 +85,67 @@ def test_tuning_off_runs_the_default(monkeypatch):
     assert Executor(program).program.dispatches == program.dispatches
 
 
-def test_options_survive_the_artifact(tmp_path):
-    program, _, _ = _linear_program()
+@pytest.mark.parametrize("make", ["_linear_program", "_split_program"])
+def test_options_survive_the_artifact(make, tmp_path):
+    program, _, _ = globals()[make]()
     path = tmp_path / "p.wgpt"
     program.save(str(path))
     assert webgpu_torch.load(str(path)).dispatches == program.dispatches
+
+
+def _split_program():
+    """A small output with a long K: the GEMM splits K, and a reduction sums the slices."""
+    g = seeded("split")
+    x, w, b = torch.randn(19, 1540, generator=g), torch.randn(37, 1540, generator=g), torch.randn(37, generator=g)
+    fn = Fn(lambda x, w, b: torch.relu(torch.nn.functional.linear(x, w, b)))
+    return webgpu_torch.compile_module(fn, (x, w, b)), (x, w, b), fn(x.double(), w.double(), b.double())
+
+
+def test_a_split_gemm_and_its_reduction_are_one_group():
+    program, _, _ = _split_program()
+    gemm, reduction, bias_act = program.dispatches
+    assert tuning.groups(program) == [[0, 1]]
+    assert reduction.follows == 1 and len(reduction.options) == len(gemm.options) > 4
+    assert not bias_act.options
+    plans = {(o.kernel, o.uniform) for o in tuning.candidates(gemm)}
+    assert len(plans) == len(gemm.options) + 1, "every candidate is another configuration or split"
+    assert any(o.grid == (1, 1, 1) for o in gemm.options), "one candidate does not split"
+
+
+def test_every_split_candidate_computes_the_same(monkeypatch, tmp_path):
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    program, args, ref = _split_program()
+    key, device = tuning.choice_key(program, [0, 1]), tuning.device_key(get_engine())
+    for index in range(len(program.dispatches[0].options) + 1):
+        (tmp_path / "cache.json").write_text(json.dumps({device: {key: index}}))
+        program._executor = ex = Executor(program)
+        chosen = [(d.kernel, d.grid) for d in ex.program.dispatches[:2]]
+        assert chosen == [(o.kernel, o.grid) for o in (tuning.candidates(d)[index] for d in program.dispatches[:2])]
+        assert_close(program(*args), ref)
+
+
+def test_a_split_group_is_timed_as_a_whole(monkeypatch, tmp_path):
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    program, args, ref = _split_program()
+    program._executor = ex = Executor(program)
+    (entry,) = json.loads((tmp_path / "cache.json").read_text())[tuning.device_key(get_engine())].values()
+    assert [d.kernel for d in ex.program.dispatches[:2]] == [
+        tuning.candidates(d)[entry].kernel for d in program.dispatches[:2]]
+    assert_close(program(*args), ref)
+
+
+def test_a_follower_without_its_leader_is_refused():
+    program, _, _ = _split_program()
+    program.dispatches[0] = program.dispatches[0].choose(tuning.candidates(program.dispatches[0])[0])
+    with pytest.raises(ValueError, match="follows no group leader"):
+        program.check()
 
 
 @pytest.mark.parametrize("entry", [7, "x", None])
 def test_a_cache_entry_that_is_no_candidate_is_timed_again(entry, monkeypatch, tmp_path):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     program, args, ref = _linear_program()
-    key = tuning.choice_key(program, program.dispatches[0])
+    key = tuning.choice_key(program, [0])
     device = tuning.device_key(get_engine())
     (tmp_path / "cache.json").write_text(json.dumps({device: {key: entry}}))
     program._executor = Executor(program)

@@ -5,14 +5,15 @@ device buffers afterwards (see lowering.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from functools import cache
 from math import prod
 from typing import Any
 
 import numpy as np
 
-from . import dtypes, symbolic, wgsl
+from . import dtypes, layout, symbolic, wgsl
 from .program import Buffer, Dispatch, Kernel, Option, Tensor, contiguous_strides, fold_grid
 
 
@@ -70,7 +71,7 @@ class Builder:
         self._source_ids: dict[str, int] = {}
         self._kernel_ids: dict[Kernel, int] = {}
         self._dummy: Tensor | None = None
-        self._chunks: dict[tuple, Tensor] = {}
+        self._folded: dict[Tensor, Tensor] = {}
 
     # -- for op lowerings -------------------------------------------------------------------------------------
     def new(self, shape: tuple, dtype: str = "float32") -> Tensor:
@@ -104,42 +105,53 @@ class Builder:
             raise ValueError(f"only contiguous constants are split into row chunks, not {self.buffers[t.buffer]}")
         row_bytes = max(1, prod(t.shape[1:])) * dtypes.dtype(t.dtype).itemsize
         per = max(1, self.options.max_binding // row_bytes)
-        return [(lo, min(lo + per, t.shape[0]), self._rows(t, lo, min(lo + per, t.shape[0])))
-                for lo in range(0, t.shape[0], per)]
-
-    def _rows(self, t: Tensor, lo: int, hi: int) -> Tensor:
-        key = (t.buffer, t.offset, lo, hi)
-        if key not in self._chunks:
-            data = self.constants[t.buffer].reshape(-1)[t.offset:t.offset + t.numel].reshape(t.shape)[lo:hi]
-            name = f"{self.buffers[t.buffer].name}[{lo}:{hi}]"
-            index = self._buffer(Buffer(max(data.nbytes, 4), "constant", name))
-            self.constants[index] = data
-            self._chunks[key] = Tensor(index, data.shape, contiguous_strides(data.shape), 0, t.dtype)
-        return self._chunks[key]
+        return [(lo, hi, self._fold(layout.slice_(t, 0, lo, hi, 1), f"{self.buffers[t.buffer].name}[{lo}:{hi}]"))
+                for lo, hi in ((lo, min(lo + per, t.shape[0])) for lo in range(0, t.shape[0], per))]
 
     def contiguous(self, t: Tensor) -> Tensor:
-        """`t` itself when contiguous, else a contiguous copy (one dispatch)."""
+        """`t` itself when contiguous, else a contiguous copy: of a constant (a permuted weight), made now as a
+        constant of its own; of anything else, one dispatch. A view that repeats elements (an expanded
+        constant) is copied on the device rather than stored larger."""
         if t.is_contiguous():
             return t
+        if self.buffers[t.buffer].role == "constant" and _static(t) and t.numel <= self.constants[t.buffer].size:
+            return self._fold(t, f"{self.buffers[t.buffer].name}{list(t.shape)}")
         from .ops.elementwise import copy
 
         return copy(self, t)
 
-    def dispatch(self, spec: KernelSpec, tensors: list[Tensor], params: dict | None, workgroups,
-                 options: list[tuple[KernelSpec, dict, int]] = ()) -> None:
+    def dispatch(self, spec: KernelSpec, tensors: list[Tensor], params: dict | None, workgroups) -> None:
         """Emit one dispatch of `workgroups` workgroups (an int, or an Expr of dynamic sizes: then the runtime
-        folds the grid per call); `tensors` bind in binding order, Params after them. `options` are
-        (spec, params, workgroups) of kernels that compute the same from the same tensors, for the runtime
-        to choose among by timing (a dispatch of dynamic sizes keeps its own kernel)."""
+        folds the grid per call); `tensors` bind in binding order, Params after them."""
         if workgroups == 0:
             return
         kernel, uniform, patches = self._kernel(spec, params, len(tensors))
         count = workgroups if isinstance(workgroups, symbolic.Expr) else None
-        choices = () if count is not None or patches else tuple(
-            Option(*self._kernel(s, p, len(tensors))[:2], fold_grid(w)) for s, p, w in options)
         grid = fold_grid(symbolic.bound(workgroups) if count is not None else workgroups)
         self.dispatches.append(Dispatch(kernel, tuple(t.buffer for t in tensors), uniform, grid, self.node, patches,
-                                        count, choices))
+                                        count))
+
+    def alternatives(self, emitters: list[Callable[[], None]]) -> None:
+        """Emit `emitters[0]`'s dispatches, offering every other emitter's as options for the runtime to time
+        (runtime/tuning.py): each computes the same result into the same tensors, in as many dispatches,
+        each binding the buffers its counterpart binds (GEMM tile configurations; a split of K or none). A
+        group of several dispatches is chosen as a whole: its later dispatches `follow` its first. With
+        dynamic sizes (patched uniforms) the first emitter's dispatches run, offering nothing."""
+        runs = []
+        for emit in emitters:
+            start = len(self.dispatches)
+            emit()
+            runs.append(self.dispatches[start:])
+            del self.dispatches[start:]
+        default = runs[0]
+        for other in runs[1:]:
+            if [d.buffers for d in other] != [d.buffers for d in default]:
+                raise RuntimeError(f"{self.node}: alternatives differ in their dispatches or buffers")
+        dynamic = any(d.patches or d.count is not None for run in runs for d in run)
+        others = [] if dynamic else runs[1:]
+        for j, d in enumerate(default):
+            options = tuple(Option(run[j].kernel, run[j].uniform, run[j].grid) for run in others)
+            self.dispatches.append(replace(d, options=options, follows=j if options else 0))
 
     def _kernel(self, spec: KernelSpec, params: dict | None, n_tensors: int) -> tuple[int, bytes, tuple]:
         """The kernel index of `spec` (added on first use), its packed Params and their dynamic patches."""
@@ -160,6 +172,17 @@ class Builder:
         return self._kernel_ids[kernel], uniform, patches
 
     # -- internals ----------------------------------------------------------------------------------------------
+    def _fold(self, t: Tensor, name: str) -> Tensor:
+        """The elements of constant view `t` as a contiguous constant of their own, made once per view."""
+        if t not in self._folded:
+            flat = self.constants[t.buffer].reshape(-1)
+            data = np.lib.stride_tricks.as_strided(flat[t.offset:], t.shape, [s * flat.itemsize for s in t.strides])
+            data = np.ascontiguousarray(data)
+            index = self._buffer(Buffer(max(data.nbytes, 4), "constant", name))
+            self.constants[index] = data
+            self._folded[t] = Tensor(index, data.shape, contiguous_strides(data.shape), 0, t.dtype)
+        return self._folded[t]
+
     def _buffer(self, b: Buffer) -> int:
         self.buffers.append(b)
         return len(self.buffers) - 1
@@ -169,3 +192,7 @@ class Builder:
             self._source_ids[text] = len(self.sources)
             self.sources.append(text)
         return self._source_ids[text]
+
+
+def _static(t: Tensor) -> bool:
+    return all(isinstance(v, int) for v in (*t.shape, *t.strides, t.offset))

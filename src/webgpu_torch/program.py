@@ -129,7 +129,8 @@ class Kernel:
 @dataclass(frozen=True)
 class Option:
     """Another kernel that computes a dispatch's result from the same buffers (a different GEMM tile
-    configuration): the runtime may time the options on its device and run the fastest (runtime/tuning.py)."""
+    configuration, or another split of K): the runtime may time the options on its device and run the
+    fastest (runtime/tuning.py)."""
 
     kernel: int
     uniform: bytes
@@ -148,6 +149,9 @@ class Dispatch:
     patches: tuple = ()  # wgsl.Patch
     count: Any = None  # Expr | None
     options: tuple[Option, ...] = ()  # equivalent alternatives (static dispatches only); this one is the default
+    # > 0: the dispatch `follows` places earlier leads a group chosen as a whole (a split GEMM and the
+    # reduction of its slices): this one has as many options and runs option i when the leader does.
+    follows: int = 0
 
     def choose(self, option: Option) -> Dispatch:
         """This dispatch running `option` instead (and offering no options)."""
@@ -300,6 +304,10 @@ class Program:
                      f"dispatch {i}: bad option")
                 need(_interface(self.sources[self.kernels[o.kernel].source]) == _interface(source),
                      f"dispatch {i}: option {self.kernels[o.kernel].name} differs in bindings or Params")
+            if d.follows:
+                lead = self.dispatches[i - d.follows] if d.follows <= i else None
+                need(lead is not None and not lead.follows and len(lead.options) == len(d.options) > 0,
+                     f"dispatch {i}: follows no group leader with as many options")
 
     def summary(self) -> str:
         """A readable listing: inputs, outputs, buffers by role, and every dispatch."""
@@ -348,7 +356,8 @@ class Program:
                                if d.patches else {}),
                             **({"count": symbolic.to_json(d.count)} if d.count is not None else {}),
                             **({"options": [{"kernel": o.kernel, "uniform": _words(o.uniform), "grid": list(o.grid)}
-                                            for o in d.options]} if d.options else {})}
+                                            for o in d.options]} if d.options else {}),
+                            **({"follows": d.follows} if d.follows else {})}
                            for d in self.dispatches],
         }
 
@@ -376,7 +385,8 @@ class Program:
                                  tuple(Patch(int(o), t, e(v)) for o, t, v in x.get("patches", [])),
                                  e(x["count"]) if "count" in x else None,
                                  tuple(Option(o["kernel"], _bytes(o["uniform"]), tuple(o["grid"]))
-                                       for o in x.get("options", ()))) for x in d["dispatches"]],
+                                       for o in x.get("options", ())), int(x.get("follows", 0)))
+                        for x in d["dispatches"]],
             meta=d.get("meta", {}),
             symbols=symbols,
         )

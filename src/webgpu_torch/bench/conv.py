@@ -1,7 +1,8 @@
 """Conv2d fp32 per shape: the implicit-im2col GEMM against the direct kernel, and a torch baseline.
 
 Shapes: DaViT's (Florence-2's vision tower: the k7 s4 patch embed at 768², the k3 s2 downsamples, the
-depthwise 3×3 position convs) and ResNet-18's at 224². `--scale S` divides every input's H and W by S (for
+depthwise 3×3 position convs, which take token-major activations: channels-last inputs, as here) and ResNet-18's
+at 224² (NCHW inputs). `--scale S` divides every input's H and W by S (for
 software adapters). Depthwise convs have no im2col form (groups ≠ 1): they run on the direct kernel only.
 Baseline: torch on CUDA (cuDNN, TF32 off) when a CUDA device is present, else torch on the CPU. Our figures
 are GPU time from timestamp queries (wall clock where the adapter has none) over back-to-back calls, inputs
@@ -30,14 +31,26 @@ class Shape:
     stride: int = 1
     padding: int = 0
     groups: int = 1
+    channels_last: bool = False  # the input is [1, H, W, C] memory seen as NCHW
+
+
+class ChannelsLast(torch.nn.Module):
+    """A conv of an [N, H, W, C] input, permuted to NCHW as a view (DaViT's token-major activations)."""
+
+    def __init__(self, conv: torch.nn.Conv2d):
+        super().__init__()
+        self.conv = conv
+
+    def forward(self, x):
+        return self.conv(x.permute(0, 3, 1, 2))
 
 
 SHAPES = [
     Shape("davit.patch_embed", 3, 128, 768, 7, 4, 3),
-    Shape("davit.down1", 128, 256, 192, 3, 2, 1),
-    Shape("davit.down2", 256, 512, 96, 3, 2, 1),
-    Shape("davit.down3", 512, 1024, 48, 3, 2, 1),
-    *(Shape(f"davit.cpe{i}", c, c, s, 3, 1, 1, groups=c) for i, (c, s) in
+    Shape("davit.down1", 128, 256, 192, 3, 2, 1, channels_last=True),
+    Shape("davit.down2", 256, 512, 96, 3, 2, 1, channels_last=True),
+    Shape("davit.down3", 512, 1024, 48, 3, 2, 1, channels_last=True),
+    *(Shape(f"davit.cpe{i}", c, c, s, 3, 1, 1, groups=c, channels_last=True) for i, (c, s) in
       enumerate([(128, 192), (256, 96), (512, 48), (1024, 24)], 1)),
     Shape("resnet18.conv1", 3, 64, 224, 7, 2, 3),
     Shape("resnet18.layer1", 64, 64, 56, 3, 1, 1),
@@ -53,7 +66,7 @@ SHAPES = [
 ]
 
 
-def _baseline(conv: torch.nn.Conv2d, x: torch.Tensor, repeats: int) -> tuple[str, float]:
+def _baseline(conv: torch.nn.Module, x: torch.Tensor, repeats: int) -> tuple[str, float]:
     cuda = torch.cuda.is_available()
     if cuda:
         torch.backends.cudnn.allow_tf32 = False
@@ -86,10 +99,13 @@ def measure(shapes: list[Shape], scale: int = 1, engine: str | None = None, repe
         conv = torch.nn.Conv2d(shape.cin, shape.cout, shape.kernel, shape.stride, shape.padding,
                                groups=shape.groups).eval()
         x = torch.randn(1, shape.cin, size, size)
+        if shape.channels_last:
+            conv, x = ChannelsLast(conv).eval(), x.permute(0, 2, 3, 1).contiguous()
         out = conv(x).shape
         flops = 2.0 * out.numel() * (shape.cin // shape.groups) * shape.kernel ** 2
         ep = torch.export.export(conv, (x,))
-        row = {"conv": shape.name, "input": "x".join(map(str, x.shape[1:])), "kernel": _describe(shape),
+        layout = "HWC " if shape.channels_last else ""
+        row = {"conv": shape.name, "input": layout + "x".join(map(str, x.shape[1:])), "kernel": _describe(shape),
                "GFLOP": flops / 1e9}
         for variant in ("direct", "im2col") if shape.groups == 1 else ("direct",):
             program = webgpu_torch.compile(ep, conv=variant)

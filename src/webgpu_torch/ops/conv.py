@@ -3,8 +3,12 @@
 Routing (`route`):
   * groups == 1, not transposed, a 1×1 kernel at stride 1 with no padding: a plain batched GEMM
     (`gemm.gemm`) over views, out[b] = W[OC, IC] @ x[b][IC, H·W], with no copy;
-  * other groups == 1, not transposed: the implicit-im2col GEMM (conv.wgsl `im2col`), M = OC, N = B·OH·OW,
-    K = IC·KH·KW, on the GEMM kernel's main loop (tiled_matmul.wgsl) and its tile configurations;
+  * other groups == 1, not transposed: an implicit-im2col GEMM. A channels-last input (channels its
+    contiguous axis, a multiple of 4: a token-major activation seen as NCHW) runs on the vec4 GEMM kernels
+    (`gemm.im2col_gemm`: M = B·OH·OW, N = OC, K = KH·KW·IC, the weight permuted to [OC, KH, KW, IC] at
+    compile time, the output channels-last and returned as an NCHW view) with their split-K and tuning;
+    any other input on conv.wgsl `im2col` (M = OC, N = B·OH·OW, K = IC·KH·KW, loads by element, on the
+    GEMM kernel's main loop tiled_matmul.wgsl and its element configurations);
   * grouped, depthwise and transposed convs: the direct kernel (conv.wgsl `direct`), one thread per output.
 The compile option `conv` ("auto", "im2col", "direct") sends every groups == 1 conv through one of the two
 kernels instead, so the im2col GEMM can be measured against the direct kernel (bench/conv.py).
@@ -19,6 +23,7 @@ conv_folding.py, which makes padding asymmetric) needs nothing more. Bias and a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from .. import layout
 from ..builder import Builder, KernelSpec
@@ -114,6 +119,8 @@ def convolution(ctx: Builder, node: NodeView) -> Tensor:
     if out is None and kind == "direct":
         out = _direct(ctx, g, x, w, bias, ep)
     elif out is None:
+        out = _im2col_channels_last(ctx, g, x, w, bias, ep)
+    if out is None:
         out = ctx.new(out_shape)
         _im2col(ctx, g, x, w, bias, ep, out)
     return layout.view(out, node.out.shape)
@@ -129,6 +136,21 @@ def _pointwise(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | N
     return gemm.gemm(ctx, w2, x3, bias2, out_shape=out_shape, ep=ep)
 
 
+def _im2col_channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None,
+                          ep) -> Tensor | None:
+    """The vec4 im2col GEMM's output, [batch, OC, OH, OW] as a view of channels-last memory; None when x is
+    not channels-last with 4k channels, or a forced element configuration asks for the other kernel."""
+    image = layout.permute(x, [0, 2, 3, 1])
+    forced = ctx.options.gemm
+    if not gemm.Im2col.fits(image) or (forced not in ("auto", "gemv") and not gemm.CONFIGS[forced].vec4):
+        return None
+    a = gemm.Im2col(image, (g.kh, g.kw), (g.oh, g.ow), g.stride, g.padding, g.dilation)
+    # B[k, oc] with k = (kh, kw, ic): the weight as [OC, KH·KW·IC] (a constant is permuted now), read along k.
+    w2 = layout.view(ctx.contiguous(layout.permute(w, [0, 2, 3, 1])), (g.oc, a.shape[2]))
+    out = gemm.im2col_gemm(ctx, a, layout.permute(w2, [1, 0]), bias, (g.batch, g.oh, g.ow, g.oc), ep)
+    return layout.permute(out, [0, 3, 1, 2])
+
+
 def _im2col(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None, ep, out: Tensor) -> None:
     w = ctx.contiguous(w)  # A[m, k] reads (ic, kh, kw) as one contiguous run
     n = g.batch * g.oh * g.ow
@@ -136,17 +158,17 @@ def _im2col(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None
     forced = "auto" if ctx.options.gemm == "gemv" else ctx.options.gemm
     name = gemm.choose_config(1, g.oc, n, False, forced)
 
-    def variant(name: str) -> tuple[KernelSpec, dict, int]:
+    def variant(name: str) -> None:
         cfg = gemm.CONFIGS[name]
         tiles = (-(-g.oc // cfg.tile_m), -(-n // cfg.tile_n))
         spec = KernelSpec.of(FILE, f"conv[im2col,{name}]{epilogue.suffix(ep)}", entry="im2col",
                              consts=cfg.consts, overrides={"HAS_BIAS": bias is not None, **epilogue.overrides(ep)})
-        return spec, _params(g, x, w, bias, ep, out, tiles), tiles[0] * tiles[1]
+        ctx.dispatch(spec, [x, w, bias or ctx.dummy(), out], _params(g, x, w, bias, ep, out, tiles),
+                     tiles[0] * tiles[1])
 
-    # Unforced, the other tile configurations are options for the runtime to time (runtime/tuning.py).
+    # Unforced, the other tile configurations are alternatives for the runtime to time (runtime/tuning.py).
     others = [o for o in gemm.SCALAR_BY_SIZE if o != name] if forced == "auto" else []
-    spec, params, workgroups = variant(name)
-    ctx.dispatch(spec, [x, w, bias or ctx.dummy(), out], params, workgroups, [variant(o) for o in others])
+    ctx.alternatives([partial(variant, c) for c in (name, *others)])
 
 
 def _direct(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None, ep) -> Tensor:
@@ -216,6 +238,19 @@ def cases() -> list[OpCase]:
                [(3, 37, 13, 11), (41, 37, 1, 1)], marks=g, kwargs={"conv": "im2col"}),
         OpCase("im2col_channels_last_input", lambda x, w, b: F.conv2d(x.permute(0, 3, 1, 2), w, b, 1, 1),
                [(3, 11, 13, 7), (5, 7, 3, 3), (5,)], marks=g, kwargs={"conv": "im2col"}),
+        # A channels-last input with 4k channels (a token-major activation seen as NCHW, as DaViT's
+        # downsamples take it): the vec4 GEMM kernels, output channels-last; with split-K for a long K.
+        OpCase("im2col_nhwc_stride2_batch2", lambda x, w, b: F.conv2d(x.permute(0, 3, 1, 2), w, b, 2, 1),
+               [(2, 11, 13, 12), (13, 12, 3, 3), (13,)], marks=g, kwargs={"conv": "im2col"}),
+        OpCase("im2col_nhwc_dilated_relu", lambda x, w, b: torch.relu(F.conv2d(x.permute(0, 3, 1, 2), w, b, (2, 1),
+                                                                              (2, 1), (2, 1))),
+               [(1, 17, 15, 8), (11, 8, 3, 5), (11,)], marks=g, kwargs={"conv": "im2col"}),
+        OpCase("im2col_nhwc_split_k", lambda x, w, b: F.conv2d(x.permute(0, 3, 1, 2), w, b, 1, 1),
+               [(1, 7, 5, 128), (37, 128, 3, 3), (37,)], marks=g, kwargs={"conv": "im2col"}),
+        OpCase("im2col_nhwc_forced_config_no_bias", lambda x, w: F.conv2d(x.permute(0, 3, 1, 2), w, None, 1, 1),
+               [(1, 13, 11, 4), (7, 4, 3, 3)], marks=g, kwargs={"conv": "im2col", "gemm": "vec4_64x64"}),
+        OpCase("conv1d_im2col_nhwc_tokens", lambda x, w, b: F.conv1d(x.transpose(1, 2), w, b, 2, 2),
+               [(2, 29, 8), (5, 8, 5), (5,)], marks=g, kwargs={"conv": "im2col"}),
         OpCase("im2col_forced_pointwise", conv(), [(3, 37, 11, 13), (41, 37, 1, 1), (41,)], marks=g,
                kwargs={"conv": "im2col"}),
         OpCase("im2col_folded_asymmetric_pad", lambda x, w, b: F.conv2d(F.pad(x, (0, 1, 2, 1)), w, b, 2, 1),

@@ -13,6 +13,7 @@ thread, 8×8 threads, k-steps of 32), kept so other configurations are measured 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from numbers import Number
 from typing import ClassVar
 
@@ -149,6 +150,51 @@ def split_k(batch: int, m: int, n: int, k: int, name: str) -> tuple[int, int]:
     return -(-k // part), part
 
 
+@dataclass(frozen=True)
+class Im2col:
+    """The A operand of a convolution as a GEMM: the implicit im2col matrix [batch·OH·OW, KH·KW·C] of a
+    channels-last image, which the vec4 kernels sample per tile (gemm_vec4_io.wgsl's fetch_im2col) and
+    nothing materialises. `image` is [batch, H, W, C] with C contiguous and a multiple of 4 (see `fits`)."""
+
+    image: Tensor
+    taps: tuple[int, int]  # KH, KW
+    out: tuple[int, int]  # OH, OW
+    stride: tuple[int, int]
+    padding: tuple[int, int]  # leading
+    dilation: tuple[int, int]
+
+    @staticmethod
+    def fits(image: Tensor) -> bool:
+        """Whether the vec4 loader can read `image` ([batch, H, W, C]): C contiguous, a multiple of 4, and
+        every other stride and the offset multiples of 4 (16-byte aligned vectors)."""
+        return (image.strides[3] == 1 and image.shape[3] % 4 == 0
+                and all(isinstance(v, int) and v % 4 == 0 for v in (*image.strides[:3], image.offset)))
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        b, _, _, c = self.image.shape
+        return (1, b * self.out[0] * self.out[1], self.taps[0] * self.taps[1] * c)
+
+    @property
+    def offset(self) -> int:
+        return self.image.offset
+
+    @property
+    def strides(self) -> tuple[int, int, int]:
+        return self.image.strides[:3]  # (b, h, w): the kernel's a_strides
+
+    def params(self) -> dict[str, int]:
+        _, h, w, c = self.image.shape
+        return {"im_h": h, "im_w": w, "im_c": c, "im_kw": self.taps[1], "im_ow": self.out[1],
+                "im_ohw": self.out[0] * self.out[1], "im_stride_h": self.stride[0], "im_stride_w": self.stride[1],
+                "im_pad_h": self.padding[0], "im_pad_w": self.padding[1], "im_dil_h": self.dilation[0],
+                "im_dil_w": self.dilation[1]}
+
+
+_NO_IM2COL = dict.fromkeys(("im_h", "im_w", "im_c", "im_kw", "im_ow", "im_ohw", "im_stride_h", "im_stride_w",
+                            "im_pad_h", "im_pad_w", "im_dil_h", "im_dil_w"), 0)
+
+
 def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: float = 1.0, beta: float = 1.0,
          out_shape: tuple[int, ...], ep: Epilogue | None = None) -> Tensor:
     """C = act(beta*bias + alpha*(a @ b)) with a [z, M, K] or [M, K], b [z, K, N] or [K, N]; bias broadcastable to
@@ -168,53 +214,85 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     axes = (vec4_axis(a3), vec4_axis(b3))
     if forced in ("gemv", "auto") and symbolic.bound(m) <= GEMV_MAX_ROWS and axes[0] == 2 and axes[1]:
         return _gemv(ctx, a3, b3, bias3, alpha, beta, out_shape, ep, b_k_contiguous=axes[1] == 1)
+    return _blocked(ctx, a3, b3, bias3, alpha, beta, out_shape, ep, axes)
+
+
+def im2col_gemm(ctx: Builder, a: Im2col, b: Tensor, bias: Tensor | None, out_shape: tuple[int, ...],
+                ep: Epilogue | None) -> Tensor:
+    """C = act(bias + A @ b) for the implicit im2col matrix A of a convolution and b [K, N] (the weight, read
+    along K, so K-contiguous); bias broadcastable to [M, N]. Always on the vec4 kernels."""
+    _, m, _ = a.shape
+    b3 = layout.unsqueeze(b, 0)
+    bias3 = None if bias is None else layout.broadcast_to(bias, (1, m, b.shape[1]))
+    axes = (2, vec4_axis(b3))
+    if axes[1] is None:
+        raise ValueError(f"im2col_gemm needs a vec4-readable weight, got {b}")
+    return _blocked(ctx, a, b3, bias3, 1.0, 1.0, out_shape, ep, axes)
+
+
+def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None, alpha: float, beta: float,
+             out_shape: tuple[int, ...], ep: Epilogue | None, axes: tuple[int | None, int | None]) -> Tensor:
+    """The tiled kernels' part of `gemm`: a configuration by size, and K split when the output is small.
+    Unforced, the other configurations of the kernel family (and, for a split, other splits and none) are
+    alternatives for the runtime to time (Builder.alternatives)."""
+    forced = ctx.options.gemm
+    (batch, m, k), n = a3.shape, b3.shape[2]
     # Tile sizes and K splits only change speed, so dynamic sizes are judged by their hints.
     hb, hm, hn = (symbolic.hint(v) for v in (batch, m, n))
     name = choose_config(hb, hm, hn, None not in axes, "auto" if forced == "gemv" else forced)
+    family = VEC4_BY_SIZE if CONFIGS[name].vec4 else SCALAR_BY_SIZE
+    others = [c for c in family if c != name] if forced == "auto" else []
     static = isinstance(k, int) and isinstance(batch, int)
     splits, part = split_k(hb, hm, hn, k, name) if forced == "auto" and CONFIGS[name].vec4 and static else (1, k)
     if splits == 1:
         out = ctx.new(out_shape)
-        _tiled(ctx, name, a3, b3, bias3, alpha, beta, out, ep, axes)
+        ctx.alternatives([partial(_tiled, ctx, c, a3, b3, bias3, alpha, beta, out, ep, axes)
+                          for c in (name, *others)])
         return out
-    # Each slice's partial product lands in partial[s]; a reduction sums them, then an elementwise pass
-    # applies bias and activation.
-    partial = ctx.new((splits, batch, m, n))
-    _tiled(ctx, name, a3, b3, None, alpha, beta, partial, None, axes, (splits, part))
-    from . import elementwise, reduce
+    # A candidate is a configuration and a split of K (the rule's first; then every configuration split as
+    # `split_k` has it, and unsplit): slice s of its product lands in slices[s], and the reduction of its
+    # slices belongs to the candidate. One elementwise pass then applies bias and activation.
+    plans = list(dict.fromkeys([(name, splits, part), *((c, *split_k(hb, hm, hn, k, c)) for c in family),
+                                *((c, 1, k) for c in family)]))
+    slices = ctx.new((max(s for _, s, _ in plans), batch, m, n))
+    summed = ctx.new((batch, m, n))
 
-    summed = reduce.reduce(ctx, "sum", partial, [0], (batch, m, n))
+    def candidate(config: str, count: int, length: int) -> None:
+        from . import reduce
+
+        _tiled(ctx, config, a3, b3, None, alpha, beta, slices, None, axes, (count, length))
+        reduce.reduce(ctx, "sum", layout.slice_(slices, 0, 0, count, 1), [0], (batch, m, n), out=summed)
+
+    ctx.alternatives([partial(candidate, *plan) for plan in plans])
     if bias3 is not None or ep is not None:
+        from . import elementwise
+
         summed = elementwise.emit(ctx, "add", [summed, bias3 if bias3 is not None else 0.0], (batch, m, n),
                                   alpha=beta, ep=ep)
     return layout.view(summed, out_shape)
 
 
-def _tiled(ctx: Builder, name: str, a3: Tensor, b3: Tensor, bias3: Tensor | None, alpha: float, beta: float,
-           out: Tensor, ep: Epilogue | None, axes: tuple[int | None, int | None],
+def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None, alpha: float,
+           beta: float, out: Tensor, ep: Epilogue | None, axes: tuple[int | None, int | None],
            split: tuple[int, int] | None = None) -> None:
     """One dispatch of configuration `name`; with `split` = (slices, slice length), slice s of K writes
-    out[s] (out is [slices, batch, M, N]; vec4 configurations only). Unsplit and unforced, the dispatch
-    offers the other configurations of its kernel family as options for the runtime to time."""
-    def variant(name: str) -> tuple[KernelSpec, dict, int]:
-        cfg = CONFIGS[name]
-        batch, m, k = a3.shape
-        n = b3.shape[2]
-        splits, part = split or (1, k)
-        tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
-        a_k = axes[0] == 2 if cfg.vec4 else (a3.strides[2] == 1 or k == 1)
-        b_n = axes[1] == 2 if cfg.vec4 else (b3.strides[2] == 1 or n == 1)
-        spec = KernelSpec.of(cfg.file, f"gemm[{name}]{epilogue.suffix(ep)}", consts=cfg.consts, overrides={
-            "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, "HAS_BIAS": bias3 is not None, **epilogue.overrides(ep)},
-            engine_files=cfg.engine_files)
-        params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
-                  "splits": splits, "k_part": part, **_operand_params(a3, b3, bias3, alpha, beta, ep)}
-        return spec, params, tiles_m * tiles_n * batch * splits
-
-    family = VEC4_BY_SIZE if CONFIGS[name].vec4 else SCALAR_BY_SIZE
-    others = [o for o in family if o != name] if ctx.options.gemm == "auto" and split is None else []
-    spec, params, workgroups = variant(name)
-    ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out], params, workgroups, [variant(o) for o in others])
+    out[s] (out is [slices, batch, M, N]; vec4 configurations only)."""
+    cfg = CONFIGS[name]
+    batch, m, k = a3.shape
+    n = b3.shape[2]
+    splits, part = split or (1, k)
+    im2col = isinstance(a3, Im2col)
+    tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
+    a_k = axes[0] == 2 if cfg.vec4 else (a3.strides[2] == 1 or k == 1)
+    b_n = axes[1] == 2 if cfg.vec4 else (b3.strides[2] == 1 or n == 1)
+    label = f"conv[im2col_nhwc,{name}]" if im2col else f"gemm[{name}]"
+    spec = KernelSpec.of(cfg.file, label + epilogue.suffix(ep), consts=cfg.consts, overrides={
+        "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, "HAS_BIAS": bias3 is not None, **epilogue.overrides(ep),
+        **({"A_IM2COL": True} if im2col else {})}, engine_files=cfg.engine_files)
+    params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
+              "splits": splits, "k_part": part, **_operand_params(a3, b3, bias3, alpha, beta, ep)}
+    ctx.dispatch(spec, [a3.image if im2col else a3, b3, bias3 or ctx.dummy(), out], params,
+                 tiles_m * tiles_n * batch * splits)
 
 
 def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, alpha: float, beta: float,
@@ -239,7 +317,7 @@ def _operand_params(a3, b3, bias3, alpha, beta, ep) -> dict:
     return {"alpha": float(alpha), "beta": float(beta),
             "a_offset": a3.offset, "b_offset": b3.offset, "bias_offset": bias3.offset if bias3 else 0,
             "a_strides": a3.strides, "b_strides": b3.strides, "bias_strides": bias3.strides if bias3 else (0,),
-            **epilogue.params(ep)}
+            **epilogue.params(ep), **(a3.params() if isinstance(a3, Im2col) else _NO_IM2COL)}
 
 
 def _check_float32(node: NodeView) -> str | None:

@@ -7,6 +7,9 @@
 // Split-K (the vec4 kernels only; 1 and K elsewhere): `splits` slices of K, `k_part` long (a multiple of
 // TILE_K), each a block of its own; slice s writes its partial product to C[s * batch + z], and carries
 // neither bias nor activation (the lowering sums the slices, then applies them).
+// Implicit im2col (gemm_vec4_io.wgsl's A_IM2COL only; 0 elsewhere): A is read from a channels-last image of
+// im_h x im_w pixels and im_c channels with element strides a_strides (b, h, w, -), for a conv of
+// im_kw-wide taps, output rows im_ow wide and im_ohw pixels per image.
 
 struct Params {
   M: u32,
@@ -24,6 +27,18 @@ struct Params {
   a_offset: u32,
   b_offset: u32,
   bias_offset: u32,
+  im_h: u32,
+  im_w: u32,
+  im_c: u32,
+  im_kw: u32,
+  im_ow: u32,
+  im_ohw: u32,
+  im_stride_h: u32,
+  im_stride_w: u32,
+  im_pad_h: u32,
+  im_pad_w: u32,
+  im_dil_h: u32,
+  im_dil_w: u32,
   a_strides: vec4<u32>,     // (z, m, k, -)
   b_strides: vec4<u32>,     // (z, k, n, -)
   bias_strides: vec4<u32>,  // (z, m, n, -)

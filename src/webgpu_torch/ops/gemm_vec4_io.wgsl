@@ -5,6 +5,8 @@
 // takes everything else).
 // Layouts (element strides/offsets in Params; A and B are bound as vec4 arrays):
 //   A[z, m, k]: A_K_CONTIGUOUS — rows along k (row-major A); else columns along m (a transposed view).
+//     A_IM2COL (with A_K_CONTIGUOUS, batch 1): the implicit im2col matrix of a convolution over a
+//     channels-last image, never materialised; see fetch_im2col.
 //   B[z, k, n]: B_N_CONTIGUOUS — rows along n (row-major B); else columns along k (Wᵀ of a linear weight).
 //   bias[z, m, n] read through arbitrary strides (0 = broadcast), only when HAS_BIAS.
 //   C contiguous [batch, M, N], stored by element (N need not be a multiple of 4; stores are a small part
@@ -32,6 +34,7 @@ const A_LOADS: u32 = TILE_M * TILE_K / (4u * THREADS);  // vec4 loads per thread
 const B_LOADS: u32 = TILE_N * TILE_K / (4u * THREADS);
 
 override A_K_CONTIGUOUS: bool = true;
+override A_IM2COL: bool = false;
 override B_N_CONTIGUOUS: bool = true;
 override HAS_BIAS: bool = false;
 override ACTIVATION: u32 = ACT_NONE;
@@ -62,7 +65,27 @@ fn fetch_a(base: u32, m0: u32, k0: u32, e: u32) -> vec4<f32> {
   if (m0 + m >= p.M || k0 + k >= p.K) {
     return vec4<f32>(0.0);
   }
+  if (A_IM2COL) {
+    return fetch_im2col(m0 + m, k0 + k);
+  }
   return a[(base + (m0 + m) * p.a_strides.y + (k0 + k) * p.a_strides.z) / 4u];
+}
+
+// A[m, k] of the implicit im2col matrix: row m is output pixel (b, oh, ow), numbered ow-fastest over
+// batch·OH·OW; column k is channel c of tap (kh, kw), c fastest: k = (kh * KW + kw) * C + c. It reads
+// image[b, oh * stride - pad + kh * dil, ow * stride - pad + kw * dil, c], and 0 outside the image (padding).
+// C % 4 == 0 and the channels are contiguous (the lowering checks), so 4 consecutive k are one vec4 of a tap.
+fn fetch_im2col(m: u32, k: u32) -> vec4<f32> {
+  let b = m / p.im_ohw;
+  let pixel = m % p.im_ohw;
+  let tap = k / p.im_c;
+  let ih = i32((pixel / p.im_ow) * p.im_stride_h + (tap / p.im_kw) * p.im_dil_h) - i32(p.im_pad_h);
+  let iw = i32((pixel % p.im_ow) * p.im_stride_w + (tap % p.im_kw) * p.im_dil_w) - i32(p.im_pad_w);
+  if (ih < 0 || iw < 0 || u32(ih) >= p.im_h || u32(iw) >= p.im_w) {
+    return vec4<f32>(0.0);
+  }
+  let at = p.a_offset + b * p.a_strides.x + u32(ih) * p.a_strides.y + u32(iw) * p.a_strides.z + k % p.im_c;
+  return a[at / 4u];
 }
 
 fn store_a(e: u32, v: vec4<f32>) {

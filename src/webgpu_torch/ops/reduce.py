@@ -31,13 +31,14 @@ def _dims(dim, ndim: int) -> list[int]:
 
 
 def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[int, ...],
-           out_dtype: str = "float32") -> Tensor:
-    """`op` over `dims` of `x`; the result is a fresh contiguous tensor of `out_shape` (keepdim or not)."""
+           out_dtype: str = "float32", out: Tensor | None = None) -> Tensor:
+    """`op` over `dims` of `x`; the result is `out` or a fresh contiguous tensor of `out_shape` (keepdim or
+    not)."""
     kept = [d for d in range(x.ndim) if d not in dims]
     reduce_size = 1
     for d in dims:
         reduce_size *= x.shape[d]
-    out = ctx.new(out_shape, out_dtype)
+    out = out or ctx.new(out_shape, out_dtype)
     row = row_threads(reduce_size)
     params = {
         "num_out": out.numel, "reduce_size": reduce_size, "kept_ndim": len(kept), "red_ndim": len(dims),

@@ -1,11 +1,13 @@
 """Per-device autotuning: a dispatch that offers options (equivalent kernels over the same buffers: GEMM tile
-configurations) runs the one that is fastest on this device.
+configurations) runs the one that is fastest on this device. A group (a split GEMM and the reduction of its
+slices: dispatches that `follow` a leader) is chosen as a whole, by the sum of its members' times, since a
+split that speeds the GEMM costs its reduction.
 
-At load, the options of every dispatch whose choice is not yet cached are timed together in one probe
-program (each candidate `REPEATS` times in a compute pass of its own, on zero-filled copies of the buffers it
-binds: the tile shapes, not the values, set the speed). Choices persist in a JSON cache per adapter, driver and
-engine, keyed by what the candidates are (their source, entry, overrides, packed Params and grid), so a later
-load of any program with the same GEMM shapes times nothing.
+At load, the options of every group whose choice is not yet cached are timed together in one probe
+program (each dispatch of each candidate `REPEATS` times in a compute pass of its own, on zero-filled copies
+of the buffers it binds: the tile shapes, not the values, set the speed). Choices persist in a JSON cache per
+adapter, driver and engine, keyed by what the candidates are (their source, entry, overrides, packed Params and
+grid), so a later load of any program with the same GEMM shapes times nothing.
 
 `WEBGPU_TORCH_TUNE=0` runs every dispatch's default (the compiler's heuristic choice) and times nothing;
 `WEBGPU_TORCH_CACHE` names the cache file (default: ~/.cache/webgpu_torch/tuning.json). An adapter without
@@ -50,58 +52,78 @@ def candidates(d: Dispatch) -> list[Option]:
     return [Option(d.kernel, d.uniform, d.grid), *d.options]
 
 
-def choice_key(program: Program, d: Dispatch) -> str:
-    """What the candidates are, independent of buffer numbering: equal keys time alike."""
+def groups(program: Program) -> list[list[int]]:
+    """The dispatch indices of each group with options: its leader, then the dispatches that follow it."""
+    out, dispatches = [], program.dispatches
+    for i, d in enumerate(dispatches):
+        if d.options and not d.follows:
+            members = [i]
+            while members[-1] + 1 < len(dispatches) and dispatches[members[-1] + 1].follows == len(members):
+                members.append(members[-1] + 1)
+            out.append(members)
+    return out
+
+
+def choice_key(program: Program, members: list[int]) -> str:
+    """What a group's candidates are, independent of buffer numbering: equal keys time alike."""
     parts = []
-    for o in candidates(d):
-        k = program.kernels[o.kernel]
-        parts.append([hashlib.sha1(program.sources[k.source].encode()).hexdigest(), k.entry, list(k.overrides),
-                      o.uniform.hex(), list(o.grid)])
+    for i in members:
+        for o in candidates(program.dispatches[i]):
+            k = program.kernels[o.kernel]
+            parts.append([hashlib.sha1(program.sources[k.source].encode()).hexdigest(), k.entry, list(k.overrides),
+                          o.uniform.hex(), list(o.grid)])
     return hashlib.sha1(json.dumps(parts).encode()).hexdigest()
 
 
 def resolve(program: Program, engine: Engine) -> Program:
-    """`program` with every dispatch that has options running its fastest candidate on `engine` (timing those
-    not in the cache, and saving them there); unchanged when it has no options or tuning is off."""
-    tunable = [i for i, d in enumerate(program.dispatches) if d.options]
+    """`program` with every group of dispatches with options running its fastest candidate on `engine`
+    (timing those not in the cache, and saving them there); unchanged when it has no options or tuning is
+    off."""
+    tunable = groups(program)
     if not tunable or not enabled() or "timestamp-query" not in engine.device.features:
         return program
     path, device = cache_path(), device_key(engine)
     cache = _read(path)
     chosen = cache.setdefault(device, {})
-    keys = {i: choice_key(program, program.dispatches[i]) for i in tunable}
+    keys = [choice_key(program, g) for g in tunable]
     # One representative per key; an entry that is not a candidate's index (a hand-edited cache) is re-timed.
-    missing = {key: i for i, key in keys.items()
-               if chosen.get(key) not in range(len(program.dispatches[i].options) + 1)}
+    missing = {key: g for key, g in zip(keys, tunable, strict=True)
+               if chosen.get(key) not in range(len(program.dispatches[g[0]].options) + 1)}
     if missing:
         chosen.update(_measure(program, engine, missing))
         _write(path, cache)
     dispatches = list(program.dispatches)
-    for i in tunable:
-        dispatches[i] = dispatches[i].choose(candidates(dispatches[i])[chosen[keys[i]]])
+    for key, members in zip(keys, tunable, strict=True):
+        for i in members:
+            dispatches[i] = dispatches[i].choose(candidates(dispatches[i])[chosen[key]])
     return replace(program, dispatches=dispatches, _executor=None)
 
 
-def _measure(program: Program, engine: Engine, which: dict[str, int]) -> dict[str, int]:
-    """For each key, the index of its fastest candidate: all timed in one probe program."""
+def _measure(program: Program, engine: Engine, which: dict[str, list[int]]) -> dict[str, int]:
+    """For each key, the index of its group's fastest candidate: all timed in one probe program."""
     from .executor import Executor
     from .timing import dispatch_times
 
     probe, spans = _probe(program, which.values())
     times = dispatch_times(Executor(probe, engine.name), samples=SAMPLES, repeats=REPEATS)
-    return {key: int(np.argmin(times[a:b])) for key, (a, b) in zip(which, spans, strict=True)}
+    return {key: int(np.argmin(np.reshape(times[a:a + n * size], (n, size)).sum(axis=1)))
+            for key, (a, n, size) in zip(which, spans, strict=True)}
 
 
-def _probe(program: Program, indices) -> tuple[Program, list[tuple[int, int]]]:
-    """A program of every candidate of the dispatches `indices`, over scratch copies of the buffers they
-    bind; and each dispatch's span of probe dispatches."""
+def _probe(program: Program, which) -> tuple[Program, list[tuple[int, int, int]]]:
+    """A program of every candidate of the groups `which` (each candidate's members in order), over
+    scratch copies of the buffers they bind; and each group's (first probe dispatch, candidates, members)."""
     used: dict[int, int] = {}
     dispatches, spans = [], []
-    for i in indices:
-        d = program.dispatches[i]
-        buffers = tuple(used.setdefault(b, len(used)) for b in d.buffers)
-        spans.append((len(dispatches), len(dispatches) + len(d.options) + 1))
-        dispatches += [Dispatch(o.kernel, buffers, o.uniform, o.grid, d.node) for o in candidates(d)]
+    for members in which:
+        count = len(program.dispatches[members[0]].options) + 1
+        spans.append((len(dispatches), count, len(members)))
+        for c in range(count):
+            for i in members:
+                d = program.dispatches[i]
+                o = candidates(d)[c]
+                buffers = tuple(used.setdefault(b, len(used)) for b in d.buffers)
+                dispatches.append(Dispatch(o.kernel, buffers, o.uniform, o.grid, d.node))
     buffers = [Buffer(program.buffers[b].size, "scratch") for b in used]
     empty = {"type": "tuple", "items": []}
     return Program(program.sources, program.kernels, buffers, {}, [], [], empty, empty, dispatches), spans
