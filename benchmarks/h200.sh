@@ -15,7 +15,7 @@ stage() {  # stage NAME SECONDS COMMAND...
 }
 tests() {
   stage tests 120 python3 -m pytest -q -p no:cacheprovider tests/test_ops.py tests/test_dynamic.py \
-    tests/test_florence2.py tests/test_e2e.py tests/test_gemm_configs.py \
+    tests/test_florence2.py tests/test_e2e.py tests/test_gemm_configs.py tests/test_fusion.py \
     -k "gemm or conv or attention or dynamic or florence or e2e or device"
 }
 gemm() {

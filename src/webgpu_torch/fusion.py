@@ -1,31 +1,41 @@
-"""Graph rewrites on the imported graph (plain data, no torch): activation epilogues.
+"""Graph rewrites on the imported graph (plain data, no torch): epilogues.
 
-An activation node (relu, clamp, hardtanh, sigmoid, tanh, gelu) whose input is produced by an op registered
-with `epilogue=True`, where nothing else reads that input, becomes the producer's `epilogue` and disappears:
-`relu(addmm(b, x, w))` is one GEMM dispatch, `relu(add(x, identity))` one elementwise dispatch.
+A node whose only reader is an add or an activation can absorb that reader, which then disappears:
+- residual: `add(y, r)` (alpha 1, all float32, the sum shaped like y) where y comes from an op registered with
+  `residual=True` and r is computed before y's node: y's node gains `args["residual"] = r`.
+  `linear(x, w, b) + x` is one GEMM dispatch.
+- activation (relu, clamp, hardtanh, sigmoid, tanh, gelu) of a result of an op registered with
+  `epilogue=True`, applied after any residual: `relu(conv(x) + identity)` is one conv dispatch,
+  `relu(add(x, identity))` one elementwise dispatch.
+An activation already fused stays last: `gelu(linear(x)) + r` keeps its add.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
-from .graph import Graph, Node, Ref, map_refs, refs_in
+from .graph import Epilogue, Graph, Node, Ref, map_refs, refs_in
 from .ops import OPS, epilogue
+
+_ADD = "aten.add.Tensor"
 
 
 def fuse_epilogues(graph: Graph) -> Graph:
     users = Counter(r.node for node in graph.nodes for r in refs_in(node.args))
     users.update(r.node for r in graph.outputs)
+    metas = graph.metas()
     by_name: dict[str, Node] = {}
-    renamed: dict[str, str] = {}  # a removed activation -> the node that now produces its value
+    position: dict[str, int] = {}  # kept nodes, in order; inputs and constants come before all of them
+    renamed: dict[str, str] = {}  # a removed node -> the node that now produces its value
     kept = []
     for node in graph.nodes:
         node.args = map_refs(node.args, lambda r: Ref(renamed.get(r.node, r.node), r.index))
-        producer = _fusable_producer(node, by_name, users)
-        if producer is not None:
-            producer.epilogue = epilogue.of_node(node.target, node.args)
-            renamed[node.name] = producer.name
+        fused = _fuse_residual(node, by_name, position, users, metas) or _fuse_activation(node, by_name, users)
+        if fused is not None:
+            renamed[node.name] = fused.name
             continue
+        position[node.name] = len(kept)
         by_name[node.name] = node
         kept.append(node)
     graph.nodes = kept
@@ -33,15 +43,36 @@ def fuse_epilogues(graph: Graph) -> Graph:
     return graph
 
 
-def _fusable_producer(node: Node, by_name: dict[str, Node], users: Counter) -> Node | None:
-    ep = epilogue.of_node(node.target, node.args)
-    src = node.args.get("self") if ep else None
-    if not isinstance(src, Ref) or src.index is not None or src.node not in by_name:
+def _sole_producer(src, node: Node, by_name: dict[str, Node], users: Counter) -> Node | None:
+    """The node producing `src` when `node` is its only reader and has the same single float32 output."""
+    if not isinstance(src, Ref) or src.index is not None or src.node not in by_name or users[src.node] != 1:
         return None
     producer = by_name[src.node]
-    op = OPS.get(producer.target)
-    ok = (op is not None and op.epilogue and producer.epilogue is None and users[src.node] == 1
-          and len(producer.outputs) == 1 and producer.outputs == node.outputs
-          and node.outputs[0].dtype == "float32")
-    return producer if ok else None
+    same = len(producer.outputs) == 1 and producer.outputs == node.outputs and node.outputs[0].dtype == "float32"
+    return producer if same else None
 
+
+def _fuse_residual(node: Node, by_name: dict[str, Node], position: dict[str, int], users: Counter,
+                   metas: dict) -> Node | None:
+    if node.target != _ADD or node.args.get("alpha", 1) != 1:
+        return None
+    a, b = node.args["self"], node.args["other"]
+    for y, r in ((a, b), (b, a)):
+        producer = _sole_producer(y, node, by_name, users)
+        op = producer and OPS.get(producer.target)
+        if (op and op.residual and producer.epilogue is None and isinstance(r, Ref)
+                and metas[r].dtype == "float32" and position.get(r.node, -1) < position[producer.name]):
+            producer.args["residual"] = r
+            producer.epilogue = Epilogue(residual=True)
+            return producer
+    return None
+
+
+def _fuse_activation(node: Node, by_name: dict[str, Node], users: Counter) -> Node | None:
+    ep = epilogue.of_node(node.target, node.args)
+    producer = _sole_producer(node.args.get("self"), node, by_name, users) if ep else None
+    op = producer and OPS.get(producer.target)
+    if not (op and op.epilogue) or (producer.epilogue and producer.epilogue.activation != "none"):
+        return None
+    producer.epilogue = replace(ep, residual=producer.epilogue.residual) if producer.epilogue else ep
+    return producer

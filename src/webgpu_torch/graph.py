@@ -47,11 +47,13 @@ class Ref:
 
 @dataclass(frozen=True)
 class Epilogue:
-    """An activation the producing kernel applies to its result (see ops/epilogue.py)."""
+    """What the producing kernel applies to its result (see ops/epilogue.py): result + residual, then the
+    activation."""
 
-    activation: str  # an ACT_* name from activation.wgsl: "relu", "clamp", "gelu", ...
+    activation: str = "none"  # an ACT_* name from activation.wgsl: "none", "relu", "clamp", "gelu", ...
     lo: float = 0.0  # clamp bounds
     hi: float = 0.0
+    residual: bool = False  # the node's args hold "residual": a value it adds (broadcast to its output)
 
 
 @dataclass
@@ -61,7 +63,7 @@ class Node:
     args: dict[str, object]  # by schema name, in schema order, defaults filled in
     outputs: tuple[TensorMeta | None, ...]  # one entry per output; None for a non-tensor output
     source: str = ""  # the user's line that produced it, for error messages
-    epilogue: Epilogue | None = None  # set by fusion.py: an activation folded into this node
+    epilogue: Epilogue | None = None  # set by fusion.py: a residual add and/or activation folded into this node
 
 
 @dataclass

@@ -25,16 +25,19 @@ def render() -> str:
         "(a strided view of its argument). Anything else is refused at compile time with the node, op,",
         "shapes and reason. Dtype, rank and layout limits are checked per node (see each family's `check`).",
         "\"dynamic sizes\": the op also runs with torch.export dynamic dimensions (`Dim`) in its shapes or arguments.",
+        "\"fuses\": what its kernel absorbs from the node that alone reads its result (fusion.py): a residual",
+        "`add` and/or an activation (relu, clamp, hardtanh, sigmoid, tanh, gelu), which then cost no dispatch.",
         "",
-        "| ATen overload | family | kernel | dynamic sizes | test cases in family |",
-        "|---|---|---|---|---|",
+        "| ATen overload | family | kernel | dynamic sizes | fuses | test cases in family |",
+        "|---|---|---|---|---|---|",
     ]
     for target in sorted(OPS):
         op = OPS[target]
         family = op.module.rsplit(".", 1)[-1]
         kernel = "view (no dispatch)" if op.view else (f"`{family}.wgsl`" if f"{family}.wgsl" in kernels else "")
         dynamic = "yes" if op.dynamic else ""
-        lines.append(f"| `{target}` | `ops/{family}.py` | {kernel} | {dynamic} | {cases.get(family, 0)} |")
+        fuses = " + ".join(["residual add"] * op.residual + ["activation"] * op.epilogue)
+        lines.append(f"| `{target}` | `ops/{family}.py` | {kernel} | {dynamic} | {fuses} | {cases.get(family, 0)} |")
     lines += ["", f"{len(OPS)} overloads in {len({o.module for o in OPS.values()})} families.", ""]
     return "\n".join(lines)
 

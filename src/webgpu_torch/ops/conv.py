@@ -16,8 +16,8 @@ kernels instead, so the im2col GEMM can be measured against the direct kernel (b
 A conv1d runs as a conv2d of height 1: input and weight get a unit H dim as views. Every kernel reads x
 through its strides, reads out-of-range positions as zero and takes the output size from the node, so
 `padding` is only the leading padding: a larger trailing one (a constant_pad_nd folded in by
-conv_folding.py, which makes padding asymmetric) needs nothing more. Bias and a fused activation
-(`node.epilogue`) are applied in every route's kernel.
+conv_folding.py, which makes padding asymmetric) needs nothing more. Bias, a fused residual and a fused
+activation (`node.epilogue`, `Finish`) are applied in every route's kernel.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from functools import partial
 
 from .. import layout
 from ..builder import Builder, KernelSpec
+from ..graph import Epilogue
 from ..program import Tensor
 from . import epilogue, gemm
 from .registry import NodeView, OpCase, register, register_option
@@ -108,36 +109,60 @@ def _check(node: NodeView) -> str | None:
     return None
 
 
-@register("aten.convolution.default", check=_check, epilogue=True)
+@register("aten.convolution.default", check=_check, epilogue=True, residual=True)
 def convolution(ctx: Builder, node: NodeView) -> Tensor:
     g = Geometry.of(node)
     x, w = (t if t.ndim == 4 else layout.unsqueeze(t, 2) for t in (node.args["input"], node.args["weight"]))
-    bias, ep = node.args["bias"], node.epilogue
     out_shape = (g.batch, g.oc, g.oh, g.ow)
+    res = epilogue.residual(node)
+    fin = Finish(node.args["bias"], None if res is None else gemm.as_shape(ctx, res, out_shape), node.epilogue)
     kind = route(g, ctx.options.extra.get("conv", CHOICES[0]))
-    out = _pointwise(ctx, g, x, w, bias, ep, out_shape) if kind == "gemm" else None
+    out = _pointwise(ctx, g, x, w, fin, out_shape) if kind == "gemm" else None
     if out is None and kind == "direct":
-        out = _direct(ctx, g, x, w, bias, ep)
+        out = _direct(ctx, g, x, w, fin)
     elif out is None:
-        out = _im2col_channels_last(ctx, g, x, w, bias, ep)
+        out = _im2col_channels_last(ctx, g, x, w, fin)
     if out is None:
         out = ctx.new(out_shape)
-        _im2col(ctx, g, x, w, bias, ep, out)
+        _im2col(ctx, g, x, w, fin, out)
     return layout.view(out, node.out.shape)
 
 
-def _pointwise(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None, ep, out_shape) -> Tensor | None:
-    """out[b] = W[OC, IC] @ x[b][IC, H·W] + bias[:, None]; None where x's H and W do not merge into one view."""
+@dataclass(frozen=True)
+class Finish:
+    """What every route adds to the convolution and applies after: bias [OC], residual [batch, OC, OH, OW]
+    (either may be None), then the activation of `ep`."""
+
+    bias: Tensor | None
+    residual: Tensor | None
+    ep: Epilogue | None
+
+    def overrides(self) -> dict:
+        return {"HAS_BIAS": self.bias is not None, "HAS_RESIDUAL": self.residual is not None,
+                **epilogue.overrides(self.ep)}
+
+    def params(self) -> dict:
+        b, r = self.bias, self.residual
+        return {"bias_offset": 0 if b is None else b.offset, "bias_stride": 0 if b is None else b.strides[0],
+                "res_offset": 0 if r is None else r.offset, "res_strides": (0,) if r is None else r.strides,
+                **epilogue.params(self.ep)}
+
+    def buffers(self, ctx: Builder) -> list[Tensor]:
+        return [self.bias or ctx.dummy(), self.residual or ctx.dummy()]
+
+
+def _pointwise(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish, out_shape) -> Tensor | None:
+    """out[b] = W[OC, IC] @ x[b][IC, H·W] + bias[:, None] (+ residual); None where x's H and W do not merge
+    into one view."""
     x3 = layout.view(x, (g.batch, g.ic, g.h * g.w))
     if x3 is None:
         return None
-    w2 = layout.view(w, (g.oc, g.ic)) or layout.view(ctx.contiguous(w), (g.oc, g.ic))
-    bias2 = None if bias is None else layout.unsqueeze(bias, 1)  # [OC, 1]: broadcast over batch and H·W
-    return gemm.gemm(ctx, w2, x3, bias2, out_shape=out_shape, ep=ep)
+    w2 = gemm.as_shape(ctx, w, (g.oc, g.ic))
+    bias2 = None if fin.bias is None else layout.unsqueeze(fin.bias, 1)  # [OC, 1]: broadcast over batch, H·W
+    return gemm.gemm(ctx, w2, x3, bias2, out_shape=out_shape, ep=fin.ep, residual=fin.residual)
 
 
-def _im2col_channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None,
-                          ep) -> Tensor | None:
+def _im2col_channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Tensor | None:
     """The vec4 im2col GEMM's output, [batch, OC, OH, OW] as a view of channels-last memory; None when x is
     not channels-last with 4k channels, or a forced element configuration asks for the other kernel."""
     image = layout.permute(x, [0, 2, 3, 1])
@@ -147,11 +172,12 @@ def _im2col_channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias:
     a = gemm.Im2col(image, (g.kh, g.kw), (g.oh, g.ow), g.stride, g.padding, g.dilation)
     # B[k, oc] with k = (kh, kw, ic): the weight as [OC, KH·KW·IC] (a constant is permuted now), read along k.
     w2 = layout.view(ctx.contiguous(layout.permute(w, [0, 2, 3, 1])), (g.oc, a.shape[2]))
-    out = gemm.im2col_gemm(ctx, a, layout.permute(w2, [1, 0]), bias, (g.batch, g.oh, g.ow, g.oc), ep)
+    res = None if fin.residual is None else layout.permute(fin.residual, [0, 2, 3, 1])
+    out = gemm.im2col_gemm(ctx, a, layout.permute(w2, [1, 0]), fin.bias, (g.batch, g.oh, g.ow, g.oc), fin.ep, res)
     return layout.permute(out, [0, 3, 1, 2])
 
 
-def _im2col(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None, ep, out: Tensor) -> None:
+def _im2col(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish, out: Tensor) -> None:
     w = ctx.contiguous(w)  # A[m, k] reads (ic, kh, kw) as one contiguous run
     n = g.batch * g.oh * g.ow
     # The im2col loader reads by element: a forced vec4 configuration runs as its element twin, gemv as auto.
@@ -161,17 +187,16 @@ def _im2col(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None
     def variant(name: str) -> None:
         cfg = gemm.CONFIGS[name]
         tiles = (-(-g.oc // cfg.tile_m), -(-n // cfg.tile_n))
-        spec = KernelSpec.of(FILE, f"conv[im2col,{name}]{epilogue.suffix(ep)}", entry="im2col",
-                             consts=cfg.consts, overrides={"HAS_BIAS": bias is not None, **epilogue.overrides(ep)})
-        ctx.dispatch(spec, [x, w, bias or ctx.dummy(), out], _params(g, x, w, bias, ep, out, tiles),
-                     tiles[0] * tiles[1])
+        spec = KernelSpec.of(FILE, f"conv[im2col,{name}]{epilogue.suffix(fin.ep)}", entry="im2col",
+                             consts=cfg.consts, overrides=fin.overrides())
+        ctx.dispatch(spec, _buffers(ctx, x, w, fin, out), _params(g, x, w, fin, out, tiles), tiles[0] * tiles[1])
 
     # Unforced, the other tile configurations are alternatives for the runtime to time (runtime/tuning.py).
     others = [o for o in gemm.SCALAR_BY_SIZE if o != name] if forced == "auto" else []
     ctx.alternatives([partial(variant, c) for c in (name, *others)])
 
 
-def _direct(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None, ep) -> Tensor:
+def _direct(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Tensor:
     """The direct kernel's output, [batch, OC, OH, OW]: a view of channels-last memory when x's channels are
     its contiguous axis (a token-major [B, H·W, C] activation seen as NCHW, as DaViT's and Swin's position
     convs take it), so threads read x at stride 1 and the transpose back to tokens is a free view."""
@@ -182,15 +207,18 @@ def _direct(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None
     else:
         out = ctx.new((g.batch, g.oc, g.oh, g.ow))
     name = ",".join(["direct"] + ["transposed"] * g.transposed + ["vec4"] * vec4 + ["nhwc"] * channels_last)
-    spec = KernelSpec.of(FILE, f"conv[{name}]{epilogue.suffix(ep)}", entry="direct", overrides={
-        "HAS_BIAS": bias is not None, "TRANSPOSED": g.transposed, "VEC4": vec4, "CHANNELS_LAST": channels_last,
-        **epilogue.overrides(ep)})
-    ctx.dispatch(spec, [x, w, bias or ctx.dummy(), out], _params(g, x, w, bias, ep, out, (0, 0)),
-                 -(-out.numel // WORKGROUP))
+    spec = KernelSpec.of(FILE, f"conv[{name}]{epilogue.suffix(fin.ep)}", entry="direct", overrides={
+        "TRANSPOSED": g.transposed, "VEC4": vec4, "CHANNELS_LAST": channels_last, **fin.overrides()})
+    ctx.dispatch(spec, _buffers(ctx, x, w, fin, out), _params(g, x, w, fin, out, (0, 0)), -(-out.numel // WORKGROUP))
     return out
 
 
-def _params(g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None, ep, out: Tensor, tiles: tuple[int, int]) -> dict:
+def _buffers(ctx: Builder, x: Tensor, w: Tensor, fin: Finish, out: Tensor) -> list[Tensor]:
+    bias, residual = fin.buffers(ctx)
+    return [x, w, bias, out, residual]  # binding order
+
+
+def _params(g: Geometry, x: Tensor, w: Tensor, fin: Finish, out: Tensor, tiles: tuple[int, int]) -> dict:
     icg, ocg = g.ic // g.groups, g.oc // g.groups
     ws = w.strides
     # The kernel indexes the weight by (group, ocg, icg, kh, kw); a transposed weight is [IC, OC/g, KH, KW].
@@ -201,8 +229,7 @@ def _params(g: Geometry, x: Tensor, w: Tensor, bias: Tensor | None, ep, out: Ten
         "pad_w": g.padding[1], "dil_h": g.dilation[0], "dil_w": g.dilation[1],
         "N": g.batch * g.oh * g.ow, "K": g.ic * g.kh * g.kw, "tiles_m": tiles[0], "tiles_n": tiles[1],
         "x_offset": x.offset, "w_offset": w.offset, "w_group_stride": group_stride,
-        "bias_offset": 0 if bias is None else bias.offset, "bias_stride": 0 if bias is None else bias.strides[0],
-        "x_strides": x.strides, "w_strides": w_strides, **epilogue.params(ep),
+        "x_strides": x.strides, "w_strides": w_strides, **fin.params(),
     }
 
 
@@ -270,6 +297,17 @@ def cases() -> list[OpCase]:
                [(3, 11, 13, 37), (41, 37, 1, 1), (41,)], marks=g),
         OpCase("pointwise_hw_transposed", lambda x, w, b: F.conv2d(x.transpose(2, 3), w, b),
                [(3, 37, 13, 11), (41, 37, 1, 1), (41,)], marks=g),
+        # A residual add fused into every route (ResNet's relu(conv(x) + identity) and friends).
+        OpCase("im2col_residual_relu", lambda x, w, b, r: torch.relu(F.conv2d(x, w, b, 1, 1) + r),
+               [(3, 5, 17, 19), (13, 5, 3, 3), (13,), (3, 13, 17, 19)], marks=g, kwargs={"conv": "im2col"}),
+        OpCase("im2col_nhwc_residual", lambda x, w, b, r: F.conv2d(x.permute(0, 3, 1, 2), w, b, 2, 1) + r,
+               [(2, 11, 13, 12), (13, 12, 3, 3), (13,), (2, 13, 6, 7)], marks=g, kwargs={"conv": "im2col"}),
+        OpCase("pointwise_residual_broadcast", lambda x, w, b, r: F.conv2d(x, w, b) + r,
+               [(3, 37, 11, 13), (41, 37, 1, 1), (41,), (41, 1, 13)], marks=g),
+        OpCase("depthwise_residual_relu6", lambda x, w, b: F.relu6(x + F.conv2d(x, w, b, 1, 1, 1, 13)),
+               [(3, 13, 17, 19), (13, 1, 3, 3), (13,)]),
+        OpCase("direct_channels_last_residual", lambda x, w, b, r: F.conv2d(x.permute(0, 3, 1, 2), w, b, 1, 1, 1, 12)
+               + r.permute(0, 3, 1, 2), [(2, 11, 13, 12), (12, 1, 3, 3), (12,), (2, 11, 13, 12)]),
         # The direct kernel: forced for groups == 1, and every grouped, depthwise and transposed form.
         OpCase("direct_forced_stride2", conv(2, 1), [(3, 5, 17, 19), (13, 5, 3, 3), (13,)],
                kwargs={"conv": "direct"}),

@@ -1,4 +1,4 @@
-// conv.wgsl — 2-d convolution out = act(conv(x, w) + bias) in float32 (a conv1d is one of height 1), as two
+// conv.wgsl — 2-d convolution out = act(conv(x, w) + bias + residual) in float32 (a conv1d is one of height 1), as two
 // entry points:
 //   im2col  groups == 1, not transposed: the implicit-im2col GEMM out[m, n] = sum_k A[m, k] * B[k, n] with
 //           M = OC, N = batch·OH·OW, K = IC·KH·KW, A the weight as an [OC, K] matrix and B the im2col matrix
@@ -18,6 +18,7 @@
 //     A[m, k] = w[w_offset + m*w_strides.x + k] needs (ic, kh, kw) to be one contiguous run (the lowering
 //     guarantees it).
 //   bias[oc]       = bias[bias_offset + oc*bias_stride]   (read only when HAS_BIAS)
+//   residual[b, oc, oh, ow] through res_offset and res_strides, like x   (read only when HAS_RESIDUAL)
 //   out: contiguous [batch, OC, OH, OW]; direct with CHANNELS_LAST: contiguous [batch, OH, OW, OC].
 // Index maps, per spatial dim (stride s, leading padding p, dilation d, input size n):
 //   plain       output o reads input i = o*s - p + k*d through tap k;
@@ -34,6 +35,7 @@
 //! include per_element.wgsl
 
 override HAS_BIAS: bool = false;
+override HAS_RESIDUAL: bool = false;
 override ACTIVATION: u32 = ACT_NONE;
 override TRANSPOSED: bool = false;
 override VEC4: bool = false;
@@ -65,17 +67,20 @@ struct Params {
   w_group_stride: u32,
   bias_offset: u32,
   bias_stride: u32,
+  res_offset: u32,
   act_lo: f32,
   act_hi: f32,
   x_strides: vec4<u32>,   // (b, c, h, w)
   w_strides: vec4<u32>,   // (ocg, icg, kh, kw)
+  res_strides: vec4<u32>, // (b, oc, oh, ow)
 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> w: array<f32>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read> residual: array<f32>;
+@group(0) @binding(5) var<uniform> p: Params;
 
 // The input position that output position `o` reads through tap `k` (see the index maps above), or -1.
 fn source_index(o: u32, k: u32, s: u32, pad: u32, d: u32, n: u32) -> i32 {
@@ -93,10 +98,14 @@ fn source_index(o: u32, k: u32, s: u32, pad: u32, d: u32, n: u32) -> i32 {
   return i;
 }
 
-fn finish(oc: u32, acc: f32) -> f32 {
+// The output at o = (b, oc, oh, ow) from its sum `acc`.
+fn finish(o: vec4<u32>, acc: f32) -> f32 {
   var v = acc;
   if (HAS_BIAS) {
-    v += bias[p.bias_offset + oc * p.bias_stride];
+    v += bias[p.bias_offset + o.y * p.bias_stride];
+  }
+  if (HAS_RESIDUAL) {
+    v += residual[p.res_offset + dot(o, p.res_strides)];
   }
   return activate(v, ACTIVATION, p.act_lo, p.act_hi);
 }
@@ -155,7 +164,9 @@ fn load_b_tile(z: u32, k0: u32, n0: u32, li: u32) {
 
 fn store_c(z: u32, m: u32, n: u32, acc: f32) {
   let plane = p.OH * p.OW;
-  out[(n / plane * p.OC + m) * plane + n % plane] = finish(m, acc);
+  let pixel = n % plane;
+  let o = vec4(n / plane, m, pixel / p.OW, pixel % p.OW);
+  out[(o.x * p.OC + m) * plane + pixel] = finish(o, acc);
 }
 
 @compute @workgroup_size(WG_N, WG_M)
@@ -221,5 +232,5 @@ fn direct(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
                          w_base + kh * p.w_strides.z + kw * p.w_strides.w);
     }
   }
-  out[i] = finish(o.y, acc);
+  out[i] = finish(o, acc);
 }

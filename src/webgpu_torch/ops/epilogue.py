@@ -1,9 +1,11 @@
-"""Activation epilogues: an activation applied by the kernel that produces its input, not by a dispatch of
-its own. The codes are declared in activation.wgsl (included by every kernel that takes an epilogue).
+"""Epilogues: a residual add and an activation applied by the kernel that produces their input, not by
+dispatches of their own. The activation codes are declared in activation.wgsl (included by every kernel that
+takes an epilogue).
 
-`fusion.py` moves an activation node into its producer when the producer's op is registered with
-`epilogue=True` and nothing else reads the producer's result; the producer's lowering passes
-`node.epilogue` to its kernel through `overrides()` and `params()`.
+`fusion.py` moves an add or activation node into its producer when the producer's op is registered with
+`residual=True` / `epilogue=True` and nothing else reads the producer's result. The producer's lowering
+passes `node.epilogue`'s activation to its kernel through `overrides()` and `params()`, and binds
+`residual(node)` (None when there is none) as an addend its kernel reads through strides.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from __future__ import annotations
 import math
 import re
 
-from .. import wgsl
+from .. import layout, wgsl
 from ..graph import Epilogue
+from ..program import Tensor
 
 CODES = {name.lower(): int(code) for name, code in
          re.findall(r"const ACT_(\w+): u32 = (\d+)u;", wgsl.kernel_source("activation.wgsl"))}
@@ -34,6 +37,12 @@ def of_node(target: str, args: dict) -> Epilogue | None:
     return None
 
 
+def residual(node) -> Tensor | None:
+    """The residual a lowering adds before the activation (fused by fusion.py), broadcast to its output."""
+    r = node.args.get("residual")
+    return None if r is None else layout.broadcast_to(r, node.out.shape)
+
+
 def overrides(ep: Epilogue | None) -> dict[str, int]:
     return {"ACTIVATION": CODES[ep.activation] if ep else CODES["none"]}
 
@@ -44,5 +53,7 @@ def params(ep: Epilogue | None) -> dict[str, float]:
 
 
 def suffix(ep: Epilogue | None) -> str:
-    """`+relu` for kernel names in profiles."""
-    return f"+{ep.activation}" if ep else ""
+    """`+residual+relu` for kernel names in profiles."""
+    if ep is None:
+        return ""
+    return "+residual" * ep.residual + (f"+{ep.activation}" if ep.activation != "none" else "")

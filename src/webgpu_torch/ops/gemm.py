@@ -12,7 +12,7 @@ thread, 8×8 threads, k-steps of 32), kept so other configurations are measured 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from numbers import Number
 from typing import ClassVar
@@ -196,9 +196,10 @@ _NO_IM2COL = dict.fromkeys(("im_h", "im_w", "im_c", "im_kw", "im_ow", "im_ohw", 
 
 
 def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: float = 1.0, beta: float = 1.0,
-         out_shape: tuple[int, ...], ep: Epilogue | None = None) -> Tensor:
-    """C = act(beta*bias + alpha*(a @ b)) with a [z, M, K] or [M, K], b [z, K, N] or [K, N]; bias broadcastable to
-    [z, M, N] or None. The result is a fresh contiguous tensor of `out_shape` (same element count).
+         out_shape: tuple[int, ...], ep: Epilogue | None = None, residual: Tensor | None = None) -> Tensor:
+    """C = act(alpha*(a @ b) + beta*bias + residual) with a [z, M, K] or [M, K], b [z, K, N] or [K, N]; bias
+    broadcastable to [z, M, N] or None; residual of `out_shape` or None. The result is a fresh contiguous
+    tensor of `out_shape` (same element count).
 
     Routing: few rows (M <= 8) with K-contiguous A -> gemv.wgsl; aligned operands -> gemm_vec4.wgsl, K split
     across blocks when the output is too small to fill the GPU; anything else -> gemm.wgsl."""
@@ -210,28 +211,37 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     b3 = layout.broadcast_to(b3, (batch, k, n))
     use_bias = bias is not None and beta != 0  # torch ignores `self` (even NaN) when beta == 0
     bias3 = layout.broadcast_to(bias, (batch, m, n)) if use_bias else None
+    res3 = None if residual is None else as_shape(ctx, residual, (batch, m, n))
     forced = ctx.options.gemm
     axes = (vec4_axis(a3), vec4_axis(b3))
     if forced in ("gemv", "auto") and symbolic.bound(m) <= GEMV_MAX_ROWS and axes[0] == 2 and axes[1]:
-        return _gemv(ctx, a3, b3, bias3, alpha, beta, out_shape, ep, b_k_contiguous=axes[1] == 1)
-    return _blocked(ctx, a3, b3, bias3, alpha, beta, out_shape, ep, axes)
+        return _gemv(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, b_k_contiguous=axes[1] == 1)
+    return _blocked(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, axes)
+
+
+def as_shape(ctx: Builder, t: Tensor, shape: tuple) -> Tensor:
+    """t viewed as `shape` (same element count), through a contiguous copy only where its strides forbid it."""
+    return layout.view(t, shape) or layout.view(ctx.contiguous(t), shape)
 
 
 def im2col_gemm(ctx: Builder, a: Im2col, b: Tensor, bias: Tensor | None, out_shape: tuple[int, ...],
-                ep: Epilogue | None) -> Tensor:
-    """C = act(bias + A @ b) for the implicit im2col matrix A of a convolution and b [K, N] (the weight, read
-    along K, so K-contiguous); bias broadcastable to [M, N]. Always on the vec4 kernels."""
+                ep: Epilogue | None, residual: Tensor | None) -> Tensor:
+    """C = act(A @ b + bias + residual) for the implicit im2col matrix A of a convolution and b [K, N] (the
+    weight, read along K, so K-contiguous); bias broadcastable to [M, N]; residual of `out_shape` or None.
+    Always on the vec4 kernels."""
     _, m, _ = a.shape
     b3 = layout.unsqueeze(b, 0)
     bias3 = None if bias is None else layout.broadcast_to(bias, (1, m, b.shape[1]))
+    res3 = None if residual is None else as_shape(ctx, residual, (1, m, b.shape[1]))
     axes = (2, vec4_axis(b3))
     if axes[1] is None:
         raise ValueError(f"im2col_gemm needs a vec4-readable weight, got {b}")
-    return _blocked(ctx, a, b3, bias3, 1.0, 1.0, out_shape, ep, axes)
+    return _blocked(ctx, a, b3, bias3, res3, 1.0, 1.0, out_shape, ep, axes)
 
 
-def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None, alpha: float, beta: float,
-             out_shape: tuple[int, ...], ep: Epilogue | None, axes: tuple[int | None, int | None]) -> Tensor:
+def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None, res3: Tensor | None,
+             alpha: float, beta: float, out_shape: tuple[int, ...], ep: Epilogue | None,
+             axes: tuple[int | None, int | None]) -> Tensor:
     """The tiled kernels' part of `gemm`: a configuration by size, and K split when the output is small.
     Unforced, the other configurations of the kernel family (and, for a split, other splits and none) are
     alternatives for the runtime to time (Builder.alternatives)."""
@@ -246,12 +256,12 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     splits, part = split_k(hb, hm, hn, k, name) if forced == "auto" and CONFIGS[name].vec4 and static else (1, k)
     if splits == 1:
         out = ctx.new(out_shape)
-        ctx.alternatives([partial(_tiled, ctx, c, a3, b3, bias3, alpha, beta, out, ep, axes)
+        ctx.alternatives([partial(_tiled, ctx, c, a3, b3, bias3, res3, alpha, beta, out, ep, axes)
                           for c in (name, *others)])
         return out
     # A candidate is a configuration and a split of K (the rule's first; then every configuration split as
     # `split_k` has it, and unsplit): slice s of its product lands in slices[s], and the reduction of its
-    # slices belongs to the candidate. One elementwise pass then applies bias and activation.
+    # slices belongs to the candidate. Elementwise passes then apply bias, residual and activation.
     plans = list(dict.fromkeys([(name, splits, part), *((c, *split_k(hb, hm, hn, k, c)) for c in family),
                                 *((c, 1, k) for c in family)]))
     slices = ctx.new((max(s for _, s, _ in plans), batch, m, n))
@@ -260,20 +270,31 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     def candidate(config: str, count: int, length: int) -> None:
         from . import reduce
 
-        _tiled(ctx, config, a3, b3, None, alpha, beta, slices, None, axes, (count, length))
+        _tiled(ctx, config, a3, b3, None, None, alpha, beta, slices, None, axes, (count, length))
         reduce.reduce(ctx, "sum", layout.slice_(slices, 0, 0, count, 1), [0], (batch, m, n), out=summed)
 
     ctx.alternatives([partial(candidate, *plan) for plan in plans])
-    if bias3 is not None or ep is not None:
-        from . import elementwise
-
-        summed = elementwise.emit(ctx, "add", [summed, bias3 if bias3 is not None else 0.0], (batch, m, n),
-                                  alpha=beta, ep=ep)
-    return layout.view(summed, out_shape)
+    return layout.view(_finish_split(ctx, summed, bias3, beta, res3, ep), out_shape)
 
 
-def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None, alpha: float,
-           beta: float, out: Tensor, ep: Epilogue | None, axes: tuple[int | None, int | None],
+def _finish_split(ctx: Builder, summed: Tensor, bias3: Tensor | None, beta: float, res3: Tensor | None,
+                  ep: Epilogue | None) -> Tensor:
+    """What the kernel's epilogue would have applied to a split product: + beta·bias, + residual, then the
+    activation, as elementwise passes (the activation rides on the last; one pass at least when it exists)."""
+    from . import elementwise
+
+    addends = [(t, scale) for t, scale in ((bias3, beta), (res3, 1.0)) if t is not None]
+    if ep is not None and ep.activation != "none" and not addends:
+        addends = [(0.0, 1.0)]
+    for i, (t, scale) in enumerate(addends):
+        last = i == len(addends) - 1
+        summed = elementwise.emit(ctx, "add", [summed, t], summed.shape, alpha=scale,
+                                  ep=replace(ep, residual=False) if last and ep else None)
+    return summed
+
+
+def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None, res3: Tensor | None,
+           alpha: float, beta: float, out: Tensor, ep: Epilogue | None, axes: tuple[int | None, int | None],
            split: tuple[int, int] | None = None) -> None:
     """One dispatch of configuration `name`; with `split` = (slices, slice length), slice s of K writes
     out[s] (out is [slices, batch, M, N]; vec4 configurations only)."""
@@ -287,16 +308,16 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
     b_n = axes[1] == 2 if cfg.vec4 else (b3.strides[2] == 1 or n == 1)
     label = f"conv[im2col_nhwc,{name}]" if im2col else f"gemm[{name}]"
     spec = KernelSpec.of(cfg.file, label + epilogue.suffix(ep), consts=cfg.consts, overrides={
-        "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, "HAS_BIAS": bias3 is not None, **epilogue.overrides(ep),
+        "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, **_addend_overrides(bias3, res3), **epilogue.overrides(ep),
         **({"A_IM2COL": True} if im2col else {})}, engine_files=cfg.engine_files)
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
-              "splits": splits, "k_part": part, **_operand_params(a3, b3, bias3, alpha, beta, ep)}
-    ctx.dispatch(spec, [a3.image if im2col else a3, b3, bias3 or ctx.dummy(), out], params,
+              "splits": splits, "k_part": part, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}
+    ctx.dispatch(spec, [a3.image if im2col else a3, b3, bias3 or ctx.dummy(), out, res3 or ctx.dummy()], params,
                  tiles_m * tiles_n * batch * splits)
 
 
-def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, alpha: float, beta: float,
-          out_shape: tuple[int, ...], ep: Epilogue | None, b_k_contiguous: bool) -> Tensor:
+def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None, alpha: float,
+          beta: float, out_shape: tuple[int, ...], ep: Epilogue | None, b_k_contiguous: bool) -> Tensor:
     batch, m, k = a3.shape
     n = b3.shape[2]
     rows = 1 << (symbolic.bound(m) - 1).bit_length()  # the register rows: M (at most) up to a power of two
@@ -306,17 +327,22 @@ def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, alpha: flo
     entry = "dot_k" if b_k_contiguous else "sweep_n"
     spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}]{epilogue.suffix(ep)}", entry=entry,
                          consts={"ROWS": rows},
-                         overrides={"HAS_BIAS": bias3 is not None, **epilogue.overrides(ep)})
+                         overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep)})
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 1, "tiles_n": blocks_n, "splits": 1,
-              "k_part": k, **_operand_params(a3, b3, bias3, alpha, beta, ep)}
-    ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out], params, blocks_n * batch)
+              "k_part": k, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}
+    ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out, res3 or ctx.dummy()], params, blocks_n * batch)
     return out
 
 
-def _operand_params(a3, b3, bias3, alpha, beta, ep) -> dict:
+def _addend_overrides(bias3: Tensor | None, res3: Tensor | None) -> dict[str, bool]:
+    return {"HAS_BIAS": bias3 is not None, "HAS_RESIDUAL": res3 is not None}
+
+
+def _operand_params(a3, b3, bias3, res3, alpha, beta, ep) -> dict:
     return {"alpha": float(alpha), "beta": float(beta),
             "a_offset": a3.offset, "b_offset": b3.offset, "bias_offset": bias3.offset if bias3 else 0,
-            "a_strides": a3.strides, "b_strides": b3.strides, "bias_strides": bias3.strides if bias3 else (0,),
+            "res_offset": res3.offset if res3 else 0, "a_strides": a3.strides, "b_strides": b3.strides,
+            "bias_strides": bias3.strides if bias3 else (0,), "res_strides": res3.strides if res3 else (0,),
             **epilogue.params(ep), **(a3.params() if isinstance(a3, Im2col) else _NO_IM2COL)}
 
 
@@ -364,28 +390,30 @@ def _bias_tensor(ctx: Builder, node: NodeView, bias) -> Tensor:
     return bias
 
 
-@register("aten.mm.default", check=_check_ranks(self=2, mat2=2), epilogue=True, dynamic=True)
+@register("aten.mm.default", check=_check_ranks(self=2, mat2=2), epilogue=True, residual=True, dynamic=True)
 def mm(ctx: Builder, node: NodeView) -> Tensor:
-    return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue)
+    return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue,
+                residual=epilogue.residual(node))
 
 
-@register("aten.bmm.default", check=_check_ranks(self=3, mat2=3), epilogue=True, dynamic=True)
+@register("aten.bmm.default", check=_check_ranks(self=3, mat2=3), epilogue=True, residual=True, dynamic=True)
 def bmm(ctx: Builder, node: NodeView) -> Tensor:
-    return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue)
+    return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue,
+                residual=epilogue.residual(node))
 
 
-@register("aten.addmm.default", check=_check_addmm, epilogue=True, dynamic=True)
+@register("aten.addmm.default", check=_check_addmm, epilogue=True, residual=True, dynamic=True)
 def addmm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return gemm(ctx, a["mat1"], a["mat2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"], beta=a["beta"],
-                out_shape=node.out.shape, ep=node.epilogue)
+                out_shape=node.out.shape, ep=node.epilogue, residual=epilogue.residual(node))
 
 
-@register("aten.baddbmm.default", check=_check_baddbmm, epilogue=True, dynamic=True)
+@register("aten.baddbmm.default", check=_check_baddbmm, epilogue=True, residual=True, dynamic=True)
 def baddbmm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return gemm(ctx, a["batch1"], a["batch2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"],
-                beta=a["beta"], out_shape=node.out.shape, ep=node.epilogue)
+                beta=a["beta"], out_shape=node.out.shape, ep=node.epilogue, residual=epilogue.residual(node))
 
 
 def _check_linear(node: NodeView) -> str | None:
@@ -397,23 +425,27 @@ def _check_linear(node: NodeView) -> str | None:
     return _check_float32(node)
 
 
-@register("aten.linear.default", check=_check_linear, epilogue=True, dynamic=True)
+@register("aten.linear.default", check=_check_linear, epilogue=True, residual=True, dynamic=True)
 def linear(ctx: Builder, node: NodeView) -> Tensor:
     """y = x @ wᵀ + bias over any leading dims of x: x is viewed as [M, K] (copied only if its strides do not
     allow that view), wᵀ is a view."""
     x, w, bias = node.args["input"], node.args["weight"], node.args["bias"]
     k = x.shape[-1]
     rows = x.numel // k if k else 0
-    x2 = layout.view(x, (rows, k)) or layout.view(ctx.contiguous(x), (rows, k))
+    x2 = as_shape(ctx, x, (rows, k))
+    residual = epilogue.residual(node)
     if not ctx.too_large(w):
-        return gemm(ctx, x2, layout.permute(w, [1, 0]), bias, out_shape=node.out.shape, ep=node.epilogue)
+        return gemm(ctx, x2, layout.permute(w, [1, 0]), bias, out_shape=node.out.shape, ep=node.epilogue,
+                    residual=residual)
     # A weight over the binding limit (a tied vocabulary projection): one GEMM per chunk of its rows, each
     # result copied into its columns of the output.
     out = ctx.new(node.out.shape)
     out2 = layout.view(out, (rows, w.shape[0]))
+    res2 = None if residual is None else as_shape(ctx, residual, (rows, w.shape[0]))
     for lo, hi, chunk in ctx.row_chunks(w):
-        part_bias = None if bias is None else layout.slice_(bias, 0, lo, hi, 1)
-        part = gemm(ctx, x2, layout.permute(chunk, [1, 0]), part_bias, out_shape=(rows, hi - lo), ep=node.epilogue)
+        part_bias, part_res = (None if t is None else layout.slice_(t, t.ndim - 1, lo, hi, 1) for t in (bias, res2))
+        part = gemm(ctx, x2, layout.permute(chunk, [1, 0]), part_bias, out_shape=(rows, hi - lo), ep=node.epilogue,
+                    residual=part_res)
         copy(ctx, part, out=layout.slice_(out2, 1, lo, hi, 1))
     return out
 
@@ -485,9 +517,25 @@ def cases() -> list[OpCase]:
                [(3, 29, 2052), (3, 31, 2052)], marks=g),
         OpCase("baddbmm_split_k_bias_relu", lambda s, a, b: torch.relu(torch.baddbmm(s, a, b, alpha=0.25)),
                [(2, 1, 36), (2, 20, 1540), (2, 1540, 36)], marks=g),
+        # A residual add fused into the product (fusion.py), on every kernel: element, vec4, gemv, split-K (the
+        # residual, bias and activation then as passes), a chunked weight; read through strides, broadcast.
+        OpCase("linear_residual", lambda x, w, b, r: torch.nn.functional.linear(x, w, b) + r,
+               [(3, 37, 89), (41, 89), (41,), (3, 37, 41)], marks=g),
+        OpCase("vec4_residual_first_then_relu", lambda x, w, b, r: torch.relu(r + torch.nn.functional.linear(x, w, b)),
+               [(89, 132), (76, 132), (76,), (89, 76)], marks=g),
+        OpCase("mm_residual_transposed", lambda a, b, r: (lambda t: a @ b + t)(r.t()),  # t exists before a @ b
+               [(37, 44), (44, 41), (41, 37)], marks=g),
+        OpCase("bmm_residual_broadcast_row", lambda a, b, r: torch.bmm(a, b) + r, [(3, 37, 44), (3, 44, 41), (41,)],
+               marks=g),
+        OpCase("gemv_residual", lambda x, w, r: torch.nn.functional.linear(x, w) + r,
+               [(3, 772), (1031, 772), (3, 1031)], marks=g),
+        OpCase("split_k_bias_residual_gelu", lambda s, a, b, r: torch.nn.functional.gelu(torch.addmm(s, a, b) + r),
+               [(44,), (68, 2048), (2048, 44), (68, 44)], marks=g),
         # A weight over the binding limit (forced down to 64 KiB here) is split into row chunks.
         OpCase("linear_weight_over_binding_limit", lambda x: torch.nn.functional.linear(x, big.to(x.dtype),
                                                                                       big[:, 0].to(x.dtype)),
                [(3, 64)], marks=g, kwargs={"max_binding_size": 65536}),
+        OpCase("linear_chunked_weight_residual", lambda x, r: torch.nn.functional.linear(x, big.to(x.dtype)) + r,
+               [(3, 64), (3, 293)], marks=g, kwargs={"max_binding_size": 65536}),
         OpCase("mm_grid_beyond_65535", lambda a, b: a @ b, [(1, 3), (3, 70_001 * 32)], marks=g),
     ]

@@ -1,15 +1,15 @@
-// gemm.wgsl — batched C = act(beta * bias + alpha * (A @ B)) in float32, with float32 accumulation.
+// gemm.wgsl — batched C = act(alpha * (A @ B) + beta * bias + residual) in float32, float32 accumulation.
 //
 // Layouts (element strides and offsets in Params; any stride may be 0, which broadcasts):
 //   A[z, m, k] = a[a_offset + z*a_strides.x + m*a_strides.y + k*a_strides.z]
 //   B[z, k, n] = b[b_offset + z*b_strides.x + k*b_strides.y + n*b_strides.z]
-//   bias[z, m, n] likewise through bias_strides (read only when HAS_BIAS)
+//   bias[z, m, n], residual[z, m, n] likewise (read only when HAS_BIAS, HAS_RESIDUAL)
 //   C: contiguous [batch, M, N].
 // So a transposed operand is read in place; A_K_CONTIGUOUS / B_N_CONTIGUOUS say which axis of each operand is
 // the contiguous one, and pick the thread-to-element mapping that keeps global loads coalesced.
 //
 // Tiling: tiled_matmul.wgsl's main loop (TILE_M x TILE_N blocks, TILE_K k-steps, THREAD_M x THREAD_N register
-//   tiles); this file supplies its tile loaders and the bias/alpha/beta/activation epilogue.
+//   tiles); this file supplies its tile loaders and the epilogue (gemm_params.wgsl's epilogue_sum, then the activation).
 // Geometry: blocks are numbered n-fastest, then m, then z, over a grid folded to fit 65,535 workgroups per
 //   dimension; workgroups past the last block exit at once (uniformly, before any barrier).
 // `act` is the fused activation epilogue (ACTIVATION, from activation.wgsl).
@@ -19,7 +19,6 @@
 
 override A_K_CONTIGUOUS: bool = true;
 override B_N_CONTIGUOUS: bool = true;
-override HAS_BIAS: bool = false;
 override ACTIVATION: u32 = ACT_NONE;
 
 //! include gemm_params.wgsl
@@ -28,7 +27,8 @@ override ACTIVATION: u32 = ACT_NONE;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read> residual: array<f32>;
+@group(0) @binding(5) var<uniform> p: Params;
 
 fn load_a_tile(z: u32, m0: u32, k0: u32, li: u32) {
   let base = p.a_offset + z * p.a_strides.x;
@@ -65,11 +65,7 @@ fn load_b_tile(z: u32, k0: u32, n0: u32, li: u32) {
 }
 
 fn store_c(z: u32, m: u32, n: u32, acc: f32) {
-  var v = p.alpha * acc;
-  if (HAS_BIAS) {
-    v += p.beta * bias[p.bias_offset + z * p.bias_strides.x + m * p.bias_strides.y + n * p.bias_strides.z];
-  }
-  c[(z * p.M + m) * p.N + n] = activate(v, ACTIVATION, p.act_lo, p.act_hi);
+  c[(z * p.M + m) * p.N + n] = activate(epilogue_sum(z, m, n, acc), ACTIVATION, p.act_lo, p.act_hi);
 }
 
 @compute @workgroup_size(WG_N, WG_M)

@@ -1,12 +1,13 @@
-// gemm_params.wgsl — the uniform struct of the GEMM family's kernels (included by each; declared once).
+// gemm_params.wgsl — the uniform struct of the GEMM family's kernels and the arithmetic of their epilogue
+// (included by each; declared once).
 //
-// A[z, m, k] = a[a_offset + z*a_strides.x + m*a_strides.y + k*a_strides.z], B[z, k, n] and bias[z, m, n]
-// likewise (element strides; 0 broadcasts); C is contiguous [batch, M, N]. Workgroups cover
+// A[z, m, k] = a[a_offset + z*a_strides.x + m*a_strides.y + k*a_strides.z], B[z, k, n], bias[z, m, n] and
+// residual[z, m, n] likewise (element strides; 0 broadcasts); C is contiguous [batch, M, N]. Workgroups cover
 // tiles_m x tiles_n output blocks per z (gemv.wgsl: tiles_m = 1, tiles_n column blocks).
 // act_lo / act_hi are the clamp bounds of the fused activation (activation.wgsl).
 // Split-K (the vec4 kernels only; 1 and K elsewhere): `splits` slices of K, `k_part` long (a multiple of
 // TILE_K), each a block of its own; slice s writes its partial product to C[s * batch + z], and carries
-// neither bias nor activation (the lowering sums the slices, then applies them).
+// neither bias, residual nor activation (the lowering sums the slices, then applies them).
 // Implicit im2col (gemm_vec4_io.wgsl's A_IM2COL only; 0 elsewhere): A is read from a channels-last image of
 // im_h x im_w pixels and im_c channels with element strides a_strides (b, h, w, -), for a conv of
 // im_kw-wide taps, output rows im_ow wide and im_ohw pixels per image.
@@ -27,6 +28,7 @@ struct Params {
   a_offset: u32,
   b_offset: u32,
   bias_offset: u32,
+  res_offset: u32,
   im_h: u32,
   im_w: u32,
   im_c: u32,
@@ -42,4 +44,21 @@ struct Params {
   a_strides: vec4<u32>,     // (z, m, k, -)
   b_strides: vec4<u32>,     // (z, k, n, -)
   bias_strides: vec4<u32>,  // (z, m, n, -)
+  res_strides: vec4<u32>,   // (z, m, n, -)
+}
+
+override HAS_BIAS: bool = false;
+override HAS_RESIDUAL: bool = false;
+
+// Output (z, m, n) before its activation: alpha * acc + beta * bias + residual. Each kernel binds `bias` and
+// `residual` (a placeholder where absent; read only under HAS_BIAS / HAS_RESIDUAL).
+fn epilogue_sum(z: u32, m: u32, n: u32, acc: f32) -> f32 {
+  var v = p.alpha * acc;
+  if (HAS_BIAS) {
+    v += p.beta * bias[p.bias_offset + z * p.bias_strides.x + m * p.bias_strides.y + n * p.bias_strides.z];
+  }
+  if (HAS_RESIDUAL) {
+    v += residual[p.res_offset + z * p.res_strides.x + m * p.res_strides.y + n * p.res_strides.z];
+  }
+  return v;
 }

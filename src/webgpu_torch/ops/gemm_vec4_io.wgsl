@@ -1,14 +1,15 @@
 // gemm_vec4_io.wgsl — what the two vec4 GEMM kernels share: their interface, tile loads and epilogue.
 // Not a kernel: gemm_vec4.wgsl and gemm_vec4_regs.wgsl include it and differ only in how a thread holds
-// its accumulators (see each). They compute batched C = act(beta * bias + alpha * (A @ B)) in float32 for
-// operands whose contiguous axis is a multiple of 4 long and 16-byte aligned (the lowering checks; gemm.wgsl
-// takes everything else).
+// its accumulators (see each). They compute batched C = act(alpha * (A @ B) + beta * bias + residual) in
+// float32 for operands whose contiguous axis is a multiple of 4 long and 16-byte aligned (the lowering
+// checks; gemm.wgsl takes everything else).
 // Layouts (element strides/offsets in Params; A and B are bound as vec4 arrays):
 //   A[z, m, k]: A_K_CONTIGUOUS — rows along k (row-major A); else columns along m (a transposed view).
 //     A_IM2COL (with A_K_CONTIGUOUS, batch 1): the implicit im2col matrix of a convolution over a
 //     channels-last image, never materialised; see fetch_im2col.
 //   B[z, k, n]: B_N_CONTIGUOUS — rows along n (row-major B); else columns along k (Wᵀ of a linear weight).
-//   bias[z, m, n] read through arbitrary strides (0 = broadcast), only when HAS_BIAS.
+//   bias[z, m, n] and residual[z, m, n] read through arbitrary strides (0 = broadcast), only when HAS_BIAS /
+//   HAS_RESIDUAL.
 //   C contiguous [batch, M, N], stored by element (N need not be a multiple of 4; stores are a small part
 //   of the traffic next to the K-long loop).
 // Workgroup memory: a_tile[k][m/4] and b_tile[k][n/4] as vec4, so a thread's operand fragments are
@@ -36,7 +37,6 @@ const B_LOADS: u32 = TILE_N * TILE_K / (4u * THREADS);
 override A_K_CONTIGUOUS: bool = true;
 override A_IM2COL: bool = false;
 override B_N_CONTIGUOUS: bool = true;
-override HAS_BIAS: bool = false;
 override ACTIVATION: u32 = ACT_NONE;
 
 //! include gemm_params.wgsl
@@ -45,7 +45,8 @@ override ACTIVATION: u32 = ACT_NONE;
 @group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read> residual: array<f32>;
+@group(0) @binding(5) var<uniform> p: Params;
 
 var<workgroup> a_tile: array<vec4<f32>, TILE_K * TILE_M / 4u>;
 var<workgroup> b_tile: array<vec4<f32>, TILE_K * TILE_N / 4u>;
@@ -128,28 +129,16 @@ fn store_b(e: u32, v: vec4<f32>) {
   }
 }
 
-fn bias_at(z: u32, m: u32, n: u32) -> f32 {
-  return bias[p.bias_offset + z * p.bias_strides.x + m * p.bias_strides.y + n * p.bias_strides.z];
-}
-
 // Stores one finished vec4 of outputs, applying activation `act` (ACTIVATION, or ACT_NONE when the kernel
 // activates in a pass of its own: activate_stored).
 fn finish(z: u32, m: u32, n: u32, v: vec4<f32>, act: u32) {
   if (m >= p.M) {
     return;
   }
-  var out = p.alpha * v;
-  if (HAS_BIAS) {
-    for (var j = 0u; j < 4u; j++) {
-      if (n + j < p.N) {
-        out[j] += p.beta * bias_at(z, m, n + j);
-      }
-    }
-  }
   let row = (z * p.M + m) * p.N;
   for (var j = 0u; j < 4u; j++) {
     if (n + j < p.N) {
-      c[row + n + j] = activate(out[j], act, p.act_lo, p.act_hi);
+      c[row + n + j] = activate(epilogue_sum(z, m, n + j, v[j]), act, p.act_lo, p.act_hi);
     }
   }
 }

@@ -1,4 +1,4 @@
-// gemv.wgsl — C = act(beta * bias + alpha * (A @ B)) for few rows (M <= ROWS), float32: matrix-vector work,
+// gemv.wgsl — C = act(alpha * (A @ B) + beta * bias + residual) for few rows (M <= ROWS), float32: matrix-vector work,
 // bound by reading B once, so each workgroup streams a slice of B in 16-byte loads and A stays in cache.
 //
 // Layouts (element strides/offsets in Params, as in gemm.wgsl; A and B bound as vec4 arrays, K % 4 == 0 and
@@ -6,7 +6,8 @@
 //   A[z, m, k] contiguous along k.
 //   B[z, k, n]: entry `dot_k` for B contiguous along k (Wᵀ of a linear weight: each output is a dot product
 //     of two contiguous rows); entry `sweep_n` for B contiguous along n (row-major [K, N]).
-//   bias[z, m, n] through arbitrary strides (0 = broadcast) when HAS_BIAS. C contiguous [batch, M, N].
+//   bias[z, m, n] and residual[z, m, n] through arbitrary strides (0 = broadcast) when HAS_BIAS /
+//   HAS_RESIDUAL. C contiguous [batch, M, N].
 // Geometry, dot_k: a workgroup of 256 threads = 8 teams of 32; team t computes column n = 8*wg + t for all
 //   M rows: lane l reads B[k = 4*(l + 32*i) .. +3, n], summing into ROWS partial sums; the 32 lanes then
 //   combine in workgroup memory.
@@ -24,7 +25,6 @@ const COLS_DOT: u32 = WORKGROUP / TEAM;    // dot_k: columns per workgroup
 const SLICES: u32 = 32u;                   // sweep_n: k-slices per column group
 const VEC_SWEEP: u32 = WORKGROUP / SLICES; // sweep_n: vec4 column groups per workgroup
 
-override HAS_BIAS: bool = false;
 override ACTIVATION: u32 = ACT_NONE;
 
 //! include gemm_params.wgsl
@@ -33,16 +33,13 @@ override ACTIVATION: u32 = ACT_NONE;
 @group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read> residual: array<f32>;
+@group(0) @binding(5) var<uniform> p: Params;
 
 var<workgroup> partial: array<f32, WORKGROUP * 4u * ROWS>;
 
 fn store(z: u32, m: u32, n: u32, acc: f32) {
-  var v = p.alpha * acc;
-  if (HAS_BIAS) {
-    v += p.beta * bias[p.bias_offset + z * p.bias_strides.x + m * p.bias_strides.y + n * p.bias_strides.z];
-  }
-  c[(z * p.M + m) * p.N + n] = activate(v, ACTIVATION, p.act_lo, p.act_hi);
+  c[(z * p.M + m) * p.N + n] = activate(epilogue_sum(z, m, n, acc), ACTIVATION, p.act_lo, p.act_hi);
 }
 
 fn a_vec(z: u32, m: u32, k: u32) -> vec4<f32> {

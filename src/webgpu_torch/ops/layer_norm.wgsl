@@ -3,9 +3,10 @@
 //
 // Layout: x is a strided [rows, N] view (x_offset, row_stride, col_stride); weight and bias are [N] views
 //   (read only with HAS_WEIGHT / HAS_BIAS); out is contiguous [rows, N]; mean and rstd contiguous [rows].
-// Geometry: ROW threads (a power of two <= 256) share a row, a workgroup of 256 threads handles 256 / ROW
-//   rows; the grid is folded to fit 65,535 workgroups per dimension. Two passes over the row in f32: the mean,
-//   then the variance of the deviations (biased, as torch's), so a large common offset does not cancel.
+// Geometry: ROW threads (a power of two <= 256, about N / 4: the lowering picks it) share a row, a workgroup
+//   of 256 threads handles 256 / ROW rows; the grid is folded to fit 65,535 workgroups per dimension. Two
+//   passes over the row in f32: the mean, then the variance of the deviations (biased, as torch's), so a
+//   large common offset does not cancel.
 
 //! include row.wgsl
 

@@ -27,7 +27,7 @@ class NodeView:
     target: str
     args: dict[str, Any]
     outputs: tuple[TensorMeta | None, ...]
-    epilogue: Epilogue | None = None  # an activation this node's kernel must apply to its result
+    epilogue: Epilogue | None = None  # what this node's kernel must apply to its result (args["residual"], activation)
     outputs_read: frozenset[int] = frozenset({0})  # which of its outputs the graph reads (by index)
 
     @property
@@ -43,7 +43,8 @@ class OpDef:
     check: Check | None
     module: str
     view: bool  # costs no dispatch: the result is a strided view of an argument
-    epilogue: bool  # its lowering applies node.epilogue, so an activation of its result can be fused into it
+    epilogue: bool  # its lowering applies node.epilogue's activation, so an activation of its result can fuse
+    residual: bool  # … and its residual too, so an add of its result and another value can fuse
     dynamic: bool  # its lowering handles dynamic sizes (symbolic.Expr in shapes and arguments)
 
 
@@ -82,12 +83,12 @@ def register_option(name: str, *choices: str) -> None:
 
 
 def register(*targets: str, check: Check | None = None, view: bool = False, epilogue: bool = False,
-             dynamic: bool = False) -> Callable[[Lower], Lower]:
+             residual: bool = False, dynamic: bool = False) -> Callable[[Lower], Lower]:
     def deco(fn: Lower) -> Lower:
         for target in targets:
             if target in OPS:
                 raise RuntimeError(f"{target} is registered twice ({OPS[target].module} and {fn.__module__})")
-            OPS[target] = OpDef(target, fn, check, fn.__module__, view, epilogue, dynamic)
+            OPS[target] = OpDef(target, fn, check, fn.__module__, view, epilogue, residual, dynamic)
         return fn
 
     return deco
