@@ -23,14 +23,16 @@ def kernels(program) -> list[str]:
 
 
 class Block(nn.Module):
-    """A pre-norm transformer MLP block: x + fc2(gelu(fc1(norm(x))))."""
+    """A pre-norm transformer MLP block: x + dropout(fc2(gelu(fc1(norm(x))))); in eval, dropout exports as a
+    clone that fusion looks through."""
 
     def __init__(self, dim: int = 44, hidden: int = 92):
         super().__init__()
         self.norm, self.fc1, self.fc2 = nn.LayerNorm(dim), nn.Linear(dim, hidden), nn.Linear(hidden, dim)
+        self.drop = nn.Dropout(0.1)
 
     def forward(self, x):
-        return x + self.fc2(F.gelu(self.fc1(self.norm(x))))
+        return x + self.drop(self.fc2(F.gelu(self.fc1(self.norm(x)))))
 
 
 class Basic(nn.Module):

@@ -3,7 +3,7 @@
 A node whose only reader is an add or an activation can absorb that reader, which then disappears:
 - residual: `add(y, r)` (alpha 1, all float32, the sum shaped like y) where y comes from an op registered with
   `residual=True` and r is computed before y's node: y's node gains `args["residual"] = r`.
-  `linear(x, w, b) + x` is one GEMM dispatch.
+  `linear(x, w, b) + x` is one GEMM dispatch, also through an eval-mode dropout (a `clone`).
 - activation (relu, clamp, hardtanh, sigmoid, tanh, gelu) of a result of an op registered with
   `epilogue=True`, applied after any residual: `relu(conv(x) + identity)` is one conv dispatch,
   `relu(add(x, identity))` one elementwise dispatch.
@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from .graph import Epilogue, Graph, Node, Ref, map_refs, refs_in
+from .graph import Epilogue, Graph, Node, Ref, drop_dead, map_refs, refs_in
 from .ops import OPS, epilogue
 
 _ADD = "aten.add.Tensor"
+_IDENTITY = ("aten.clone.default", "aten.alias.default")
 
 
 def fuse_epilogues(graph: Graph) -> Graph:
@@ -38,16 +39,22 @@ def fuse_epilogues(graph: Graph) -> Graph:
         position[node.name] = len(kept)
         by_name[node.name] = node
         kept.append(node)
-    graph.nodes = kept
     graph.outputs = [Ref(renamed.get(r.node, r.node), r.index) for r in graph.outputs]
+    graph.nodes = drop_dead(kept, graph.outputs)  # the identities _sole_producer looked through
     return graph
 
 
 def _sole_producer(src, node: Node, by_name: dict[str, Node], users: Counter) -> Node | None:
-    """The node producing `src` when `node` is its only reader and has the same single float32 output."""
-    if not isinstance(src, Ref) or src.index is not None or src.node not in by_name or users[src.node] != 1:
-        return None
-    producer = by_name[src.node]
+    """The node producing `src` when `node` is its only reader and has the same single float32 output. An
+    identity in between (`clone`, `alias`: eval-mode dropout exports as a clone) that nothing else reads is
+    looked through, and dropped once nothing reads it."""
+    while True:
+        if not isinstance(src, Ref) or src.index is not None or src.node not in by_name or users[src.node] != 1:
+            return None
+        producer = by_name[src.node]
+        if producer.target not in _IDENTITY or producer.outputs != node.outputs:
+            break
+        src = producer.args["self"]
     same = len(producer.outputs) == 1 and producer.outputs == node.outputs and node.outputs[0].dtype == "float32"
     return producer if same else None
 

@@ -12,7 +12,7 @@ thread, 8×8 threads, k-steps of 32), kept so other configurations are measured 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from numbers import Number
 from typing import ClassVar
@@ -116,6 +116,7 @@ ENOUGH_BLOCKS = 256
 GEMV_MAX_ROWS = 8
 SPLIT_K_MIN_DEPTH = 256  # each split keeps at least this much of K
 SPLIT_K_MAX = 64
+SUM_WORKGROUP = 256  # gemm_split_sum.wgsl: one thread per output (per_element.wgsl)
 
 
 def _blocks(cfg, batch: int, m: int, n: int) -> int:
@@ -260,37 +261,24 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
                           for c in (name, *others)])
         return out
     # A candidate is a configuration and a split of K (the rule's first; then every configuration split as
-    # `split_k` has it, and unsplit): slice s of its product lands in slices[s], and the reduction of its
-    # slices belongs to the candidate. Elementwise passes then apply bias, residual and activation.
+    # `split_k` has it, and unsplit): slice s of its product lands in slices[s], then gemm_split_sum.wgsl adds
+    # the slices into slice 0 (the result) with bias, residual and activation. Both dispatches belong to the
+    # candidate, so an unsplit one costs a pass over its (small: the rule splits only small outputs) output.
     plans = list(dict.fromkeys([(name, splits, part), *((c, *split_k(hb, hm, hn, k, c)) for c in family),
                                 *((c, 1, k) for c in family)]))
     slices = ctx.new((max(s for _, s, _ in plans), batch, m, n))
-    summed = ctx.new((batch, m, n))
+    spec = KernelSpec.of("gemm_split_sum.wgsl", "gemm_split_sum" + epilogue.suffix(ep),
+                         overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep)})
 
     def candidate(config: str, count: int, length: int) -> None:
-        from . import reduce
-
         _tiled(ctx, config, a3, b3, None, None, alpha, beta, slices, None, axes, (count, length))
-        reduce.reduce(ctx, "sum", layout.slice_(slices, 0, 0, count, 1), [0], (batch, m, n), out=summed)
+        params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 0, "tiles_n": 0, "splits": count,
+                  "k_part": length, **_operand_params(a3, b3, bias3, res3, 1.0, beta, ep)}
+        ctx.dispatch(spec, [bias3 or ctx.dummy(), slices, res3 or ctx.dummy()], params,
+                     -(-batch * m * n // SUM_WORKGROUP))
 
     ctx.alternatives([partial(candidate, *plan) for plan in plans])
-    return layout.view(_finish_split(ctx, summed, bias3, beta, res3, ep), out_shape)
-
-
-def _finish_split(ctx: Builder, summed: Tensor, bias3: Tensor | None, beta: float, res3: Tensor | None,
-                  ep: Epilogue | None) -> Tensor:
-    """What the kernel's epilogue would have applied to a split product: + beta·bias, + residual, then the
-    activation, as elementwise passes (the activation rides on the last; one pass at least when it exists)."""
-    from . import elementwise
-
-    addends = [(t, scale) for t, scale in ((bias3, beta), (res3, 1.0)) if t is not None]
-    if ep is not None and ep.activation != "none" and not addends:
-        addends = [(0.0, 1.0)]
-    for i, (t, scale) in enumerate(addends):
-        last = i == len(addends) - 1
-        summed = elementwise.emit(ctx, "add", [summed, t], summed.shape, alpha=scale,
-                                  ep=replace(ep, residual=False) if last and ep else None)
-    return summed
+    return layout.view(layout.slice_(slices, 0, 0, 1, 1), out_shape)
 
 
 def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None, res3: Tensor | None,

@@ -7,7 +7,7 @@
 // act_lo / act_hi are the clamp bounds of the fused activation (activation.wgsl).
 // Split-K (the vec4 kernels only; 1 and K elsewhere): `splits` slices of K, `k_part` long (a multiple of
 // TILE_K), each a block of its own; slice s writes its partial product to C[s * batch + z], and carries
-// neither bias, residual nor activation (the lowering sums the slices, then applies them).
+// neither bias, residual nor activation (gemm_split_sum.wgsl sums the slices, then applies them).
 // Implicit im2col (gemm_vec4_io.wgsl's A_IM2COL only; 0 elsewhere): A is read from a channels-last image of
 // im_h x im_w pixels and im_c channels with element strides a_strides (b, h, w, -), for a conv of
 // im_kw-wide taps, output rows im_ow wide and im_ohw pixels per image.
