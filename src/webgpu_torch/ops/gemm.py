@@ -4,8 +4,10 @@ Every operand is read in place through its strides: `linear`'s weight [N, K] is 
 a bias [N], [1, N], [M, 1], [M, N] or scalar is the same bias view broadcast to [M, N] (stride 0), and
 batch broadcasting is a batch stride of 0. Only C is written, contiguous.
 
-Two kernels: `gemm.wgsl` reads any strided operand by element; `gemm_vec4.wgsl` reads 16-byte vectors along
-each operand's contiguous axis and takes operands whose contiguous axis is a multiple of 4 long and aligned.
+Two tiled kernels: `gemm.wgsl` reads any strided operand by element; `gemm_vec4.wgsl` reads 16-byte vectors
+along each operand's contiguous axis and takes operands whose contiguous axis is a multiple of 4 long and
+aligned. Beside them, `gemv.wgsl` for few rows and `gemm_split_sum.wgsl`, the last step of a split K. Each
+adds `beta*bias + residual` (a fused add, `epilogue.residual`) and applies the fused activation itself.
 `CONFIGS["pr"]` is the kernel of the ExecuTorch WebGPU addmm PR (32×32 tiles, a 4×4 register tile per
 thread, 8×8 threads, k-steps of 32), kept so other configurations are measured against it.
 """
