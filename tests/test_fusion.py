@@ -71,7 +71,7 @@ def test_the_add_of_two_branches_fuses_into_the_later_one_with_its_relu(poisoned
     (lambda x, w, r: F.linear(x, w) - r, "a subtraction"),
     (lambda x, w, r: torch.add(F.linear(x, w), r, alpha=2.0), "alpha scales the residual"),
     (lambda x, w, r: (lambda y: (y + r, y))(F.linear(x, w)), "the product is read twice"),
-    (lambda x, w, r: F.linear(x, w) + (r > 0), "the residual is not float32"),
+    (lambda x, w, r: (lambda m: F.linear(x, w) + m)(r > 0), "the residual is not float32"),  # m exists first
 ])
 def test_adds_that_must_stay_dispatches_of_their_own(fn, why, poisoned):
     x, w, r = (torch.randn(s, generator=seeded(f"stay-{why}")) for s in ((13, 20), (24, 20), (13, 24)))

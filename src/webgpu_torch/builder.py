@@ -120,6 +120,10 @@ class Builder:
 
         return copy(self, t)
 
+    def reshaped(self, t: Tensor, shape: tuple) -> Tensor:
+        """`t` viewed as `shape` (same element count), through `contiguous` only where its strides forbid it."""
+        return layout.view(t, shape) or layout.view(self.contiguous(t), shape)
+
     def dispatch(self, spec: KernelSpec, tensors: list[Tensor], params: dict | None, workgroups) -> None:
         """Emit one dispatch of `workgroups` workgroups (an int, or an Expr of dynamic sizes: then the runtime
         folds the grid per call); `tensors` bind in binding order, Params after them."""

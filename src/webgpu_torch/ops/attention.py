@@ -98,8 +98,7 @@ def _unfused(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
 
 def _batched(ctx: Builder, t: Tensor, bh) -> Tensor:
     """[..., S, D] as [B·H, S, D] (a view where the leading dims merge, else a contiguous copy)."""
-    shape = (bh, *t.shape[-2:])
-    return layout.view(t, shape) or layout.view(ctx.contiguous(t), shape)
+    return ctx.reshaped(t, (bh, *t.shape[-2:]))
 
 
 def _check(node: NodeView) -> str | None:

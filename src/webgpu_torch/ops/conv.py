@@ -115,7 +115,7 @@ def convolution(ctx: Builder, node: NodeView) -> Tensor:
     x, w = (t if t.ndim == 4 else layout.unsqueeze(t, 2) for t in (node.args["input"], node.args["weight"]))
     out_shape = (g.batch, g.oc, g.oh, g.ow)
     res = epilogue.residual(node)
-    fin = Finish(node.args["bias"], None if res is None else gemm.as_shape(ctx, res, out_shape), node.epilogue)
+    fin = Finish(node.args["bias"], None if res is None else ctx.reshaped(res, out_shape), node.epilogue)
     kind = route(g, ctx.options.extra.get("conv", CHOICES[0]))
     out = _pointwise(ctx, g, x, w, fin, out_shape) if kind == "gemm" else None
     if out is None and kind == "direct":
@@ -157,7 +157,7 @@ def _pointwise(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish, out
     x3 = layout.view(x, (g.batch, g.ic, g.h * g.w))
     if x3 is None:
         return None
-    w2 = gemm.as_shape(ctx, w, (g.oc, g.ic))
+    w2 = ctx.reshaped(w, (g.oc, g.ic))
     bias2 = None if fin.bias is None else layout.unsqueeze(fin.bias, 1)  # [OC, 1]: broadcast over batch, H·W
     return gemm.gemm(ctx, w2, x3, bias2, out_shape=out_shape, ep=fin.ep, residual=fin.residual)
 

@@ -1,5 +1,5 @@
-// conv.wgsl — 2-d convolution out = act(conv(x, w) + bias + residual) in float32 (a conv1d is one of height 1), as two
-// entry points:
+// conv.wgsl — 2-d convolution out = act(conv(x, w) + bias + residual) in float32 (a conv1d is one of
+// height 1), as two entry points:
 //   im2col  groups == 1, not transposed: the implicit-im2col GEMM out[m, n] = sum_k A[m, k] * B[k, n] with
 //           M = OC, N = batch·OH·OW, K = IC·KH·KW, A the weight as an [OC, K] matrix and B the im2col matrix
 //           of the input, sampled on the fly by the tile loader (never materialised), on the main loop of

@@ -214,17 +214,13 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     b3 = layout.broadcast_to(b3, (batch, k, n))
     use_bias = bias is not None and beta != 0  # torch ignores `self` (even NaN) when beta == 0
     bias3 = layout.broadcast_to(bias, (batch, m, n)) if use_bias else None
-    res3 = None if residual is None else as_shape(ctx, residual, (batch, m, n))
+    res3 = None if residual is None else ctx.reshaped(residual, (batch, m, n))
     forced = ctx.options.gemm
     axes = (vec4_axis(a3), vec4_axis(b3))
     if forced in ("gemv", "auto") and symbolic.bound(m) <= GEMV_MAX_ROWS and axes[0] == 2 and axes[1]:
         return _gemv(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, b_k_contiguous=axes[1] == 1)
     return _blocked(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, axes)
 
-
-def as_shape(ctx: Builder, t: Tensor, shape: tuple) -> Tensor:
-    """t viewed as `shape` (same element count), through a contiguous copy only where its strides forbid it."""
-    return layout.view(t, shape) or layout.view(ctx.contiguous(t), shape)
 
 
 def im2col_gemm(ctx: Builder, a: Im2col, b: Tensor, bias: Tensor | None, out_shape: tuple[int, ...],
@@ -235,7 +231,7 @@ def im2col_gemm(ctx: Builder, a: Im2col, b: Tensor, bias: Tensor | None, out_sha
     _, m, _ = a.shape
     b3 = layout.unsqueeze(b, 0)
     bias3 = None if bias is None else layout.broadcast_to(bias, (1, m, b.shape[1]))
-    res3 = None if residual is None else as_shape(ctx, residual, (1, m, b.shape[1]))
+    res3 = None if residual is None else ctx.reshaped(residual, (1, m, b.shape[1]))
     axes = (2, vec4_axis(b3))
     if axes[1] is None:
         raise ValueError(f"im2col_gemm needs a vec4-readable weight, got {b}")
@@ -422,7 +418,7 @@ def linear(ctx: Builder, node: NodeView) -> Tensor:
     x, w, bias = node.args["input"], node.args["weight"], node.args["bias"]
     k = x.shape[-1]
     rows = x.numel // k if k else 0
-    x2 = as_shape(ctx, x, (rows, k))
+    x2 = ctx.reshaped(x, (rows, k))
     residual = epilogue.residual(node)
     if not ctx.too_large(w):
         return gemm(ctx, x2, layout.permute(w, [1, 0]), bias, out_shape=node.out.shape, ep=node.epilogue,
@@ -431,7 +427,7 @@ def linear(ctx: Builder, node: NodeView) -> Tensor:
     # result copied into its columns of the output.
     out = ctx.new(node.out.shape)
     out2 = layout.view(out, (rows, w.shape[0]))
-    res2 = None if residual is None else as_shape(ctx, residual, (rows, w.shape[0]))
+    res2 = None if residual is None else ctx.reshaped(residual, (rows, w.shape[0]))
     for lo, hi, chunk in ctx.row_chunks(w):
         part_bias, part_res = (None if t is None else layout.slice_(t, t.ndim - 1, lo, hi, 1) for t in (bias, res2))
         part = gemm(ctx, x2, layout.permute(chunk, [1, 0]), part_bias, out_shape=(rows, hi - lo), ep=node.epilogue,
@@ -507,8 +503,8 @@ def cases() -> list[OpCase]:
                [(3, 29, 2052), (3, 31, 2052)], marks=g),
         OpCase("baddbmm_split_k_bias_relu", lambda s, a, b: torch.relu(torch.baddbmm(s, a, b, alpha=0.25)),
                [(2, 1, 36), (2, 20, 1540), (2, 1540, 36)], marks=g),
-        # A residual add fused into the product (fusion.py), on every kernel: element, vec4, gemv, split-K (the
-        # residual, bias and activation then as passes), a chunked weight; read through strides, broadcast.
+        # A residual add fused into the product (fusion.py), on every kernel: element, vec4, gemv, split-K (then
+        # in gemm_split_sum.wgsl), a chunked weight; read through strides, broadcast.
         OpCase("linear_residual", lambda x, w, b, r: torch.nn.functional.linear(x, w, b) + r,
                [(3, 37, 89), (41, 89), (41,), (3, 37, 41)], marks=g),
         OpCase("vec4_residual_first_then_relu", lambda x, w, b, r: torch.relu(r + torch.nn.functional.linear(x, w, b)),

@@ -9,7 +9,8 @@
 // the contiguous one, and pick the thread-to-element mapping that keeps global loads coalesced.
 //
 // Tiling: tiled_matmul.wgsl's main loop (TILE_M x TILE_N blocks, TILE_K k-steps, THREAD_M x THREAD_N register
-//   tiles); this file supplies its tile loaders and the epilogue (gemm_params.wgsl's epilogue_sum, then the activation).
+//   tiles); this file supplies its tile loaders and the epilogue (gemm_params.wgsl's epilogue_sum, then the
+//   activation).
 // Geometry: blocks are numbered n-fastest, then m, then z, over a grid folded to fit 65,535 workgroups per
 //   dimension; workgroups past the last block exit at once (uniformly, before any barrier).
 // `act` is the fused activation epilogue (ACTIVATION, from activation.wgsl).

@@ -1,5 +1,6 @@
-// gemv.wgsl — C = act(alpha * (A @ B) + beta * bias + residual) for few rows (M <= ROWS), float32: matrix-vector work,
-// bound by reading B once, so each workgroup streams a slice of B in 16-byte loads and A stays in cache.
+// gemv.wgsl — C = act(alpha * (A @ B) + beta * bias + residual) for few rows (M <= ROWS), float32:
+// matrix-vector work, bound by reading B once, so each workgroup streams a slice of B in 16-byte loads and A
+// stays in cache.
 //
 // Layouts (element strides/offsets in Params, as in gemm.wgsl; A and B bound as vec4 arrays, K % 4 == 0 and
 // every stride but the contiguous one a multiple of 4):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from math import prod
 
-from .. import layout
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
@@ -18,10 +17,6 @@ FILE = "layer_norm.wgsl"
 # Elements each thread of a row sums (at least, up to the workgroup's width): a row's two tree reductions take
 # log2(ROW) barrier steps each, so one thread per element (ROW = n) spends DaViT's 128-wide rows on barriers.
 PER_THREAD = 4
-
-
-def _flat(ctx: Builder, t: Tensor, shape: tuple[int, ...]) -> Tensor:
-    return layout.view(t, shape) or layout.view(ctx.contiguous(t), shape)
 
 
 def _check(node: NodeView) -> str | None:
@@ -41,9 +36,9 @@ def native_layer_norm(ctx: Builder, node: NodeView) -> list[Tensor]:
     x, w, b = a["input"], a["weight"], a["bias"]
     n = prod(a["normalized_shape"])
     rows = x.numel // n
-    x2 = _flat(ctx, x, (rows, n))
-    w1 = _flat(ctx, w, (n,)) if w is not None else ctx.dummy()
-    b1 = _flat(ctx, b, (n,)) if b is not None else ctx.dummy()
+    x2 = ctx.reshaped(x, (rows, n))
+    w1 = ctx.reshaped(w, (n,)) if w is not None else ctx.dummy()
+    b1 = ctx.reshaped(b, (n,)) if b is not None else ctx.dummy()
     out, mean, rstd = (ctx.new(m.shape) for m in node.outputs)
     row = row_threads(-(-n // PER_THREAD))
     params = {"rows": rows, "n": n, "x_offset": x2.offset, "row_stride": x2.strides[0], "col_stride": x2.strides[1],

@@ -15,8 +15,7 @@ from .registry import NodeView, OpCase, register
 @register("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", view=True, dynamic=True)
 def reshape(ctx: Builder, node: NodeView) -> Tensor:
     t = node.args["self"]
-    shape = node.out.shape
-    return layout.view(t, shape) or layout.view(ctx.contiguous(t), shape)
+    return ctx.reshaped(t, node.out.shape)
 
 
 @register("aten.permute.default", view=True, dynamic=True)
