@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, layout, symbolic, wgsl
+from .errors import InputError
 from .program import Buffer, Dispatch, Kernel, Option, Tensor, contiguous_strides, fold_grid
 
 
@@ -72,6 +73,7 @@ class Builder:
         self._kernel_ids: dict[Kernel, int] = {}
         self._dummy: Tensor | None = None
         self._folded: dict[Tensor, Tensor] = {}
+        self._halves: dict[int, int] = {}
 
     # -- for op lowerings -------------------------------------------------------------------------------------
     def new(self, shape: tuple, dtype: str = "float32") -> Tensor:
@@ -91,6 +93,22 @@ class Builder:
         index = self._buffer(Buffer(max(data.nbytes, 4), "constant", name))
         self.constants[index] = data
         return Tensor(index, tuple(array.shape), contiguous_strides(tuple(array.shape)), 0, dtype)
+
+    def half(self, t: Tensor) -> Tensor:
+        """Float32 constant view `t` over a float16 copy of its buffer (made once per buffer; same strides and
+        offset). Raises InputError naming the constant when a finite value is out of float16's range."""
+        if t.buffer not in self._halves:
+            name = self.buffers[t.buffer].name
+            data = self.constants[t.buffer]
+            with np.errstate(over="ignore"):
+                half = data.astype(np.float16)
+            if not np.array_equal(np.isfinite(half), np.isfinite(data)):
+                raise InputError(f"constant {name!r} has values beyond float16's range (largest magnitude "
+                                 f"{np.abs(data[np.isfinite(data)]).max():.6g}); compile it with weights='float32'")
+            index = self._buffer(Buffer(max(half.nbytes, 4), "constant", f"{name}.float16"))
+            self.constants[index] = half
+            self._halves[t.buffer] = index
+        return replace(t, buffer=self._halves[t.buffer], dtype="float16")
 
     def too_large(self, t: Tensor) -> bool:
         """Whether t is a constant over the binding limit, which an op must split (see row_chunks). Other

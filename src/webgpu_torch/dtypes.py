@@ -54,7 +54,15 @@ def promote(*operands: str | bool | int | float) -> str:
     return "int64" if names == {"int32", "int64"} else names.pop()
 
 
+# A storage dtype, not a model dtype: constant weights that the GEMM kernels read in half precision (compile
+# option weights="float16"; the products accumulate in float32). No model tensor has it (lowering checks
+# model tensors against DTYPES).
+FLOAT16 = DType("float16", "f16", np.dtype("<f2"), np.dtype("float16"))
+
+
 def dtype(name: str) -> DType:
+    if name == FLOAT16.name:
+        return FLOAT16
     try:
         return DTYPES[name]
     except KeyError:

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import dtypes, planner, symbolic
 from .builder import Builder, CompileOptions
-from .errors import UnsupportedError, describe_node
+from .errors import InputError, UnsupportedError, describe_node
 from .graph import Graph, Node, Ref, map_refs, refs_in, values_in
 from .ops import OPS, NodeView
 from .program import Buffer, Input, Program, Tensor, contiguous_strides
@@ -80,6 +80,8 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
             result = OPS[node.target].lower(ctx, view)
         except UnsupportedError:
             raise
+        except InputError as e:  # a constant the device cannot hold as this lowering needs it
+            raise UnsupportedError([describe_node(graph, node, str(e))]) from None
         except Exception as e:  # a lowering that fails after its check passed is a bug: say where
             raise RuntimeError(describe_node(graph, node, f"lowering failed: {e}")) from e
         _bind_outputs(env, node, result)

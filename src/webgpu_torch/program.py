@@ -9,7 +9,7 @@ Calling a Program hands it to the runtime, which builds everything once and then
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Any
 
@@ -247,6 +247,28 @@ class Program:
         if not same_kind:
             raise InputTypeError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {array.dtype}")
         return dtypes.to_device(array, spec.dtype, f"input {spec.name!r}")
+
+    # -- adapting to the device -----------------------------------------------------------------------------
+    @property
+    def uses_f16(self) -> bool:
+        """Whether some kernel needs the `shader-f16` feature (constants stored in float16: weights="float16")."""
+        from . import wgsl
+
+        return any(wgsl.uses_f16(s) for s in self.sources)
+
+    def without_f16(self) -> Program:
+        """This program for an adapter without `shader-f16`: float16 constants widened to float32 (exact) and
+        every source in its float32 form (wgsl.without_f16); strides and offsets count elements, so views,
+        dispatches and Params are unchanged. It computes what the f16 kernels compute, which widen each value
+        as they read it."""
+        from . import wgsl
+
+        half = {i for i, a in self.constants.items() if a.dtype == np.float16}
+        constants = {i: a.astype(np.float32) if i in half else a for i, a in self.constants.items()}
+        buffers = [replace(b, size=max(4, constants[i].nbytes)) if i in half else b
+                   for i, b in enumerate(self.buffers)]
+        return replace(self, sources=[wgsl.without_f16(s) for s in self.sources], buffers=buffers,
+                       constants=constants, _executor=None)
 
     # -- inspection ----------------------------------------------------------------------------------------
     def check(self) -> None:

@@ -6,7 +6,9 @@ replaced by that file's text. Compile-time parameters come in two forms:
   * `const NAME: T = default;` — replaced by value here, for what WGSL requires to be a true constant
     (function-scope array lengths such as a thread's register tile);
   * `alias NAME = type;` — replaced by another type here, for kernels that serve several dtypes.
-The substitution touches only the value of a named declaration; there is no template language.
+The substitution touches only the value of a named declaration; there is no template language. A source
+specialised with an f16 alias gets the `enable f16;` directive WGSL requires (its first line); `f16` enters
+our kernels only through aliases, so `without_f16` can turn such a source back into its f32 form.
 
 The uniform struct `Params` is declared once, in the kernel; its byte layout is derived here from WGSL's
 uniform-address-space layout rules, so the Python side can never disagree with the shader about offsets.
@@ -64,7 +66,21 @@ def specialize(source: str, consts: dict[str, int | float | bool | str]) -> str:
     out = _ALIAS.sub(replace_alias, _CONST.sub(replace_const, source))
     if missing:
         raise KeyError(f"kernel has no const declaration for {sorted(missing)}")
-    return out
+    return ENABLE_F16 + out if _F16_ALIAS.search(out) else out
+
+
+ENABLE_F16 = "enable f16;\n"
+_F16_ALIAS = re.compile(r"\balias\s+(\w+)\s*=\s*f16\s*;")
+
+
+def uses_f16(source: str) -> bool:
+    return source.startswith(ENABLE_F16)
+
+
+def without_f16(source: str) -> str:
+    """A source specialised with f16 aliases, with each set to f32 instead and no `enable f16;`: the same
+    kernel for an adapter without `shader-f16`, reading float32 buffers."""
+    return _F16_ALIAS.sub(r"alias \1 = f32;", source.removeprefix(ENABLE_F16))
 
 
 def _literal(value: int | float | bool, ty: str) -> str:

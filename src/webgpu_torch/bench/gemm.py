@@ -4,7 +4,8 @@ Ours: GPU time from timestamp queries over back-to-back calls with the inputs al
 clock where the adapter has no timestamps), and with --ort also the wall time of a whole call with inputs from
 and outputs to the host. Baselines: torch on CUDA with TF32 off (cuBLAS fp32, the ceiling for a fp32 kernel)
 when a CUDA device is present, else numpy's BLAS on the CPU; with --ort, ONNX Runtime's WebGPU EP on the same
-GPU, host in and out like ours.
+GPU, host in and out like ours. With --weights float16, B is a constant of our program stored in float16
+(compile option weights="float16"); the baselines keep it in float32.
 """
 
 from __future__ import annotations
@@ -40,6 +41,18 @@ class _Linear(_MM):
         return self.act(torch.nn.functional.linear(x, w))
 
 
+class _Weighted(torch.nn.Module):
+    """`problem(x, w)` with w a constant of the exported program (a weight) rather than an input."""
+
+    def __init__(self, problem: torch.nn.Module, weight: torch.Tensor):
+        super().__init__()
+        self.problem = problem
+        self.register_buffer("weight", weight)
+
+    def forward(self, x):
+        return self.problem(x, self.weight)
+
+
 def _problem(m: int, n: int, k: int, linear: bool, act: str = "none",
              device: str = "cpu") -> tuple[torch.nn.Module, tuple]:
     """act(a @ b) with b [k, n], or (linear) act(x @ wᵀ) with w [n, k] as nn.Linear stores it, read in place."""
@@ -72,16 +85,18 @@ def add_arguments(parser) -> None:
     parser.add_argument("--act", choices=list(ACTIVATIONS), default="none",
                         help="an activation after the product (ours fuse it into the GEMM's epilogue)")
     parser.add_argument("--ort", action="store_true", help="also ONNX Runtime's WebGPU EP, host in and out")
+    parser.add_argument("--weights", choices=["float32", "float16"], default="float32",
+                        help="float16: B is a weight of ours stored in float16 (compile option weights=)")
 
 
 def run(args) -> tuple[list[dict], dict]:
     sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes] if args.sizes else DEFAULT_SIZES
     return measure(sizes, args.variants or DEFAULT_VARIANTS, args.engine, args.repeat, args.linear, args.ort,
-                   args.act)
+                   args.act, args.weights)
 
 
 def measure(sizes, variants, engine: str | None = None, repeats: int = 5, linear: bool = False,
-            ort: bool = False, act: str = "none") -> tuple[list[dict], dict]:
+            ort: bool = False, act: str = "none", weights: str = "float32") -> tuple[list[dict], dict]:
     if ort and (why := _ort.available()):
         raise SystemExit(f"--ort: {why}")
     rows, info = [], webgpu_torch.device_info(engine)
@@ -89,13 +104,15 @@ def measure(sizes, variants, engine: str | None = None, repeats: int = 5, linear
         flops = 2.0 * m * n * k
         base_name, base_s = _baseline(m, n, k, linear, act, repeats)
         module, args = _problem(m, n, k, linear, act)
+        if weights == "float16":
+            module, args = _Weighted(module, args[1]), args[:1]
         ort_s = _ort.OrtModel(module, args).wall_time(repeats) if ort else None
         ep = torch.export.export(module, args)
         host = [a.numpy() for a in args]
-        # The weight is an input here, not a constant to split: let it bind whole, up to the adapter's limit.
+        # Let the weight bind whole, up to the adapter's limit (not split into row chunks).
         limit = info["limits"].get("max-storage-buffer-binding-size", 1 << 27)
         for variant in variants:
-            program = webgpu_torch.compile(ep, gemm=variant, max_binding_size=limit)
+            program = webgpu_torch.compile(ep, gemm=variant, max_binding_size=limit, weights=weights)
             ex = program.executor(engine)
             wall = timing.wall_time(lambda p=program, h=host: p(*h), repeats) if ort else None
             program(*host)  # the inputs are now on the device
@@ -106,7 +123,8 @@ def measure(sizes, variants, engine: str | None = None, repeats: int = 5, linear
                          "baseline GFLOP/s": flops / base_s / 1e9, "vs baseline": base_s / t.seconds,
                          **({"wall ms": wall * 1e3, "ORT wall ms": ort_s * 1e3, "vs ORT": ort_s / wall}
                             if ort else {})})
-    title = "GEMM fp32" + (" (linear: x @ wᵀ)" if linear else "") + (f", then {act}" if act != "none" else "")
+    half = ", ours with float16 weights" if weights == "float16" else ""
+    title = "GEMM fp32" + (" (linear: x @ wᵀ)" if linear else "") + half + (f", then {act}" if act != "none" else "")
     return rows, {"title": title, "baseline": base_name + (", ORT WebGPU EP host in/out" if ort else ""),
                   "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']}); "
                             f"GPU ms by {t.method}"}

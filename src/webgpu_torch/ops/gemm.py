@@ -8,6 +8,9 @@ Two tiled kernels: `gemm.wgsl` reads any strided operand by element; `gemm_vec4.
 along each operand's contiguous axis and takes operands whose contiguous axis is a multiple of 4 long and
 aligned. Beside them, `gemv.wgsl` for few rows and `gemm_split_sum.wgsl`, the last step of a split K. Each
 adds `beta*bias + residual` (a fused add, `epilogue.residual`) and applies the fused activation itself.
+With the compile option weights="float16", a B operand that is a constant (a weight) is stored in float16
+and widened as it is read; products accumulate in float32 (on an adapter without `shader-f16` the runtime
+widens those constants at load and runs the float32 build of the same kernels: Program.without_f16).
 `CONFIGS["pr"]` is the kernel of the ExecuTorch WebGPU addmm PR (32×32 tiles, a 4×4 register tile per
 thread, 8×8 threads, k-steps of 32), kept so other configurations are measured against it.
 """
@@ -19,16 +22,18 @@ from functools import partial
 from numbers import Number
 from typing import ClassVar
 
-from .. import layout, symbolic
+from .. import dtypes, layout, symbolic
 from ..builder import Builder, KernelSpec
 from ..graph import Epilogue
 from ..program import Tensor
 from . import epilogue
 from .elementwise import copy
-from .registry import NodeView, OpCase, register
+from .registry import NodeView, OpCase, register, register_option
 
 FILE = "gemm.wgsl"
 MAX_THREADS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
+WEIGHTS = ("float32", "float16")  # how constant B operands are stored (compile option `weights`)
+register_option("weights", *WEIGHTS)
 
 
 @dataclass(frozen=True)
@@ -60,13 +65,15 @@ class GemmConfig:
 
 @dataclass(frozen=True)
 class Vec4Config:
-    """A configuration of gemm_vec4.wgsl: WG_M x WG_N threads, each GM x GN blocks of 4 x 4 outputs."""
+    """A configuration of gemm_vec4.wgsl: WG_M x WG_N threads, each GM x GN blocks of 4 x 4 outputs; `stages`
+    copies of the tiles in workgroup memory (2: double-buffered)."""
 
     tile_m: int
     tile_n: int
     tile_k: int
     wg_m: int
     wg_n: int
+    stages: int = 1
     file: ClassVar[str] = "gemm_vec4.wgsl"
     vec4: ClassVar[bool] = True
     # wgpu-native's shader compiler spills gemm_vec4.wgsl's accumulator array; this style keeps registers.
@@ -85,7 +92,7 @@ class Vec4Config:
     @property
     def consts(self) -> dict[str, int]:
         return {"TILE_M": self.tile_m, "TILE_N": self.tile_n, "TILE_K": self.tile_k,
-                "WG_M": self.wg_m, "WG_N": self.wg_n}
+                "WG_M": self.wg_m, "WG_N": self.wg_n, "STAGES": self.stages}
 
 
 CONFIGS = {
@@ -96,6 +103,9 @@ CONFIGS = {
     "vec4_128x64": Vec4Config(128, 64, 8, 16, 8),
     "vec4_128x128": Vec4Config(128, 128, 8, 16, 16),
     "vec4_128x128_k16": Vec4Config(128, 128, 16, 16, 16),
+    "vec4_128x128_db": Vec4Config(128, 128, 8, 16, 16, 2),
+    "vec4_128x128_k16_db": Vec4Config(128, 128, 16, 16, 16, 2),
+    "vec4_64x64_db": Vec4Config(64, 64, 8, 8, 8, 2),
     "vec4_32x64": Vec4Config(32, 64, 8, 8, 8),
 }
 
@@ -211,7 +221,7 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     batch = max(a3.shape[0], b3.shape[0])
     (_, m, k), n = a3.shape, b3.shape[2]
     a3 = layout.broadcast_to(a3, (batch, m, k))
-    b3 = layout.broadcast_to(b3, (batch, k, n))
+    b3 = _stored(ctx, layout.broadcast_to(b3, (batch, k, n)))
     use_bias = bias is not None and beta != 0  # torch ignores `self` (even NaN) when beta == 0
     bias3 = layout.broadcast_to(bias, (batch, m, n)) if use_bias else None
     res3 = None if residual is None else ctx.reshaped(residual, (batch, m, n))
@@ -229,13 +239,28 @@ def im2col_gemm(ctx: Builder, a: Im2col, b: Tensor, bias: Tensor | None, out_sha
     weight, read along K, so K-contiguous); bias broadcastable to [M, N]; residual of `out_shape` or None.
     Always on the vec4 kernels."""
     _, m, _ = a.shape
-    b3 = layout.unsqueeze(b, 0)
+    b3 = _stored(ctx, layout.unsqueeze(b, 0))
     bias3 = None if bias is None else layout.broadcast_to(bias, (1, m, b.shape[1]))
     res3 = None if residual is None else ctx.reshaped(residual, (1, m, b.shape[1]))
     axes = (2, vec4_axis(b3))
     if axes[1] is None:
         raise ValueError(f"im2col_gemm needs a vec4-readable weight, got {b}")
     return _blocked(ctx, a, b3, bias3, res3, 1.0, 1.0, out_shape, ep, axes)
+
+
+def _stored(ctx: Builder, b3: Tensor) -> Tensor:
+    """B as the kernels read it: under weights="float16" a float32 constant's float16 copy
+    (Builder.half), else b3 itself."""
+    half = ctx.options.extra.get("weights", WEIGHTS[0]) == "float16"
+    if half and b3.dtype == "float32" and ctx.buffers[b3.buffer].role == "constant":
+        return ctx.half(b3)
+    return b3
+
+
+def _b_type(b3: Tensor) -> tuple[dict[str, str], str]:
+    """The B_T alias for B's stored dtype, and what a kernel's label adds for it."""
+    wgsl = dtypes.dtype(b3.dtype).wgsl
+    return {"B_T": wgsl}, "" if wgsl == "f32" else f",{wgsl}"
 
 
 def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None, res3: Tensor | None,
@@ -292,8 +317,9 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
     tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
     a_k = axes[0] == 2 if cfg.vec4 else (a3.strides[2] == 1 or k == 1)
     b_n = axes[1] == 2 if cfg.vec4 else (b3.strides[2] == 1 or n == 1)
-    label = f"conv[im2col_nhwc,{name}]" if im2col else f"gemm[{name}]"
-    spec = KernelSpec.of(cfg.file, label + epilogue.suffix(ep), consts=cfg.consts, overrides={
+    b_type, b_label = _b_type(b3)
+    label = f"conv[im2col_nhwc,{name}{b_label}]" if im2col else f"gemm[{name}{b_label}]"
+    spec = KernelSpec.of(cfg.file, label + epilogue.suffix(ep), consts={**cfg.consts, **b_type}, overrides={
         "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, **_addend_overrides(bias3, res3), **epilogue.overrides(ep),
         **({"A_IM2COL": True} if im2col else {})}, engine_files=cfg.engine_files)
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
@@ -311,8 +337,9 @@ def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tens
     blocks_n = -(-n // per_block)
     out = ctx.new(out_shape)
     entry = "dot_k" if b_k_contiguous else "sweep_n"
-    spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}]{epilogue.suffix(ep)}", entry=entry,
-                         consts={"ROWS": rows},
+    b_type, b_label = _b_type(b3)
+    spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}]{epilogue.suffix(ep)}", entry=entry,
+                         consts={"ROWS": rows, **b_type},
                          overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep)})
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 1, "tiles_n": blocks_n, "splits": 1,
               "k_part": k, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}

@@ -25,7 +25,7 @@ override ACTIVATION: u32 = ACT_NONE;
 //! include gemm_params.wgsl
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
-@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<B_T>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read> residual: array<f32>;
@@ -59,7 +59,7 @@ fn load_b_tile(z: u32, k0: u32, n0: u32, li: u32) {
     }
     var v = 0.0;
     if (k0 + k < p.K && n0 + n < p.N) {
-      v = b[base + (k0 + k) * p.b_strides.y + (n0 + n) * p.b_strides.z];
+      v = f32(b[base + (k0 + k) * p.b_strides.y + (n0 + n) * p.b_strides.z]);
     }
     b_tile[k * TILE_N + n] = v;
   }

@@ -12,6 +12,10 @@
 // im_h x im_w pixels and im_c channels with element strides a_strides (b, h, w, -), for a conv of
 // im_kw-wide taps, output rows im_ow wide and im_ohw pixels per image.
 
+// B_T: the element type of B as stored: f32, or f16 for constant weights kept in half precision (compile
+// option weights="float16"). Each kernel widens what it reads to f32; products accumulate in f32 either way.
+alias B_T = f32;
+
 struct Params {
   M: u32,
   N: u32,

@@ -41,10 +41,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var acc: array<vec4<f32>, GM * 4u * GN>;
   for (var k0 = k_begin; k0 < k_end; k0 += TILE_K) {
     for (var i = 0u; i < A_LOADS; i++) {
-      store_a(li + i * THREADS, a_next[i]);
+      store_a(0u, li + i * THREADS, a_next[i]);
     }
     for (var i = 0u; i < B_LOADS; i++) {
-      store_b(li + i * THREADS, b_next[i]);
+      store_b(0u, li + i * THREADS, b_next[i]);
     }
     workgroupBarrier();
     if (k0 + TILE_K < k_end) {

@@ -18,7 +18,9 @@
 //   (g*WG_M + ty)*4 .. +3 and columns (h*WG_N + tx)*4 .. +3 of the workgroup's TILE_M x TILE_N tile, so a
 //   warp's fragment reads are consecutive vec4s (or broadcasts).
 // Pipelining: each kernel fetches the next k-step's tiles into registers while it multiplies the current
-// one, then stages them into workgroup memory (fetch_a/fetch_b, store_a/store_b below).
+// one, then stages them into workgroup memory (fetch_a/fetch_b, store_a/store_b below). With STAGES = 2 the
+// next tiles go to the other copy, so one barrier per k-step suffices: the stage being written was last
+// read before the previous step's barrier. With one copy a second barrier precedes the store.
 // Geometry: blocks numbered n-fastest, then m, then z, over a folded grid; workgroups past the end exit.
 
 //! include activation.wgsl
@@ -26,6 +28,7 @@
 const TILE_M: u32 = 128u;
 const TILE_N: u32 = 128u;
 const TILE_K: u32 = 8u;
+const STAGES: u32 = 1u;  // copies of the tiles in workgroup memory: 2 = double-buffered, one barrier per k-step
 const WG_M: u32 = 16u;
 const WG_N: u32 = 16u;
 const GM: u32 = TILE_M / (4u * WG_M);  // 4 x 4 blocks per thread along m
@@ -33,6 +36,8 @@ const GN: u32 = TILE_N / (4u * WG_N);  // … along n
 const THREADS: u32 = WG_M * WG_N;
 const A_LOADS: u32 = TILE_M * TILE_K / (4u * THREADS);  // vec4 loads per thread per k-step
 const B_LOADS: u32 = TILE_N * TILE_K / (4u * THREADS);
+const A_STAGE: u32 = TILE_K * TILE_M / 4u;  // vec4s of one stage of a_tile (stage s starts at s * A_STAGE)
+const B_STAGE: u32 = TILE_K * TILE_N / 4u;
 
 override A_K_CONTIGUOUS: bool = true;
 override A_IM2COL: bool = false;
@@ -42,14 +47,14 @@ override ACTIVATION: u32 = ACT_NONE;
 //! include gemm_params.wgsl
 
 @group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<B_T>>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read> residual: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
-var<workgroup> a_tile: array<vec4<f32>, TILE_K * TILE_M / 4u>;
-var<workgroup> b_tile: array<vec4<f32>, TILE_K * TILE_N / 4u>;
+var<workgroup> a_tile: array<vec4<f32>, STAGES * A_STAGE>;
+var<workgroup> b_tile: array<vec4<f32>, STAGES * B_STAGE>;
 
 // Vec4 number e of a k-step's A tile: with A_K_CONTIGUOUS, e walks the tile's rows m, TILE_K/4 vec4s each;
 // otherwise its k-rows, TILE_M/4 vec4s each (so e is already the a_tile index). Likewise for B.
@@ -89,15 +94,16 @@ fn fetch_im2col(m: u32, k: u32) -> vec4<f32> {
   return a[at / 4u];
 }
 
-fn store_a(e: u32, v: vec4<f32>) {
+// Stores vec4 number e of a k-step's A tile (as fetched) into stage `s` of a_tile.
+fn store_a(s: u32, e: u32, v: vec4<f32>) {
   if (A_K_CONTIGUOUS) {
     let m = e / (TILE_K / 4u);
     let k = (e % (TILE_K / 4u)) * 4u;
     for (var j = 0u; j < 4u; j++) {
-      a_tile[(k + j) * (TILE_M / 4u) + m / 4u][m % 4u] = v[j];
+      a_tile[s * A_STAGE + (k + j) * (TILE_M / 4u) + m / 4u][m % 4u] = v[j];
     }
   } else {
-    a_tile[e] = v;  // e = k * (TILE_M / 4) + m / 4 already
+    a_tile[s * A_STAGE + e] = v;  // e = k * (TILE_M / 4) + m / 4 already
   }
 }
 
@@ -114,17 +120,17 @@ fn fetch_b(base: u32, k0: u32, n0: u32, e: u32) -> vec4<f32> {
   if (k0 + k >= p.K || n0 + n >= p.N) {
     return vec4<f32>(0.0);
   }
-  return b[(base + (k0 + k) * p.b_strides.y + (n0 + n) * p.b_strides.z) / 4u];
+  return vec4<f32>(b[(base + (k0 + k) * p.b_strides.y + (n0 + n) * p.b_strides.z) / 4u]);
 }
 
-fn store_b(e: u32, v: vec4<f32>) {
+fn store_b(s: u32, e: u32, v: vec4<f32>) {
   if (B_N_CONTIGUOUS) {
-    b_tile[e] = v;  // e = k * (TILE_N / 4) + n / 4 already
+    b_tile[s * B_STAGE + e] = v;  // e = k * (TILE_N / 4) + n / 4 already
   } else {
     let n = e / (TILE_K / 4u);
     let k = (e % (TILE_K / 4u)) * 4u;
     for (var j = 0u; j < 4u; j++) {
-      b_tile[(k + j) * (TILE_N / 4u) + n / 4u][n % 4u] = v[j];
+      b_tile[s * B_STAGE + (k + j) * (TILE_N / 4u) + n / 4u][n % 4u] = v[j];
     }
   }
 }

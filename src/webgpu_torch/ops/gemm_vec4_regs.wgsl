@@ -25,12 +25,12 @@ fn prefetch(next: ptr<function, Next>, a_base: u32, b_base: u32, m0: u32, n0: u3
   }
 }
 
-fn stage(next: ptr<function, Next>, li: u32) {
+fn stage(next: ptr<function, Next>, s: u32, li: u32) {
   for (var i = 0u; i < A_LOADS; i++) {
-    store_a(li + i * THREADS, (*next).a[i]);
+    store_a(s, li + i * THREADS, (*next).a[i]);
   }
   for (var i = 0u; i < B_LOADS; i++) {
-    store_b(li + i * THREADS, (*next).b[i]);
+    store_b(s, li + i * THREADS, (*next).b[i]);
   }
 }
 
@@ -70,40 +70,51 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var c00 = zero; var c10 = zero; var c20 = zero; var c30 = zero; var c40 = zero; var c50 = zero; var c60 = zero;
   var c70 = zero; var c01 = zero; var c11 = zero; var c21 = zero; var c31 = zero; var c41 = zero; var c51 = zero;
   var c61 = zero; var c71 = zero;
+  stage(&next, 0u, li);
+  workgroupBarrier();
+  var s = 0u;  // the stage holding this k-step's tiles
   for (var k0 = blk.k_begin; k0 < blk.k_end; k0 += TILE_K) {
-    stage(&next, li);
-    workgroupBarrier();
-    if (k0 + TILE_K < blk.k_end) {
+    let more = k0 + TILE_K < blk.k_end;
+    if (more) {
       prefetch(&next, blk.a_base, blk.b_base, blk.m0, blk.n0, k0 + TILE_K, li);
     }
+    let at = s * A_STAGE;
+    let bt = s * B_STAGE;
     for (var k = 0u; k < TILE_K; k++) {
-      let a0 = a_tile[k * (TILE_M / 4u) + lid.y];
-      let b0 = b_tile[k * (TILE_N / 4u) + lid.x];
+      let a0 = a_tile[at + k * (TILE_M / 4u) + lid.y];
+      let b0 = b_tile[bt + k * (TILE_N / 4u) + lid.x];
       c00 = fma(vec4<f32>(a0.x), b0, c00);
       c10 = fma(vec4<f32>(a0.y), b0, c10);
       c20 = fma(vec4<f32>(a0.z), b0, c20);
       c30 = fma(vec4<f32>(a0.w), b0, c30);
       if (GN == 2u) {
-        let b1 = b_tile[k * (TILE_N / 4u) + WG_N + lid.x];
+        let b1 = b_tile[bt + k * (TILE_N / 4u) + WG_N + lid.x];
         c01 = fma(vec4<f32>(a0.x), b1, c01);
         c11 = fma(vec4<f32>(a0.y), b1, c11);
         c21 = fma(vec4<f32>(a0.z), b1, c21);
         c31 = fma(vec4<f32>(a0.w), b1, c31);
       }
       if (GM == 2u) {
-        let a1 = a_tile[k * (TILE_M / 4u) + WG_M + lid.y];
+        let a1 = a_tile[at + k * (TILE_M / 4u) + WG_M + lid.y];
         c40 = fma(vec4<f32>(a1.x), b0, c40);
         c50 = fma(vec4<f32>(a1.y), b0, c50);
         c60 = fma(vec4<f32>(a1.z), b0, c60);
         c70 = fma(vec4<f32>(a1.w), b0, c70);
         if (GN == 2u) {
-          let b1 = b_tile[k * (TILE_N / 4u) + WG_N + lid.x];
+          let b1 = b_tile[bt + k * (TILE_N / 4u) + WG_N + lid.x];
           c41 = fma(vec4<f32>(a1.x), b1, c41);
           c51 = fma(vec4<f32>(a1.y), b1, c51);
           c61 = fma(vec4<f32>(a1.z), b1, c61);
           c71 = fma(vec4<f32>(a1.w), b1, c71);
         }
       }
+    }
+    if (more) {
+      if (STAGES == 1u) {
+        workgroupBarrier();
+      }
+      s = (s + 1u) % STAGES;
+      stage(&next, s, li);
     }
     workgroupBarrier();
   }

@@ -31,7 +31,7 @@ override ACTIVATION: u32 = ACT_NONE;
 //! include gemm_params.wgsl
 
 @group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<B_T>>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read> residual: array<f32>;
@@ -62,7 +62,7 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (n < p.N) {
     let col = p.b_offset + z * p.b_strides.x + n * p.b_strides.z;
     for (var k = lane * 4u; k < p.K; k += TEAM * 4u) {
-      let w = b[(col + k * p.b_strides.y) / 4u];
+      let w = vec4<f32>(b[(col + k * p.b_strides.y) / 4u]);
       for (var m = 0u; m < ROWS; m++) {
         if (m < p.M) {
           sums[m] += dot(a_vec(z, m, k), w);
@@ -108,7 +108,7 @@ fn sweep_n(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
         if (m < p.M) {
           let av = a_vec(z, m, k4);
           for (var j = 0u; j < 4u; j++) {
-            sums[m] = fma(vec4<f32>(av[j]), b[(base + (k4 + j) * p.b_strides.y) / 4u], sums[m]);
+            sums[m] = fma(vec4<f32>(av[j]), vec4<f32>(b[(base + (k4 + j) * p.b_strides.y) / 4u]), sums[m]);
           }
         }
       }

@@ -44,7 +44,9 @@ class Executor:
     def __init__(self, program: Program, engine: str | None = None):
         program.check()
         self.engine: Engine = get_engine(engine)
-        self.program = tuning.resolve(program, self.engine)  # each dispatch with options: this device's fastest
+        if program.uses_f16 and "shader-f16" not in self.engine.device.features:
+            program = program.without_f16()  # the same arithmetic from float32 copies of the float16 constants
+        self.program = program = tuning.resolve(program, self.engine)  # options: this device's fastest
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
         self._check_limits()
         wgpu, device = self.engine.wgpu, self.engine.device
@@ -52,7 +54,9 @@ class Executor:
         # 16-byte multiples: kernels may bind a buffer as an array of vec4.
         self.buffers = [device.create_buffer(size=_round_up(b.size, 16), usage=usage) for b in program.buffers]
         for index, data in program.constants.items():
-            if data.nbytes:
+            if data.nbytes % 4:  # writes are 4-byte multiples: an odd count of float16 values gets a zero pad
+                data = data.tobytes() + bytes(-data.nbytes % 4)
+            if len(data):
                 device.queue.write_buffer(self.buffers[index], 0, data)
         self._build_pipelines()
         self._build_bind_groups()
