@@ -1,0 +1,29 @@
+"""weights="float16": constant GEMM weights stored in half precision, f32 accumulation, and the f32 fallback."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import webgpu_torch
+
+pytestmark = pytest.mark.gemm
+
+SHAPES = {"vec4": ((3, 89, 132), 132, 76), "gemv": ((3, 772), 772, 1031), "element": ((37, 89), 89, 41)}
+
+
+@pytest.mark.parametrize("route", sorted(SHAPES))
+def test_half_weights_match_rounded_reference(route):
+    x_shape, k, n = SHAPES[route]
+    gen = torch.Generator().manual_seed(len(route))
+    lin = torch.nn.Linear(k, n).eval()
+    x = torch.randn(x_shape, generator=gen)
+    program = webgpu_torch.compile(torch.export.export(lin, (x,)), weights="float16")
+    assert program.uses_f16
+    assert any(",f16" in program.kernels[d.kernel].name for d in program.dispatches)
+    # Reference: the f16-rounded weight in float64, so only f32 accumulation error remains.
+    ref = torch.nn.functional.linear(x.double(), lin.weight.detach().half().double(), lin.bias.detach().double())
+    scale = float(ref.abs().max())
+    for p in (program, program.without_f16()):
+        out = p(x).double()
+        assert float((out - ref).abs().max()) <= 1e-5 * scale
