@@ -14,8 +14,8 @@ stage() {  # stage NAME SECONDS COMMAND...
   timeout "$limit" "$@" 2>&1 | quiet | tee "$out/$name.txt"
 }
 tests() {
-  stage tests 120 python3 -m pytest -q -p no:cacheprovider tests/test_ops.py tests/test_dynamic.py \
-    tests/test_florence2.py tests/test_e2e.py tests/test_gemm_configs.py tests/test_fusion.py \
+  stage tests 120 python3 -m pytest -q -p no:cacheprovider tests/test_ops.py tests/test_dynamic.py tests/test_florence2.py \
+    tests/test_e2e.py tests/test_gemm_configs.py tests/test_fusion.py tests/test_weights_f16.py \
     -k "gemm or conv or attention or dynamic or florence or e2e or device"
 }
 gemm() {
@@ -31,6 +31,13 @@ gemm_wgpu() {
   stage gemm_wgpu 60 env WEBGPU_TORCH_ENGINE=wgpu $cli bench gemm --sizes 256x256x256 1024x1024x1024 \
     2048x2048x2048 4096x4096x4096 --variants pr auto --json "$out/gemm_wgpu.json"
 }
+f16() {  # weights="float16" where the adapter has shader-f16 (wgpu-native on the H200), against float32
+  for w in float32 float16; do
+    stage "f16_wgpu_$w" 90 env WEBGPU_TORCH_ENGINE=wgpu $cli bench gemm --linear --variants auto --weights $w \
+      --sizes 1x768x768 1x3072x768 1x768x3072 8x3072x768 128x3072x768 593x768x3072 593x3072x768 1x51289x768 \
+      4096x4096x4096
+  done
+}
 conv() { stage conv 90 $cli bench conv; }
 host() { stage host 30 $cli bench host --dispatches 100 1000; }
 florence2() { stage florence2 150 $cli florence2 --size base --seeds 0 1 --save /tmp/florence2; }
@@ -43,6 +50,6 @@ model_profile() {
 models() { stage models 240 $cli bench models --ort --repeat 5 --models resnet50 mobilenet_v2 vit_b16 \
   florence2_vision; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt"
-for s in "${@:-tests gemm linear gemm_wgpu conv host florence2 profile models}"; do
+for s in "${@:-tests gemm linear gemm_wgpu f16 conv host florence2 profile models}"; do
   for name in $s; do "$name"; done
 done

@@ -27,3 +27,22 @@ def test_half_weights_match_rounded_reference(route):
     for p in (program, program.without_f16()):
         out = p(x).double()
         assert float((out - ref).abs().max()) <= 1e-5 * scale
+
+
+def test_weight_beyond_float16_range_is_refused_at_compile_time():
+    lin = torch.nn.Linear(8, 4).eval()
+    with torch.no_grad():
+        lin.weight[1, 2] = 1e6
+    ep = torch.export.export(lin, (torch.randn(3, 8),))
+    with pytest.raises(webgpu_torch.UnsupportedError, match=r"(?s)linear.*beyond float16's range.*1e\+06.*float32"):
+        webgpu_torch.compile(ep, weights="float16")
+    webgpu_torch.compile(ep)  # float32 weights take it
+
+
+def test_widened_program_names_its_kernels():
+    lin = torch.nn.Linear(132, 76).eval()
+    program = webgpu_torch.compile(torch.export.export(lin, (torch.randn(5, 132),)), weights="float16")
+    widened = program.without_f16()
+    assert not widened.uses_f16
+    assert all(",f16" not in k.name or ",f16 widened" in k.name for k in widened.kernels)
+    assert any(",f16 widened" in k.name for k in widened.kernels)

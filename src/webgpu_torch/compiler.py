@@ -28,7 +28,10 @@ def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDI
           row chunks under it; any other tensor over it is refused at compile time.
     contiguous_outputs: give outputs that are strided views (a transpose, say) a copy of their own, so that
           kept on the device (Program.on_device) they can be passed to other programs as inputs.
-    extra: the op families' own options (ops.OPTIONS), e.g. conv="auto" | "im2col" | "direct".
+    extra: the op families' own options (ops.OPTIONS), e.g. conv="auto" | "im2col" | "direct", and
+          weights="float32" | "float16": float16 stores every constant a GEMM reads as its B operand (Linear
+          and conv weights) in half precision, with float32 products; adapters without `shader-f16` run the
+          same numbers from float32 copies made at load.
     Raises UnsupportedError naming every node that cannot run, its op, shapes and the reason, before anything
     touches a GPU. The returned Program is plain data; calling it runs it on the default WebGPU engine.
     """

