@@ -16,7 +16,7 @@ stage() {  # stage NAME SECONDS COMMAND...
 tests() {
   stage tests 120 python3 -m pytest -q -p no:cacheprovider tests/test_ops.py tests/test_dynamic.py tests/test_florence2.py \
     tests/test_e2e.py tests/test_gemm_configs.py tests/test_fusion.py tests/test_weights_f16.py \
-    -k "gemm or conv or attention or dynamic or florence or e2e or device"
+    tests/test_attention_configs.py -k "gemm or conv or attention or dynamic or florence or e2e or device"
 }
 gemm() {
   stage gemm 90 $cli bench gemm --sizes 256x256x256 512x512x512 1024x1024x1024 2048x2048x2048 \
@@ -39,6 +39,7 @@ f16() {  # weights="float16" where the adapter has shader-f16 (wgpu-native on th
   done
 }
 conv() { stage conv 90 $cli bench conv; }
+attention() { stage attention 120 $cli bench attention --json "$out/attention.json"; }
 host() { stage host 30 $cli bench host --dispatches 100 1000; }
 florence2() { stage florence2 150 $cli florence2 --size base --seeds 0 1 --save /tmp/florence2; }
 profile() { stage profile 60 $cli bench profile --file /tmp/florence2/decoder.wgpt --top 15; }
@@ -50,6 +51,6 @@ model_profile() {
 models() { stage models 240 $cli bench models --ort --repeat 5 --models resnet50 mobilenet_v2 vit_b16 \
   florence2_vision; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt"
-for s in "${@:-tests gemm linear gemm_wgpu f16 conv host florence2 profile models}"; do
+for s in "${@:-tests gemm linear gemm_wgpu f16 conv attention host florence2 profile models}"; do
   for name in $s; do "$name"; done
 done

@@ -9,7 +9,9 @@ copy. Head dims up to 256 (register arrays per thread); beyond that the eager fo
 
 from __future__ import annotations
 
-from math import prod
+from dataclasses import dataclass
+from functools import partial
+from math import log2, prod
 
 import numpy as np
 
@@ -17,21 +19,54 @@ from .. import layout, symbolic
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from . import elementwise, gemm, softmax
-from .registry import NodeView, OpCase, register
+from .registry import NodeView, OpCase, register, register_option
 
 FILE = "attention.wgsl"
 MAX_HEAD_DIM = 256
-# A query this short leaves the fused kernel one thread per query row walking every key alone (2 ms for 587
-# keys on an H200): the unfused path spreads the keys over a GEMV instead.
+# A query this short leaves the fused kernel few rows to share the keys among (2 ms for 587 keys on an H200
+# with one thread per row): the unfused path spreads the keys over a GEMV instead.
 DECODE_ROWS = 4
-TILE_FLOATS = 2048  # K and V tiles together: 8 KiB of workgroup memory
+# Workgroup memory for the K and V tiles (also the row sums at the end): WebGPU's guaranteed 16 KiB less the
+# lanes' max and denominator (2 x 64 floats).
+TILE_FLOATS = (16384 - 512) // 4
+KEYS_PER_LANE = 8  # keys a lane scores per tile, at most (its loop is unrolled)
+ROWS_TO_FILL = 32768  # query rows (over every head) below which more lanes per row pay: a guess for big GPUs
 
 
-def _pow2_at_least(n: int, lo: int) -> int:
-    p = lo
-    while p < n:
-        p *= 2
-    return p
+@dataclass(frozen=True)
+class Config:
+    """attention.wgsl's thread layout: `rows` query rows per workgroup, `lanes` threads per row."""
+
+    rows: int
+    lanes: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.rows}x{self.lanes}"
+
+    def tile_keys(self, d4: int, dv4: int) -> int | None:
+        """Keys per K/V tile for head dims of d4 and dv4 vec4s (a power of two, at most KEYS_PER_LANE per
+        lane), or None where the tiles or the row sums would not fit workgroup memory."""
+        bc = min(KEYS_PER_LANE * self.lanes, 1 << ((TILE_FLOATS // (4 * (d4 + dv4))).bit_length() - 1))
+        sums = self.rows * dv4 * 4 if self.lanes > 1 else 0
+        return bc if bc >= self.lanes and sums <= TILE_FLOATS else None
+
+
+# One lane per row is the plain flash kernel; more lanes split each row's keys (for short
+# sequences over few heads, where rows alone leave the GPU idle). 64 threads, but 8x4 (32) for the longest heads.
+CONFIGS = {c.name: c for c in (Config(64, 1), Config(32, 2), Config(16, 4), Config(8, 8), Config(8, 4))}
+CHOICES = ("auto", *CONFIGS)
+register_option("attention", *CHOICES)
+
+
+def _fits(d4: int, dv4: int) -> list[Config]:
+    return [c for c in CONFIGS.values() if c.tile_keys(d4, dv4)]
+
+
+def _default(fits: list[Config], rows: int) -> Config:
+    """The layout whose lanes per row come nearest ROWS_TO_FILL / rows (1 to 8), the most threads on a tie."""
+    want = min(8, max(1, ROWS_TO_FILL // max(rows, 1)))
+    return min(fits, key=lambda c: (abs(log2(c.lanes / want)), -c.rows * c.lanes))
 
 
 def _as_4d(t: Tensor) -> Tensor:
@@ -54,20 +89,30 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
     # Heads interleaved: [B, Sq, H, Dv] in memory, returned as the [B, H, Sq, Dv] view of it.
     out4 = layout.permute(ctx.new((b, sq, h, dv)), [0, 2, 1, 3])
     m4 = layout.broadcast_to(mask, (b, h, sq, skv)) if mask is not None else None
-    dt, dvt = _pow2_at_least(d, 16), _pow2_at_least(dv, 16)
-    bc = min(32, TILE_FLOATS // (dt + dvt))
-    br = min(64, _pow2_at_least(symbolic.hint(sq), 16))  # query rows per workgroup: any count is correct
-    tiles_q = -(-sq // br)
+    d4, dv4 = -(-d // 4), -(-dv // 4)
     mask_kind = 0 if mask is None else 2 if mask.dtype == "bool" else 1
-    spec = KernelSpec.of(FILE, f"attention[{dt}x{dvt}]", consts={
-        "DT": dt, "DVT": dvt, "BC": bc, "MaskT": "u32" if mask_kind == 2 else "f32"},
-        overrides={"BR": br, "MASK_KIND": mask_kind, "CAUSAL": causal, "SAFE": safe})
-    params = {"batch": b, "heads": h, "group": h // hkv, "sq": sq, "skv": skv, "d": d, "dv": dv,
-              "tiles_q": tiles_q, "scale": float(scale), "q_offset": q4.offset, "k_offset": k4.offset,
-              "v_offset": v4.offset, "m_offset": m4.offset if m4 else 0, "q_strides": q4.strides,
-              "k_strides": k4.strides, "v_strides": v4.strides, "m_strides": m4.strides if m4 else (0,),
-              "o_strides": out4.strides[:3]}
-    ctx.dispatch(spec, [q4, k4, v4, m4 or ctx.dummy(), out4], params, b * h * tiles_q)
+    fits = _fits(d4, dv4)
+    forced = ctx.options.extra.get("attention", CHOICES[0])
+    if forced != "auto":
+        fits = [c for c in fits if c.name == forced] or fits  # a layout that cannot hold these heads: the rest
+    first = _default(fits, b * h * symbolic.hint(sq))
+
+    def emit(c: Config) -> None:
+        tiles_q = -(-sq // c.rows)
+        spec = KernelSpec.of(FILE, f"attention[{d4 * 4}x{dv4 * 4},{c.name}]", consts={
+            "D4": d4, "DV4": dv4, "BC": c.tile_keys(d4, dv4), "BR": c.rows, "LANES": c.lanes,
+            "MaskT": "u32" if mask_kind == 2 else "f32"},
+            overrides={"MASK_KIND": mask_kind, "CAUSAL": causal, "SAFE": safe})
+        params = {"batch": b, "heads": h, "group": h // hkv, "sq": sq, "skv": skv, "d": d, "dv": dv,
+                  "tiles_q": tiles_q, "scale": float(scale), "q_offset": q4.offset, "k_offset": k4.offset,
+                  "v_offset": v4.offset, "m_offset": m4.offset if m4 else 0, "q_strides": q4.strides,
+                  "k_strides": k4.strides, "v_strides": v4.strides, "m_strides": m4.strides if m4 else (0,),
+                  "o_strides": out4.strides[:3]}
+        ctx.dispatch(spec, [q4, k4, v4, m4 or ctx.dummy(), out4], params, b * h * tiles_q)
+
+    # Unforced, the other layouts are alternatives for the runtime to time (runtime/tuning.py).
+    others = [c for c in fits if c != first] if forced == "auto" else []
+    ctx.alternatives([partial(emit, c) for c in (first, *others)])
     return out4 if q.ndim == 4 else layout.squeeze(out4, [0])
 
 

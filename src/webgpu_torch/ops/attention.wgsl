@@ -9,26 +9,37 @@
 //   out[b, h, i, e] at b*o_strides.x + h*o_strides.y + i*o_strides.z + e: the lowering lays it out as
 //   [B, Sq, H, Dv], so the transpose to [B, Sq, H·Dv] that every model applies next is free.
 //   CAUSAL drops j > i (torch's is_causal: the top-left triangle).
-// Tiling: a workgroup owns BR consecutive query rows of one (b, h), one thread per row, holding the row's q
-//   (DT registers) and output accumulator (DVT registers). K and V pass through workgroup memory in tiles of
-//   BC keys, loaded by all threads together; each thread scores its row against the tile, then folds the tile
-//   into a running max m, denominator l and accumulator by the online softmax (each tile rescales them once
-//   by exp(m_old - m_new)). DT and DVT are D and Dv rounded up to a power of two, the padding zero in both q
-//   and the tiles, so the inner loops have constant bounds. Rows past Sq compute on clamped data and store
+// Tiling: a workgroup owns BR consecutive query rows of one (b, h), LANES threads per row: thread li is
+//   lane li / BR of row li % BR (rows fastest, so the threads of a warp read the same key of a tile, a
+//   broadcast). K and V pass through workgroup memory in tiles of BC keys, loaded by all threads together;
+//   lane t scores its row against keys t, t + LANES, … of each tile and folds them into its own running max
+//   m, denominator l and accumulator by the online softmax, key by key (no score array: the loops stay
+//   small, and lavapipe compiled a 32-key score array's unrolled loops in 82 s). Each lane holds the row's q
+//   (D4 vec4s) and its accumulator (DV4 vec4s). After the last tile the row's lanes merge: each rescales
+//   its (l, acc) to the row's max, the lanes add their acc into workgroup memory in turn (LANES barriers: a
+//   pairwise tree needs half the lanes' accumulators there at once, too much for long heads), and they store
+//   the row's columns between them. D4 and DV4 are D and Dv in vec4s, rounded up, the padding zero in q and
+//   the tiles, so the inner loops have constant bounds. Rows past Sq compute on clamped data and store
 //   nothing; with CAUSAL a workgroup stops at the last key its last row can see.
 // A row that no key may attend (a fully masked row) gives 0 with SAFE (scaled_dot_product_attention's
 // rule), else NaN (softmax's, as the eager form computes it).
 // Geometry: B * H * ceil(Sq / BR) workgroups, query tiles fastest, over a grid folded to fit 65,535 per
 //   dimension; those past the end exit at once (uniformly, before any barrier).
-// Specialised by const substitution (DT, DVT, BC: register and workgroup array sizes) and alias (MaskT).
+// Specialised by const substitution (array sizes and the thread layout) and alias (MaskT).
 
-const DT: u32 = 64u;
-const DVT: u32 = 64u;
-const BC: u32 = 16u;
+const D4: u32 = 16u;
+const DV4: u32 = 16u;
+const BC: u32 = 16u;  // keys per tile, a multiple of LANES
+const BR: u32 = 16u;
+const LANES: u32 = 4u;
+const THREADS: u32 = BR * LANES;
+const KEYS: u32 = BC / LANES;  // keys per lane per tile
+const V_AT: u32 = BC * D4;  // the V tile's first vec4 in `tiles`
+// K and V tiles ([BC][D4], then [BC][DV4]); after the last tile, the row sums [BR][DV4] (none for one lane).
+const SHARED: u32 = max(BC * (D4 + DV4), BR * DV4 * min(LANES - 1u, 1u));
 
 alias MaskT = f32;
 
-override BR: u32 = 64u;
 override MASK_KIND: u32 = 0u;
 override CAUSAL: bool = false;
 override SAFE: bool = true;
@@ -61,10 +72,21 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
-var<workgroup> k_tile: array<f32, BC * DT>;
-var<workgroup> v_tile: array<f32, BC * DVT>;
+var<workgroup> tiles: array<vec4<f32>, SHARED>;
+var<workgroup> lane_m: array<f32, THREADS>;
+var<workgroup> lane_l: array<f32, THREADS>;
 
-@compute @workgroup_size(BR)
+// Rows of q, k and v are read 4 elements at a time, d .. d + 3 of a row of n at `base` with element stride
+// `stride`: their indices, clamped in bounds, and which of them are in the row (the rest read as zero).
+fn at4(base: u32, stride: u32, d: u32, n: u32) -> vec4<u32> {
+  return base + min(vec4<u32>(d) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(n - 1u)) * stride;
+}
+
+fn in4(d: u32, n: u32) -> vec4<bool> {
+  return vec4<u32>(d) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(n);
+}
+
+@compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) li: u32) {
   let block = wid.x + wid.y * nwg.x;
@@ -76,17 +98,20 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let h = bh % p.heads;
   let g = h / p.group;
   let i0 = (block % p.tiles_q) * BR;
-  let row = i0 + li;
+  let r = li % BR;
+  let lane = li / BR;
+  let row = i0 + r;
   let i = min(row, p.sq - 1u);
   var neg_inf_bits = 0xff800000u;  // a runtime value: WGSL rejects -inf in constant expressions
   let neg_inf = bitcast<f32>(neg_inf_bits);
 
-  var qr: array<f32, DT>;
+  var qr: array<vec4<f32>, D4>;
   let q_base = p.q_offset + b * p.q_strides.x + h * p.q_strides.y + i * p.q_strides.z;
-  for (var d = 0u; d < DT; d++) {
-    qr[d] = select(0.0, q[q_base + min(d, p.d - 1u) * p.q_strides.w], d < p.d) * p.scale;
+  for (var d4 = 0u; d4 < D4; d4++) {
+    let at = at4(q_base, p.q_strides.w, d4 * 4u, p.d);
+    qr[d4] = select(vec4<f32>(0.0), vec4<f32>(q[at.x], q[at.y], q[at.z], q[at.w]), in4(d4 * 4u, p.d)) * p.scale;
   }
-  var acc: array<f32, DVT>;
+  var acc: array<vec4<f32>, DV4>;
   var m = neg_inf;
   var l = 0.0;
   let k_base = p.k_offset + b * p.k_strides.x + g * p.k_strides.y;
@@ -98,27 +123,27 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     kv_end = min(p.skv, i0 + BR);  // the last row of this tile sees keys 0 ..= i0 + BR - 1
   }
   for (var j0 = 0u; j0 < kv_end; j0 += BC) {
-    for (var e = li; e < BC * DT; e += BR) {
-      let j = j0 + e / DT;
-      let d = e % DT;
-      k_tile[e] = select(0.0, k[k_base + min(j, p.skv - 1u) * p.k_strides.z + min(d, p.d - 1u) * p.k_strides.w],
-                         j < p.skv && d < p.d);
+    for (var e = li; e < BC * D4; e += THREADS) {
+      let j = j0 + e / D4;
+      let d = (e % D4) * 4u;
+      let at = at4(k_base + min(j, p.skv - 1u) * p.k_strides.z, p.k_strides.w, d, p.d);
+      tiles[e] = select(vec4<f32>(0.0), vec4<f32>(k[at.x], k[at.y], k[at.z], k[at.w]), in4(d, p.d) & vec4<bool>(j < p.skv));
     }
-    for (var e = li; e < BC * DVT; e += BR) {
-      let j = j0 + e / DVT;
-      let d = e % DVT;
-      v_tile[e] = select(0.0, v[v_base + min(j, p.skv - 1u) * p.v_strides.z + min(d, p.dv - 1u) * p.v_strides.w],
-                         j < p.skv && d < p.dv);
+    for (var e = li; e < BC * DV4; e += THREADS) {
+      let j = j0 + e / DV4;
+      let d = (e % DV4) * 4u;
+      let at = at4(v_base + min(j, p.skv - 1u) * p.v_strides.z, p.v_strides.w, d, p.dv);
+      tiles[V_AT + e] = select(vec4<f32>(0.0), vec4<f32>(v[at.x], v[at.y], v[at.z], v[at.w]),
+                               in4(d, p.dv) & vec4<bool>(j < p.skv));
     }
     workgroupBarrier();
 
-    var s: array<f32, BC>;
-    var tile_max = neg_inf;
-    for (var jj = 0u; jj < BC; jj++) {
+    for (var kk = 0u; kk < KEYS; kk++) {
+      let jj = kk * LANES + lane;
       let j = j0 + jj;
       var x = 0.0;
-      for (var d = 0u; d < DT; d++) {
-        x = fma(qr[d], k_tile[jj * DT + d], x);
+      for (var d4 = 0u; d4 < D4; d4++) {
+        x += dot(qr[d4], tiles[jj * D4 + d4]);
       }
       let jm = min(j, p.skv - 1u);
       if (MASK_KIND == 1u) {
@@ -129,38 +154,70 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       if (j >= p.skv || (CAUSAL && j > i)) {
         x = neg_inf;
       }
-      s[jj] = x;
-      tile_max = max(tile_max, x);
-    }
-    let m_new = max(m, tile_max);
-    if (m_new != neg_inf) {  // else every key so far is masked: nothing to fold yet
-      let corr = exp(m - m_new);
-      l *= corr;
-      for (var e = 0u; e < DVT; e++) {
-        acc[e] *= corr;
+      if (x > m) {  // a new max: rescale what is folded so far (from m = -inf, l and acc are still 0)
+        let corr = exp(m - x);
+        l *= corr;
+        for (var e4 = 0u; e4 < DV4; e4++) {
+          acc[e4] *= corr;
+        }
+        m = x;
       }
-      for (var jj = 0u; jj < BC; jj++) {
-        let w = exp(s[jj] - m_new);
+      if (x != neg_inf) {  // a masked key adds nothing
+        let w = exp(x - m);
         l += w;
-        for (var e = 0u; e < DVT; e++) {
-          acc[e] = fma(w, v_tile[jj * DVT + e], acc[e]);
+        for (var e4 = 0u; e4 < DV4; e4++) {
+          acc[e4] = fma(vec4<f32>(w), tiles[V_AT + jj * DV4 + e4], acc[e4]);
         }
       }
-      m = m_new;
     }
     workgroupBarrier();
   }
 
+  // Merge the row's lanes: rescale each to the row's max (a lane that saw no key holds l = 0, acc = 0).
+  lane_m[li] = m;
+  workgroupBarrier();
+  var row_max = neg_inf;
+  for (var t = 0u; t < LANES; t++) {
+    row_max = max(row_max, lane_m[t * BR + r]);
+  }
+  let corr = select(exp(m - row_max), 0.0, m == neg_inf);
+  lane_l[li] = l * corr;
+  if (LANES > 1u) {
+    for (var t = 0u; t < LANES; t++) {  // the tiles are free: the last tile's barrier has passed
+      if (lane == t) {
+        for (var e4 = 0u; e4 < DV4; e4++) {
+          let mine = acc[e4] * corr;
+          tiles[r * DV4 + e4] = select(tiles[r * DV4 + e4] + mine, mine, t == 0u);
+        }
+      }
+      workgroupBarrier();
+    }
+  }
+
   if (row < p.sq) {
-    let o_base = b * p.o_strides.x + h * p.o_strides.y + row * p.o_strides.z;
-    var inv = 1.0 / l;
-    if (l == 0.0) {
+    var sum = 0.0;
+    for (var t = 0u; t < LANES; t++) {
+      sum += lane_l[t * BR + r];
+    }
+    var inv = 1.0 / sum;
+    if (sum == 0.0) {
       var nan_bits = 0x7fc00000u;
       inv = select(bitcast<f32>(nan_bits), 0.0, SAFE);
     }
-    for (var e = 0u; e < DVT; e++) {
-      if (e < p.dv) {
-        out[o_base + e] = acc[e] * inv;
+    let o_base = b * p.o_strides.x + h * p.o_strides.y + row * p.o_strides.z;
+    for (var e4 = 0u; e4 < DV4; e4++) {
+      if (e4 % LANES == lane) {  // the row's lanes store its columns between them
+        var o: vec4<f32>;
+        if (LANES == 1u) {
+          o = acc[e4] * corr;
+        } else {
+          o = tiles[r * DV4 + e4];
+        }
+        for (var c = 0u; c < 4u; c++) {
+          if (e4 * 4u + c < p.dv) {
+            out[o_base + e4 * 4u + c] = o[c] * inv;
+          }
+        }
       }
     }
   }

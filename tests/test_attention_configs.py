@@ -1,0 +1,42 @@
+"""Every fused-attention thread layout, forced, on the attention family's fused cases (query tiles, key
+tiles and key lanes that end part-way, masks, a fully masked row, GQA, Dv != D, causal)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils import _pytree as pytree
+
+import webgpu_torch
+from webgpu_torch.ops import attention
+
+from .helpers import Fn, assert_close, reference
+from .test_ops import make_inputs
+
+pytestmark = pytest.mark.gemm
+
+CASES = {c.name: c for c in attention.cases()
+         if c.name in ("sdpa_causal_two_query_tiles", "sdpa_bool_mask_fully_masked_row",
+                       "sdpa_gqa_scale_dv_ne_d", "eager_hf_attention_with_mask", "sdpa_3d_head_dim_200")}
+
+
+def test_the_cases_exist():
+    assert len(CASES) == 5
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("config", sorted(attention.CONFIGS))
+def test_layout(config, case, poisoned):
+    c = CASES[case]
+    inputs = make_inputs(c)
+    program = webgpu_torch.compile(torch.export.export(Fn(c.fn), tuple(inputs)), attention=config)
+    used = [program.kernels[d.kernel].name for d in program.dispatches if "attention" in program.kernels[d.kernel].name]
+    assert len(used) == 1, used
+    d4 = -(-inputs[0].shape[-1] // 4)
+    dv4 = -(-inputs[2].shape[-1] // 4)
+    if attention.CONFIGS[config].tile_keys(d4, dv4):  # else a layout that fits runs instead
+        assert used[0].endswith(f",{config}]"), used
+    got = pytree.tree_leaves(poisoned(program, *inputs))
+    want = pytree.tree_leaves(reference(c.fn, inputs))
+    for g, w in zip(got, want, strict=True):
+        assert_close(g, w, what=f"{case} {config}")
