@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 
 def baseline_seconds(fn: Callable[[], object], repeats: int, cuda: bool) -> float:
@@ -34,3 +34,12 @@ def baseline_seconds(fn: Callable[[], object], repeats: int, cuda: bool) -> floa
                 fn()
             times.append((time.perf_counter() - start) / repeats)
     return statistics.median(times)
+
+
+def named(shapes: Sequence, wanted: list[str] | None) -> list:
+    """The shapes (anything with a `name`) named by `wanted`, names or prefixes of them; all for none."""
+    wanted = wanted or [""]
+    picked = [s for s in shapes if any(s.name == w or s.name.startswith(w) for w in wanted)]
+    if not picked:
+        raise SystemExit(f"no shape matches {wanted}; shapes: {' '.join(s.name for s in shapes)}")
+    return picked

@@ -102,6 +102,8 @@ CONFIGS = {
     "vec4_128x128": Vec4Config(128, 128, 8, 16, 16),
     "vec4_128x128_k16": Vec4Config(128, 128, 16, 16, 16),
     "vec4_32x64": Vec4Config(32, 64, 8, 8, 8),
+    "vec4_64x64_k16": Vec4Config(64, 64, 16, 8, 8),
+    "vec4_32x64_k16": Vec4Config(32, 64, 16, 8, 8),
 }
 
 
@@ -118,6 +120,9 @@ def vec4_axis(t: Tensor) -> int | None:
 # Tile configurations in decreasing size; the first that gives the GPU enough blocks to fill it is used.
 # (A fixed guess at a large GPU's width: 132 multiprocessors on an H200, two blocks each.)
 VEC4_BY_SIZE = ("vec4_128x128", "vec4_128x64", "vec4_64x64", "vec4_32x64")
+# Tuning candidates only, never the default: the small tiles with k-steps of 16 (two barriers per k-step,
+# so half as many per FMA, which 64-thread workgroups feel most).
+VEC4_TUNED_ONLY = ("vec4_64x64_k16", "vec4_32x64_k16")
 SCALAR_BY_SIZE = ("128x128", "64x64", "pr")
 ENOUGH_BLOCKS = 256
 GEMV_MAX_ROWS = 8
@@ -269,7 +274,7 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     # Tile sizes and K splits only change speed, so dynamic sizes are judged by their hints.
     hb, hm, hn = (symbolic.hint(v) for v in (batch, m, n))
     name = choose_config(hb, hm, hn, None not in axes, "auto" if forced == "gemv" else forced)
-    family = VEC4_BY_SIZE if CONFIGS[name].vec4 else SCALAR_BY_SIZE
+    family = VEC4_BY_SIZE + VEC4_TUNED_ONLY if CONFIGS[name].vec4 else SCALAR_BY_SIZE
     others = [c for c in family if c != name] if forced == "auto" else []
     static = isinstance(k, int) and isinstance(batch, int)
     splits, part = split_k(hb, hm, hn, k, name) if forced == "auto" and CONFIGS[name].vec4 and static else (1, k)
