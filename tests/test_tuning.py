@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import webgpu_torch
+from webgpu_torch.ops import gemm
 from webgpu_torch.runtime import tuning
 from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.executor import Executor
@@ -35,7 +36,8 @@ def test_gemm_offers_the_other_configurations():
     program, _, _ = _linear_program()
     (d,) = program.dispatches
     names = [program.kernels[o.kernel].name for o in tuning.candidates(d)]
-    assert len(names) == 4 and len(set(names)) == 4 and all(n.startswith("gemm[vec4_") for n in names), names
+    family = len(gemm.VEC4_BY_SIZE + gemm.VEC4_TUNED_ONLY)
+    assert len(names) == family and len(set(names)) == family and all(n.startswith("gemm[vec4_") for n in names), names
 
 
 def test_forced_configuration_offers_nothing():
