@@ -1,7 +1,7 @@
 """Per-device autotuning: a dispatch that offers options (equivalent kernels over the same buffers: GEMM tile
-configurations) runs the one that is fastest on this device. A group (a split GEMM and the reduction of its
-slices: dispatches that `follow` a leader) is chosen as a whole, by the sum of its members' times, since a
-split that speeds the GEMM costs its reduction.
+configurations, attention thread layouts) runs the one that is fastest on this device. A group (a split GEMM
+and the reduction of its slices: dispatches that `follow` a leader) is chosen as a whole, by the sum of its
+members' times, since a split that speeds the GEMM costs its reduction.
 
 At load, the options of every group whose choice is not yet cached are timed together in one probe
 program (each dispatch of each candidate `REPEATS` times in a compute pass of its own, on zero-filled copies
