@@ -40,3 +40,15 @@ def test_layout(config, case, poisoned):
     want = pytree.tree_leaves(reference(c.fn, inputs))
     for g, w in zip(got, want, strict=True):
         assert_close(g, w, what=f"{case} {config}")
+
+
+@pytest.mark.parametrize(("shape", "layout"), [((1, 12, 197, 64), "8x8"), ((1, 12, 590, 64), "16x4"),
+                                               ((256, 4, 144, 32), "64x1"), ((1, 2, 41, 256), "8x4")])
+def test_default_layout_gives_few_rows_more_lanes(shape, layout):
+    q = torch.randn(shape)
+    ep = torch.export.export(Fn(lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v)),
+                             (q, q, q))
+    program = webgpu_torch.compile(ep)
+    (d,) = program.dispatches
+    assert program.kernels[d.kernel].name.endswith(f",{layout}]")
+    assert len(d.options) == len(attention._fits(-(-shape[-1] // 4), -(-shape[-1] // 4))) - 1
