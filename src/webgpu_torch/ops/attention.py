@@ -95,7 +95,7 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
     forced = ctx.options.extra.get("attention", CHOICES[0])
     if forced != "auto":
         fits = [c for c in fits if c.name == forced] or fits  # a layout that cannot hold these heads: the rest
-    first = _default(fits, b * h * symbolic.hint(sq))
+    first = _default(fits, symbolic.hint(b) * h * symbolic.hint(sq))  # a speed choice: judged at the hints
 
     def emit(c: Config) -> None:
         tiles_q = -(-sq // c.rows)
