@@ -51,4 +51,4 @@ def test_default_layout_gives_few_rows_more_lanes(shape, layout):
     program = webgpu_torch.compile(ep)
     (d,) = program.dispatches
     assert program.kernels[d.kernel].name.endswith(f",{layout}]")
-    assert len(d.options) == len(attention._fits(-(-shape[-1] // 4), -(-shape[-1] // 4))) - 1
+    assert len(d.options) == len(attention.layouts_for(-(-shape[-1] // 4), -(-shape[-1] // 4))) - 1

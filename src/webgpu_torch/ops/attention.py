@@ -59,7 +59,8 @@ CHOICES = ("auto", *CONFIGS)
 register_option("attention", *CHOICES)
 
 
-def _fits(d4: int, dv4: int) -> list[Config]:
+def layouts_for(d4: int, dv4: int) -> list[Config]:
+    """The layouts whose tiles and row sums fit workgroup memory for head dims of d4 and dv4 vec4s."""
     return [c for c in CONFIGS.values() if c.tile_keys(d4, dv4)]
 
 
@@ -91,7 +92,7 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
     m4 = layout.broadcast_to(mask, (b, h, sq, skv)) if mask is not None else None
     d4, dv4 = -(-d // 4), -(-dv // 4)
     mask_kind = 0 if mask is None else 2 if mask.dtype == "bool" else 1
-    fits = _fits(d4, dv4)
+    fits = layouts_for(d4, dv4)
     forced = ctx.options.extra.get("attention", CHOICES[0])
     if forced != "auto":
         fits = [c for c in fits if c.name == forced] or fits  # a layout that cannot hold these heads: the rest

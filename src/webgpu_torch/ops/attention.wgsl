@@ -109,7 +109,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let q_base = p.q_offset + b * p.q_strides.x + h * p.q_strides.y + i * p.q_strides.z;
   for (var d4 = 0u; d4 < D4; d4++) {
     let at = at4(q_base, p.q_strides.w, d4 * 4u, p.d);
-    qr[d4] = select(vec4<f32>(0.0), vec4<f32>(q[at.x], q[at.y], q[at.z], q[at.w]), in4(d4 * 4u, p.d)) * p.scale;
+    qr[d4] = select(vec4<f32>(0.0), vec4<f32>(q[at.x], q[at.y], q[at.z], q[at.w]), in4(d4 * 4u, p.d)) *
+             p.scale;
   }
   var acc: array<vec4<f32>, DV4>;
   var m = neg_inf;
@@ -127,7 +128,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       let j = j0 + e / D4;
       let d = (e % D4) * 4u;
       let at = at4(k_base + min(j, p.skv - 1u) * p.k_strides.z, p.k_strides.w, d, p.d);
-      tiles[e] = select(vec4<f32>(0.0), vec4<f32>(k[at.x], k[at.y], k[at.z], k[at.w]), in4(d, p.d) & vec4<bool>(j < p.skv));
+      tiles[e] = select(vec4<f32>(0.0), vec4<f32>(k[at.x], k[at.y], k[at.z], k[at.w]),
+                        in4(d, p.d) & vec4<bool>(j < p.skv));
     }
     for (var e = li; e < BC * DV4; e += THREADS) {
       let j = j0 + e / DV4;
