@@ -14,9 +14,10 @@ stage() {  # stage NAME SECONDS COMMAND...
   timeout "$limit" "$@" 2>&1 | quiet | tee "$out/$name.txt"
 }
 tests() {
-  stage tests 120 python3 -m pytest -q -p no:cacheprovider tests/test_ops.py tests/test_dynamic.py tests/test_florence2.py \
+  stage tests 240 python3 -m pytest -q -p no:cacheprovider tests/test_ops.py tests/test_dynamic.py tests/test_florence2.py \
     tests/test_e2e.py tests/test_gemm_configs.py tests/test_fusion.py tests/test_weights_f16.py \
-    tests/test_attention_configs.py -k "gemm or conv or attention or dynamic or florence or e2e or device"
+    tests/test_attention_configs.py \
+    -k "gemm or conv or attention or dynamic or florence or e2e or device or layer_norm or softmax or reduce"
 }
 gemm() {
   stage gemm 90 $cli bench gemm --sizes 256x256x256 512x512x512 1024x1024x1024 2048x2048x2048 \
@@ -26,6 +27,10 @@ linear() {
   stage linear 60 $cli bench gemm --linear --variants pr auto --sizes 1x768x768 1x3072x768 1x768x3072 \
     8x3072x768 8x768x3072 128x3072x768 128x768x3072 593x3072x768 593x768x3072 593x768x768 1x51289x768 \
     593x51289x768 --json "$out/linear.json"
+}
+tiles() {  # forced tile configurations on the vision tower's stage-3 Linear shapes, a BART one and 4096³
+  stage tiles 150 $cli bench gemm --linear --variants vec4_128x128 vec4_64x64 vec4_32x64 vec4_32x64_k16 \
+    vec4_64x64_k16 auto --sizes 2304x1536x512 2304x512x512 2304x2048x512 2304x512x2048 593x3072x768 4096x4096x4096
 }
 gemm_wgpu() {
   stage gemm_wgpu 60 env WEBGPU_TORCH_ENGINE=wgpu $cli bench gemm --sizes 256x256x256 1024x1024x1024 \
@@ -39,6 +44,7 @@ f16() {  # weights="float16" where the adapter has shader-f16 (wgpu-native on th
   done
 }
 conv() { stage conv 90 $cli bench conv; }
+rows() { stage rows 60 $cli bench rows; }
 attention() { stage attention 120 $cli bench attention --json "$out/attention.json"; }
 host() { stage host 30 $cli bench host --dispatches 100 1000; }
 florence2() { stage florence2 150 $cli florence2 --size base --seeds 0 1 --save /tmp/florence2; }

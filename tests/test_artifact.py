@@ -32,7 +32,8 @@ sys.meta_path.insert(0, _NoTorch())
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(37, 41), torch.nn.ReLU(), torch.nn.Linear(41, 3)).eval()
+    model = torch.nn.Sequential(torch.nn.Linear(37, 41), torch.nn.ReLU(), torch.nn.LayerNorm(41),
+                                torch.nn.Linear(41, 3)).eval()
     x = torch.randn(5, 37)
     path = tmp_path_factory.mktemp("art") / "mlp.wgpt"
     webgpu_torch.compile_module(model, (x,)).save(path)
@@ -118,4 +119,7 @@ def test_saved_header_is_plain_json_with_wgsl_sources(saved):
     _, _, _, hlen, _ = artifact.PREAMBLE.unpack_from(raw)
     header = json.loads(raw[32:32 + hlen])
     assert all("@compute" in s for s in header["program"]["sources"])
+    # the layer norm's subgroup twin: an option with the feature it needs, for any runtime to honour
+    twins = [k for k in header["program"]["kernels"] if k.get("requires") == ["subgroups"]]
+    assert twins and all(header["program"]["sources"][k["source"]].startswith("enable subgroups;") for k in twins)
     assert all(t["offset"] % 64 == 0 for t in header["tensors"])

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from importlib import resources
+
 import pytest
 import torch
 import torch.utils._pytree as pytree
 
 import webgpu_torch
+from webgpu_torch import wgsl
+from webgpu_torch.errors import DeviceError
 from webgpu_torch.ops import all_cases
+from webgpu_torch.runtime import tuning
+from webgpu_torch.runtime.engine import get_engine
 
 from .helpers import Fn, assert_close, reference, seeded
 
@@ -20,12 +26,41 @@ def make_inputs(case):
     return [spec() if callable(spec) else torch.randn(spec, generator=gen) for spec in case.inputs]
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_op(case, poisoned):
+def _twinned(family: str) -> bool:
+    """Whether the family's kernel includes a helper with a subgroup twin (so it offers a twin kernel)."""
+    file = f"{family}.wgsl"
+    return resources.files("webgpu_torch.ops").joinpath(file).is_file() and (
+        wgsl.kernel_source(file, subgroups=True) != wgsl.kernel_source(file))
+
+
+TWINNED = [pytest.param(case, id=f"{family}-{case.name}") for family, family_cases in all_cases().items()
+           if _twinned(family) for case in family_cases]
+
+
+def _check(case, poisoned, subgroups: bool = False):
     inputs = make_inputs(case)
     program = webgpu_torch.compile(torch.export.export(Fn(case.fn), tuple(inputs)), **case.kwargs)
+    if subgroups:
+        program = tuning.force(program, lambda k: wgsl.SUBGROUPS in k.requires)
+        assert any(wgsl.SUBGROUPS in program.kernels[d.kernel].requires for d in program.dispatches)
+        if wgsl.SUBGROUPS not in get_engine().device.features:  # wgpu-native: refused, by name, at load
+            with pytest.raises(DeviceError, match="needs the subgroups feature"):
+                program(*inputs)
+            return
     got = pytree.tree_leaves(poisoned(program, *inputs))
     want = pytree.tree_leaves(reference(case.fn, inputs))
     assert len(got) == len(want)
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         assert_close(g, w, case.tol, what=f"{case.name} output {i}")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_op(case, poisoned):
+    _check(case, poisoned)
+
+
+@pytest.mark.parametrize("case", TWINNED)
+def test_op_on_subgroup_twins(case, poisoned):
+    """test_op runs each dispatch's default kernel (tuning is off in tests); here the kernels that offer a
+    subgroup twin (row.subgroups.wgsl) run it instead. Dawn on lavapipe has subgroups (8 lanes)."""
+    _check(case, poisoned, subgroups=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import struct
 from importlib import resources
 
@@ -56,7 +57,8 @@ SHIPPED = sorted(p.name for p in resources.files("webgpu_torch.ops").iterdir() i
 @pytest.mark.parametrize("name", SHIPPED)
 def test_every_shipped_file_declares_a_parsable_interface(name):
     source = wgsl.kernel_source(name)
-    assert source.lstrip().startswith(f"// {name}"), f"{name} must open with what it computes"
+    text = resources.files("webgpu_torch.ops").joinpath(name).read_text()
+    assert text.startswith(f"// {name}"), f"{name} must open with what it computes"
     binds = wgsl.bindings(source)
     if "@compute" not in source:  # an included helper, checked through the kernels that include it
         return
@@ -69,3 +71,24 @@ def test_every_shipped_file_declares_a_parsable_interface(name):
 def test_every_kernel_compiles_on_the_engine(name):
     device = get_engine().device
     device.create_shader_module(code=wgsl.kernel_source(name)).get_compilation_info()
+    if wgsl.SUBGROUPS in device.features:  # Dawn on lavapipe has them: the subgroup twins compile too
+        device.create_shader_module(code=wgsl.kernel_source(name, subgroups=True)).get_compilation_info()
+
+
+TWINS = [n for n in SHIPPED if wgsl.subgroup_twin(n) in SHIPPED]
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_a_subgroup_twin_defines_the_same_functions(name):
+    def functions(filename):
+        return set(re.findall(r"^fn (\w+)\(([^)]*)\) -> (\w+)", resources.files("webgpu_torch.ops").joinpath(
+            filename).read_text(), re.MULTILINE))
+
+    assert functions(name) <= functions(wgsl.subgroup_twin(name)), f"{wgsl.subgroup_twin(name)} lacks some of {name}'s"
+
+
+def test_a_kernel_that_includes_a_twinned_helper_gets_a_subgroup_source():
+    plain, twin = wgsl.kernel_source("softmax.wgsl"), wgsl.kernel_source("softmax.wgsl", subgroups=True)
+    assert "subgroupShuffleXor" not in plain and "enable" not in plain
+    assert twin.startswith("enable subgroups;\n") and "subgroupShuffleXor" in twin
+    assert wgsl.kernel_source("gemm.wgsl", subgroups=True) == wgsl.kernel_source("gemm.wgsl")  # no twin inside

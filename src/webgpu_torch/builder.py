@@ -49,8 +49,8 @@ class CompileOptions:
 
 
 @cache
-def _specialized(file: str, consts: tuple) -> str:
-    return wgsl.specialize(wgsl.kernel_source(file), dict(consts))
+def _specialized(file: str, consts: tuple, subgroups: bool = False) -> str:
+    return wgsl.specialize(wgsl.kernel_source(file, subgroups), dict(consts))
 
 
 @cache
@@ -150,8 +150,12 @@ class Builder:
         kernel, uniform, patches = self._kernel(spec, params, len(tensors))
         count = workgroups if isinstance(workgroups, symbolic.Expr) else None
         grid = fold_grid(symbolic.bound(workgroups) if count is not None else workgroups)
+        # A kernel whose helpers have subgroup twins offers its twin, for tuning to time where the device has
+        # subgroups (static sizes only, as every option).
+        twin = self._subgroup_twin(spec) if not (patches or count is not None) else None
+        options = (Option(twin, uniform, grid),) if twin is not None else ()
         self.dispatches.append(Dispatch(kernel, tuple(t.buffer for t in tensors), uniform, grid, self.node, patches,
-                                        count))
+                                        count, options))
 
     def alternatives(self, emitters: list[Callable[[], None]]) -> None:
         """Emit `emitters[0]`'s dispatches, offering every other emitter's as options for the runtime to time
@@ -165,6 +169,8 @@ class Builder:
             emit()
             runs.append(self.dispatches[start:])
             del self.dispatches[start:]
+        if any(d.options for run in runs for d in run):
+            raise RuntimeError(f"{self.node}: alternatives of dispatches that offer options of their own")
         default = runs[0]
         for other in runs[1:]:
             if [d.buffers for d in other] != [d.buffers for d in default]:
@@ -188,10 +194,21 @@ class Builder:
         engine_sources = tuple((engine, self._source(_specialized(file, spec.consts)))
                                for engine, file in spec.engine_files)
         kernel = Kernel(spec.name, self._source(source), spec.entry, spec.overrides, engine_sources)
+        return self._kernel_index(kernel), uniform, patches
+
+    def _subgroup_twin(self, spec: KernelSpec) -> int | None:
+        """The kernel of `spec` built with its helpers' subgroup twins (wgsl.kernel_source), if it has any."""
+        twin = _specialized(spec.file, spec.consts, subgroups=True)
+        if twin == _specialized(spec.file, spec.consts):
+            return None
+        return self._kernel_index(Kernel(f"{spec.name}+{wgsl.SUBGROUPS}", self._source(twin), spec.entry,
+                                         spec.overrides, requires=(wgsl.SUBGROUPS,)))
+
+    def _kernel_index(self, kernel: Kernel) -> int:
         if kernel not in self._kernel_ids:
             self._kernel_ids[kernel] = len(self.kernels)
             self.kernels.append(kernel)
-        return self._kernel_ids[kernel], uniform, patches
+        return self._kernel_ids[kernel]
 
     # -- internals ----------------------------------------------------------------------------------------------
     def _fold(self, t: Tensor, name: str) -> Tensor:

@@ -114,13 +114,17 @@ class Kernel:
     """One compute pipeline: an entry point of a (specialised) source, with its override constants.
 
     `engine_sources` names a different source for some engines: the same computation in a style that
-    engine's shader compiler handles better, with identical bindings and Params (Program.check verifies)."""
+    engine's shader compiler handles better, with identical bindings and Params (Program.check verifies).
+    `requires` names the optional WebGPU features its source uses (`subgroups`): the compiler offers such a
+    kernel only as an option beside one that needs none, and tuning takes it where the device has the
+    features and it runs faster (runtime/tuning.py)."""
 
     name: str  # readable variant name, e.g. "gemm[128x128]"; shown in profiles
     source: int  # index into Program.sources
     entry: str
     overrides: tuple[tuple[str, float], ...] = ()
     engine_sources: tuple[tuple[str, int], ...] = ()  # (engine name, source index)
+    requires: tuple[str, ...] = ()  # optional WebGPU features its source uses
 
     def source_for(self, engine: str) -> int:
         return dict(self.engine_sources).get(engine, self.source)
@@ -366,7 +370,9 @@ class Program:
                         for s in self.symbols.values()},
             "sources": self.sources,
             "kernels": [{"name": k.name, "source": k.source, "entry": k.entry, "overrides": dict(k.overrides),
-                         "engine_sources": dict(k.engine_sources)} for k in self.kernels],
+                         "engine_sources": dict(k.engine_sources), **({"requires": list(k.requires)}
+                                                                       if k.requires else {})}
+                        for k in self.kernels],
             "buffers": [{"size": b.size, "role": b.role, "name": b.name} for b in self.buffers],
             "inputs": [{"name": i.name, "shape": [symbolic.to_json(s) for s in i.shape], "dtype": i.dtype,
                         "buffer": i.buffer} for i in self.inputs],
@@ -397,7 +403,8 @@ class Program:
         return Program(
             sources=list(d["sources"]),
             kernels=[Kernel(k["name"], k["source"], k["entry"], tuple(sorted(k["overrides"].items())),
-                            tuple(sorted(k.get("engine_sources", {}).items()))) for k in d["kernels"]],
+                            tuple(sorted(k.get("engine_sources", {}).items())), tuple(k.get("requires", ())))
+                     for k in d["kernels"]],
             buffers=[Buffer(b["size"], b["role"], b["name"]) for b in d["buffers"]],
             constants=constants,
             inputs=[Input(i["name"], tuple(map(e, i["shape"])), i["dtype"], i["buffer"]) for i in d["inputs"]],

@@ -36,12 +36,36 @@ MAX_UNIFORM_ALIGN = 256  # WebGPU's largest minUniformBufferOffsetAlignment
 _INCLUDE = re.compile(r"^//! include (\S+)$", re.MULTILINE)
 
 
+_ENABLE = re.compile(r"^enable \w+;\n", re.MULTILINE)
+SUBGROUPS = "subgroups"  # the optional WebGPU feature (and WGSL extension) of subgroup operations
+
+
+def _shipped(filename: str):
+    return resources.files("webgpu_torch.ops").joinpath(filename)
+
+
+def subgroup_twin(filename: str) -> str:
+    """The name of a helper's subgroup twin: row.wgsl -> row.subgroups.wgsl (which may not exist)."""
+    return filename.removesuffix(".wgsl") + f".{SUBGROUPS}.wgsl"
+
+
 @cache
-def kernel_source(filename: str) -> str:
+def kernel_source(filename: str, subgroups: bool = False) -> str:
     """The text of a kernel file that ships beside the op modules (`ops/<stem>.wgsl`), with each
-    `//! include other.wgsl` line replaced by that file's text (a shared helper such as activation.wgsl)."""
-    text = resources.files("webgpu_torch.ops").joinpath(filename).read_text()
-    return _INCLUDE.sub(lambda m: kernel_source(m.group(1)), text)
+    `//! include other.wgsl` line replaced by that file's text (a shared helper such as activation.wgsl).
+
+    With `subgroups`, a helper that has a subgroup twin (`subgroup_twin`: the same functions written with
+    subgroup operations) is included as its twin instead. An included file's `enable` directives move to the
+    top of the result, where WGSL requires them."""
+    def include(m: re.Match) -> str:
+        name = m.group(1)
+        if subgroups and _shipped(subgroup_twin(name)).is_file():
+            name = subgroup_twin(name)
+        return kernel_source(name, subgroups)
+
+    text = _INCLUDE.sub(include, _shipped(filename).read_text())
+    directives = dict.fromkeys(_ENABLE.findall(text))  # once each, in order
+    return "".join(directives) + _ENABLE.sub("", text)
 
 
 def specialize(source: str, consts: dict[str, int | float | bool | str]) -> str:

@@ -9,7 +9,10 @@ Routing (`route`):
     compile time, the output channels-last and returned as an NCHW view) with their split-K and tuning;
     any other input on conv.wgsl `im2col` (M = OC, N = B·OH·OW, K = IC·KH·KW, loads by element, on the
     GEMM kernel's main loop tiled_matmul.wgsl and its element configurations);
-  * grouped, depthwise and transposed convs: the direct kernel (conv.wgsl `direct`), one thread per output.
+  * a depthwise conv over a channels-last image with 4k channels (DaViT's position convs):
+    depthwise_nhwc.wgsl, four channels per thread in vec4s, the weight permuted to [KH, KW, C];
+  * other grouped, depthwise and transposed convs: the direct kernel (conv.wgsl `direct`), one thread per
+    output.
 The compile option `conv` ("auto", "im2col", "direct") sends every groups == 1 conv through one of the two
 kernels instead, so the im2col GEMM can be measured against the direct kernel (bench/conv.py).
 
@@ -119,7 +122,7 @@ def convolution(ctx: Builder, node: NodeView) -> Tensor:
     kind = route(g, ctx.options.extra.get("conv", CHOICES[0]))
     out = _pointwise(ctx, g, x, w, fin, out_shape) if kind == "gemm" else None
     if out is None and kind == "direct":
-        out = _direct(ctx, g, x, w, fin)
+        out = _depthwise_channels_last(ctx, g, x, w, fin) or _direct(ctx, g, x, w, fin)
     elif out is None:
         out = _im2col_channels_last(ctx, g, x, w, fin)
     if out is None:
@@ -194,6 +197,24 @@ def _im2col(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish, out: T
     # Unforced, the other tile configurations are alternatives for the runtime to time (runtime/tuning.py).
     others = [o for o in gemm.SCALAR_BY_SIZE if o != name] if forced == "auto" else []
     ctx.alternatives([partial(variant, c) for c in (name, *others)])
+
+
+def _depthwise_channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Tensor | None:
+    """depthwise_nhwc.wgsl's output, [batch, C, OH, OW] as a view of channels-last memory; None unless the conv
+    is depthwise (one channel per group, no multiplier, not transposed) over an image whose channels are
+    contiguous, 4k of them, 16-byte aligned (what the vec4 loads need)."""
+    image = layout.permute(x, [0, 2, 3, 1])
+    if g.transposed or not g.groups == g.ic == g.oc or not gemm.Im2col.fits(image):
+        return None
+    taps = ctx.contiguous(layout.permute(layout.view(w, (g.oc, g.kh, g.kw)), [1, 2, 0]))  # [KH, KW, C]
+    if taps.offset % 4:
+        return None
+    out = ctx.new((g.batch, g.oh, g.ow, g.oc))
+    spec = KernelSpec.of("depthwise_nhwc.wgsl", f"conv[depthwise_nhwc]{epilogue.suffix(fin.ep)}",
+                         overrides=fin.overrides())
+    params = {**_params(g, x, w, fin, out, (0, 0)), "w_offset": taps.offset}  # w_strides unused
+    ctx.dispatch(spec, _buffers(ctx, x, taps, fin, out), params, -(-out.numel // 4 // WORKGROUP))
+    return layout.permute(out, [0, 3, 1, 2])
 
 
 def _direct(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Tensor:
@@ -321,6 +342,10 @@ def cases() -> list[OpCase]:
         OpCase("depthwise_multiplier", conv(1, 1, 1, 5), [(1, 5, 13, 11), (15, 1, 3, 3), (15,)]),
         # Token-major input seen as NCHW (DaViT's position conv): the channels-last direct kernel, whose
         # output view transposes back to tokens for free; also grouped and strided forms of it.
+        OpCase("depthwise_nhwc_vec4_tokens_residual", lambda x, w, b: (lambda v: F.conv2d(v, w, b, 1, 1, 1, 12) + v)(
+            x.transpose(1, 2).view(2, 12, 11, 7)).flatten(2).transpose(1, 2), [(2, 77, 12), (12, 1, 3, 3), (12,)]),
+        OpCase("depthwise_nhwc_vec4_stride2_dilated_gelu", lambda x, w: F.gelu(F.conv2d(
+            x.permute(0, 3, 1, 2), w, None, 2, 3, 2, 8)), [(3, 13, 17, 8), (8, 1, 5, 3)]),
         OpCase("depthwise_channels_last_tokens", lambda x, w, b: F.conv2d(
             x.transpose(1, 2).reshape(2, 13, 11, 7), w, b, 1, 1, 1, 13).flatten(2).transpose(1, 2),
                [(2, 77, 13), (13, 1, 3, 3), (13,)]),

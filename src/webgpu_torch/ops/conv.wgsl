@@ -28,52 +28,15 @@
 // Geometry: im2col numbers TILE_M x TILE_N blocks n-fastest; direct runs one thread per output element
 //   (per_element.wgsl). Both fold the grid to fit 65,535 workgroups per dimension and exit at once past the
 //   end (uniformly, before any barrier).
-// `act` is the fused activation epilogue (ACTIVATION, from activation.wgsl).
+// Bias, residual and the fused activation: conv_finish.wgsl.
 
-//! include activation.wgsl
+//! include conv_params.wgsl
 //! include tiled_matmul.wgsl
 //! include per_element.wgsl
 
-override HAS_BIAS: bool = false;
-override HAS_RESIDUAL: bool = false;
-override ACTIVATION: u32 = ACT_NONE;
 override TRANSPOSED: bool = false;
 override VEC4: bool = false;
 override CHANNELS_LAST: bool = false;
-
-struct Params {
-  numel: u32,        // output elements
-  H: u32,
-  W: u32,
-  OC: u32,
-  OH: u32,
-  OW: u32,
-  KH: u32,
-  KW: u32,
-  ICg: u32,          // input channels per group
-  OCg: u32,          // output channels per group
-  stride_h: u32,
-  stride_w: u32,
-  pad_h: u32,
-  pad_w: u32,
-  dil_h: u32,
-  dil_w: u32,
-  N: u32,            // im2col: batch·OH·OW
-  K: u32,            // im2col: IC·KH·KW
-  tiles_m: u32,
-  tiles_n: u32,
-  x_offset: u32,
-  w_offset: u32,
-  w_group_stride: u32,
-  bias_offset: u32,
-  bias_stride: u32,
-  res_offset: u32,
-  act_lo: f32,
-  act_hi: f32,
-  x_strides: vec4<u32>,   // (b, c, h, w)
-  w_strides: vec4<u32>,   // (ocg, icg, kh, kw)
-  res_strides: vec4<u32>, // (b, oc, oh, ow)
-}
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> w: array<f32>;
@@ -96,18 +59,6 @@ fn source_index(o: u32, k: u32, s: u32, pad: u32, d: u32, n: u32) -> i32 {
     return -1;
   }
   return i;
-}
-
-// The output at o = (b, oc, oh, ow) from its sum `acc`.
-fn finish(o: vec4<u32>, acc: f32) -> f32 {
-  var v = acc;
-  if (HAS_BIAS) {
-    v += bias[p.bias_offset + o.y * p.bias_stride];
-  }
-  if (HAS_RESIDUAL) {
-    v += residual[p.res_offset + dot(o, p.res_strides)];
-  }
-  return activate(v, ACTIVATION, p.act_lo, p.act_hi);
 }
 
 // -- im2col: tiled_matmul.wgsl's loaders and epilogue ----------------------------------------------------------

@@ -32,6 +32,7 @@ from .registry import NodeView, OpCase, register, register_option
 
 FILE = "gemm.wgsl"
 MAX_THREADS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
+WORKGROUP_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize (one stage of tiles must fit)
 WEIGHTS = ("float32", "float16")  # how constant B operands are stored (compile option `weights`)
 register_option("weights", *WEIGHTS)
 
@@ -65,13 +66,17 @@ class GemmConfig:
 
 @dataclass(frozen=True)
 class Vec4Config:
-    """A configuration of gemm_vec4.wgsl: WG_M x WG_N threads, each GM x GN blocks of 4 x 4 outputs."""
+    """A configuration of gemm_vec4.wgsl: WG_M x WG_N threads, each GM x GN blocks of 4 x 4 outputs; `pad`
+    gives each k-row of the workgroup tiles a spare vec4 (gemm_vec4_io.wgsl, ROW_PAD), which measured
+    1.0-1.35x faster on an H200 (docs/benchmarks.md). One stage of tiles must fit WebGPU's default 16 KiB;
+    wgpu-native's double-buffered kernel takes two, which desktop adapters' limits (32 KiB and more) hold."""
 
     tile_m: int
     tile_n: int
     tile_k: int
     wg_m: int
     wg_n: int
+    pad: bool = True
     file: ClassVar[str] = "gemm_vec4.wgsl"
     vec4: ClassVar[bool] = True
     # wgpu-native's shader compiler spills gemm_vec4.wgsl's accumulator array; this style keeps registers.
@@ -86,11 +91,13 @@ class Vec4Config:
             raise ValueError(f"{self}: {threads} threads must be <= {MAX_THREADS} and divide each tile load")
         if self.tile_m > 8 * self.wg_m or self.tile_n > 8 * self.wg_n:
             raise ValueError(f"{self}: at most 2 x 2 blocks of 4 x 4 per thread (gemm_vec4_regs.wgsl)")
+        if 16 * self.tile_k * (self.tile_m // 4 + self.tile_n // 4 + 2 * self.pad) > WORKGROUP_BYTES:
+            raise ValueError(f"{self}: its tiles exceed {WORKGROUP_BYTES} bytes of workgroup memory")
 
     @property
     def consts(self) -> dict[str, int]:
         return {"TILE_M": self.tile_m, "TILE_N": self.tile_n, "TILE_K": self.tile_k,
-                "WG_M": self.wg_m, "WG_N": self.wg_n}
+                "WG_M": self.wg_m, "WG_N": self.wg_n, "ROW_PAD": int(self.pad)}
 
 
 CONFIGS = {
@@ -100,7 +107,7 @@ CONFIGS = {
     "vec4_64x64": Vec4Config(64, 64, 8, 8, 8),
     "vec4_128x64": Vec4Config(128, 64, 8, 16, 8),
     "vec4_128x128": Vec4Config(128, 128, 8, 16, 16),
-    "vec4_128x128_k16": Vec4Config(128, 128, 16, 16, 16),
+    "vec4_128x128_k16": Vec4Config(128, 128, 16, 16, 16, pad=False),  # padded, its tiles exceed 16 KiB
     "vec4_32x64": Vec4Config(32, 64, 8, 8, 8),
     "vec4_64x64_k16": Vec4Config(64, 64, 16, 8, 8),
     "vec4_32x64_k16": Vec4Config(32, 64, 16, 8, 8),

@@ -64,10 +64,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       var af: array<vec4<f32>, GM>;
       var bf: array<vec4<f32>, GN>;
       for (var g = 0u; g < GM; g++) {
-        af[g] = a_tile[k * (TILE_M / 4u) + g * WG_M + lid.y];
+        af[g] = a_tile[k * A_ROW + g * WG_M + lid.y];
       }
       for (var h = 0u; h < GN; h++) {
-        bf[h] = b_tile[k * (TILE_N / 4u) + h * WG_N + lid.x];
+        bf[h] = b_tile[k * B_ROW + h * WG_N + lid.x];
       }
       for (var g = 0u; g < GM; g++) {
         for (var i = 0u; i < 4u; i++) {

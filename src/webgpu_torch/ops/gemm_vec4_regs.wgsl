@@ -87,27 +87,27 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let at = s * A_STAGE;
     let bt = s * B_STAGE;
     for (var k = 0u; k < TILE_K; k++) {
-      let a0 = a_tile[at + k * (TILE_M / 4u) + lid.y];
-      let b0 = b_tile[bt + k * (TILE_N / 4u) + lid.x];
+      let a0 = a_tile[at + k * A_ROW + lid.y];
+      let b0 = b_tile[bt + k * B_ROW + lid.x];
       c00 = fma(vec4<f32>(a0.x), b0, c00);
       c10 = fma(vec4<f32>(a0.y), b0, c10);
       c20 = fma(vec4<f32>(a0.z), b0, c20);
       c30 = fma(vec4<f32>(a0.w), b0, c30);
       if (GN == 2u) {
-        let b1 = b_tile[bt + k * (TILE_N / 4u) + WG_N + lid.x];
+        let b1 = b_tile[bt + k * B_ROW + WG_N + lid.x];
         c01 = fma(vec4<f32>(a0.x), b1, c01);
         c11 = fma(vec4<f32>(a0.y), b1, c11);
         c21 = fma(vec4<f32>(a0.z), b1, c21);
         c31 = fma(vec4<f32>(a0.w), b1, c31);
       }
       if (GM == 2u) {
-        let a1 = a_tile[at + k * (TILE_M / 4u) + WG_M + lid.y];
+        let a1 = a_tile[at + k * A_ROW + WG_M + lid.y];
         c40 = fma(vec4<f32>(a1.x), b0, c40);
         c50 = fma(vec4<f32>(a1.y), b0, c50);
         c60 = fma(vec4<f32>(a1.z), b0, c60);
         c70 = fma(vec4<f32>(a1.w), b0, c70);
         if (GN == 2u) {
-          let b1 = b_tile[bt + k * (TILE_N / 4u) + WG_N + lid.x];
+          let b1 = b_tile[bt + k * B_ROW + WG_N + lid.x];
           c41 = fma(vec4<f32>(a1.x), b1, c41);
           c51 = fma(vec4<f32>(a1.y), b1, c51);
           c61 = fma(vec4<f32>(a1.z), b1, c61);

@@ -14,9 +14,6 @@ from .registry import NodeView, OpCase, register
 from .row import WORKGROUP, row_threads
 
 FILE = "layer_norm.wgsl"
-# Elements each thread of a row sums (at least, up to the workgroup's width): a row's two tree reductions take
-# log2(ROW) barrier steps each, so one thread per element (ROW = n) spends DaViT's 128-wide rows on barriers.
-PER_THREAD = 4
 
 
 def _check(node: NodeView) -> str | None:
@@ -40,7 +37,7 @@ def native_layer_norm(ctx: Builder, node: NodeView) -> list[Tensor]:
     w1 = ctx.reshaped(w, (n,)) if w is not None else ctx.dummy()
     b1 = ctx.reshaped(b, (n,)) if b is not None else ctx.dummy()
     out, mean, rstd = (ctx.new(m.shape) for m in node.outputs)
-    row = row_threads(-(-n // PER_THREAD))
+    row = row_threads(n)
     params = {"rows": rows, "n": n, "x_offset": x2.offset, "row_stride": x2.strides[0], "col_stride": x2.strides[1],
               "w_offset": w1.offset, "w_stride": w1.strides[0] if w is not None else 0,
               "b_offset": b1.offset, "b_stride": b1.strides[0] if b is not None else 0, "eps": float(a["eps"])}

@@ -11,10 +11,16 @@ from ..program import Tensor
 WORKGROUP = 256
 
 
+# Elements each thread of a row folds (at least, up to the workgroup's width): combining a row costs barriers
+# (log2(ROW) + 2 in row.wgsl, 2 in row.subgroups.wgsl), so one thread per element spends short rows on them.
+PER_THREAD = 4
+
+
 def row_threads(n) -> int:
-    """Threads sharing a row of n elements: a power of two, at most the workgroup (for a dynamic n, chosen by
-    its hint: any count is correct, the kernels stride over the row)."""
-    n = symbolic.hint(n)
+    """Threads sharing a row of n elements: the least power of two that gives each at most PER_THREAD of
+    them, at most the workgroup (for a dynamic n, chosen by its hint: any count is correct, the kernels
+    stride over the row)."""
+    n = -(-symbolic.hint(n) // PER_THREAD)
     row = 1
     while row < min(n, WORKGROUP):
         row *= 2

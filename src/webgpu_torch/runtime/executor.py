@@ -80,6 +80,11 @@ class Executor:
         wgpu, device = self.engine.wgpu, self.engine.device
         self._kernel_source = [k.source_for(self.engine.name) for k in self.program.kernels]
         used = {d.kernel for d in self.program.dispatches}  # not the options tuning passed over
+        for k in sorted(used):
+            lacking = [f for f in self.program.kernels[k].requires if f not in device.features]
+            if lacking:
+                raise DeviceError(f"kernel {self.program.kernels[k].name} needs the {', '.join(lacking)} "
+                                  f"feature, which this {self.engine.name} device lacks")
         self._bindings, self._group_layouts, pipeline_layouts, modules = {}, {}, {}, {}
         for i in sorted({self._kernel_source[k] for k in used}):
             source = self.program.sources[i]

@@ -1,13 +1,14 @@
 """Per-device autotuning: a dispatch that offers options (equivalent kernels over the same buffers: GEMM tile
-configurations, attention thread layouts) runs the one that is fastest on this device. A group (a split GEMM
-and the reduction of its slices: dispatches that `follow` a leader) is chosen as a whole, by the sum of its
-members' times, since a split that speeds the GEMM costs its reduction.
+configurations, attention thread layouts, a row kernel's subgroup twin) runs the one that is fastest on this
+device. A group (a split GEMM and the reduction of its slices: dispatches that `follow` a leader) is chosen
+as a whole, by the sum of its members' times, since a split that speeds the GEMM costs its reduction.
 
 At load, the options of every group whose choice is not yet cached are timed together in one probe
 program (each dispatch of each candidate `REPEATS` times in a compute pass of its own, on zero-filled copies
-of the buffers it binds: the tile shapes, not the values, set the speed). Choices persist in a JSON cache per
-adapter, driver and engine, keyed by what the candidates are (their source, entry, overrides, packed Params and
-grid), so a later load of any program with the same GEMM shapes times nothing.
+of the buffers it binds: the tile shapes, not the values, set the speed). An option whose kernel needs a
+feature the device lacks (`Kernel.requires`: subgroups) is neither timed nor chosen. Choices persist in a
+JSON cache per adapter, driver and engine, keyed by what the candidates are (their source, entry, overrides,
+packed Params and grid), so a later load of any program with the same shapes times nothing.
 
 `WEBGPU_TORCH_TUNE=0` runs every dispatch's default (the compiler's heuristic choice) and times nothing;
 `WEBGPU_TORCH_CACHE` names the cache file (default: ~/.cache/webgpu_torch/tuning.json). An adapter without
@@ -19,12 +20,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from ..program import Buffer, Dispatch, Option, Program
+from ..program import Buffer, Dispatch, Kernel, Option, Program
 from .engine import Engine
 
 TUNE_VAR = "WEBGPU_TORCH_TUNE"
@@ -75,6 +77,19 @@ def choice_key(program: Program, members: list[int]) -> str:
     return hashlib.sha1(json.dumps(parts).encode()).hexdigest()
 
 
+def force(program: Program, pick: Callable[[Kernel], bool]) -> Program:
+    """`program` with each dispatch that offers an option whose kernel `pick` accepts running that option (the
+    first; dispatches chosen as a group are left alone), as tuning could have chosen: for tests and benchmarks
+    of one kind of kernel."""
+    grouped = {i for g in groups(program) if len(g) > 1 for i in g}
+    dispatches = list(program.dispatches)
+    for i, d in enumerate(dispatches):
+        picked = [o for o in d.options if pick(program.kernels[o.kernel])]
+        if picked and i not in grouped:
+            dispatches[i] = d.choose(picked[0])
+    return replace(program, dispatches=dispatches, _executor=None)
+
+
 def resolve(program: Program, engine: Engine) -> Program:
     """`program` with every group of dispatches with options running its fastest candidate on `engine`
     (timing those not in the cache, and saving them there); unchanged when it has no options or tuning is
@@ -104,21 +119,25 @@ def _measure(program: Program, engine: Engine, which: dict[str, list[int]]) -> d
     from .executor import Executor
     from .timing import dispatch_times
 
-    probe, spans = _probe(program, which.values())
+    probe, spans = _probe(program, which.values(), engine.device.features)
     times = dispatch_times(Executor(probe, engine.name), samples=SAMPLES, repeats=REPEATS)
-    return {key: int(np.argmin(np.reshape(times[a:a + n * size], (n, size)).sum(axis=1)))
-            for key, (a, n, size) in zip(which, spans, strict=True)}
+    return {key: usable[int(np.argmin(np.reshape(times[a:a + len(usable) * size], (-1, size)).sum(axis=1)))]
+            for key, (a, usable, size) in zip(which, spans, strict=True)}
 
 
-def _probe(program: Program, which) -> tuple[Program, list[tuple[int, int, int]]]:
-    """A program of every candidate of the groups `which` (each candidate's members in order), over
-    scratch copies of the buffers they bind; and each group's (first probe dispatch, candidates, members)."""
+def _probe(program: Program, which, features) -> tuple[Program, list[tuple[int, list[int], int]]]:
+    """A program of every candidate of the groups `which` that this device can run (each candidate's members
+    in order; a kernel may require a feature such as subgroups), over scratch copies of the buffers they
+    bind; and each group's (first probe dispatch, indices of the candidates timed, members)."""
     used: dict[int, int] = {}
     dispatches, spans = [], []
     for members in which:
         count = len(program.dispatches[members[0]].options) + 1
-        spans.append((len(dispatches), count, len(members)))
-        for c in range(count):
+        usable = [c for c in range(count) if all(
+            set(program.kernels[candidates(program.dispatches[i])[c].kernel].requires) <= set(features)
+            for i in members)]
+        spans.append((len(dispatches), usable, len(members)))
+        for c in usable:
             for i in members:
                 d = program.dispatches[i]
                 o = candidates(d)[c]
