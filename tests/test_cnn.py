@@ -85,8 +85,10 @@ def test_the_conv_option_routes_groups_1_convs_and_is_validated():
     x = torch.randn(1, 8, 9, 9)
     ep = torch.export.export(nn.Sequential(nn.Conv2d(8, 8, 3), nn.Conv2d(8, 8, 1), nn.Conv2d(8, 8, 3, groups=8)),
                              (x,))
-    # auto: a small output runs direct (ops/conv.py: IM2COL_MIN_OUTPUTS), 1x1 as a GEMM, depthwise direct
-    assert kernels(webgpu_torch.compile(ep)) == ["conv[direct,vec4]", "gemm[pr]", "conv[direct]"]
+    # auto: 4k channels go channels-last (ops/conv.py: _channels_last): one copy of the input, then the vec4
+    # im2col GEMM, the 1x1 GEMM and the depthwise kernel, each output channels-last for the next
+    assert kernels(webgpu_torch.compile(ep)) == ["elementwise[copy]", "conv[im2col_nhwc,vec4_32x64]",
+                                                 "gemm[vec4_32x64]", "conv[depthwise_nhwc]"]
     assert kernels(webgpu_torch.compile(ep, conv="im2col")) == ["conv[im2col,pr]"] * 2 + ["conv[direct]"]
     assert kernels(webgpu_torch.compile(ep, conv="direct")) == ["conv[direct,vec4]"] * 2 + ["conv[direct]"]
     with pytest.raises(ValueError, match="conv='fast': choose one of 'auto', 'im2col', 'direct'"):

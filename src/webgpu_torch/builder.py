@@ -74,6 +74,7 @@ class Builder:
         self._dummy: Tensor | None = None
         self._folded: dict[Tensor, Tensor] = {}
         self._halves: dict[int, int] = {}
+        self._once: dict[Any, Tensor] = {}
 
     # -- for op lowerings -------------------------------------------------------------------------------------
     def new(self, shape: tuple, dtype: str = "float32") -> Tensor:
@@ -137,6 +138,13 @@ class Builder:
         from .ops.elementwise import copy
 
         return copy(self, t)
+
+    def once(self, key, make: Callable[[], Tensor]) -> Tensor:
+        """make() the first time `key` is asked for, the same tensor after: a layout copy that several ops read
+        (every tensor here is written once, by the dispatch that makes it, so a copy of it stays valid)."""
+        if key not in self._once:
+            self._once[key] = make()
+        return self._once[key]
 
     def reshaped(self, t: Tensor, shape: tuple) -> Tensor:
         """`t` viewed as `shape` (same element count), through `contiguous` only where its strides forbid it."""

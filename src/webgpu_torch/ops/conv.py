@@ -1,20 +1,23 @@
 """Convolution: `aten.convolution.default` with one or two spatial dims, every form models use.
 
-Routing (`route`):
-  * groups == 1, not transposed, a 1×1 kernel at stride 1 with no padding: a plain batched GEMM
-    (`gemm.gemm`) over views, out[b] = W[OC, IC] @ x[b][IC, H·W], with no copy;
-  * other groups == 1, not transposed: an implicit-im2col GEMM. A channels-last input (channels its
-    contiguous axis, a multiple of 4: a token-major activation seen as NCHW) runs on the vec4 GEMM kernels
-    (`gemm.im2col_gemm`: M = B·OH·OW, N = OC, K = KH·KW·IC, the weight permuted to [OC, KH, KW, IC] at
-    compile time, the output channels-last and returned as an NCHW view) with their split-K and tuning;
-    any other input on conv.wgsl `im2col` (M = OC, N = B·OH·OW, K = IC·KH·KW, loads by element, on the
-    GEMM kernel's main loop tiled_matmul.wgsl and its element configurations);
-  * a depthwise conv over a channels-last image with 4k channels (DaViT's position convs):
-    depthwise_nhwc.wgsl, four channels per thread in vec4s, the weight permuted to [KH, KW, C];
-  * other grouped, depthwise and transposed convs: the direct kernel (conv.wgsl `direct`), one thread per
-    output.
+Routing. Channels-last first (`_channels_last`): a conv with 4k input channels, groups 1 or depthwise, not
+transposed, static sizes, runs on kernels that read the channels as vec4s and write a channels-last output
+(returned as an NCHW view); an NCHW input is copied to channels-last once, and the outputs keep the next
+conv's input so:
+  * 1×1 at stride 1: the vec4 GEMM, pixels [B·H·W, IC] by the weight [IC, OC] read in place;
+  * other groups == 1: the implicit-im2col vec4 GEMM (`gemm.im2col_gemm`: M = B·OH·OW, N = OC,
+    K = KH·KW·IC, the weight permuted to [OC, KH, KW, IC] at compile time), with split-K and tuning;
+  * depthwise: depthwise_nhwc.wgsl, four channels per thread, the weight permuted to [KH, KW, C].
+Any other conv (`route`):
+  * groups == 1, a 1×1 kernel at stride 1 with no padding: a plain batched GEMM (`gemm.gemm`) over views,
+    out[b] = W[OC, IC] @ x[b][IC, H·W], with no copy;
+  * other groups == 1, not transposed: conv.wgsl `im2col` (M = OC, N = B·OH·OW, K = IC·KH·KW, loads by
+    element, on the GEMM kernel's main loop tiled_matmul.wgsl and its element configurations) for large
+    outputs, else the direct kernel;
+  * grouped, depthwise and transposed convs: the direct kernel (conv.wgsl `direct`), one thread per output.
 The compile option `conv` ("auto", "im2col", "direct") sends every groups == 1 conv through one of the two
-kernels instead, so the im2col GEMM can be measured against the direct kernel (bench/conv.py).
+element kernels instead (no channels-last route), so the im2col GEMM can be measured against the direct
+kernel (bench/conv.py).
 
 A conv1d runs as a conv2d of height 1: input and weight get a unit H dim as views. Every kernel reads x
 through its strides, reads out-of-range positions as zero and takes the output size from the node, so
@@ -60,6 +63,12 @@ class Geometry:
     groups: int
     transposed: bool
 
+    @property
+    def pointwise(self) -> bool:
+        """1×1 at stride 1 without padding: every output pixel is its input pixel."""
+        return (self.kh, self.kw, self.stride, self.padding, self.oh, self.ow) == (1, 1, (1, 1), (0, 0), self.h,
+                                                                                   self.w)
+
     @staticmethod
     def of(node: NodeView) -> Geometry:
         a = node.args
@@ -86,15 +95,35 @@ IM2COL_MIN_OUTPUTS = 1 << 19
 
 
 def route(g: Geometry, forced: str) -> str:
-    """"gemm" (1×1 as a plain GEMM), "im2col" or "direct"."""
+    """"gemm" (1×1 as a plain GEMM), "im2col" or "direct", for a conv the channels-last kernels do not take."""
     if g.transposed or g.groups != 1:
         return "direct"
     if forced != "auto":
         return forced
-    pointwise = (g.kh, g.kw, g.stride, g.padding, g.oh, g.ow) == (1, 1, (1, 1), (0, 0), g.h, g.w)
-    if pointwise:
+    if g.pointwise:
         return "gemm"
     return "im2col" if g.oc * g.batch * g.oh * g.ow >= IM2COL_MIN_OUTPUTS else "direct"
+
+
+def _channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Tensor | None:
+    """The output of the channels-last kernels, [batch, OC, OH, OW] as a view of channels-last memory, for
+    a conv they take: static sizes, not transposed, 4k input channels, groups 1 or depthwise. 1×1 at stride
+    1 is a vec4 GEMM of pixels by channels, other groups-1 convs the implicit-im2col vec4 GEMM, depthwise ones
+    depthwise_nhwc.wgsl. An NCHW input is copied to channels-last first: the copy pays for itself on the
+    first conv, and as every output here is channels-last, a chain of convs (ResNet's, MobileNet's) pays it
+    once. None for any other conv."""
+    depthwise = g.groups == g.ic == g.oc
+    static = all(isinstance(v, int) for v in (*x.shape, *x.strides, x.offset))
+    if g.transposed or g.ic % 4 or not (g.groups == 1 or depthwise) or not static:
+        return None
+    if x.strides[1] != 1:  # one copy per input, however many convs read it (a ResNet block's two branches)
+        x = ctx.once(("channels_last", x), lambda: layout.permute(ctx.contiguous(layout.permute(x, [0, 2, 3, 1])),
+                                                                   [0, 3, 1, 2]))
+    if depthwise:
+        return _depthwise_channels_last(ctx, g, x, w, fin)
+    if g.pointwise:
+        return _pointwise_channels_last(ctx, g, x, w, fin)
+    return _im2col_channels_last(ctx, g, x, w, fin)
 
 
 def _check(node: NodeView) -> str | None:
@@ -119,7 +148,11 @@ def convolution(ctx: Builder, node: NodeView) -> Tensor:
     out_shape = (g.batch, g.oc, g.oh, g.ow)
     res = epilogue.residual(node)
     fin = Finish(node.args["bias"], None if res is None else ctx.reshaped(res, out_shape), node.epilogue)
-    kind = route(g, ctx.options.extra.get("conv", CHOICES[0]))
+    forced = ctx.options.extra.get("conv", CHOICES[0])
+    out = _channels_last(ctx, g, x, w, fin) if forced == "auto" else None
+    if out is not None:
+        return layout.view(out, node.out.shape)
+    kind = route(g, forced)
     out = _pointwise(ctx, g, x, w, fin, out_shape) if kind == "gemm" else None
     if out is None and kind == "direct":
         out = _depthwise_channels_last(ctx, g, x, w, fin) or _direct(ctx, g, x, w, fin)
@@ -163,6 +196,19 @@ def _pointwise(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish, out
     w2 = ctx.reshaped(w, (g.oc, g.ic))
     bias2 = None if fin.bias is None else layout.unsqueeze(fin.bias, 1)  # [OC, 1]: broadcast over batch, H·W
     return gemm.gemm(ctx, w2, x3, bias2, out_shape=out_shape, ep=fin.ep, residual=fin.residual)
+
+
+def _pointwise_channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Tensor | None:
+    """out[b, h, w, :] = x[b, h, w, :] @ Wᵀ: a GEMM of pixels [B·H·W, IC] (read along the channels) by the
+    weight [IC, OC] (W read in place, along IC), written channels-last; None where x's pixels do not merge into
+    one view."""
+    pixels = layout.view(layout.permute(x, [0, 2, 3, 1]), (g.batch * g.h * g.w, g.ic))
+    if pixels is None:
+        return None
+    weight = layout.permute(ctx.reshaped(w, (g.oc, g.ic)), [1, 0])
+    res = None if fin.residual is None else layout.permute(fin.residual, [0, 2, 3, 1])
+    out = gemm.gemm(ctx, pixels, weight, fin.bias, out_shape=(g.batch, g.oh, g.ow, g.oc), ep=fin.ep, residual=res)
+    return layout.permute(out, [0, 3, 1, 2])
 
 
 def _im2col_channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Tensor | None:
@@ -318,6 +364,13 @@ def cases() -> list[OpCase]:
                [(3, 11, 13, 37), (41, 37, 1, 1), (41,)], marks=g),
         OpCase("pointwise_hw_transposed", lambda x, w, b: F.conv2d(x.transpose(2, 3), w, b),
                [(3, 37, 13, 11), (41, 37, 1, 1), (41,)], marks=g),
+        # NCHW inputs with 4k channels: copied to channels-last once, then a chain of channels-last convs
+        # (1×1 GEMM, im2col GEMM, depthwise) whose outputs stay channels-last, with a fused residual.
+        OpCase("channels_last_chain_from_nchw", lambda x, w1, b1, w2, b2, w3, w4: torch.relu(F.conv2d(F.conv2d(
+            torch.relu(F.conv2d(x, w1, b1)), w2, b2, 1, 1), w4, None, 1, 1, 1, 16) + F.conv2d(x, w3)),
+               [(2, 8, 13, 11), (12, 8, 1, 1), (12,), (16, 12, 3, 3), (16,), (16, 8, 1, 1), (16, 1, 3, 3)],
+               marks=g),
+        OpCase("channels_last_strided_3x3_from_nchw", conv(2, 1), [(1, 8, 17, 19), (13, 8, 3, 3), (13,)], marks=g),
         # A residual add fused into every route (ResNet's relu(conv(x) + identity) and friends).
         OpCase("im2col_residual_relu", lambda x, w, b, r: torch.relu(F.conv2d(x, w, b, 1, 1) + r),
                [(3, 5, 17, 19), (13, 5, 3, 3), (13,), (3, 13, 17, 19)], marks=g, kwargs={"conv": "im2col"}),
