@@ -154,3 +154,18 @@ def test_a_cache_entry_that_is_no_candidate_is_timed_again(entry, monkeypatch, t
     assert json.loads((tmp_path / "cache.json").read_text())[device][key] in range(len(tuning.candidates(
         program.dispatches[0])))
     assert_close(program(*args), ref)
+
+
+def test_a_subgroup_twin_is_timed_only_where_the_device_has_subgroups(tmp_path, monkeypatch):
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    x = torch.randn(37, 96, generator=seeded("twin"))
+    program = webgpu_torch.compile_module(torch.nn.LayerNorm(96), (x,))
+    (d,) = program.dispatches
+    assert [program.kernels[o.kernel].requires for o in tuning.candidates(d)] == [(), ("subgroups",)]
+    assert tuning._usable(program, [0], features=set()) == [0]
+    assert tuning._usable(program, [0], features={"subgroups"}) == [0, 1]
+    ex = Executor(program)  # Dawn on lavapipe times both; wgpu-native takes the plain kernel untimed
+    (chosen,) = ex.program.dispatches
+    assert set(ex.program.kernels[chosen.kernel].requires) <= set(get_engine().device.features)
+    program._executor = ex
+    assert_close(program(x), torch.nn.functional.layer_norm(x.double(), (96,)))

@@ -115,29 +115,39 @@ def resolve(program: Program, engine: Engine) -> Program:
 
 
 def _measure(program: Program, engine: Engine, which: dict[str, list[int]]) -> dict[str, int]:
-    """For each key, the index of its group's fastest candidate: all timed in one probe program."""
+    """For each key, the index of its group's fastest candidate that this device can run: all timed in one
+    probe program (a group left with one such candidate takes it untimed)."""
     from .executor import Executor
     from .timing import dispatch_times
 
-    probe, spans = _probe(program, which.values(), engine.device.features)
-    times = dispatch_times(Executor(probe, engine.name), samples=SAMPLES, repeats=REPEATS)
-    return {key: usable[int(np.argmin(np.reshape(times[a:a + len(usable) * size], (-1, size)).sum(axis=1)))]
-            for key, (a, usable, size) in zip(which, spans, strict=True)}
+    usable = {key: _usable(program, members, engine.device.features) for key, members in which.items()}
+    chosen = {key: c[0] for key, c in usable.items() if len(c) == 1}
+    timed = {key: members for key, members in which.items() if key not in chosen}
+    if timed:
+        probe, starts = _probe(program, timed.values(), [usable[key] for key in timed])
+        times = dispatch_times(Executor(probe, engine.name), samples=SAMPLES, repeats=REPEATS)
+        for (key, members), start in zip(timed.items(), starts, strict=True):
+            c = usable[key]
+            per = np.reshape(times[start:start + len(c) * len(members)], (len(c), len(members))).sum(axis=1)
+            chosen[key] = c[int(np.argmin(per))]
+    return chosen
 
 
-def _probe(program: Program, which, features) -> tuple[Program, list[tuple[int, list[int], int]]]:
-    """A program of every candidate of the groups `which` that this device can run (each candidate's members
-    in order; a kernel may require a feature such as subgroups), over scratch copies of the buffers they
-    bind; and each group's (first probe dispatch, indices of the candidates timed, members)."""
+def _usable(program: Program, members: list[int], features) -> list[int]:
+    """The candidates of a group whose kernels need no feature the device lacks (Kernel.requires)."""
+    count = len(program.dispatches[members[0]].options) + 1
+    return [c for c in range(count) if all(set(program.kernels[candidates(program.dispatches[i])[c].kernel].requires)
+                                           <= set(features) for i in members)]
+
+
+def _probe(program: Program, which, usable) -> tuple[Program, list[int]]:
+    """A program of the candidates `usable[g]` of each group `which[g]` (each candidate's members in order),
+    over scratch copies of the buffers they bind; and each group's first probe dispatch."""
     used: dict[int, int] = {}
-    dispatches, spans = [], []
-    for members in which:
-        count = len(program.dispatches[members[0]].options) + 1
-        usable = [c for c in range(count) if all(
-            set(program.kernels[candidates(program.dispatches[i])[c].kernel].requires) <= set(features)
-            for i in members)]
-        spans.append((len(dispatches), usable, len(members)))
-        for c in usable:
+    dispatches, starts = [], []
+    for members, cands in zip(which, usable, strict=True):
+        starts.append(len(dispatches))
+        for c in cands:
             for i in members:
                 d = program.dispatches[i]
                 o = candidates(d)[c]
@@ -145,7 +155,7 @@ def _probe(program: Program, which, features) -> tuple[Program, list[tuple[int, 
                 dispatches.append(Dispatch(o.kernel, buffers, o.uniform, o.grid, d.node))
     buffers = [Buffer(program.buffers[b].size, "scratch") for b in used]
     empty = {"type": "tuple", "items": []}
-    return Program(program.sources, program.kernels, buffers, {}, [], [], empty, empty, dispatches), spans
+    return Program(program.sources, program.kernels, buffers, {}, [], [], empty, empty, dispatches), starts
 
 
 def _read(path: Path) -> dict:
