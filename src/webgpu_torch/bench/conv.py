@@ -1,18 +1,19 @@
 """Conv2d fp32 per shape: the implicit-im2col GEMM against the direct kernel, and a torch baseline.
 
 Shapes: DaViT's (Florence-2's vision tower: the k7 s4 patch embed at 768², the k3 s2 downsamples, the
-depthwise 3×3 position convs, which take token-major activations: channels-last inputs, as here) and ResNet-18's
-at 224² (NCHW inputs). `--scale S` divides every input's H and W by S (for
-software adapters). Depthwise convs have no im2col form (groups ≠ 1): they run on the direct kernel only.
-Baseline: torch on CUDA (cuDNN, TF32 off) when a CUDA device is present, else torch on the CPU. Our figures
-are GPU time from timestamp queries (wall clock where the adapter has none) over back-to-back calls, inputs
-already on the device.
+depthwise 3×3 position convs, which take token-major activations: channels-last inputs, as here) and
+ResNet-18's at 224² (NCHW inputs; `--channels-last` feeds every shape channels-last, as a model's convs get
+their inputs after the first). `--scale S` divides every input's H and W by S (for software adapters).
+Depthwise convs have no im2col form (groups ≠ 1): they run on the direct kernel only. Baseline: torch on
+CUDA (cuDNN, TF32 off) when a CUDA device is present, else torch on the CPU. Our figures are GPU time from
+timestamp queries (wall clock where the adapter has none) over back-to-back calls, inputs already on the
+device.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -81,10 +82,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--shapes", nargs="*", metavar="NAME", help="names or prefixes (davit, resnet18.layer3, ...); "
                         "default: all of " + " ".join(s.name for s in SHAPES))
     parser.add_argument("--scale", type=int, default=1, help="divide every input's H and W by this (default 1)")
+    parser.add_argument("--channels-last", action="store_true", help="feed every input channels-last (as "
+                        "ResNet's convs get theirs after the first: ops/conv.py, _channels_last)")
 
 
 def run(args) -> tuple[list[dict], dict]:
-    return measure(named(SHAPES, args.shapes), args.scale, args.engine, args.repeat)
+    shapes = named(SHAPES, args.shapes)
+    if args.channels_last:
+        shapes = [replace(s, channels_last=True) for s in shapes]
+    return measure(shapes, args.scale, args.engine, args.repeat)
 
 
 def measure(shapes: list[Shape], scale: int = 1, engine: str | None = None, repeats: int = 5) -> tuple[list[dict],

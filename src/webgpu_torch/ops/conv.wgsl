@@ -28,7 +28,7 @@
 // Geometry: im2col numbers TILE_M x TILE_N blocks n-fastest; direct runs one thread per output element
 //   (per_element.wgsl). Both fold the grid to fit 65,535 workgroups per dimension and exit at once past the
 //   end (uniformly, before any barrier).
-// Bias, residual and the fused activation: conv_finish.wgsl.
+// Params, bias, residual and the fused activation: conv_params.wgsl.
 
 //! include conv_params.wgsl
 //! include tiled_matmul.wgsl
