@@ -414,6 +414,8 @@ def cases() -> list[OpCase]:
         # conv1d: a conv2d of height 1.
         OpCase("conv1d_im2col_batch3", conv1d(2, 3, 2), [(3, 7, 101), (11, 7, 5), (11,)], marks=g,
                kwargs={"conv": "im2col"}),
+        OpCase("conv1d_channels_last_from_ncw_gelu", lambda x, w, b: F.gelu(F.conv1d(x, w, b, 2, 1)),
+               [(2, 8, 37), (12, 8, 3), (12,)], marks=g),
         OpCase("conv1d_grouped_speech", lambda x, w, b: F.gelu(F.conv1d(x, w, b, 1, 3, 1, 4)),
                [(1, 16, 97), (16, 4, 7), (16,)]),
         OpCase("conv1d_transposed", tconv(2, 1, dims=1), [(3, 5, 37), (5, 3, 4), (3,)]),
