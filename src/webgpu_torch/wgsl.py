@@ -9,6 +9,9 @@ replaced by that file's text. Compile-time parameters come in two forms:
 The substitution touches only the value of a named declaration; there is no template language. A source
 specialised with an f16 alias gets the `enable f16;` directive WGSL requires (its first line); `f16` enters
 our kernels only through aliases, so `without_f16` can turn such a source back into its f32 form.
+A helper may have a subgroup twin (`row.wgsl` and `row.subgroups.wgsl`: the same functions written with
+subgroup operations); `kernel_source(file, subgroups=True)` includes the twins instead, for the kernel that
+the builder offers where the device has subgroups.
 
 The uniform struct `Params` is declared once, in the kernel; its byte layout is derived here from WGSL's
 uniform-address-space layout rules, so the Python side can never disagree with the shader about offsets.

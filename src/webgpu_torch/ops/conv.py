@@ -252,7 +252,7 @@ def _depthwise_channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fi
     image = layout.permute(x, [0, 2, 3, 1])
     if g.transposed or not g.groups == g.ic == g.oc or not gemm.Im2col.fits(image):
         return None
-    taps = ctx.contiguous(layout.permute(layout.view(w, (g.oc, g.kh, g.kw)), [1, 2, 0]))  # [KH, KW, C]
+    taps = ctx.contiguous(layout.permute(ctx.reshaped(w, (g.oc, g.kh, g.kw)), [1, 2, 0]))  # [KH, KW, C]
     if taps.offset % 4:
         return None
     out = ctx.new((g.batch, g.oh, g.ow, g.oc))
