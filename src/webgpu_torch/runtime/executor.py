@@ -84,7 +84,8 @@ class Executor:
             lacking = [f for f in self.program.kernels[k].requires if f not in device.features]
             if lacking:
                 raise DeviceError(f"kernel {self.program.kernels[k].name} needs the {', '.join(lacking)} "
-                                  f"feature, which this {self.engine.name} device lacks")
+                                  f"feature, which this {self.engine.name} device lacks; run the compiled "
+                                  f"program as saved (its dispatches' defaults need no optional feature)")
         self._bindings, self._group_layouts, pipeline_layouts, modules = {}, {}, {}, {}
         for i in sorted({self._kernel_source[k] for k in used}):
             source = self.program.sources[i]
