@@ -34,7 +34,6 @@
 //! include tiled_matmul.wgsl
 //! include per_element.wgsl
 
-override TRANSPOSED: bool = false;
 override VEC4: bool = false;
 override CHANNELS_LAST: bool = false;
 
@@ -44,22 +43,6 @@ override CHANNELS_LAST: bool = false;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> residual: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
-
-// The input position that output position `o` reads through tap `k` (see the index maps above), or -1.
-fn source_index(o: u32, k: u32, s: u32, pad: u32, d: u32, n: u32) -> i32 {
-  if (TRANSPOSED) {
-    let t = i32(o + pad) - i32(k * d);
-    if (t < 0 || u32(t) % s != 0u || u32(t) / s >= n) {
-      return -1;
-    }
-    return t / i32(s);
-  }
-  let i = i32(o * s + k * d) - i32(pad);
-  if (i < 0 || u32(i) >= n) {
-    return -1;
-  }
-  return i;
-}
 
 // -- im2col: tiled_matmul.wgsl's loaders and epilogue ----------------------------------------------------------
 

@@ -1,6 +1,7 @@
-// conv_params.wgsl — what the convolution kernels share: their Params (conv.py `_params` fills them) and what
-// they add to a finished sum: bias, a fused residual, then the fused activation. Not a kernel: conv.wgsl and
-// depthwise_nhwc.wgsl include it and declare the `bias` and `residual` bindings it reads.
+// conv_params.wgsl — what the convolution kernels share: their Params (conv.py `_params` fills them), the
+// input position a tap reads (source_index) and what they add to a finished sum: bias, a fused residual,
+// then the fused activation. Not a kernel: conv.wgsl and depthwise_nhwc.wgsl include it and declare the
+// `bias` and `residual` bindings it reads.
 //   bias[oc] = bias[bias_offset + oc*bias_stride]                      (read only when HAS_BIAS)
 //   residual[b, oc, oh, ow] = residual[res_offset + dot((b, oc, oh, ow), res_strides)]   (HAS_RESIDUAL)
 
@@ -9,6 +10,7 @@
 override HAS_BIAS: bool = false;
 override HAS_RESIDUAL: bool = false;
 override ACTIVATION: u32 = ACT_NONE;
+override TRANSPOSED: bool = false;
 
 struct Params {
   numel: u32,        // output elements
@@ -42,6 +44,22 @@ struct Params {
   x_strides: vec4<u32>,   // (b, c, h, w)
   w_strides: vec4<u32>,   // (ocg, icg, kh, kw)
   res_strides: vec4<u32>, // (b, oc, oh, ow)
+}
+
+// The input position that output position `o` reads through tap `k` (conv.wgsl's index maps), or -1.
+fn source_index(o: u32, k: u32, s: u32, pad: u32, d: u32, n: u32) -> i32 {
+  if (TRANSPOSED) {
+    let t = i32(o + pad) - i32(k * d);
+    if (t < 0 || u32(t) % s != 0u || u32(t) / s >= n) {
+      return -1;
+    }
+    return t / i32(s);
+  }
+  let i = i32(o * s + k * d) - i32(pad);
+  if (i < 0 || u32(i) >= n) {
+    return -1;
+  }
+  return i;
 }
 
 // The output at o = (b, oc, oh, ow) from its sum `acc`.

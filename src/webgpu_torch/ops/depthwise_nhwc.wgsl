@@ -9,8 +9,7 @@
 //   w: [KH, KW, C] from w_offset (a multiple of 4), channels contiguous (the lowering permutes the
 //     [C, 1, KH, KW] weight).
 //   bias and residual: conv_params.wgsl. out: contiguous [batch, OH, OW, C].
-// Index map, per spatial dim: output o reads input i = o*stride - pad + k*dil through tap k; an i outside
-//   [0, n) is padding and reads 0 (so any trailing padding needs nothing).
+// Index map: conv.wgsl's plain one (source_index); positions outside the input are padding and read 0.
 // Geometry: one thread per 4 of the numel outputs, numbered channel-fastest over [batch, OH, OW, C/4]
 //   (per_element.wgsl). C is Params' OC.
 
@@ -37,13 +36,13 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let x_base = p.x_offset + o.x * p.x_strides.x + c;
   var acc = vec4<f32>(0.0);
   for (var kh = 0u; kh < p.KH; kh++) {
-    let ih = i32(o.z * p.stride_h + kh * p.dil_h) - i32(p.pad_h);
-    if (ih < 0 || u32(ih) >= p.H) {
+    let ih = source_index(o.z, kh, p.stride_h, p.pad_h, p.dil_h, p.H);
+    if (ih < 0) {
       continue;
     }
     for (var kw = 0u; kw < p.KW; kw++) {
-      let iw = i32(o.w * p.stride_w + kw * p.dil_w) - i32(p.pad_w);
-      if (iw < 0 || u32(iw) >= p.W) {
+      let iw = source_index(o.w, kw, p.stride_w, p.pad_w, p.dil_w, p.W);
+      if (iw < 0) {
         continue;
       }
       let xv = x[(x_base + u32(ih) * p.x_strides.z + u32(iw) * p.x_strides.w) / 4u];
