@@ -21,8 +21,8 @@ from .helpers import assert_close, reference, seeded
 F = nn.functional
 
 
-def kernels(program) -> list[str]:
-    return [program.kernels[d.kernel].name for d in program.dispatches]
+def kernels(session) -> list[str]:
+    return [session.program.kernels[d.kernel].name for d in session.program.dispatches]
 
 
 def randomize_batch_norms(model: nn.Module, name: str) -> nn.Module:
@@ -54,9 +54,9 @@ class ConvBNReLU(nn.Module):
 def test_batch_norm_folds_into_the_conv_and_the_activation_fuses(transposed, groups, poisoned):
     model = randomize_batch_norms(ConvBNReLU(transposed, groups), f"bn{transposed}{groups}")
     x = torch.randn(3, 6, 13, 11, generator=seeded("bn-x"))
-    program = webgpu_torch.compile_module(model, (x,))
-    assert len(kernels(program)) == 1 and kernels(program)[0].endswith("+relu"), kernels(program)
-    assert_close(poisoned(program, x), reference(model.double(), [x]))
+    session = webgpu_torch.compile_module(model, (x,))
+    assert len(kernels(session)) == 1 and kernels(session)[0].endswith("+relu"), kernels(session)
+    assert_close(poisoned(session, x), reference(model.double(), [x]))
 
 
 def test_batch_norm_of_a_shared_conv_result_runs_as_a_kernel(poisoned):
@@ -67,9 +67,9 @@ def test_batch_norm_of_a_shared_conv_result_runs_as_a_kernel(poisoned):
 
     model = randomize_batch_norms(Shared(), "shared")
     x = torch.randn(1, 6, 13, 11, generator=seeded("shared-x"))
-    program = webgpu_torch.compile_module(model, (x,))
-    assert "batch_norm" in kernels(program)
-    assert_close(poisoned(program, x), reference(model.double(), [x]))
+    session = webgpu_torch.compile_module(model, (x,))
+    assert "batch_norm" in kernels(session)
+    assert_close(poisoned(session, x), reference(model.double(), [x]))
 
 
 def test_zero_padding_folds_into_the_conv_and_other_padding_does_not():
@@ -132,9 +132,9 @@ def test_hardswish_silu_hardsigmoid_block_matches_eager(poisoned):
 
 def check_classifier(model: nn.Module, x: torch.Tensor, poisoned) -> None:
     """Logits within the float32 tolerance of a float64 run and of eager float32, and the same top-1."""
-    program = webgpu_torch.compile_module(model, (x,))
-    assert not {"batch_norm", "constant_pad"} & set(kernels(program)), "BN and padding fold into the convs"
-    got = poisoned(program, x)
+    session = webgpu_torch.compile_module(model, (x,))
+    assert not {"batch_norm", "constant_pad"} & set(kernels(session)), "BN and padding fold into the convs"
+    got = poisoned(session, x)
     got = got.logits if hasattr(got, "logits") else got
     with torch.no_grad():
         eager = model(x)

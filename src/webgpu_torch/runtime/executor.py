@@ -14,14 +14,15 @@ grids and evaluates the output views; calls at the same sizes repeat nothing.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes, symbolic, wgsl
+from .. import dtypes, symbolic
 from ..errors import DeviceError
-from ..program import Program, Tensor, fold_grid
-from . import tuning
+from ..program import Patch, Program, Tensor, fold_grid
+from . import features, tuning
 from .device_tensor import DeviceTensor
 from .engine import Engine, get_engine
 
@@ -44,8 +45,7 @@ class Executor:
     def __init__(self, program: Program, engine: str | None = None):
         program.check()
         self.engine: Engine = get_engine(engine)
-        if program.uses_f16 and "shader-f16" not in self.engine.device.features:
-            program = program.without_f16()  # the same arithmetic from float32 copies of the float16 constants
+        program = features.for_device(program, self.engine.device.features)
         self.program = program = tuning.resolve(program, self.engine)  # options: this device's fastest
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
         self._check_limits()
@@ -76,7 +76,8 @@ class Executor:
                                   f"{max_binding:,} (max buffer {max_buffer:,})")
 
     def _build_pipelines(self) -> None:
-        """One module and layout per source this engine uses (a kernel may name its own source per engine)."""
+        """One module per source this engine uses (a kernel may name its own source per engine), layouts from
+        each kernel's declared bindings, one pipeline per kernel a dispatch runs."""
         wgpu, device = self.engine.wgpu, self.engine.device
         self._kernel_source = [k.source_for(self.engine.name) for k in self.program.kernels]
         used = {d.kernel for d in self.program.dispatches}  # not the options tuning passed over
@@ -86,17 +87,17 @@ class Executor:
                 raise DeviceError(f"kernel {self.program.kernels[k].name} needs the {', '.join(lacking)} "
                                   f"feature, which this {self.engine.name} device lacks; run the compiled "
                                   f"program as saved (its dispatches' defaults need no optional feature)")
-        self._bindings, self._group_layouts, pipeline_layouts, modules = {}, {}, {}, {}
+        # One bind group layout per distinct binding list (explicit, never "auto": an operand a variant never
+        # reads still has its slot).
+        self._group_layouts, pipeline_layouts, modules = {}, {}, {}
+        for kinds in {self.program.kernels[k].bindings for k in used}:
+            entries = [{"binding": i, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": _BUFFER_TYPE[kind]}}
+                       for i, kind in enumerate(kinds)]
+            self._group_layouts[kinds] = device.create_bind_group_layout(entries=entries)
+            pipeline_layouts[kinds] = device.create_pipeline_layout(bind_group_layouts=[self._group_layouts[kinds]])
         for i in sorted({self._kernel_source[k] for k in used}):
-            source = self.program.sources[i]
-            binds = wgsl.bindings(source)
-            entries = [{"binding": b.index, "visibility": wgpu.ShaderStage.COMPUTE,
-                        "buffer": {"type": _BUFFER_TYPE[b.kind]}} for b in binds]
-            self._bindings[i] = binds
-            self._group_layouts[i] = device.create_bind_group_layout(entries=entries)
-            pipeline_layouts[i] = device.create_pipeline_layout(bind_group_layouts=[self._group_layouts[i]])
             try:
-                modules[i] = device.create_shader_module(code=source, label=f"source{i}")
+                modules[i] = device.create_shader_module(code=self.program.sources[i], label=f"source{i}")
             except Exception as e:
                 users = sorted({k.name for k, s in zip(self.program.kernels, self._kernel_source, strict=True)
                                 if s == i})
@@ -109,7 +110,7 @@ class Executor:
                 continue
             try:
                 self.pipelines.append(device.create_compute_pipeline(
-                    layout=pipeline_layouts[i], label=k.name,
+                    layout=pipeline_layouts[k.bindings], label=k.name,
                     compute={"module": modules[i], "entry_point": k.entry, "constants": dict(k.overrides)}))
             except Exception as e:
                 raise DeviceError(f"kernel {k.name}: the {self.engine.name} engine rejected it: {e}") from e
@@ -130,16 +131,16 @@ class Executor:
         self._uniform_offsets = offsets
         self.bind_groups = []
         for off, d in zip(offsets, self.program.dispatches, strict=True):
-            source = self._kernel_source[d.kernel]
             entries, storage = [], iter(d.buffers)
-            for b in self._bindings[source]:
-                if b.kind == "uniform":
+            for i, kind in enumerate(self.program.kernels[d.kernel].bindings):
+                if kind == "uniform":
                     res = {"buffer": self.uniforms, "offset": off, "size": _round_up(len(d.uniform), 16)}
                 else:
                     buf = self.buffers[next(storage)]
                     res = {"buffer": buf, "offset": 0, "size": buf.size}
-                entries.append({"binding": b.index, "resource": res})
-            self.bind_groups.append(device.create_bind_group(layout=self._group_layouts[source], entries=entries))
+                entries.append({"binding": i, "resource": res})
+            self.bind_groups.append(device.create_bind_group(layout=self._group_layouts[self.program.kernels[d.kernel].bindings],
+                                                              entries=entries))
 
     def _build_readback(self) -> None:
         """One staging buffer with a slot per output, each as large as its output can get."""
@@ -163,7 +164,7 @@ class Executor:
             if d.patches:
                 words = bytearray(d.uniform)
                 for patch in d.patches:
-                    patch.write(words, env)
+                    _write_patch(words, patch, env)
                 queue.write_buffer(self.uniforms, off, bytes(words))
             grids.append(fold_grid(symbolic.evaluate(d.count, env)) if d.count is not None else d.grid)
         self._plan = [(self.pipelines[d.kernel], bg, grid)
@@ -255,3 +256,11 @@ class Executor:
         base = region[:usable].view(d)
         strides = tuple(s * d.itemsize for s in t.strides)
         return np.lib.stride_tricks.as_strided(base, t.shape, strides, writeable=False).copy()
+
+
+_SCALAR_FORMAT = {"u32": "<I", "i32": "<i", "f32": "<f"}
+
+
+def _write_patch(words: bytearray, patch: Patch, env: dict[str, int]) -> None:
+    v = symbolic.evaluate(patch.value, env)
+    struct.pack_into(_SCALAR_FORMAT[patch.scalar], words, patch.offset, float(v) if patch.scalar == "f32" else v)
