@@ -15,7 +15,7 @@ from transformers import (
 import webgpu_torch
 from webgpu_torch.errors import UnsupportedError
 
-from . import mobilenet_v2
+from . import corpus, mobilenet_v2
 from .helpers import assert_close, reference, seeded
 
 F = nn.functional
@@ -130,8 +130,9 @@ def test_hardswish_silu_hardsigmoid_block_matches_eager(poisoned):
     assert_close(poisoned(webgpu_torch.compile_module(model, (x,)), x), reference(model.double(), [x]))
 
 
-def check_classifier(model: nn.Module, x: torch.Tensor, poisoned) -> None:
-    """Logits within the float32 tolerance of a float64 run and of eager float32, and the same top-1."""
+def check_classifier(model: nn.Module, x: torch.Tensor, poisoned, corpus_name: str = "") -> None:
+    """Logits within the float32 tolerance of a float64 run and of eager float32, and the same top-1; with a
+    `corpus_name`, the program and its call are written to the model corpus (tests/corpus.py)."""
     session = webgpu_torch.compile_module(model, (x,))
     assert not {"batch_norm", "constant_pad"} & set(kernels(session)), "BN and padding fold into the convs"
     got = poisoned(session, x)
@@ -144,6 +145,8 @@ def check_classifier(model: nn.Module, x: torch.Tensor, poisoned) -> None:
     assert_close(got, want, what="logits vs float64")
     assert_close(got, eager, what="logits vs eager float32")
     assert torch.equal(got.argmax(-1), eager.argmax(-1))
+    if corpus_name:
+        corpus.write(corpus_name, session, [((x,), {}, got)])
 
 
 @pytest.mark.e2e
@@ -168,4 +171,4 @@ def test_pretrained_mobilenet_v2_matches_eager(poisoned):
     """torchvision's ImageNet checkpoint at 224²: 52 convs with folded BN stay within 1e-5 of the logit scale
     (float32 rounding only: measured ~1e-6, the same as eager float32's own distance from float64)."""
     x = torch.randn(1, 3, 224, 224, generator=seeded("imagenet-x"))
-    check_classifier(mobilenet_v2.pretrained(), x, poisoned)
+    check_classifier(mobilenet_v2.pretrained(), x, poisoned, corpus_name="mobilenet_v2")

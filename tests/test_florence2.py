@@ -9,6 +9,8 @@ import pytest
 from webgpu_torch.generation import Seq2Seq
 from webgpu_torch.models import florence2
 
+from . import corpus
+
 pytestmark = pytest.mark.e2e
 
 IMAGE, NEW_TOKENS = 96, 20
@@ -56,3 +58,12 @@ def test_stages_save_and_load(model_and_stages, tmp_path):
                                                                                      6)[0]
     # the cache and prompt lengths stay dynamic
     assert loaded.decoder.program.symbols and loaded.encoder.program.symbols
+
+
+def test_generation_is_written_for_the_javascript_runtime(model_and_stages):
+    """The JavaScript runtime's tests generate from the same stages and inputs and must give these ids."""
+    model, stages = model_and_stages
+    pixels, prompt = florence2.sample_inputs(model, IMAGE, 5, seed=3)
+    ids, _ = stages.generate(pixels.numpy(), prompt.numpy(), NEW_TOKENS)
+    assert len(ids) == NEW_TOKENS
+    corpus.write_generation("florence2_tiny", stages, pixels.numpy(), prompt.numpy(), NEW_TOKENS, ids)

@@ -14,6 +14,7 @@ import transformers
 import webgpu_torch
 from webgpu_torch import demo
 
+from . import corpus
 from .helpers import assert_close, reference
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -30,6 +31,7 @@ def test_all_minilm_l6_v2_sentence_embeddings(poisoned):
     cosine = torch.nn.functional.cosine_similarity(got, want, dim=1)
     assert float(cosine.min()) >= 0.9999, f"cosine similarity {cosine.tolist()}"
     assert_close(got, reference(model.double(), list(args)), what="embeddings vs float64")
+    corpus.write("minilm", session, [(args, {}, got)])
 
 
 def bert(attn: str):
