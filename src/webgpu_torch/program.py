@@ -9,6 +9,7 @@ one (docs/artifact.md is the format).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any
@@ -23,6 +24,12 @@ SCALARS = ("u32", "i32", "f32")
 FEATURES = ("shader-f16", "subgroups")  # the optional WebGPU features a kernel may require
 F16 = "shader-f16"
 ROLES = ("input", "constant", "scratch")
+# Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
+# finishes, deep nesting crashes some WGSL compilers).
+MAX_WORKGROUPS = 1 << 24  # per dispatch: 2^30 invocations of 64 threads
+MAX_SOURCE_BYTES = 4 << 20
+MAX_NESTING = 64  # (), [] and {} in a WGSL source
+SCALAR_RANGE = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1), "f32": (-(2**31), 2**31 - 1)}
 
 
 MAX_WORKGROUPS_PER_DIM = 65535  # WebGPU's guaranteed maxComputeWorkgroupsPerDimension
@@ -234,7 +241,10 @@ def _problems(p: Program):
     ones before it (indices are checked before they are used)."""
     nb = len(p.buffers)
     for name, s in p.symbols.items():
-        yield f"symbol {name}: range [{s.lo}, {s.hi}] with hint {s.hint}", 0 <= s.lo <= s.hint <= s.hi
+        yield f"symbol {name}: range [{s.lo}, {s.hi}] with hint {s.hint}", 0 <= s.lo <= s.hint <= s.hi < 2**31
+    for i, source in enumerate(p.sources):
+        yield f"source {i}: {len(source):,} characters, over {MAX_SOURCE_BYTES:,}", len(source) <= MAX_SOURCE_BYTES
+        yield f"source {i}: brackets nested deeper than {MAX_NESTING} or unbalanced", _nesting_ok(source)
     for i, b in enumerate(p.buffers):
         yield f"buffer {i}: bad size {b.size!r}", _is_int(b.size) and b.size > 0
         yield f"buffer {i}: unknown role {b.role!r}", b.role in ROLES
@@ -243,6 +253,8 @@ def _problems(p: Program):
             yield f"buffer {i} ({b.name}): constant larger than buffer", p.constants[i].nbytes <= b.size
     yield "constant data for a buffer that is not a constant", all(
         0 <= i < nb and p.buffers[i].role == "constant" for i in p.constants)
+    used = {b for d in p.dispatches for b in d.buffers} | {t.buffer for t in p.outputs}
+    yield "a scratch buffer no dispatch binds", all(b.role != "scratch" or i in used for i, b in enumerate(p.buffers))
     for x in p.inputs:
         yield f"input {x.name}: bad buffer", _is_int(x.buffer) and 0 <= x.buffer < nb
         yield f"input {x.name}: buffer {x.buffer} is not an input buffer", p.buffers[x.buffer].role == "input"
@@ -294,7 +306,8 @@ def _dispatch_problems(p: Program, i: int, d: Dispatch):
     yield f"dispatch {i}: bad grid", _grid_ok(d.grid)
     yield f"dispatch {i}: bad uniform patch", all(
         _is_int(q.offset) and 0 <= q.offset <= len(d.uniform) - 4 and q.offset % 4 == 0 and q.scalar in SCALARS
-        for q in d.patches)
+        and SCALAR_RANGE[q.scalar][0] <= symbolic.bounds(q.value)[0] <= symbolic.bound(q.value)
+        <= SCALAR_RANGE[q.scalar][1] for q in d.patches)
     if d.count is not None:
         yield f"dispatch {i}: bad workgroup count", symbolic.bounds(d.count)[0] >= 0 and (
             fold_grid(symbolic.bound(d.count)) <= tuple(d.grid) or symbolic.bound(d.count) == 0)
@@ -316,7 +329,21 @@ def _is_int(v) -> bool:
 
 
 def _grid_ok(grid) -> bool:
-    return len(grid) == 3 and all(_is_int(g) and 1 <= g <= MAX_WORKGROUPS_PER_DIM for g in grid)
+    return (len(grid) == 3 and all(_is_int(g) and 1 <= g <= MAX_WORKGROUPS_PER_DIM for g in grid)
+            and prod(grid) <= MAX_WORKGROUPS)
+
+
+def _nesting_ok(source: str) -> bool:
+    """Whether the brackets outside line comments balance, at most MAX_NESTING deep."""
+    stack, opening = [], {")": "(", "]": "[", "}": "{"}
+    for ch in re.sub(r"[^()\[\]{}]+", "", re.sub(r"//[^\n]*", "", source)):
+        if ch in "([{":
+            stack.append(ch)
+            if len(stack) > MAX_NESTING:
+                return False
+        elif not stack or stack.pop() != opening[ch]:
+            return False
+    return not stack
 
 
 def _within(t: Tensor, size: int) -> bool:

@@ -124,12 +124,12 @@ def write_models() -> None:
 
 # -- damaged copies --------------------------------------------------------------------------------------------
 
-def _parts(raw: bytes) -> tuple[dict, bytes]:
+def parts(raw: bytes) -> tuple[dict, bytes]:
     _, _, _, hlen, _ = artifact.PREAMBLE.unpack_from(raw)
     return json.loads(raw[32:32 + hlen]), raw[32 + hlen:]
 
 
-def _pack(header, data: bytes, version: int = artifact.CONTAINER_VERSION) -> bytes:
+def pack(header, data: bytes, version: int = artifact.CONTAINER_VERSION) -> bytes:
     """A container around `header` (any JSON value, or raw bytes) and `data`, with correct lengths and CRCs."""
     text = header if isinstance(header, bytes) else json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 64)
@@ -137,9 +137,9 @@ def _pack(header, data: bytes, version: int = artifact.CONTAINER_VERSION) -> byt
 
 
 def _edit(raw: bytes, change) -> bytes:
-    header, data = _parts(raw)
+    header, data = parts(raw)
     change(header)
-    return _pack(header, data)
+    return pack(header, data)
 
 
 def _set(path: str, value):
@@ -162,7 +162,7 @@ _DELETE = object()
 
 def damaged(raw: bytes, f16: bytes) -> dict[str, tuple[bytes, str]]:
     """name -> (file bytes, a phrase the ArtifactError must contain). `raw` is tiny.wgpt, `f16` weights_f16.wgpt."""
-    header, data = _parts(raw)
+    header, data = parts(raw)
     flip_header = bytearray(raw)
     flip_header[40] ^= 0x01
     flip_data = bytearray(raw)
@@ -173,7 +173,7 @@ def damaged(raw: bytes, f16: bytes) -> dict[str, tuple[bytes, str]]:
     writer = next(i for i, d in enumerate(header["dispatches"])
                   if "read_write" in header["kernels"][d["kernel"]]["bindings"])
     uniform = next(i for i, d in enumerate(header["dispatches"]) if d["uniform"])
-    f16_kernel = next(i for i, k in enumerate(_parts(f16)[0]["kernels"]) if k.get("requires") == ["shader-f16"])
+    f16_kernel = next(i for i, k in enumerate(parts(f16)[0]["kernels"]) if k.get("requires") == ["shader-f16"])
 
     def write_constant(h):
         d = h["dispatches"][writer]
@@ -192,9 +192,9 @@ def damaged(raw: bytes, f16: bytes) -> dict[str, tuple[bytes, str]]:
         "container_version": (raw[:8] + struct.pack("<I", 7) + raw[12:], "container version 7"),
         "header_checksum": (bytes(flip_header), "header is damaged"),
         "data_checksum": (bytes(flip_data), "tensor data is damaged"),
-        "not_json": (_pack(b"{not json", data), "damaged header"),
-        "header_list": (_pack([1, 2, 3], data), "not an object"),
-        "deep_nesting": (_pack(deep, data), "header"),
+        "not_json": (pack(b"{not json", data), "damaged header"),
+        "header_list": (pack([1, 2, 3], data), "not an object"),
+        "deep_nesting": (pack(deep, data), "header"),
         "format_version": (_edit(raw, _set("format", 99)), "format 99"),
         "missing_field": (_edit(raw, _set("dispatches", _DELETE)), "dispatches"),
         "tensor_missing": (_edit(raw, lambda h: h["tensors"].pop(0)), "constant data is missing"),
