@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes, symbolic
-from ..errors import DeviceError, InputError
+from ..errors import DeviceError, DeviceIndexError, InputError
 from ..program import Patch, Program, Tensor, fold_grid
 from . import features, transfer, tuning
 from .device_tensor import DeviceTensor
@@ -172,12 +172,16 @@ class Executor:
                                   f"bindings: {one_line(e)}") from None
 
     def _build_readback(self) -> None:
-        """One staging buffer with a slot per output, each as large as its output can get."""
+        """One staging buffer with a slot per output, each as large as its output can get, then the status
+        words of the program's checks."""
         wgpu = self.engine.wgpu
         self._staging_offsets, total = [], 0
         for t in self.program.outputs:
             self._staging_offsets.append(total)
             total += symbolic.bound(_round_up((t.span() + 1) * dtypes.dtype(t.dtype).itemsize, 4))
+        self._status = next((i for i, b in enumerate(self.program.buffers) if b.role == "status"), None)
+        self._status_offset = total
+        total += 4 * len(self.program.checks)
         self.staging = self.engine.device.create_buffer(
             size=max(total, 4), usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
         self._scratch = [self.buffers[i] for i, b in enumerate(self.program.buffers) if b.role == "scratch"]
@@ -262,6 +266,9 @@ class Executor:
             if r.size:
                 encoder.copy_buffer_to_buffer(self.buffers[r.tensor.buffer], r.src_offset, self.staging,
                                               r.dst_offset, r.size)
+        if self.program.checks:
+            encoder.copy_buffer_to_buffer(self.buffers[self._status], 0, self.staging, self._status_offset,
+                                          4 * len(self.program.checks))
 
     def map(self) -> None:
         """Wait for the staging buffer to map (the call's work done)."""
@@ -272,12 +279,19 @@ class Executor:
             raise
 
     def copy_mapped(self) -> list[np.ndarray]:
-        """Each output copied out of the mapped staging buffer (one copy each), then unmap."""
+        """Each output copied out of the mapped staging buffer (one copy each), then unmap. A failed device
+        check (its status word set, by this call or an on_device call since the last read) raises."""
         try:
             data = np.frombuffer(self.staging.read_mapped(copy=False), dtype=np.uint8)
-            return [self._view(data, r) for r in self._readbacks]
+            failed = np.flatnonzero(data[self._status_offset:].view("<u4")) if self.program.checks else ()
+            outputs = [self._view(data, r) for r in self._readbacks] if not len(failed) else []
         finally:
             self.staging.unmap()
+        if len(failed):
+            self.engine.device.queue.write_buffer(self.buffers[self._status], 0, bytes(4 * len(self.program.checks)))
+            check = self.program.checks[failed[0]]
+            raise DeviceIndexError(f"node {check.node!r}: {check.message}")
+        return outputs
 
     def _copy_in(self, encoder, value: DeviceTensor, buffer) -> None:
         if value.engine.device is not self.engine.device:
