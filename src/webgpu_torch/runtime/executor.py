@@ -273,7 +273,7 @@ class Executor:
     def map(self) -> None:
         """Wait for the staging buffer to map (the call's work done)."""
         try:
-            self.engine.wait(self.staging.map_async(self.engine.wgpu.MapMode.READ), "the call")
+            self.engine.read(self.staging, "the call")
         except BaseException as e:  # a timeout or Ctrl-C: the map may still complete; never reuse it
             self._failed = f"an earlier call was interrupted ({type(e).__name__}: {e})"
             raise

@@ -66,7 +66,7 @@ class _Timestamps:
         encoder.resolve_query_set(self.query_set, 0, self.count, self.resolve, 0)
         encoder.copy_buffer_to_buffer(self.resolve, 0, self.read, 0, 8 * self.count)
         self.device.queue.submit([encoder.finish()])
-        self.engine.wait(self.read.map_async(self.wgpu.MapMode.READ), "timed work")
+        self.engine.read(self.read, "timed work")
         try:
             return np.frombuffer(self.read.read_mapped(), dtype=np.uint64).copy()
         finally:
