@@ -1,0 +1,285 @@
+"""Scatters: writes into a copy of `self` — scatter (src, value), scatter_add, scatter_reduce, index_put (and
+so index_add, index_copy, index_fill and `x[i] = v`, which export as index_put), slice_scatter.
+
+One kernel (scatter.wgsl) pulls rather than pushes: each output element scans the source positions that may
+target it and folds the ones whose indices name it, in source order. WGSL has no float atomics, and a push
+with them would add in whatever order threads arrive; the pull has no atomics at all, so every result is
+deterministic (sums add in CPU torch's order, "last write wins" is the last position, as on CPU). The cost is
+the scan: each output reads K indices, K being the index's extent along the scatter dim (scatter) or the
+number of index positions (index_put). Models scatter a few positions per row (one-hot labels, KV-cache
+updates at S new positions, top-k masks), where K is small; a scatter of a whole permutation (K = the row)
+costs a row's length per element. Rejected for now: a sorted or bucketed (CSR) formulation, O(K) overall
+but three or more dispatches with integer atomics, a prefix sum and a per-bucket sort.
+
+Indices are checked on the device only as far as the kernel goes: one outside its dim names nothing (the
+structure where a later device-side error flag is raised). Negative indices count from the end for index_put
+(Python indexing), and are out of range for scatter, where torch raises.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from math import prod
+
+import numpy as np
+
+from .. import dtypes, layout, wgsl
+from ..builder import Builder, KernelSpec
+from ..program import Tensor, contiguous_strides
+from .elementwise import copy
+from .indexing import word_of
+from .registry import NodeView, OpCase, register
+
+FILE = "scatter.wgsl"
+MAX_DIMS = 8
+MAX_INDICES = 3
+WORKGROUP = 256  # per_element.wgsl
+REDUCTIONS = {name.lower(): int(code) for name, code in
+              re.findall(r"const REDUCE_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
+# torch's names of the reductions (scatter_reduce.two; the deprecated scatter.reduce overloads).
+REDUCE_NAMES = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "max", "amin": "min", "add": "sum",
+                "multiply": "prod"}
+
+
+def pull(ctx: Builder, base: Tensor, indices: list[tuple[Tensor, int, int]], scan, source: tuple[Tensor, int] | int,
+         *, reduce: str = "none", include_self: bool = True, wrap: bool = False, bounds=None,
+         mask: bool = False) -> Tensor:
+    """A copy of `base` (any view) with sources folded in: `indices` holds (index view over base's shape,
+    its stride per scan position, the output dim it names) per index tensor; `source` is (value view over
+    base's shape, its stride per scan position) or a scalar's word. See scatter.wgsl."""
+    shape = base.shape
+    out = ctx.new(shape, base.dtype)
+    views = [t for t, _, _ in indices]
+    slots = views + [views[0]] * (MAX_INDICES - len(views))
+    pad = [0] * (4 - len(indices))
+    divs = contiguous_strides(shape)
+    src, src_scan = source if isinstance(source, tuple) else (base, 0)
+    params = {"numel": out.numel, "ndim": len(shape), "scan": scan, "base_offset": base.offset,
+              "src_offset": src.offset, "src_scan_stride": src_scan,
+              "value": 0 if isinstance(source, tuple) else source,
+              "idx_offsets": [t.offset for t in slots] + [0], "idx_scan_strides": [s for _, s, _ in indices] + pad,
+              "coord_divs": [divs[d] for _, _, d in indices] + pad,
+              "coord_sizes": [shape[d] for _, _, d in indices] + pad,
+              "shape": shape, "bounds": shape if bounds is None else bounds, "base_strides": base.strides,
+              "src_strides": src.strides, **{f"idx{k}_strides": t.strides for k, t in enumerate(slots)}}
+    kind = base.dtype
+    overrides = {"REDUCE": REDUCTIONS[reduce], "INCLUDE_SELF": include_self, "NUM_INDICES": len(indices),
+                 "HAS_SRC": isinstance(source, tuple), "WRAP_NEGATIVE": wrap, "MASK": mask,
+                 "FLOOR_MEAN": dtypes.category(kind) == 1, "SATURATE": kind == "bool"}
+    name = f"scatter[{reduce}{',mask' * mask}]"
+    spec = KernelSpec.of(FILE, name, consts={"T": dtypes.dtype(kind).wgsl}, overrides=overrides)
+    ctx.dispatch(spec, [base, src, *slots, out], params, -(-out.numel // WORKGROUP))
+    return out
+
+
+def _along(t: Tensor, dim: int, shape: tuple) -> tuple[Tensor, int]:
+    """`t` as a view over `shape` that stays put along `dim` (0 stride), and its stride along `dim`."""
+    return replace(t, shape=shape, strides=tuple(0 if d == dim else s for d, s in enumerate(t.strides))), t.strides[dim]
+
+
+# -- checks ----------------------------------------------------------------------------------------------------
+
+def _check_scatter(node: NodeView) -> str | None:
+    x, index = node.args["self"], node.args["index"]
+    if not 1 <= x.ndim <= MAX_DIMS:
+        return f"input has {x.ndim} dims; 1 to {MAX_DIMS} are supported"
+    if index.dtype not in ("int32", "int64"):
+        return f"index must be int32 or int64, got {index.dtype}"
+    if index.ndim != x.ndim:
+        return f"index has {index.ndim} dims and self {x.ndim}; scatter needs as many"
+    if node.target == "aten.scatter_reduce.two" and node.args["reduce"] not in REDUCE_NAMES:
+        return f"scatter_reduce with reduce={node.args['reduce']!r} is not supported"
+    return None
+
+
+def _check_index_put(node: NodeView) -> str | None:
+    x, given = node.args["self"], [t for t in node.args["indices"] if t is not None]
+    if not 1 <= x.ndim <= MAX_DIMS:
+        return f"input has {x.ndim} dims; 1 to {MAX_DIMS} are supported"
+    if not given:
+        return "index_put without an index tensor is not supported"
+    masks = [t for t in given if t.dtype == "bool"]
+    if masks:
+        if len(given) > 1:
+            return "index_put with a bool mask among other index tensors is not supported"
+        return _check_mask_values(node)
+    if any(t.dtype not in ("int32", "int64") for t in given):
+        return f"index tensors must be int32, int64 or a bool mask, got {[t.dtype for t in given]}"
+    if len(given) > MAX_INDICES:
+        return f"{len(given)} index tensors; at most {MAX_INDICES} are supported"
+    return None
+
+
+def _check_mask_values(node: NodeView) -> str | None:
+    """A bool mask selects a number of elements known only on the device: the values must broadcast over them
+    (one value, or one per position of the dims after the mask), not list one per selected element."""
+    x, values = node.args["self"], node.args["values"]
+    first = next(i for i, t in enumerate(node.args["indices"]) if t is not None)
+    mask = node.args["indices"][first]
+    if tuple(mask.shape) != tuple(x.shape[first:first + mask.ndim]):
+        return f"a bool mask of shape {list(mask.shape)} over dims {first}.. of {list(x.shape)}"
+    rank = first + 1 + x.ndim - first - mask.ndim  # dims of the selection torch broadcasts values to
+    count_dim = values.ndim - rank + first
+    if values.ndim > rank or (count_dim >= 0 and values.shape[count_dim] != 1):
+        return (f"index_put by a bool mask with values of shape {list(values.shape)}: one value per selected "
+                "element is a count that depends on the data (only values broadcast over the selection are supported)")
+    return None
+
+
+# -- lowerings -------------------------------------------------------------------------------------------------
+
+def _scatter(ctx: Builder, node: NodeView, reduce: str, include_self: bool = True) -> Tensor:
+    x, index, src = node.args["self"], node.args["index"], node.args.get("src")
+    dim = layout.normalize_dim(node.args["dim"], x.ndim)
+    idx_view, idx_scan = _along(index, dim, x.shape)
+    source = word_of(node.args["value"], x.dtype) if src is None else _along(src, dim, x.shape)
+    bounds = [x.shape[d] if d == dim else n for d, n in enumerate(index.shape)]
+    return pull(ctx, x, [(idx_view, idx_scan, dim)], index.shape[dim], source, reduce=reduce,
+                include_self=include_self, bounds=bounds)
+
+
+@register("aten.scatter.src", "aten.scatter.value", check=_check_scatter)
+def scatter(ctx: Builder, node: NodeView) -> Tensor:
+    return _scatter(ctx, node, "none")
+
+
+@register("aten.scatter.reduce", "aten.scatter.value_reduce", check=_check_scatter)
+def scatter_reduce_legacy(ctx: Builder, node: NodeView) -> Tensor:
+    return _scatter(ctx, node, REDUCE_NAMES[node.args["reduce"]])
+
+
+@register("aten.scatter_add.default", check=_check_scatter)
+def scatter_add(ctx: Builder, node: NodeView) -> Tensor:
+    return _scatter(ctx, node, "sum")
+
+
+@register("aten.scatter_reduce.two", check=_check_scatter)
+def scatter_reduce(ctx: Builder, node: NodeView) -> Tensor:
+    return _scatter(ctx, node, REDUCE_NAMES[node.args["reduce"]], node.args["include_self"])
+
+
+@register("aten.index_put.default", check=_check_index_put)
+def index_put(ctx: Builder, node: NodeView) -> Tensor:
+    """self[indices] = values (or += with accumulate). Integer index tensors broadcast together to B and scan
+    B's positions in order; adjacent ones replace their dims in place in the selection's shape, separated ones
+    move B to the front (torch's rule). A bool mask is an elementwise choice (scan of one)."""
+    x, given, values = node.args["self"], node.args["indices"], node.args["values"]
+    reduce = "sum" if node.args["accumulate"] else "none"
+    values = replace(values, dtype=x.dtype) if {values.dtype, x.dtype} == {"int32", "int64"} else values
+    first = next(i for i, t in enumerate(given) if t is not None)
+    if given[first].dtype == "bool":
+        return _index_put_mask(ctx, x, first, given[first], values, reduce)
+    dims = [i for i, t in enumerate(given) if t is not None]
+    tensors = [given[d] for d in dims]
+    batch = tuple(np.broadcast_shapes(*(tuple(t.shape) for t in tensors)))
+    count = prod(batch)
+    if count == 0:
+        return copy(ctx, x)
+    adjacent = dims == list(range(first, first + len(dims)))
+    rest = [d for d in range(x.ndim) if d not in dims]
+    lead = first if adjacent else 0  # where the scan dim sits in the selection's shape
+    outer = [x.shape[d] for d in rest]
+    selection = tuple(outer[:lead]) + batch + tuple(outer[lead:])
+    flat = ctx.reshaped(layout.broadcast_to(values, selection), tuple(outer[:lead]) + (count,) + tuple(outer[lead:]))
+    strides = [0] * x.ndim
+    for d, s in zip(rest, flat.strides[:lead] + flat.strides[lead + 1:], strict=True):
+        strides[d] = s
+    source = (replace(flat, shape=x.shape, strides=tuple(strides)), flat.strides[lead])
+    indices = []
+    for d, t in zip(dims, tensors, strict=True):
+        line = ctx.reshaped(layout.broadcast_to(t, batch), (count,))
+        indices.append((replace(line, shape=x.shape, strides=(0,) * x.ndim), line.strides[0], d))
+    return pull(ctx, x, indices, count, source, reduce=reduce, wrap=True)
+
+
+def _index_put_mask(ctx: Builder, x: Tensor, first: int, mask: Tensor, values: Tensor, reduce: str) -> Tensor:
+    """x[mask] = values over dims first .. first + mask.ndim: values broadcast over the selected elements, so
+    each output is self or self (+) the value at its own position: a scan of one."""
+    m = mask.ndim
+    selection = x.shape[:first] + (1,) + x.shape[first + m:]
+    v = layout.broadcast_to(values, selection)
+    v = replace(v, shape=x.shape[:first] + (1,) * m + x.shape[first + m:],
+                strides=v.strides[:first] + (0,) * m + v.strides[first + 1:])
+    v = layout.broadcast_to(v, x.shape)
+    over = replace(mask, shape=x.shape, strides=(0,) * first + mask.strides + (0,) * (x.ndim - first - m))
+    return pull(ctx, x, [(over, 0, first)], 1, (v, 0), reduce=reduce, mask=True)
+
+
+@register("aten.slice_scatter.default", check=None, dynamic=True)
+def slice_scatter(ctx: Builder, node: NodeView) -> Tensor:
+    """self with a strided slice replaced by src: a copy of self, then src copied over its slice."""
+    a = node.args
+    out = copy(ctx, a["self"])
+    copy(ctx, a["src"], out=layout.slice_(out, a["dim"], a["start"], a["end"], a["step"]))
+    return out
+
+
+def cases() -> list[OpCase]:
+    import torch
+
+    def ints(shape, lo, hi, seed=0):
+        return lambda: torch.randint(lo, hi, shape, generator=torch.Generator().manual_seed(seed))
+
+    def perm(n, rows, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        return lambda: torch.stack([torch.randperm(n, generator=g) for _ in range(rows)])
+
+    def distinct(shape, n, shift=0, seed=0):
+        """Distinct positions (no two index_put writes collide), shifted down to include negative ones."""
+        g = torch.Generator().manual_seed(seed)
+        return lambda: torch.randperm(n, generator=g)[:prod(shape)].view(shape) - shift
+
+    def mask(shape, seed=0):
+        return lambda: torch.rand(shape, generator=torch.Generator().manual_seed(seed)) > 0.5
+
+    def put(x, indices, v, accumulate=False):  # x[indices] = v (or +=), with None for a full slice
+        return torch.ops.aten.index_put.default(x, list(indices), v, accumulate)
+
+    return [
+        # scatter without a reduction: distinct targets per row (torch leaves duplicates' order undefined).
+        OpCase("scatter_src_permutation_rows", lambda x, i, s: x.scatter(1, i[:, :29], s),
+               [(37, 41), perm(41, 37), (37, 29)]),
+        OpCase("scatter_value_one_hot", lambda x, i: (x.scatter(1, i, 1.0), torch.zeros(37, 257).scatter(1, i, 1.0)),
+               [(37, 257), ints((37, 1), 0, 257)]),
+        OpCase("scatter_dim0_index_smaller_than_self", lambda x, i, s: x.scatter(0, i, s),
+               [(41, 7, 3), perm(41, 1, seed=2)().t()[:23, :, None].expand(23, 5, 2).clone, (29, 6, 3)]),
+        OpCase("scatter_int_and_bool", lambda x, i, s, m: (x.scatter(1, i, s), m.scatter(1, i, True),
+                                                            x.scatter(1, i[:1], -3)),
+               [ints((5, 37), -9, 9), perm(37, 5), ints((5, 37), -9, 9, seed=1), mask((5, 37))]),
+        # Duplicates are the point of the reductions: 257 targets, 13 of them hit again and again.
+        OpCase("scatter_add_duplicates", lambda x, i, s: (x.scatter_add(1, i, s), x.t().scatter_add(0, i.t(), s.t())),
+               [(37, 13), ints((37, 257), 0, 13), (37, 257)]),
+        OpCase("scatter_add_int_bool", lambda x, i, m: (x.scatter_add(0, i, x[:5]), m.scatter_add(0, i, m[:5])),
+               [ints((41, 3), -9, 9), ints((5, 3), 0, 41), mask((41, 3))]),
+        OpCase("scatter_reduce_float", lambda x, i, s: tuple(
+            x.scatter_reduce(1, i, s, r, include_self=inc) for r in ("sum", "prod", "mean", "amax", "amin")
+            for inc in (True, False)), [(7, 13), ints((7, 41), 0, 13), lambda: torch.rand(7, 41) + 0.5]),
+        OpCase("scatter_reduce_int", lambda x, i, s: tuple(
+            x.scatter_reduce(1, i, s, r, include_self=inc) for r in ("sum", "prod", "mean", "amax", "amin")
+            for inc in (True, False)), [ints((7, 13), -9, 9), ints((7, 41), 0, 13), ints((7, 41), -3, 4, seed=1)]),
+        OpCase("scatter_reduce_bool", lambda m, i, n: tuple(m.scatter_reduce(0, i, n, r, include_self=inc)
+                                                            for r in ("sum", "prod", "amax", "amin")
+                                                            for inc in (True, False)),
+               [mask((13,)), ints((41,), 0, 13), mask((41,), seed=1)]),
+        OpCase("index_put_rows_and_accumulate", lambda x, d, i, v: (put(x, (d,), v[:7]), put(x, (i,), v, True)),
+               [(37, 5), distinct((7,), 37, shift=20), ints((89,), -37, 37), (89, 5)]),
+        OpCase("index_put_broadcast_indices_adjacent", lambda x, i, j, v: (put(x, (None, i, j), v), put(
+            x, (None, i, j), v, True)), [(3, 37, 41), distinct((5, 1), 37), distinct((1, 7), 41), (3, 5, 7)]),
+        OpCase("index_put_separated_indices_scalar_value", lambda x, i, j, v: put(x, (i, None, j), v, True),
+               [(13, 5, 11), ints((4, 3), 0, 13), ints((3,), 0, 11), lambda: torch.tensor(2.5)]),
+        OpCase("index_put_three_indices_int", lambda x, i, j, k, v: put(x, (i, j, k), v, True),
+               [ints((7, 11, 13), -5, 5), ints((41,), 0, 7), ints((41,), 0, 11, 1), ints((41,), 0, 13, 2),
+                ints((41,), -9, 9, 3)]),
+        OpCase("index_put_bool_mask", lambda x, m, n, v: (put(x, (m,), v), put(x, (None, n), torch.tensor(-1.0), True),
+                                                          put(m.int(), (m,), torch.tensor(7, dtype=torch.int32)),
+                                                          put(m, (m,), ~m[:1, 0])),
+               [(37, 41), mask((37, 41)), mask((41,), 1), lambda: torch.tensor(3.0)]),
+        OpCase("index_add_copy_fill", lambda x, i, v, d, w: (x.index_add(0, i, v), x.index_copy(1, d, w),
+                                                              x.index_fill(1, i[:3], -2.0)),
+               [(37, 41), ints((89,), 0, 37), (89, 41), distinct((5,), 41), (37, 5)]),
+        OpCase("setitem_kv_cache_positions", lambda cache, pos, new: put(cache, (None, None, pos), new),
+               [(2, 3, 37, 16), lambda: torch.tensor([5, 6, 7]), (2, 3, 3, 16)]),
+        OpCase("slice_scatter_step_and_select_scatter", lambda x, s, t: (
+            torch.slice_scatter(x, s, 1, 2, 39, 3), torch.select_scatter(x, t, 0, -2)), [(37, 41), (37, 13), (41,)]),
+    ]
