@@ -248,11 +248,12 @@ def _arg_node(n: torch.fx.Node, name: str) -> torch.fx.Node:
 
 
 def _storage_order(t: torch.Tensor) -> list[int] | None:
-    """t's dims from outermost to innermost in memory, when t's elements are the whole of its storage, densely
-    (a contiguous or permuted tensor that is no view into a larger one); else None."""
+    """t's dims from outermost to innermost in memory, when t's elements lie densely from the start of its
+    storage (a contiguous or permuted tensor); else None. (Export's fake storages grow to whatever an
+    as_strided reaches, so their size says nothing: what lies beyond t's elements is the reader's to refuse.)"""
     if any(not isinstance(s, int) for s in (*t.shape, *t.stride(), t.storage_offset())):
         return None
-    if t.storage_offset() != 0 or t.untyped_storage().nbytes() != t.numel() * t.element_size():
+    if t.storage_offset() != 0:
         return None
     order = sorted(range(t.ndim), key=lambda d: -t.stride(d))
     step = 1

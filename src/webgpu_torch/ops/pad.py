@@ -47,16 +47,10 @@ def _check(node: NodeView) -> str | None:
     x = node.args["self"]
     if x.ndim > MAX_DIMS:
         return f"input has {x.ndim} dims; at most {MAX_DIMS} are supported"
-    if "reflection" in node.target:
-        amounts = node.args["padding"]
-        for i, n in enumerate(amounts):
-            size = x.shape[x.ndim - 1 - i // 2]
-            if n >= size or n < 0:
-                return f"reflection padding {n} of a dim of size {size} (it must be in [0, size))"
     return None
 
 
-@register("aten.constant_pad_nd.default", check=_check)
+@register("aten.constant_pad_nd.default", check=_check, dynamic=True)
 def constant_pad(ctx: Builder, node: NodeView) -> Tensor:
     x = node.args["self"]
     before = _leading(x, node.args["pad"])
@@ -74,11 +68,20 @@ def _edge_pad(mode: str):
 
 
 for _d in (1, 2, 3):
-    register(f"aten.reflection_pad{_d}d.default", check=_check)(_edge_pad("reflect"))
-    register(f"aten.replication_pad{_d}d.default", check=_check)(_edge_pad("replicate"))
+    register(f"aten.reflection_pad{_d}d.default", check=_check, dynamic=True)(_edge_pad("reflect"))
+    register(f"aten.replication_pad{_d}d.default", check=_check, dynamic=True)(_edge_pad("replicate"))
 
 
-@register("aten.flip.default", check=_check)
+# Uninitialised tensors fold to zeros at compile time; with dynamic sizes they are made zeros here.
+@register("aten.empty.memory_format", "aten.empty_strided.default", "aten.empty_permuted.default", dynamic=True)
+def empty(ctx: Builder, node: NodeView) -> Tensor:
+    """Zeros: a constant pad of an input with no elements (nothing of it is read but a 0-d one's word, 0)."""
+    shape = node.out.shape
+    nothing = Tensor(ctx.dummy().buffer, (0,) * len(shape), (0,) * len(shape), 0, node.out.dtype)
+    return remap(ctx, nothing, shape, [0] * len(shape), ["constant"] * len(shape))
+
+
+@register("aten.flip.default", check=_check, dynamic=True)
 def flip(ctx: Builder, node: NodeView) -> Tensor:
     x = node.args["self"]
     dims = {layout.normalize_dim(d, x.ndim) for d in node.args["dims"]}
@@ -103,7 +106,7 @@ def roll_dims(ctx: Builder, x: Tensor, shifts: list[int], dims: list[int]) -> Te
     return remap(ctx, x, x.shape, before, ["wrap"] * x.ndim)
 
 
-@register("aten.repeat.default", check=_check)
+@register("aten.repeat.default", check=_check, dynamic=True)
 def repeat(ctx: Builder, node: NodeView) -> Tensor:
     """x tiled `repeats` times per dim; x gains leading dims of size 1 where there are more repeats than dims."""
     x, shape = node.args["self"], node.out.shape

@@ -22,8 +22,6 @@ import re
 from dataclasses import replace
 from math import prod
 
-import numpy as np
-
 from .. import dtypes, layout, wgsl
 from ..builder import Builder, KernelSpec
 from ..program import Tensor, contiguous_strides
@@ -139,27 +137,27 @@ def _scatter(ctx: Builder, node: NodeView, reduce: str, include_self: bool = Tru
                 include_self=include_self, bounds=bounds)
 
 
-@register("aten.scatter.src", "aten.scatter.value", check=_check_scatter)
+@register("aten.scatter.src", "aten.scatter.value", check=_check_scatter, dynamic=True)
 def scatter(ctx: Builder, node: NodeView) -> Tensor:
     return _scatter(ctx, node, "none")
 
 
-@register("aten.scatter.reduce", "aten.scatter.value_reduce", check=_check_scatter)
+@register("aten.scatter.reduce", "aten.scatter.value_reduce", check=_check_scatter, dynamic=True)
 def scatter_reduce_legacy(ctx: Builder, node: NodeView) -> Tensor:
     return _scatter(ctx, node, REDUCE_NAMES[node.args["reduce"]])
 
 
-@register("aten.scatter_add.default", check=_check_scatter)
+@register("aten.scatter_add.default", check=_check_scatter, dynamic=True)
 def scatter_add(ctx: Builder, node: NodeView) -> Tensor:
     return _scatter(ctx, node, "sum")
 
 
-@register("aten.scatter_reduce.two", check=_check_scatter)
+@register("aten.scatter_reduce.two", check=_check_scatter, dynamic=True)
 def scatter_reduce(ctx: Builder, node: NodeView) -> Tensor:
     return _scatter(ctx, node, REDUCE_NAMES[node.args["reduce"]], node.args["include_self"])
 
 
-@register("aten.index_put.default", check=_check_index_put)
+@register("aten.index_put.default", check=_check_index_put, dynamic=True)
 def index_put(ctx: Builder, node: NodeView) -> Tensor:
     """self[indices] = values (or += with accumulate). Integer index tensors broadcast together to B and scan
     B's positions in order; adjacent ones replace their dims in place in the selection's shape, separated ones
@@ -172,7 +170,7 @@ def index_put(ctx: Builder, node: NodeView) -> Tensor:
         return _index_put_mask(ctx, x, first, given[first], values, reduce)
     dims = [i for i, t in enumerate(given) if t is not None]
     tensors = [given[d] for d in dims]
-    batch = tuple(np.broadcast_shapes(*(tuple(t.shape) for t in tensors)))
+    batch = _broadcast_shape([t.shape for t in tensors])
     count = prod(batch)
     if count == 0:
         return copy(ctx, x)
@@ -193,6 +191,13 @@ def index_put(ctx: Builder, node: NodeView) -> Tensor:
     return pull(ctx, x, indices, count, source, reduce=reduce, wrap=True)
 
 
+def _broadcast_shape(shapes: list[tuple]) -> tuple:
+    """The shape index tensors broadcast to (export has checked they do; sizes may be dynamic)."""
+    ndim = max(len(s) for s in shapes)
+    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
+    return tuple(next((n for n in sizes if n != 1), 1) for sizes in zip(*padded, strict=True))
+
+
 def _index_put_mask(ctx: Builder, x: Tensor, first: int, mask: Tensor, values: Tensor, reduce: str) -> Tensor:
     """x[mask] = values over dims first .. first + mask.ndim: values broadcast over the selected elements, so
     each output is self or self (+) the value at its own position: a scan of one."""
@@ -206,7 +211,7 @@ def _index_put_mask(ctx: Builder, x: Tensor, first: int, mask: Tensor, values: T
     return pull(ctx, x, [(over, 0, first)], 1, (v, 0), reduce=reduce, mask=True)
 
 
-@register("aten.slice_scatter.default", check=None, dynamic=True)
+@register("aten.slice_scatter.default", dynamic=True)
 def slice_scatter(ctx: Builder, node: NodeView) -> Tensor:
     """self with a strided slice replaced by src: a copy of self, then src copied over its slice."""
     a = node.args

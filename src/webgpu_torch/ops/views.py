@@ -95,11 +95,12 @@ def alias(ctx: Builder, node: NodeView) -> Tensor:
 
 
 def _check_as_strided(node: NodeView) -> str | None:
-    """as_strided addresses torch's storage of `self`, which must be the whole of a dense storage of its own
-    (the frontend gives its order in memory) and hold every element the strides reach."""
+    """as_strided addresses torch's storage of `self`, whose elements must lie densely from the start of that
+    storage (the frontend gives their order in memory), and reaches only those elements."""
     x, a = node.args["self"], node.args
     if a["self_storage_order"] is None:
-        return f"as_strided of a {list(x.shape)} tensor that is a view into a larger or overlapping storage"
+        return (f"as_strided of a {list(x.shape)} tensor that is a strided or offset view into a larger storage "
+                "(only tensors whose elements lie densely from their storage's start are supported)")
     if any(s < 0 for s in a["stride"]):
         return f"as_strided with negative strides {a['stride']}"
     reach = (a["storage_offset"] or 0) + sum((n - 1) * s for n, s in zip(a["size"], a["stride"], strict=True))
