@@ -27,6 +27,7 @@ from ..builder import Builder, KernelSpec
 from ..program import Tensor, contiguous_strides
 from .elementwise import copy
 from .indexing import word_of
+from .prefix_sum import exclusive_sum
 from .registry import NodeView, OpCase, register
 
 FILE = "scatter.wgsl"
@@ -42,7 +43,7 @@ REDUCE_NAMES = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "max", "am
 
 def pull(ctx: Builder, base: Tensor, indices: list[tuple[Tensor, int, int]], scan, source: tuple[Tensor, int] | int,
          *, reduce: str = "none", include_self: bool = True, wrap: bool = False, bounds=None,
-         mask: bool = False) -> Tensor:
+         mask: bool = False, ranked: bool = False) -> Tensor:
     """A copy of `base` (any view) with sources folded in: `indices` holds (index view over base's shape,
     its stride per scan position, the output dim it names) per index tensor; `source` is (value view over
     base's shape, its stride per scan position) or a scalar's word. See scatter.wgsl."""
@@ -54,7 +55,7 @@ def pull(ctx: Builder, base: Tensor, indices: list[tuple[Tensor, int, int]], sca
     divs = contiguous_strides(shape)
     src, src_scan = source if isinstance(source, tuple) else (base, 0)
     params = {"numel": out.numel, "ndim": len(shape), "scan": scan, "base_offset": base.offset,
-              "src_offset": src.offset, "src_scan_stride": src_scan,
+              "src_offset": src.offset, "src_scan_stride": src_scan, "src_count": src.numel,
               "value": 0 if isinstance(source, tuple) else source,
               "idx_offsets": [t.offset for t in slots] + [0], "idx_scan_strides": [s for _, s, _ in indices] + pad,
               "coord_divs": [divs[d] for _, _, d in indices] + pad,
@@ -63,9 +64,9 @@ def pull(ctx: Builder, base: Tensor, indices: list[tuple[Tensor, int, int]], sca
               "src_strides": src.strides, **{f"idx{k}_strides": t.strides for k, t in enumerate(slots)}}
     kind = base.dtype
     overrides = {"REDUCE": REDUCTIONS[reduce], "INCLUDE_SELF": include_self, "NUM_INDICES": len(indices),
-                 "HAS_SRC": isinstance(source, tuple), "WRAP_NEGATIVE": wrap, "MASK": mask,
+                 "HAS_SRC": isinstance(source, tuple), "WRAP_NEGATIVE": wrap, "MASK": mask, "RANKED": ranked,
                  "FLOOR_MEAN": dtypes.category(kind) == 1, "SATURATE": kind == "bool"}
-    name = f"scatter[{reduce}{',mask' * mask}]"
+    name = f"scatter[{reduce}{',mask' * mask}{',ranked' * ranked}]"
     spec = KernelSpec.of(FILE, name, consts={"T": dtypes.dtype(kind).wgsl}, overrides=overrides)
     ctx.dispatch(spec, [base, src, *slots, out], params, -(-out.numel // WORKGROUP))
     return out
@@ -211,6 +212,26 @@ def _index_put_mask(ctx: Builder, x: Tensor, first: int, mask: Tensor, values: T
     return pull(ctx, x, [(over, 0, first)], 1, (v, 0), reduce=reduce, mask=True)
 
 
+def _check_masked_scatter(node: NodeView) -> str | None:
+    x = node.args["self"]
+    if not 1 <= x.ndim <= MAX_DIMS:
+        return f"input has {x.ndim} dims; 1 to {MAX_DIMS} are supported"
+    return None
+
+
+@register("aten.masked_scatter.default", check=_check_masked_scatter)
+def masked_scatter(ctx: Builder, node: NodeView) -> Tensor:
+    """The k-th true element of the mask (row-major over self's shape) takes the k-th source value: each
+    element's rank among the true ones is an exclusive prefix sum of the mask (prefix_sum.py), then one pull
+    of one position per element. A mask with more true elements than the source has values leaves the extra
+    elements as they are."""
+    x, mask, source = node.args["self"], node.args["mask"], node.args["source"]
+    flat = ctx.contiguous(ctx.reshaped(layout.broadcast_to(mask, x.shape), (x.numel,)))
+    over = [(layout.view(t, x.shape), 0, 0) for t in (flat, exclusive_sum(ctx, flat))]
+    values = ctx.reshaped(source, (source.numel,))
+    return pull(ctx, x, over, 1, (values, values.strides[0]), mask=True, ranked=True)
+
+
 @register("aten.slice_scatter.default", dynamic=True)
 def slice_scatter(ctx: Builder, node: NodeView) -> Tensor:
     """self with a strided slice replaced by src: a copy of self, then src copied over its slice."""
@@ -285,6 +306,13 @@ def cases() -> list[OpCase]:
                [(37, 41), ints((89,), 0, 37), (89, 41), distinct((5,), 41), (37, 5)]),
         OpCase("setitem_kv_cache_positions", lambda cache, pos, new: put(cache, (None, None, pos), new),
                [(2, 3, 37, 16), lambda: torch.tensor([5, 6, 7]), (2, 3, 3, 16)]),
+        # A vision-language model's merge: image features into the positions of image tokens.
+        OpCase("masked_scatter_token_embeddings", lambda e, ids, f: e.masked_scatter((ids == 3)[..., None], f),
+               [(2, 37, 16), ints((2, 37), 0, 5), (89, 16)]),
+        OpCase("masked_scatter_broadcast_int_bool_many_blocks", lambda x, m, i: (
+            x.masked_scatter(m[:1], x.t().flip(0)), i.masked_scatter(m, i * 3),
+            m.masked_scatter(~m, m[:, :1].expand(41, 1031))),
+            [(41, 1031), mask((41, 1031)), ints((41, 1031), -99, 99)]),
         OpCase("slice_scatter_step_and_select_scatter", lambda x, s, t: (
             torch.slice_scatter(x, s, 1, 2, 39, 3), torch.select_scatter(x, t, 0, -2)), [(37, 41), (37, 13), (41,)]),
     ]

@@ -13,7 +13,9 @@
 //   without HAS_SRC). Strides along the indexed dims are 0: there o's coordinate is what the indices name.
 //   An index names position v of its dim (negative v counts from the end with WRAP_NEGATIVE); one outside its
 //   dim names nothing (the place a device-side error flag would be raised). With MASK, idx0 is instead a bool
-//   mask viewed over o, scan is 1, and position 0 targets o where the mask is true (index_put by a bool mask).
+//   mask viewed over o, scan is 1, and position 0 targets o where the mask is true (index_put by a bool mask);
+//   with RANKED too, idx1 holds o's rank among the true elements and the value is source element
+//   src_offset + rank * src_scan_stride, if rank < src_count (masked_scatter).
 //   Outputs at or beyond `bounds` along any dim have no sources (a scatter index smaller than self).
 // Reduction (REDUCE): NONE — the last targeting position wins; SUM, PROD, MAX, MIN, MEAN — self's value (with
 //   INCLUDE_SELF) and every targeting source folded in order, MEAN divided by their count (flooring for
@@ -39,6 +41,7 @@ override NUM_INDICES: u32 = 1u;
 override HAS_SRC: bool = true;
 override WRAP_NEGATIVE: bool = false;
 override MASK: bool = false;
+override RANKED: bool = false;
 override FLOOR_MEAN: bool = false;  // integer T: a mean rounds toward negative infinity
 override SATURATE: bool = false;    // bool T: results are 0 or 1
 
@@ -49,6 +52,7 @@ struct Params {
   base_offset: u32,
   src_offset: u32,
   src_scan_stride: u32,
+  src_count: u32,
   value: u32,
   idx_offsets: vec4<u32>,
   idx_scan_strides: vec4<u32>,
@@ -130,7 +134,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     for (var k = 0u; k < p.scan; k++) {
       var hit: bool;
       if (MASK) {
-        hit = idx0[at0] != 0;
+        hit = idx0[at0] != 0 && (!RANKED || u32(idx1[at1]) < p.src_count);
       } else {
         hit = names(idx0[at0 + k * p.idx_scan_strides.x], coords.x, p.coord_sizes.x);
         if (NUM_INDICES > 1u) {
@@ -144,7 +148,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         continue;
       }
       var v = bitcast<T>(p.value);
-      if (HAS_SRC) {
+      if (RANKED) {
+        v = src[p.src_offset + u32(idx1[at1]) * p.src_scan_stride];
+      } else if (HAS_SRC) {
         v = src[at_src + k * p.src_scan_stride];
       }
       acc = select(combine(acc, v), v, count == 0u);
