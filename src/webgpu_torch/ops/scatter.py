@@ -1,17 +1,26 @@
 """Scatters: writes into a copy of `self` — scatter (src, value), scatter_add, scatter_reduce, index_put (and
-so index_add, index_copy, index_fill and `x[i] = v`, which export as index_put), slice_scatter.
+so index_add, index_copy, index_fill and `x[i] = v`, which export as index_put), masked_scatter, slice_scatter.
 
-One kernel (scatter.wgsl) pulls rather than pushes: each output element scans the source positions that may
-target it and folds the ones whose indices name it, in source order. WGSL has no float atomics, and a push
-with them would add in whatever order threads arrive; the pull has no atomics at all, so every result is
-deterministic (sums add in CPU torch's order, "last write wins" is the last position, as on CPU). The cost is
-the scan: each output reads K indices, K being the index's extent along the scatter dim (scatter) or the
-number of index positions (index_put). Models scatter a few positions per row (one-hot labels, KV-cache
-updates at S new positions, top-k masks), where K is small; a scatter of a whole permutation (K = the row)
-costs a row's length per element. Rejected for now: a sorted or bucketed (CSR) formulation, O(K) overall
-but three or more dispatches with integer atomics, a prefix sum and a per-bucket sort.
+Every result is deterministic. WGSL has no float atomics, and a push with them would add in whatever order
+threads arrive; so a scatter is described once (`Sources`: source positions, the output element each reaches,
+its value) and runs by one of two routes that both fold an output's values in source order (sums add in CPU
+torch's order; without a reduction the last source wins, as on CPU):
+  pull       (scatter.wgsl, one dispatch) each output element scans the K source positions that may reach it
+             — K is the index's extent along the scatter dim, or the number of index_put positions — and
+             folds those whose indices name it. No atomics. Costs K index reads per output element: what
+             models mostly do (one-hot labels, KV-cache updates at a few positions, top-k masks) has small K.
+  segmented  (scatter_segmented.wgsl, 7 dispatches) a counting sort groups the sources by the output they
+             reach (integer atomics count and place them; prefix_sum.py makes the segment starts), then each
+             output sorts its own segment by source position (insertion sort) and folds it. O(sources +
+             outputs), for long scans: a permutation scattered across a row, max_unpool's flat index_put, an
+             index_add of many rows (MoE token combines). A segment of many sources for a sum sorts
+             quadratically in one thread; a scatter with few outputs takes the pull instead, whose scans are
+             then the cheaper side.
+The rule (`_route`) takes the pull while out × K ≤ PULL_FACTOR · (out + sources); compile(scatter=...) forces
+one. Rejected: a radix sort of (target, source) pairs, which bounds every segment's sort at the price of
+several passes per digit.
 
-Indices are checked on the device only as far as the kernel goes: one outside its dim names nothing (the
+Indices are checked on the device only as far as the kernels go: one outside its dim reaches nothing (the
 structure where a later device-side error flag is raised). Negative indices count from the end for index_put
 (Python indexing), and are out of range for scatter, where torch raises.
 """
@@ -19,34 +28,101 @@ structure where a later device-side error flag is raised). Negative indices coun
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from math import prod
 
 from .. import dtypes, layout, wgsl
 from ..builder import Builder, KernelSpec
 from ..program import Tensor, contiguous_strides
+from ..symbolic import Expr, hint
 from .elementwise import copy
 from .indexing import word_of
 from .prefix_sum import exclusive_sum
-from .registry import NodeView, OpCase, register
+from .registry import NodeView, OpCase, register, register_option
 
 FILE = "scatter.wgsl"
+SEGMENTED = "scatter_segmented.wgsl"
 MAX_DIMS = 8
 MAX_INDICES = 3
 WORKGROUP = 256  # per_element.wgsl
+PULL_FACTOR = 32
 REDUCTIONS = {name.lower(): int(code) for name, code in
               re.findall(r"const REDUCE_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 # torch's names of the reductions (scatter_reduce.two; the deprecated scatter.reduce overloads).
 REDUCE_NAMES = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "max", "amin": "min", "add": "sum",
                 "multiply": "prod"}
+ROUTES = ("auto", "pull", "segmented")
+register_option("scatter", *ROUTES)
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What a scatter folds into `self`: source positions s over `shape` (row-major). Along each source dim e
+    with out_dims[e] set, a source sits at its own coordinate of that output dim; the one dim with None (the
+    scan dim) is what the index tensors replace: index t (a view over `shape`) names the coordinate along
+    output dim indices[t][1]. `value` is a view over `shape`, or a scalar's word."""
+
+    shape: tuple
+    out_dims: tuple
+    indices: tuple[tuple[Tensor, int], ...]
+    value: Tensor | int
+    wrap: bool  # negative indices count from the end
+
+    @property
+    def scan_dim(self) -> int:
+        return self.out_dims.index(None)
+
+
+def scatter_into(ctx: Builder, base: Tensor, sources: Sources, reduce: str, include_self: bool = True) -> Tensor:
+    """A copy of `base` (any view) with the sources folded in, by the cheaper route (or the forced one)."""
+    if _route(ctx, base, sources) == "pull":
+        return _pull_sources(ctx, base, sources, reduce, include_self)
+    return segmented(ctx, base, sources, reduce, include_self)
+
+
+def _route(ctx: Builder, base: Tensor, sources: Sources) -> str:
+    forced = ctx.options.extra.get("scatter", ROUTES[0])
+    if forced != "auto":
+        return forced
+    scan = sources.shape[sources.scan_dim]
+    outputs, count = base.numel, prod(sources.shape)
+    if any(isinstance(v, Expr) for v in (scan, outputs, count)):  # dynamic sizes: decide at their hints
+        scan, outputs, count = hint(scan), hint(outputs), hint(count)
+    return "pull" if outputs * scan <= PULL_FACTOR * (outputs + count) else "segmented"
+
+
+def _over_output(t: Tensor, sources: Sources, shape: tuple) -> tuple[Tensor, int]:
+    """A view over the sources as one over the output's `shape` (stride 0 along dims no source dim runs
+    along), and its stride along the scan dim."""
+    strides = [0] * len(shape)
+    for e, d in enumerate(sources.out_dims):
+        if d is not None:
+            strides[d] = t.strides[e]
+    return replace(t, shape=shape, strides=tuple(strides)), t.strides[sources.scan_dim]
+
+
+def _pull_sources(ctx: Builder, base: Tensor, sources: Sources, reduce: str, include_self: bool) -> Tensor:
+    indices = [(*_over_output(t, sources, base.shape), d) for t, d in sources.indices]
+    value = sources.value if isinstance(sources.value, int) else _over_output(sources.value, sources, base.shape)
+    bounds = list(base.shape)
+    for e, d in enumerate(sources.out_dims):
+        if d is not None:
+            bounds[d] = sources.shape[e]
+    return pull(ctx, base, indices, sources.shape[sources.scan_dim], value, reduce=reduce,
+                include_self=include_self, wrap=sources.wrap, bounds=bounds)
+
+
+def _fold_overrides(reduce: str, include_self: bool, dtype: str, wrap: bool) -> dict:
+    return {"REDUCE": REDUCTIONS[reduce], "INCLUDE_SELF": include_self, "WRAP_NEGATIVE": wrap,
+            "FLOOR_MEAN": dtypes.category(dtype) == 1, "SATURATE": dtype == "bool"}
 
 
 def pull(ctx: Builder, base: Tensor, indices: list[tuple[Tensor, int, int]], scan, source: tuple[Tensor, int] | int,
          *, reduce: str = "none", include_self: bool = True, wrap: bool = False, bounds=None,
          mask: bool = False, ranked: bool = False) -> Tensor:
-    """A copy of `base` (any view) with sources folded in: `indices` holds (index view over base's shape,
-    its stride per scan position, the output dim it names) per index tensor; `source` is (value view over
-    base's shape, its stride per scan position) or a scalar's word. See scatter.wgsl."""
+    """The pull route (scatter.wgsl): `indices` holds (index view over base's shape, its stride per scan
+    position, the output dim it names) per index tensor; `source` is (value view over base's shape, its
+    stride per scan position) or a scalar's word."""
     shape = base.shape
     out = ctx.new(shape, base.dtype)
     views = [t for t, _, _ in indices]
@@ -62,19 +138,50 @@ def pull(ctx: Builder, base: Tensor, indices: list[tuple[Tensor, int, int]], sca
               "coord_sizes": [shape[d] for _, _, d in indices] + pad,
               "shape": shape, "bounds": shape if bounds is None else bounds, "base_strides": base.strides,
               "src_strides": src.strides, **{f"idx{k}_strides": t.strides for k, t in enumerate(slots)}}
-    kind = base.dtype
-    overrides = {"REDUCE": REDUCTIONS[reduce], "INCLUDE_SELF": include_self, "NUM_INDICES": len(indices),
-                 "HAS_SRC": isinstance(source, tuple), "WRAP_NEGATIVE": wrap, "MASK": mask, "RANKED": ranked,
-                 "FLOOR_MEAN": dtypes.category(kind) == 1, "SATURATE": kind == "bool"}
+    overrides = {**_fold_overrides(reduce, include_self, base.dtype, wrap), "NUM_INDICES": len(indices),
+                 "HAS_SRC": isinstance(source, tuple), "MASK": mask, "RANKED": ranked}
     name = f"scatter[{reduce}{',mask' * mask}{',ranked' * ranked}]"
-    spec = KernelSpec.of(FILE, name, consts={"T": dtypes.dtype(kind).wgsl}, overrides=overrides)
+    spec = KernelSpec.of(FILE, name, consts={"T": dtypes.dtype(base.dtype).wgsl}, overrides=overrides)
     ctx.dispatch(spec, [base, src, *slots, out], params, -(-out.numel // WORKGROUP))
     return out
 
 
-def _along(t: Tensor, dim: int, shape: tuple) -> tuple[Tensor, int]:
-    """`t` as a view over `shape` that stays put along `dim` (0 stride), and its stride along `dim`."""
-    return replace(t, shape=shape, strides=tuple(0 if d == dim else s for d, s in enumerate(t.strides))), t.strides[dim]
+def segmented(ctx: Builder, base: Tensor, sources: Sources, reduce: str, include_self: bool = True) -> Tensor:
+    """The segmented route (scatter_segmented.wgsl): clear, count, prefix sum, place, fold."""
+    shape, count = base.shape, prod(sources.shape)
+    out = ctx.new(shape, base.dtype)
+    counts = ctx.new((out.numel + 1,), "int32")
+    order = ctx.new((count,), "int32")
+    divs = contiguous_strides(shape)
+    views = [t for t, _ in sources.indices]
+    slots = views + [views[0]] * (MAX_INDICES - len(views))
+    pad = [0] * (4 - len(views))
+    has_src = not isinstance(sources.value, int)
+    src = sources.value if has_src else base
+    params = {"sources": count, "outputs": out.numel, "ndim": len(sources.shape), "out_ndim": len(shape),
+              "base_offset": base.offset, "src_offset": src.offset, "value": 0 if has_src else sources.value,
+              "idx_offsets": [t.offset for t in slots] + [0],
+              "index_out_strides": [divs[d] for _, d in sources.indices] + pad,
+              "index_sizes": [shape[d] for _, d in sources.indices] + pad, "shape": sources.shape,
+              "out_strides": [0 if d is None else divs[d] for d in sources.out_dims],
+              "src_strides": src.strides if has_src else (), "out_shape": shape, "base_strides": base.strides,
+              **{f"idx{k}_strides": t.strides for k, t in enumerate(slots)}}
+    overrides = {**_fold_overrides(reduce, include_self, base.dtype, sources.wrap), "NUM_INDICES": len(views),
+                 "HAS_SRC": has_src}
+    consts = {"T": dtypes.dtype(base.dtype).wgsl}
+
+    def run(entry: str, starts: Tensor, threads) -> None:
+        spec = KernelSpec.of(SEGMENTED, f"scatter_segmented[{entry},{reduce}]", entry=entry, consts=consts,
+                             overrides=overrides)
+        ctx.dispatch(spec, [base, src, *slots, out, counts, starts, order], params, -(-threads // WORKGROUP))
+
+    placeholder = ctx.dummy()  # `starts` before there are any: bound, never read
+    run("clear", placeholder, out.numel + 1)
+    run("count", placeholder, count)
+    starts = exclusive_sum(ctx, counts)
+    run("place", starts, count)
+    run("fold", starts, out.numel)
+    return out
 
 
 # -- checks ----------------------------------------------------------------------------------------------------
@@ -129,13 +236,14 @@ def _check_mask_values(node: NodeView) -> str | None:
 # -- lowerings -------------------------------------------------------------------------------------------------
 
 def _scatter(ctx: Builder, node: NodeView, reduce: str, include_self: bool = True) -> Tensor:
+    """Each element of the index is a source: it sits at its own coordinates but along `dim`, where its
+    value names the coordinate; src is read at the index's coordinates (it may be larger)."""
     x, index, src = node.args["self"], node.args["index"], node.args.get("src")
     dim = layout.normalize_dim(node.args["dim"], x.ndim)
-    idx_view, idx_scan = _along(index, dim, x.shape)
-    source = word_of(node.args["value"], x.dtype) if src is None else _along(src, dim, x.shape)
-    bounds = [x.shape[d] if d == dim else n for d, n in enumerate(index.shape)]
-    return pull(ctx, x, [(idx_view, idx_scan, dim)], index.shape[dim], source, reduce=reduce,
-                include_self=include_self, bounds=bounds)
+    value = word_of(node.args["value"], x.dtype) if src is None else replace(src, shape=index.shape)
+    out_dims = tuple(None if d == dim else d for d in range(x.ndim))
+    sources = Sources(tuple(index.shape), out_dims, ((index, dim),), value, wrap=False)
+    return scatter_into(ctx, x, sources, reduce, include_self)
 
 
 @register("aten.scatter.src", "aten.scatter.value", check=_check_scatter, dynamic=True)
@@ -178,18 +286,16 @@ def index_put(ctx: Builder, node: NodeView) -> Tensor:
     adjacent = dims == list(range(first, first + len(dims)))
     rest = [d for d in range(x.ndim) if d not in dims]
     lead = first if adjacent else 0  # where the scan dim sits in the selection's shape
-    outer = [x.shape[d] for d in rest]
-    selection = tuple(outer[:lead]) + batch + tuple(outer[lead:])
-    flat = ctx.reshaped(layout.broadcast_to(values, selection), tuple(outer[:lead]) + (count,) + tuple(outer[lead:]))
-    strides = [0] * x.ndim
-    for d, s in zip(rest, flat.strides[:lead] + flat.strides[lead + 1:], strict=True):
-        strides[d] = s
-    source = (replace(flat, shape=x.shape, strides=tuple(strides)), flat.strides[lead])
+    outer = tuple(x.shape[d] for d in rest)
+    shape = outer[:lead] + (count,) + outer[lead:]
+    flat = ctx.reshaped(layout.broadcast_to(values, outer[:lead] + batch + outer[lead:]), shape)
     indices = []
     for d, t in zip(dims, tensors, strict=True):
         line = ctx.reshaped(layout.broadcast_to(t, batch), (count,))
-        indices.append((replace(line, shape=x.shape, strides=(0,) * x.ndim), line.strides[0], d))
-    return pull(ctx, x, indices, count, source, reduce=reduce, wrap=True)
+        strides = (0,) * lead + line.strides + (0,) * (len(outer) - lead)
+        indices.append((replace(line, shape=shape, strides=strides), d))
+    out_dims = (*rest[:lead], None, *rest[lead:])
+    return scatter_into(ctx, x, Sources(shape, out_dims, tuple(indices), flat, wrap=True), reduce)
 
 
 def _broadcast_shape(shapes: list[tuple]) -> tuple:
@@ -244,6 +350,8 @@ def slice_scatter(ctx: Builder, node: NodeView) -> Tensor:
 def cases() -> list[OpCase]:
     import torch
 
+    F = torch.nn.functional
+
     def ints(shape, lo, hi, seed=0):
         return lambda: torch.randint(lo, hi, shape, generator=torch.Generator().manual_seed(seed))
 
@@ -262,7 +370,7 @@ def cases() -> list[OpCase]:
     def put(x, indices, v, accumulate=False):  # x[indices] = v (or +=), with None for a full slice
         return torch.ops.aten.index_put.default(x, list(indices), v, accumulate)
 
-    return [
+    cases = [
         # scatter without a reduction: distinct targets per row (torch leaves duplicates' order undefined).
         OpCase("scatter_src_permutation_rows", lambda x, i, s: x.scatter(1, i[:, :29], s),
                [(37, 41), perm(41, 37), (37, 29)]),
@@ -315,4 +423,13 @@ def cases() -> list[OpCase]:
             [(41, 1031), mask((41, 1031)), ints((41, 1031), -99, 99)]),
         OpCase("slice_scatter_step_and_select_scatter", lambda x, s, t: (
             torch.slice_scatter(x, s, 1, 2, 39, 3), torch.select_scatter(x, t, 0, -2)), [(37, 41), (37, 13), (41,)]),
+        # Long scans, which the rule sends the segmented way: max_unpool's flat index_put, an MoE combine.
+        OpCase("unpool_and_index_add_many_rows", lambda x, t, w, v: (
+            F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2, output_size=x.shape[-2:]),
+            torch.zeros(89, 16).index_add(0, t.flatten(), v * w.flatten()[:, None])),
+            [(2, 3, 37, 41), ints((1031, 2), 0, 89), lambda: torch.rand(1031, 2), (2062, 16)]),
     ]
+    # The same scatters forced the segmented way (the pull is the rule's choice for most of them).
+    routed = [c for c in cases if c.name.startswith(("scatter_", "index_", "setitem", "unpool"))
+              and "bool_mask" not in c.name]
+    return cases + [replace(c, name=f"{c.name}_segmented", kwargs={"scatter": "segmented"}) for c in routed]
