@@ -14,8 +14,8 @@ pytestmark = pytest.mark.e2e
 F = torch.nn.functional
 
 
-def _check_sizes(fn, make, dims, sizes, poisoned):
-    program = webgpu_torch.compile(torch.export.export(Fn(fn), make(sizes[0]), dynamic_shapes=(dims,)))
+def _check_sizes(fn, make, dims, sizes, poisoned, **options):
+    program = webgpu_torch.compile(torch.export.export(Fn(fn), make(sizes[0]), dynamic_shapes=(dims,)), **options)
     assert program.symbols
     for n in sizes:
         inputs = make(n)
@@ -23,7 +23,8 @@ def _check_sizes(fn, make, dims, sizes, poisoned):
             assert_close(g, w, what=f"output {i} at size {n}")
 
 
-def test_kv_cache_update_at_new_positions(poisoned):
+@pytest.mark.parametrize("route", ["auto", "segmented"])
+def test_kv_cache_update_at_new_positions(route, poisoned):
     """A static cache written at S new positions (index_copy, as HF's static cache does), S dynamic."""
     def step(cache, pos, new):
         updated = cache.index_copy(2, pos, new)
@@ -35,7 +36,7 @@ def test_kv_cache_update_at_new_positions(poisoned):
                 torch.randn(1, 2, s, 8, generator=g))
 
     s = Dim("s", min=1, max=37)
-    _check_sizes(step, make, ({}, {0: s}, {2: s}), (5, 1, 37, 12), poisoned)
+    _check_sizes(step, make, ({}, {0: s}, {2: s}), (5, 1, 37, 12), poisoned, scatter=route)
 
 
 def test_pads_flip_and_repeat_of_a_dynamic_length(poisoned):
