@@ -1,6 +1,6 @@
 """Resampling of N-C-spatial tensors, each output element from a window of its own channel: pooling in 2-d
-and 3-d (max_pool with the indices torch returns, avg_pool, adaptive average pooling) and 2-d upsampling
-(nearest, bilinear, bicubic: the `.vec` overloads torch.export produces).
+and 3-d (max and adaptive max pooling with the indices torch returns, average and adaptive average pooling)
+and 2-d upsampling (nearest, bilinear, bicubic: the `.vec` overloads torch.export produces).
 
 One kernel, the op an override constant; a 2-d op is a 3-d one of depth 1, and the input is read through its
 strides (unbatched inputs as a batch of one). Output sizes come from the node, so ceil_mode costs nothing.
@@ -31,7 +31,7 @@ INTEGER_POOLS = {"max": ("int64", "int32"), "avg": ("int64",)}  # the integer dt
 def _check_input(x, spatial: int, batched_only: bool, what: str, dtypes_: tuple[str, ...] = ()) -> str | None:
     ranks = (spatial + 2,) if batched_only else (spatial + 2, spatial + 1)
     if x.ndim not in ranks:
-        dims = "".join("DHW"[3 - spatial:])
+        dims = "DHW"[3 - spatial:]
         shapes = " or ".join(f"[{', '.join(('N', 'C', *dims)[r == spatial + 1:])}]" for r in ranks)
         return f"{what} needs a {shapes} input, got {list(x.shape)}"
     if x.dtype != "float32" and x.dtype not in dtypes_:
@@ -114,10 +114,18 @@ def _adaptive_avg_pool(spatial: int):
     return lower
 
 
+def _adaptive_max_pool(spatial: int):
+    def lower(ctx: Builder, node: NodeView) -> list[Tensor | None]:
+        return resample(ctx, node, node.args["self"], "adaptive_max", spatial, with_indices=1 in node.outputs_read)
+
+    return lower
+
+
 for _s in (2, 3):
     register(f"aten.max_pool{_s}d_with_indices.default", check=_check_pool("max", _s))(_max_pool(_s))
     register(f"aten.avg_pool{_s}d.default", check=_check_pool("avg", _s))(_avg_pool(_s))
     register(f"aten._adaptive_avg_pool{_s}d.default", check=_check_pool("adaptive", _s))(_adaptive_avg_pool(_s))
+    register(f"aten.adaptive_max_pool{_s}d.default", check=_check_pool("adaptive_max", _s))(_adaptive_max_pool(_s))
 
 
 def _scale(n: int, out: int, factor: float | None, align_corners: bool) -> np.float32:
@@ -183,6 +191,10 @@ def cases() -> list[OpCase]:
                                                                                    count_include_pad=False),
                                            F.avg_pool3d(x, 2, divisor_override=3), F.avg_pool3d(i, 2)),
                [(2, 3, 7, 11, 13), ints(3, 5, 7, 9)]),
+        OpCase("adaptive_max_pool_2d_3d", lambda x: (F.adaptive_max_pool2d(x[0], (5, 7), return_indices=True),
+                                                    F.adaptive_max_pool2d(x[:, 0], 1),
+                                                    F.adaptive_max_pool3d(x, (3, 5, 4), return_indices=True),
+                                                    F.adaptive_max_pool3d(x, (11, 2, 17))), [(2, 3, 7, 11, 13)]),
         OpCase("adaptive_avg_pool3d", lambda x: (F.adaptive_avg_pool3d(x, (3, 5, 4)), F.adaptive_avg_pool3d(x[0], 2),
                                                  F.adaptive_avg_pool3d(x, (11, 1, 17))), [(2, 3, 7, 11, 13)]),
         OpCase("avg_pool_exclude_pad_ceil", lambda x: F.avg_pool2d(x, (3, 5), (2, 3), (1, 2), ceil_mode=True,

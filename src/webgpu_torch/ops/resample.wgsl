@@ -13,6 +13,7 @@
 //                nonzero (divisor_override), else the window's size before clipping (COUNT_PAD) or after;
 //                integer sums divide truncating toward zero, as torch's integer pools do
 //   OP_ADAPTIVE  i in [floor(o*n/O), ceil((o+1)*n/O)), divided by the window's size
+//   OP_ADAPTIVE_MAX  the largest of the same window, as OP_MAX picks it
 //   OP_NEAREST   i = min(floor(o * scale), n - 1)
 //   OP_BILINEAR  src = o * scale (ALIGN_CORNERS) or max((o + 0.5) * scale - 0.5, 0), blending inputs
 //                i0 = floor(src) and min(i0 + 1, n - 1) by the fraction src - i0
@@ -32,6 +33,7 @@ const OP_ADAPTIVE: u32 = 2u;
 const OP_NEAREST: u32 = 3u;
 const OP_BILINEAR: u32 = 4u;
 const OP_BICUBIC: u32 = 5u;
+const OP_ADAPTIVE_MAX: u32 = 6u;
 
 alias T = f32;
 
@@ -89,20 +91,37 @@ struct Best {
   index: u32,
 }
 
+// The taps of a max window along one axis: first, first + step, ... (taps of them; some may lie outside).
+struct Window {
+  first: i32,
+  taps: u32,
+  step: u32,
+}
+
+fn max_taps(o: u32, a: u32) -> Window {
+  if (OP == OP_ADAPTIVE_MAX) {
+    let s = span(o, a);
+    return Window(i32(s.lo), s.hi - s.lo, 1u);
+  }
+  return Window(tap_start(o, a), p.kernel[a], p.dil[a]);
+}
+
 const NO_TAP: u32 = 0xffffffffu;
 
 // The first tap is taken whatever its value, so a window of -inf gives -inf and its first tap's index.
 fn max_window(plane: u32, o: vec3<u32>) -> Best {
   var best = Best(T(0), NO_TAP);
-  let start = vec3(tap_start(o.x, 0u), tap_start(o.y, 1u), tap_start(o.z, 2u));
-  for (var j = 0u; j < p.kernel.x; j++) {
-    let id = start.x + i32(j * p.dil.x);
+  let wd = max_taps(o.x, 0u);
+  let wh = max_taps(o.y, 1u);
+  let ww = max_taps(o.z, 2u);
+  for (var j = 0u; j < wd.taps; j++) {
+    let id = wd.first + i32(j * wd.step);
     if (!inside(id, 0u)) { continue; }
-    for (var k = 0u; k < p.kernel.y; k++) {
-      let ih = start.y + i32(k * p.dil.y);
+    for (var k = 0u; k < wh.taps; k++) {
+      let ih = wh.first + i32(k * wh.step);
       if (!inside(ih, 1u)) { continue; }
-      for (var l = 0u; l < p.kernel.z; l++) {
-        let iw = start.z + i32(l * p.dil.z);
+      for (var l = 0u; l < ww.taps; l++) {
+        let iw = ww.first + i32(l * ww.step);
         if (!inside(iw, 2u)) { continue; }
         let at = vec3(u32(id), u32(ih), u32(iw));
         let v = x[offset(plane, at)];
@@ -124,7 +143,7 @@ struct Span {
 
 fn span(o: u32, a: u32) -> Span {
   let n = p.in_size[a];
-  if (OP == OP_ADAPTIVE) {
+  if (OP == OP_ADAPTIVE || OP == OP_ADAPTIVE_MAX) {
     let O = p.out_size[a];
     let lo = o * n / O;
     let hi = ((o + 1u) * n + O - 1u) / O;
@@ -238,7 +257,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let b_c = i / (OW * OH * OD);
   let plane = p.x_offset + (b_c / p.C) * p.x_strides[0].x + (b_c % p.C) * p.x_strides[0].y;
   switch OP {
-    case OP_MAX: {
+    case OP_MAX, OP_ADAPTIVE_MAX: {
       let best = max_window(plane, o);
       out[i] = best.value;
       if (WITH_INDICES) {
