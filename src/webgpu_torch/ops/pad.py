@@ -75,7 +75,7 @@ for _d in (1, 2, 3):
 # Uninitialised tensors fold to zeros at compile time; with dynamic sizes they are made zeros here.
 @register("aten.empty.memory_format", "aten.empty_strided.default", "aten.empty_permuted.default", dynamic=True)
 def empty(ctx: Builder, node: NodeView) -> Tensor:
-    """Zeros: a constant pad of an input with no elements (nothing of it is read but a 0-d one's word, 0)."""
+    """Zeros: a constant pad of an input with no elements (a 0-d result reads the zero dummy's first word)."""
     shape = node.out.shape
     nothing = Tensor(ctx.dummy().buffer, (0,) * len(shape), (0,) * len(shape), 0, node.out.dtype)
     return remap(ctx, nothing, shape, [0] * len(shape), ["constant"] * len(shape))
@@ -94,11 +94,11 @@ def roll(ctx: Builder, node: NodeView) -> Tensor:
     x, shifts, dims = node.args["self"], node.args["shifts"], node.args["dims"]
     if not dims:
         flat = ctx.reshaped(x, (x.numel,))
-        return layout.view(roll_dims(ctx, flat, shifts, [0]), x.shape)
-    return roll_dims(ctx, x, shifts, dims)
+        return layout.view(_roll_dims(ctx, flat, shifts, [0]), x.shape)
+    return _roll_dims(ctx, x, shifts, dims)
 
 
-def roll_dims(ctx: Builder, x: Tensor, shifts: list[int], dims: list[int]) -> Tensor:
+def _roll_dims(ctx: Builder, x: Tensor, shifts: list[int], dims: list[int]) -> Tensor:
     before = [0] * x.ndim
     for shift, d in zip(shifts, dims, strict=True):
         d = layout.normalize_dim(d, x.ndim)
