@@ -3,10 +3,13 @@
 Each op is phrased as: the output's coordinates address the source directly along some dims (strides) and
 through up to three index tensors along others (each index a strided view broadcast to the output's shape,
 times the stride of the source dim it selects in). Values move as 32-bit words, so every device dtype works.
+Negative indices count from the end in index.Tensor (Python indexing) only: gather, index_select and
+embedding raise on them in torch, so here they are out of range like any other bad index.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import replace
 
 import numpy as np
@@ -23,13 +26,22 @@ MAX_INDICES = 3
 NAN_BITS = int(np.array(np.nan, np.float32).view(np.uint32))
 
 
+def word_of(value: float | int | bool, dtype: str) -> int:
+    """The 32-bit word that holds scalar `value` as an element of a device tensor of `dtype`."""
+    if dtype == "float32":
+        return struct.unpack("<I", struct.pack("<f", float(value)))[0]
+    if dtype == "bool":
+        return int(bool(value))
+    return int(value) & 0xFFFFFFFF
+
+
 def gather(ctx: Builder, src: Tensor, shape: tuple[int, ...], direct: list[int],
            indices: list[tuple[Tensor, int, int]], *, out: Tensor | None = None,
-           window: tuple[int, int] | None = None) -> Tensor:
+           window: tuple[int, int] | None = None, wrap: bool = False) -> Tensor:
     """out[o] = src[offset + Σ o_d·direct_d + Σ_t idx_t[o]·stride_t] over the output `shape`; `indices` holds
-    (index view of `shape`, source stride, source dim size) per index tensor. With `window` (lo, hi), src
-    holds rows lo..hi of index 0's dim only and just the outputs selecting those rows are written (into
-    `out`, shared by the dispatches of all windows)."""
+    (index view of `shape`, source stride, source dim size) per index tensor; `wrap` counts negative indices
+    from the end. With `window` (lo, hi), src holds rows lo..hi of index 0's dim only and just the outputs
+    selecting those rows are written (into `out`, shared by the dispatches of all windows)."""
     out = ctx.new(shape, src.dtype) if out is None else out
     views = [t for t, _, _ in indices]
     slots = views + [views[0]] * (MAX_INDICES - len(views))
@@ -41,7 +53,8 @@ def gather(ctx: Builder, src: Tensor, shape: tuple[int, ...], direct: list[int],
               "index_sizes": [n for _, _, n in indices] + pad, "shape": shape, "src_strides": direct,
               **{f"idx{k}_strides": t.strides for k, t in enumerate(slots)}}
     spec = KernelSpec.of(FILE, "gather" + ("[windowed]" if window else ""),
-                         overrides={"NUM_INDICES": len(indices), "WINDOWED": window is not None})
+                         overrides={"NUM_INDICES": len(indices), "WINDOWED": window is not None,
+                                    "WRAP_NEGATIVE": wrap})
     ctx.dispatch(spec, [src, *slots, out], params, -(-out.numel // WORKGROUP))
     return out
 
@@ -117,7 +130,7 @@ def index(ctx: Builder, node: NodeView) -> Tensor:
         inner = layout.broadcast_to(t, shape[first:first + b])
         view = replace(inner, shape=shape, strides=(0,) * first + inner.strides + (0,) * (len(shape) - first - b))
         indices.append((view, x.strides[first + j], x.shape[first + j]))
-    return gather(ctx, x, shape, direct, indices)
+    return gather(ctx, x, shape, direct, indices, wrap=True)
 
 
 def cases() -> list[OpCase]:

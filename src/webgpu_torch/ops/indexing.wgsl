@@ -4,9 +4,10 @@
 // Layout: out is contiguous, of up to 8 dims. `src` is read at src_offset plus, per output dim, the output
 //   coordinate times src_strides (0 for dims that an index supplies). Each of the NUM_INDICES (<= 3) index
 //   tensors idx0..idx2 (i32: int64 travels as int32) is a strided view broadcast to the output's shape; its
-//   value, wrapped like Python's (-1 is the last), selects along a source dim of `index_sizes[t]` elements at
-//   `index_strides[t]`. An index outside its dim writes `fill` (NaN's bits for float, 0 otherwise): the
-//   device cannot raise torch's IndexError, so the bad value shows instead.
+//   value selects along a source dim of `index_sizes[t]` elements at `index_strides[t]`. With WRAP_NEGATIVE
+//   (index.Tensor, as Python indexing) -1 is the last; without it (gather, index_select, embedding, where
+//   torch raises) a negative index is out of range. An index outside its dim writes `fill` (NaN's bits for
+//   float, 0 otherwise): the device cannot raise torch's IndexError, so the bad value shows instead.
 //   With WINDOWED, `src` holds only rows [window_lo, window_hi) of index 0's source dim (a weight over the
 //   binding limit, split into chunks, one dispatch per chunk): other rows are another dispatch's to write.
 // Geometry: one thread per output element, 256 per workgroup, over a grid folded to fit 65,535 workgroups per
@@ -16,6 +17,7 @@
 
 override NUM_INDICES: u32 = 1u;
 override WINDOWED: bool = false;
+override WRAP_NEGATIVE: bool = true;
 
 const WORKGROUP: u32 = 256u;
 
@@ -43,10 +45,11 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
-// Index tensor t's value, wrapped like Python's into [0, index_sizes[t]), or -1 when out of range.
+// Index tensor t's value as a position in [0, index_sizes[t]), or -1 when out of range (where a device-side
+// error flag would be raised).
 fn wrapped(t: u32, value: i32) -> i32 {
   let n = i32(p.index_sizes[t]);
-  let v = select(value, value + n, value < 0);
+  let v = select(value, value + n, WRAP_NEGATIVE && value < 0);
   return select(v, -1, v < 0 || v >= n);
 }
 
