@@ -60,7 +60,7 @@ def resample(ctx: Builder, node: NodeView, x: Tensor, op: str, spatial: int, ker
         x5 = layout.unsqueeze(x5, 2)
     out_size = (1,) * (3 - spatial) + tuple(node.outputs[0].shape[-spatial:])
     out = ctx.new(x5.shape[:2] + out_size, x.dtype)
-    indices = ctx.new(out.shape, "int64") if with_indices else ctx.dummy()
+    indices = ctx.new(out.shape, "int64") if with_indices else ctx.sink()
     params = {"numel": out.numel, "C": x5.shape[1], "divisor": divisor, "x_offset": x5.offset,
               "in_size": x5.shape[2:], "out_size": out_size, "kernel": kernel, "stride": stride, "pad": padding,
               "dil": dilation, "scale": [float(v) for v in scale], "x_strides": x5.strides}
