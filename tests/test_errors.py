@@ -42,13 +42,13 @@ def test_dynamic_sizes_reaching_an_op_without_support_are_refused_at_compile_tim
 
 
 def test_bad_inputs_at_call_time():
-    program = webgpu_torch.compile_module(torch.nn.Linear(3, 4), (torch.randn(5, 3),))
+    session = webgpu_torch.compile_module(torch.nn.Linear(3, 4), (torch.randn(5, 3),))
     with pytest.raises(ValueError, match=r"expected shape \[5, 3\], got \[5, 4\]"):
-        program(torch.randn(5, 4))
+        session(torch.randn(5, 4))
     with pytest.raises(TypeError, match="expected dtype float32, got float64"):
-        program(np.zeros((5, 3)))
+        session(np.zeros((5, 3)))
     with pytest.raises(TypeError, match="expected a tuple of 1 items"):
-        program(torch.randn(5, 3), torch.randn(5, 3))
+        session(torch.randn(5, 3), torch.randn(5, 3))
 
 
 def test_int64_that_does_not_fit_in_int32_is_refused():

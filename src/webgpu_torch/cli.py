@@ -42,10 +42,11 @@ def _random_input(spec, rng: np.random.Generator) -> np.ndarray:
 
 
 def _run(args) -> int:
-    from .artifact import load
+    from .runtime.session import Session
     from .tree import unflatten
 
-    program = load(args.file)
+    session = Session.load(args.file, args.engine)
+    program = session.program
     if args.input and len(args.input) != len(program.inputs):
         raise SystemExit(f"{args.file} takes {len(program.inputs)} inputs "
                          f"({', '.join(i.name for i in program.inputs)}); {len(args.input)} given")
@@ -55,12 +56,11 @@ def _run(args) -> int:
     except (OSError, ValueError) as e:
         raise SystemExit(f"webgpu-torch run: cannot read an --input file: {e}") from None
     args_tree = unflatten(program.input_tree, arrays)
-    program.executor(args.engine)
-    outputs = program(*args_tree[0], **args_tree[1])
+    outputs = session(*args_tree[0], **args_tree[1])
     times = []
     for _ in range(args.repeat):
         start = time.perf_counter()
-        program(*args_tree[0], **args_tree[1])
+        session(*args_tree[0], **args_tree[1])
         times.append(time.perf_counter() - start)
     from .tree import flatten
 

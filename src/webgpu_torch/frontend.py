@@ -46,14 +46,20 @@ def import_program(ep: ExportedProgram) -> Graph:
     sizes = _Sizes(ep)
     constants: dict[str, torch.Tensor] = {}
     inputs: list[tuple[str, TensorMeta]] = []
+    baked: list[Any] = []  # per user input leaf: _TENSOR, or the non-tensor value export fixed it to
     for spec in sig.input_specs:
         name = spec.arg.name
         if spec.kind == InputKind.USER_INPUT:
             val = _placeholder_val(ep, name)
-            if not isinstance(val, torch.Tensor):
-                raise UnsupportedError([f"  input {name!r}: a {type(val).__name__}; only tensor inputs are "
-                                        "supported (pass scalars as 0-d tensors, or fix them at export)"])
-            inputs.append((name, sizes.meta(val, f"input {name!r}")))
+            if isinstance(val, torch.Tensor):
+                inputs.append((name, sizes.meta(val, f"input {name!r}")))
+            elif val is None or isinstance(val, (bool, int, float, str)):
+                baked.append(val)
+                continue
+            else:
+                raise UnsupportedError([f"  input {name!r}: a {type(val).__name__}; inputs are tensors or "
+                                        "None/bool/int/float/str values (fixed at export)"])
+            baked.append(_TENSOR)
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
             constants[name] = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[
                 spec.target]
@@ -76,11 +82,24 @@ def import_program(ep: ExportedProgram) -> Graph:
         constant_meta={k: sizes.meta(v, f"constant {k!r}") for k, v in kept.items()},
         nodes=nodes,
         outputs=outputs,
-        input_tree=treespec_to_json(ep.call_spec.in_spec),
+        input_tree=_bake(treespec_to_json(ep.call_spec.in_spec), iter(baked)),
         output_tree=treespec_to_json(ep.call_spec.out_spec),
         meta={"torch": torch.__version__},
         symbols=sizes.table,
     )
+
+
+_TENSOR = object()
+
+
+def _bake(spec: dict, leaves) -> dict:
+    """The input tree with each non-tensor leaf replaced by a const node holding the value export fixed."""
+    if spec["type"] == "leaf":
+        value = next(leaves)
+        return spec if value is _TENSOR else {"type": "const", "value": value}
+    if "items" in spec:
+        return {**spec, "items": [_bake(s, leaves) for s in spec["items"]]}
+    return spec
 
 
 def _decomposition_table() -> dict:
@@ -362,7 +381,7 @@ def treespec_to_json(spec) -> dict:
         return {"type": "const", "value": None}
     keys = _context_keys(spec)
     if keys is not None and len(keys) == len(children):
-        return {"type": "dict", "keys": keys, "items": children}
+        return {"type": "dict", "keys": keys, "items": children, "class": spec.type.__name__}
     return {"type": "tuple", "items": children}
 
 

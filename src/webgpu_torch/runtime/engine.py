@@ -4,19 +4,37 @@ Two engines share wgpu-py's API: Dawn (`wgpudawn`, Chrome's implementation) and 
 The default is Dawn when it yields an adapter, else wgpu-native; `WEBGPU_TORCH_ENGINE=dawn|wgpu` (or the
 `engine` argument) forces one. The device is opened once per engine and process, with the adapter's own
 limits (not WebGPU's defaults: those cap a binding at 128 MiB) and the optional features we can use.
+
+Threads: an engine's device is used under its `lock` (an RLock). A call holds it from its first upload to
+the copy of its outputs out of mapped memory, so calls of any programs from any threads interleave whole;
+host work before and after (input checks and conversions, output dtypes) runs outside it. The GPU runs
+one queue in order anyway, so the lock costs only the overlap of one call's host work with another's GPU
+work. Rejected: a lock per program plus one around submits and maps, which would overlap more but leaves
+Dawn's event processing and wgpu-py's promise bookkeeping racing between threads.
+
+Waiting: `wait` polls the device until a promise settles, with Python running between polls, so Ctrl-C
+interrupts a wait and a call that has not finished within `timeout()` seconds raises (the GPU work itself
+cannot be cancelled; the program that timed out refuses further calls).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass
+import threading
+import time
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 from ..errors import DeviceError
+from .pool import BufferPool
 
 ENV_VAR = "WEBGPU_TORCH_ENGINE"
+TIMEOUT_VAR = "WEBGPU_TORCH_TIMEOUT"
+DEFAULT_TIMEOUT = 300.0  # seconds; lavapipe's first run of a large kernel compiles it for tens of seconds
+SPIN = 2e-3  # seconds of polling without sleeping before a wait backs off (a short call's latency)
+MAX_UNAWAITED = 32
 MODULES = {"dawn": "wgpudawn", "wgpu": "wgpu"}
 OPTIONAL_FEATURES = ("timestamp-query", "shader-f16", "subgroups")
 
@@ -27,16 +45,70 @@ NO_ADAPTER_HELP = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Engine:
     name: str  # "dawn" | "wgpu"
     wgpu: Any  # the engine's module, with wgpu-py's API
     adapter: Any
     device: Any
+    lock: Any = field(default_factory=threading.RLock)  # held while using the device
+    pool: BufferPool = field(default_factory=BufferPool)  # DeviceTensors' buffers
+    unawaited: int = 0  # submissions since the last wait for the queue
+
+    def submit(self, command_buffer, awaited: bool) -> None:
+        """Submit; `awaited` says the caller waits for this work (maps a result). Work nobody waits for (an
+        on_device call) is let run ahead at most MAX_UNAWAITED submissions, then the queue is drained: a
+        host that out-runs the GPU would otherwise queue without bound."""
+        self.device.queue.submit([command_buffer])
+        self.unawaited = 0 if awaited else self.unawaited + 1
+        if self.unawaited >= MAX_UNAWAITED:
+            self.drain("work submitted without waiting")
+
+    def drain(self, what: str) -> None:
+        """Wait until the queue is idle: map a buffer that a copy submitted after all earlier work writes.
+        (Rejected: queue.on_submitted_work_done, broken in wgpu-native 0.32's bindings.)"""
+        flags = self.wgpu.BufferUsage
+        src = self.device.create_buffer(size=4, usage=flags.COPY_SRC)
+        fence = self.device.create_buffer(size=4, usage=flags.MAP_READ | flags.COPY_DST)
+        encoder = self.device.create_command_encoder()
+        encoder.copy_buffer_to_buffer(src, 0, fence, 0, 4)
+        self.device.queue.submit([encoder.finish()])
+        self.wait(fence.map_async(self.wgpu.MapMode.READ), what)
+        fence.unmap()
+        self.unawaited = 0
 
     @property
     def limits(self) -> dict[str, int]:
         return dict(self.device.limits)
+
+    def wait(self, promise, what: str, timeout: float | None = None) -> None:
+        """Block until `promise` (a map, say) settles; DeviceError naming `what` after `timeout` seconds."""
+        limit = default_timeout() if timeout is None else timeout
+        start = time.perf_counter()
+        pause = 0.0
+        while promise._state == "pending":  # wgpu-py's promise: settled ones resolve in sync_wait below
+            self.device._poll()  # delivers finished work's callbacks (Dawn's ProcessEvents, wgpu's Poll)
+            if promise._state != "pending":
+                break
+            elapsed = time.perf_counter() - start
+            if elapsed > limit:
+                raise CallTimeout(f"{what} did not finish within {limit:g} s ({TIMEOUT_VAR} sets the limit); "
+                                  "the device may still be running it")
+            time.sleep(pause)
+            pause = 0.0 if elapsed < SPIN else min(max(2 * pause, 20e-6), 1e-3)
+        promise.sync_wait()
+
+
+class CallTimeout(DeviceError):
+    """A call did not finish in time; its program refuses further calls."""
+
+
+def default_timeout() -> float:
+    value = os.environ.get(TIMEOUT_VAR)
+    try:
+        return float(value) if value else DEFAULT_TIMEOUT
+    except ValueError:
+        raise DeviceError(f"{TIMEOUT_VAR}={value!r}: give a number of seconds") from None
 
 
 def engine_names(choice: str | None = None) -> list[str]:

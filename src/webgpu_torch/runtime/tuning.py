@@ -87,7 +87,7 @@ def force(program: Program, pick: Callable[[Kernel], bool]) -> Program:
         picked = [o for o in d.options if pick(program.kernels[o.kernel])]
         if picked and i not in grouped:
             dispatches[i] = d.choose(picked[0])
-    return replace(program, dispatches=dispatches, _executor=None)
+    return replace(program, dispatches=dispatches)
 
 
 def resolve(program: Program, engine: Engine) -> Program:
@@ -111,7 +111,7 @@ def resolve(program: Program, engine: Engine) -> Program:
     for key, members in zip(keys, tunable, strict=True):
         for i in members:
             dispatches[i] = dispatches[i].choose(candidates(dispatches[i])[chosen[key]])
-    return replace(program, dispatches=dispatches, _executor=None)
+    return replace(program, dispatches=dispatches)
 
 
 def _measure(program: Program, engine: Engine, which: dict[str, list[int]]) -> dict[str, int]:
