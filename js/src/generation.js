@@ -72,7 +72,7 @@ export class Seq2Seq {
     const info = this.info;
     const features = await this.vision.runOnDevice([pixelValues]); // queued: the first step's read waits for both
     const cross = /** @type {DeviceTensor[]} */ (await this.encoder.runOnDevice([features, promptIds]));
-    features.destroy();
+    features.release();
     const empty = { data: new Float32Array(0), shape: [1, info.heads, 0, info.head_dim] };
     /** @type {unknown[]} */
     let past = Array(2 * info.layers).fill(empty);
@@ -91,10 +91,10 @@ export class Seq2Seq {
         past = grown;
         if (teacher) {
           logits.push(out.data);
-          chosen.destroy();
+          chosen.release();
           token = teacher[step];
         } else {
-          out.destroy();
+          out.release();
           token = this.forced(step, maxNewTokens, Number(chosen.data[0]));
         }
         steps.push((performance.now() - start) * 1e-3);
@@ -129,5 +129,5 @@ export class Seq2Seq {
 
 /** @param {unknown[]} tensors */
 function release(tensors) {
-  for (const t of tensors) if (t instanceof DeviceTensor) t.destroy();
+  for (const t of tensors) if (t instanceof DeviceTensor) t.release();
 }

@@ -1,28 +1,38 @@
-// What a device runs for each kernel: the source it compiles (the shader-f16 fallback where the device
-// lacks the feature, else the engine's own source if the kernel names one) and the features that needs.
+// Fitting a program to its device (docs/artifact.md, Float16): where the device lacks shader-f16, every
+// dispatch and option that names a kernel needing it runs that kernel's float32 `fallback` instead, over
+// float32 copies of the float16 constants (exact; the buffer's size doubled). Strides and offsets count
+// elements, so views and uniforms are unchanged. Kernels needing `subgroups` are only ever options, which
+// tuning skips on a device without them.
 
 /** @typedef {import('./artifact.js').KernelSpec} KernelSpec */
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
 
 /**
- * @param {KernelSpec} k
- * @param {Set<string>} features the device's
- * @param {string} engine
- * @returns {number} an index into the program's sources
+ * `spec` as a device with `features` runs it.
+ * @param {ProgramSpec} spec
+ * @param {Set<string>} features
+ * @returns {ProgramSpec}
  */
-export function sourceFor(k, features, engine) {
-  if (k.fallback !== null && !features.has('shader-f16')) return k.fallback;
-  return k.engineSources[engine] ?? k.source;
+export function forDevice(spec, features) {
+  if (features.has('shader-f16')) return spec;
+  /** @param {number} k */
+  const swap = (k) => {
+    const kernel = spec.kernels[k];
+    return kernel.requires.includes('shader-f16') ? /** @type {number} */ (kernel.fallback) : k;
+  };
+  const dispatches = spec.dispatches.map((d) => ({
+    ...d, kernel: swap(d.kernel), options: d.options.map((o) => ({ ...o, kernel: swap(o.kernel) })),
+  }));
+  return { ...spec, dispatches };
 }
 
 /**
- * The optional features a kernel needs on a device with `features` (none of shader-f16 where it runs its
- * fallback).
+ * The source a kernel compiles from on `engine` (a kernel may name one per engine).
  * @param {KernelSpec} k
- * @param {Set<string>} features
+ * @param {string} engine
  */
-export function needs(k, features) {
-  return k.fallback !== null && !features.has('shader-f16') ? k.requires.filter((f) => f !== 'shader-f16') : k.requires;
+export function sourceFor(k, engine) {
+  return k.engineSources[engine] ?? k.source;
 }
 
 /**

@@ -6,6 +6,7 @@ import { parse } from './artifact.js';
 import { openDevice } from './device.js';
 import { Executor } from './executor.js';
 import { bind, checkInput, deviceForms } from './inputs.js';
+import { forDevice } from './kernels.js';
 import { readSource } from './source.js';
 import * as tree from './tree.js';
 import * as tuning from './tuning.js';
@@ -16,9 +17,9 @@ import * as tuning from './tuning.js';
 /** @typedef {import('./device.js').Gpu} Gpu */
 /** @typedef {import('./source.js').Source} Source */
 /**
- * @typedef {import('./device.js').DeviceOptions & import('./tuning.js').TuningOptions & {
- *   disableFeatures?: string[]}} LoadOptions
- *   disableFeatures: run as if the device lacked these optional features ("shader-f16": the fallbacks)
+ * @typedef {import('./device.js').DeviceOptions & import('./tuning.js').TuningOptions &
+ *   import('./executor.js').ExecutorOptions & {disableFeatures?: string[]}} LoadOptions
+ * `disableFeatures`: run as if the device lacked these optional features ("shader-f16": the fallbacks).
  */
 /**
  * The call's arguments: an array of positional arguments, {args, kwargs}, or a single tensor.
@@ -37,8 +38,8 @@ export async function load(source, options = {}) {
   const gpu = await openDevice(options);
   const disabled = new Set(options.disableFeatures ?? []);
   const features = new Set([...gpu.device.features].filter((f) => !disabled.has(f)));
-  const tuned = await tuning.resolve(spec, gpu, features, options);
-  return new Program(tuned, await Executor.create(tuned, gpu, features), where);
+  const tuned = await tuning.resolve(forDevice(spec, features), gpu, features, options);
+  return new Program(tuned, await Executor.create(tuned, gpu, features, options), where);
 }
 
 export class Program {

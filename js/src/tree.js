@@ -5,41 +5,11 @@
 //   {"type": "dict", "keys": [...], "items": [...], "class"?: name}   a plain object
 // A dict entry whose tree is a const may be left out of a call (an omitted keyword argument).
 
-import { InputTypeError } from './errors.js';
+import { InputError, InputTypeError } from './errors.js';
 
 /** @typedef {{type: 'leaf'} | {type: 'const', value: Const} | {type: 'tuple' | 'list', items: TreeSpec[]}
  *   | {type: 'dict', keys: string[], items: TreeSpec[], class?: string}} TreeSpec */
 /** @typedef {null | boolean | number | string} Const */
-
-/**
- * Why `spec` is not a tree, or null when it is.
- * @param {any} spec
- * @returns {string | null}
- */
-export function problem(spec) {
-  if (spec === null || typeof spec !== 'object') return `not a tree node: ${JSON.stringify(spec)}`;
-  const kind = spec.type;
-  if (kind === 'leaf') return null;
-  if (kind === 'const') {
-    const v = spec.value;
-    const ok = v === null || ['boolean', 'number', 'string'].includes(typeof v);
-    return ok ? null : `a const node of value ${JSON.stringify(v)}`;
-  }
-  if (kind !== 'tuple' && kind !== 'list' && kind !== 'dict') return `unknown tree node type ${JSON.stringify(kind)}`;
-  if (!Array.isArray(spec.items)) return `a ${kind} node without items`;
-  if (kind === 'dict') {
-    const keys = spec.keys;
-    if (!Array.isArray(keys) || keys.length !== spec.items.length || !keys.every((k) => typeof k === 'string')) {
-      return 'a dict node whose keys are not as many strings as its items';
-    }
-    if (new Set(keys).size !== keys.length) return 'a dict node with a repeated key';
-  }
-  for (const item of spec.items) {
-    const p = problem(item);
-    if (p) return p;
-  }
-  return null;
-}
 
 /**
  * @param {TreeSpec} spec
@@ -63,9 +33,9 @@ export function flatten(spec, value, path = 'input', out = []) {
   if (spec.type === 'leaf') {
     out.push(value);
   } else if (spec.type === 'const') {
-    if (value !== spec.value && !(spec.value === null && value === undefined)) {
-      throw new InputTypeError(`${path}: the program was exported with the constant ${JSON.stringify(spec.value)}, ` +
-        `got ${describe(value)}`);
+    if (!same(value, spec.value)) {
+      throw new InputError(`${path}: the program was exported with ${shown(spec.value)} here (a constant baked into it), ` +
+        `got ${shown(value)}; compile another program for another value`);
     }
   } else if (spec.type === 'tuple' || spec.type === 'list') {
     if (!Array.isArray(value) || value.length !== spec.items.length) {
@@ -73,23 +43,34 @@ export function flatten(spec, value, path = 'input', out = []) {
     }
     spec.items.forEach((s, i) => flatten(s, value[i], `${path}[${i}]`, out));
   } else if (spec.type === 'dict') {
-    if (!isPlainObject(value)) {
-      throw new InputTypeError(`${path}: expected an object with keys ${JSON.stringify(spec.keys)}, got ${describe(value)}`);
-    }
     const obj = /** @type {Record<string, unknown>} */ (value);
-    const unknown = Object.keys(obj).filter((k) => !spec.keys.includes(k));
-    const missing = spec.keys.filter((k, i) => !Object.hasOwn(obj, k) && spec.items[i].type !== 'const');
-    if (unknown.length || missing.length) {
-      const what = [unknown.length ? `unexpected ${JSON.stringify(unknown)}` : '',
-        missing.length ? `missing ${JSON.stringify(missing)}` : ''].filter(Boolean).join(', ');
-      throw new InputTypeError(`${path}: expected an object with keys ${JSON.stringify(spec.keys)}: ${what}`);
+    const fits = isPlainObject(value) && Object.keys(obj).every((k) => spec.keys.includes(k)) &&
+      spec.keys.every((k, i) => Object.hasOwn(obj, k) || spec.items[i].type === 'const');
+    if (!fits) {
+      const got = isPlainObject(value) ? JSON.stringify(Object.keys(obj).sort()) : describe(value);
+      throw new InputTypeError(`${path}: expected an object with keys ${JSON.stringify(spec.keys)}, got ${got}`);
     }
     spec.keys.forEach((k, i) => {
       const item = spec.items[i];
-      if (Object.hasOwn(obj, k) || item.type !== 'const') flatten(item, obj[k], `${path}[${JSON.stringify(k)}]`, out);
+      const v = Object.hasOwn(obj, k) ? obj[k] : item.type === 'const' ? item.value : undefined; // an omitted keyword
+      flatten(item, v, `${path}['${k}']`, out);
     });
   }
   return out;
+}
+
+/**
+ * Whether a call's `value` is the constant the program was exported with (2 for 2.0 is; true for 1 is not).
+ * @param {unknown} value
+ * @param {Const} constant
+ */
+function same(value, constant) {
+  return value === constant;
+}
+
+/** @param {unknown} v */
+function shown(v) {
+  return v === null || ['boolean', 'number', 'string'].includes(typeof v) ? JSON.stringify(v) : describe(v);
 }
 
 /**

@@ -13,7 +13,7 @@
 
 import { envVar, isNode } from './env.js';
 import { Executor } from './executor.js';
-import { bufferSize, needs, sourceFor } from './kernels.js';
+import { bufferSize, sourceFor } from './kernels.js';
 import { dispatchTimes } from './timing.js';
 
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
@@ -95,7 +95,7 @@ export async function resolve(spec, gpu, features, options = {}) {
   const cache = options.cache === false ? null : await openCache(options.cache);
   const device = `${gpu.key} | ${[...features].sort().join(',')}`;
   const chosen = cache ? await cache.load(device) : {};
-  const keys = await Promise.all(which.map((members) => choiceKey(spec, members, features, gpu.engine)));
+  const keys = await Promise.all(which.map((members) => choiceKey(spec, members, gpu.engine)));
   /** @type {Map<string, number[]>} one group per key: equal keys time alike */
   const missing = new Map();
   keys.forEach((key, g) => {
@@ -125,7 +125,7 @@ async function measure(spec, gpu, features, which) {
   for (const [key, members] of which) {
     const count = spec.dispatches[members[0]].options.length + 1;
     const usable = [...Array(count).keys()].filter((c) => members.every((i) =>
-      needs(spec.kernels[candidates(spec.dispatches[i])[c].kernel], features).every((f) => features.has(f))));
+      spec.kernels[candidates(spec.dispatches[i])[c].kernel].requires.every((f) => features.has(f))));
     if (usable.length === 1) chosen[key] = usable[0]; // nothing to compare
     else timed.push([key, members, usable]);
   }
@@ -186,15 +186,14 @@ function probeSpec(spec, features, which) {
  * What a group's candidates are, independent of buffer numbering: equal keys time alike.
  * @param {ProgramSpec} spec
  * @param {number[]} members
- * @param {Set<string>} features
  * @param {string} engine
  */
-async function choiceKey(spec, members, features, engine) {
+async function choiceKey(spec, members, engine) {
   const parts = [];
   for (const i of members) {
     for (const o of candidates(spec.dispatches[i])) {
       const k = spec.kernels[o.kernel];
-      const source = await sha1(spec.sources[sourceFor(k, features, engine)]);
+      const source = await sha1(spec.sources[sourceFor(k, engine)]);
       parts.push([source, k.entry, Object.entries(k.overrides).sort(), Array.from(o.uniform), o.grid]);
     }
   }

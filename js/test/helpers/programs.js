@@ -71,8 +71,10 @@ export function affine(o = {}) {
   const dtype = o.dtype ?? 'f32';
   const wg = o.wg ?? 64;
   const hi = o.hi ?? 300;
-  const kernels = [{ name: `affine[${dtype}]`, source: 0, entry: 'main', overrides: { WG: wg }, bindings: AFFINE_BINDINGS,
-    uniform: AFFINE_UNIFORM, ...(dtype === 'f16' ? { requires: ['shader-f16'], fallback: 1 } : {}) }];
+  const kernel = { name: 'affine', source: 0, entry: 'main', overrides: { WG: wg }, bindings: AFFINE_BINDINGS, uniform: AFFINE_UNIFORM };
+  const kernels = dtype === 'f16'
+    ? [{ ...kernel, name: 'affine[f16]', requires: ['shader-f16'], fallback: 1 }, { ...kernel, name: 'affine[f16 widened]', source: 1 }]
+    : [kernel];
   const sources = dtype === 'f16' ? [AFFINE('f16'), AFFINE('f32')] : [AFFINE('f32')];
   const wbytes = dtype === 'f16' ? bytesOf(toHalf(W)) : bytesOf(Float32Array.from(W));
   return artifact({
