@@ -84,6 +84,17 @@ async function open(preference, engine) {
   return { device, engine: name, key: deviceKey(name, adapter.info) };
 }
 
+/**
+ * An adapter from `navigator.gpu`, or in Node from Dawn (for a device of one's own, to pass as `device`).
+ * @param {GPURequestAdapterOptions} [options]
+ * @returns {Promise<GPUAdapter>}
+ */
+export async function requestAdapter(options = { powerPreference: 'high-performance' }) {
+  const adapter = await (await navigatorGpu()).requestAdapter(options);
+  if (!adapter) throw new DeviceError('No WebGPU adapter was found');
+  return adapter;
+}
+
 /** @returns {Promise<GPU>} */
 async function navigatorGpu() {
   const nav = /** @type {any} */ (globalThis).navigator;

@@ -17,7 +17,8 @@ import { ArtifactError } from './errors.js';
 /** @typedef {import('./source.js').Source} Source */
 /**
  * @typedef {{layers: number, heads: number, head_dim: number, decoder_start_token_id: number,
- *   eos_token_id: number, forced_bos_token_id?: number | null, forced_eos_token_id?: number | null}} Seq2SeqInfo
+ *   eos_token_id?: number | null, forced_bos_token_id?: number | null, forced_eos_token_id?: number | null}} Seq2SeqInfo
+ * (a null or absent eos_token_id: generation runs to maxNewTokens)
  */
 
 export const STAGES = /** @type {const} */ (['vision', 'encoder', 'decoder']);
@@ -36,7 +37,7 @@ export async function loadSeq2Seq(base, options = {}) {
   } catch (e) {
     throw new ArtifactError(`${where}: not JSON: ${/** @type {Error} */ (e).message}`);
   }
-  for (const key of ['layers', 'heads', 'head_dim', 'decoder_start_token_id', 'eos_token_id']) {
+  for (const key of ['layers', 'heads', 'head_dim', 'decoder_start_token_id']) {
     if (!Number.isSafeInteger(info?.[key])) throw new ArtifactError(`${where}: no integer ${JSON.stringify(key)}`);
   }
   const [vision, encoder, decoder] = await Promise.all(STAGES.map(async (name) => load(await within(base, `${name}.wgpt`), options)));
@@ -99,7 +100,7 @@ export class Seq2Seq {
         }
         steps.push((performance.now() - start) * 1e-3);
         ids.push(token);
-        if (!teacher && token === info.eos_token_id) break;
+        if (!teacher && token === (info.eos_token_id ?? null)) break;
       }
     } finally {
       release(past);

@@ -4,6 +4,6 @@ export { load, Program } from './program.js';
 export { loadSeq2Seq, Seq2Seq } from './generation.js';
 export { DeviceTensor } from './device_tensor.js';
 export { parse } from './artifact.js';
-export { openDevice } from './device.js';
+export { openDevice, requestAdapter } from './device.js';
 export { gpuTime, dispatchTimes } from './timing.js';
 export { ArtifactError, DeviceError, InputError, InputTypeError, WebGPUTorchError } from './errors.js';

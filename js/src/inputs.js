@@ -49,6 +49,7 @@ export function checkInput(spec, value) {
     if (value.shape.length !== spec.shape.length || value.dtype !== spec.dtype) {
       throw new InputError(`${name}: expected ${spec.dtype}${showShape(spec.shape)}, got ${value}`);
     }
+    if (value.released) throw new InputError(`${name}: ${value} was released`);
     if (!value.isContiguous()) throw new InputError(`${name}: ${value} is a strided view; pass a contiguous tensor (or its .read())`);
     return { shape: value.shape, data: null, tensor: value };
   }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { ArtifactError, InputError, InputTypeError, load, parse } from '../src/index.js';
-import { GOLDEN, artifacts, assertClose, calls, leaves } from './io.js';
+import { GOLDEN, artifacts, assertClose, calls, leaves } from '../testkit/io.js';
 
 const VALID = artifacts(GOLDEN);
 const MISSING = 'tests/golden has no artifacts: write them with `python -m tests.golden.make` from the repository root';

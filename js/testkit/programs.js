@@ -2,6 +2,7 @@
 // runtime must do: dynamic sizes (patched uniforms, folded grids), strided outputs, int64 and bool,
 // float16 constants with a fallback, options chosen as a group, trees with keyword and const arguments.
 
+import { foldGrid } from '../src/artifact.js';
 import { artifact, bytesOf, toHalf } from './build.js';
 
 /** y[i] = x[i] · w[i mod cols] + bias, one thread per element over a folded grid of WG-wide workgroups. */
@@ -90,7 +91,7 @@ export function affine(o = {}) {
       { buffer: 2, shape: [3, 's0'], strides: [1, 3], offset: 0, dtype: 'float32' }],
     input_tree: args(LEAF),
     output_tree: { type: 'tuple', items: [LEAF, LEAF] },
-    dispatches: [{ kernel: 0, buffers: [0, 1, 2], uniform: [3 * hi, 3, f32bits(1), 0], grid: [Math.ceil((3 * hi) / wg), 1, 1],
+    dispatches: [{ kernel: 0, buffers: [0, 1, 2], uniform: [3 * hi, 3, f32bits(1), 0], grid: foldGrid(Math.ceil((3 * hi) / wg)),
       node: 'affine', patches: [[0, 'u32', ['*', 's0', 3]]], count: ['//', ['+', ['*', 's0', 3], wg - 1], wg] }],
   }, [{ buffer: 1, dtype, shape: [3], bytes: wbytes }]);
 }

@@ -2,7 +2,7 @@
 // that need a program of a precise shape: `artifact(header, constants)` lays out the data, fills in
 // `tensors` and both checksums.
 
-import { crc32 } from '../../src/crc32.js';
+import { crc32 } from '../src/crc32.js';
 
 /** @typedef {{buffer: number, dtype: 'f32' | 'f16' | 'i32' | 'u32', shape: number[], bytes: Uint8Array}} ConstantData */
 
