@@ -171,3 +171,33 @@ def test_a_subgroup_twin_is_timed_only_where_the_device_has_subgroups(tmp_path, 
     (chosen,) = ex.program.dispatches
     assert set(ex.program.kernels[chosen.kernel].requires) <= set(get_engine().device.features)
     assert_close(Session(program)(x), torch.nn.functional.layer_norm(x.double(), (96,)))
+
+
+def test_a_spent_budget_leaves_groups_at_their_defaults_for_a_later_load(monkeypatch, tmp_path):
+    cache = tmp_path / "cache.json"
+    monkeypatch.setenv(tuning.CACHE_VAR, str(cache))
+    monkeypatch.setenv(tuning.BUDGET_VAR, "0")
+    program, args, ref = _linear_program()
+    session = Session(program)
+    assert session.executor().program.dispatches[0].kernel == program.dispatches[0].kernel
+    assert not cache.exists()
+    assert_close(session(*args), ref)
+    monkeypatch.setenv(tuning.BUDGET_VAR, "600")
+    Session(program).executor()
+    assert json.loads(cache.read_text())[tuning.device_key(get_engine())]
+
+
+def test_only_the_best_ranked_candidates_are_timed(monkeypatch, tmp_path):
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    monkeypatch.setenv(tuning.TOP_VAR, "3")
+    program, _, _ = _split_program()
+    timed = []
+    probe = tuning._probe
+
+    def spy(program, which, ranked):
+        timed.extend(ranked)
+        return probe(program, which, ranked)
+
+    monkeypatch.setattr(tuning, "_probe", spy)
+    Session(program).executor()
+    assert timed and all(len(c) == 3 and c[0] == 0 for c in timed)  # the default, then two neighbours
