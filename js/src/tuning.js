@@ -1,15 +1,21 @@
 // Per-device autotuning: a dispatch that offers options (equivalent kernels over the same buffers: GEMM
 // tile configurations, attention thread layouts, a row kernel's subgroup twin) runs the one that is fastest
 // on this device. A group (a leader and the dispatches that `follow` it: a split GEMM and the reduction of
-// its slices) is chosen as a whole, by the sum of its members' times.
+// its slices) is chosen as a whole, by the sum of its members' times. The Python runtime's
+// runtime/tuning.py does the same, with the same settings.
 //
-// At load, the options of every group whose choice is not cached are timed together in one probe program
-// (each dispatch of each candidate REPEATS times in a compute pass of its own, on zero-filled copies of
-// the buffers it binds: tile shapes, not values, set the speed). A candidate whose kernel needs a feature
-// the device lacks is neither timed nor chosen. Choices persist per adapter and engine, keyed by what the
-// candidates are (source, entry, overrides, uniform words, grid), in a JSON file on Node
+// At load, groups whose choice is not cached are timed in probe programs (each dispatch of each candidate
+// REPEATS times in a compute pass of its own, on zero-filled copies of the buffers it binds: tile shapes,
+// not values, set the speed), the most work first, GROUPS_PER_PROBE groups per probe, until the time budget
+// is spent. In each group only the `top` best-ranked candidates are timed (compiling a candidate is most of
+// the cost on a software adapter): the default, then the others by how close their grids are to its grid.
+// A candidate whose kernel needs a feature the device lacks is neither timed nor chosen. Groups the budget
+// leaves untimed run their default and are timed at a later load. Choices persist per adapter and engine,
+// keyed by what the candidates are (source, entry, overrides, uniform words, grid), in a JSON file on Node
 // (WEBGPU_TORCH_JS_CACHE, default ~/.cache/webgpu_torch/tuning-js.json) or IndexedDB in a browser.
-// Tuning is off with the load option `tune: false` or WEBGPU_TORCH_TUNE=0, and without timestamp queries.
+// Settings: the load options `tune` (WEBGPU_TORCH_TUNE=0: off), `tuneBudget` (WEBGPU_TORCH_TUNE_BUDGET,
+// seconds, default 5), `tuneTop` (WEBGPU_TORCH_TUNE_TOP, default 4; 0 for all). A device without timestamp
+// queries keeps the defaults.
 
 import { envVar, isNode } from './env.js';
 import { Executor } from './executor.js';
@@ -25,15 +31,35 @@ import { dispatchTimes } from './timing.js';
 
 export const TUNE_VAR = 'WEBGPU_TORCH_TUNE';
 export const CACHE_VAR = 'WEBGPU_TORCH_JS_CACHE';
+export const BUDGET_VAR = 'WEBGPU_TORCH_TUNE_BUDGET';
+export const TOP_VAR = 'WEBGPU_TORCH_TUNE_TOP';
 const REPEATS = 8;
 const SAMPLES = 3;
+const GROUPS_PER_PROBE = 8;
 
 /**
  * @typedef {object} TuningOptions
  * @property {boolean} [tune] time the options (default: on, unless WEBGPU_TORCH_TUNE=0)
  * @property {string | false} [cache] where choices persist: a file path (Node) or IndexedDB database name
  *   (browser); false keeps them for this load only
+ * @property {number} [tuneBudget] seconds of timing at one load (default 5)
+ * @property {number} [tuneTop] candidates timed per group (default 4; 0 for all)
  */
+
+/**
+ * A number from an option or an environment variable.
+ * @param {number | undefined} option
+ * @param {string} name
+ * @param {number} fallback
+ */
+function setting(option, name, fallback) {
+  if (option !== undefined) return option;
+  const value = envVar(name);
+  if (!value) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n)) throw new Error(`${name}=${JSON.stringify(value)}: give a number`);
+  return n;
+}
 
 /**
  * @param {DispatchSpec} d
@@ -80,8 +106,8 @@ export function choose(spec, which, chosen) {
 }
 
 /**
- * `spec` with every group running its fastest candidate on this device (timing those not cached); `spec`
- * itself when it has no options, tuning is off or the device has no timestamp queries.
+ * `spec` with every group running its fastest candidate on this device (timing those not cached, within the
+ * budget); `spec` itself when it has no options, tuning is off or the device has no timestamp queries.
  * @param {ProgramSpec} spec
  * @param {Gpu} gpu
  * @param {Set<string>} features
@@ -103,48 +129,120 @@ export async function resolve(spec, gpu, features, options = {}) {
     if (!valid && !missing.has(key)) missing.set(key, which[g]); // a hand-edited entry is timed again
   });
   if (missing.size) {
-    Object.assign(chosen, await measure(spec, gpu, features, missing));
-    await cache?.save(device, chosen);
+    const timed = await measure(spec, gpu, features, missing, options);
+    if (Object.keys(timed).length) {
+      Object.assign(chosen, timed);
+      await cache?.save(device, chosen);
+    }
   }
-  return choose(spec, which, keys.map((key) => chosen[key]));
+  return choose(spec, which, keys.map((key) => chosen[key] ?? 0)); // a group left untimed runs its default
 }
 
 /**
- * For each key, the index of its group's fastest candidate that this device can run.
+ * For each key timed within the budget, the index of its group's fastest candidate this device can run (a
+ * group left with one such candidate takes it untimed).
  * @param {ProgramSpec} spec
  * @param {Gpu} gpu
  * @param {Set<string>} features
  * @param {Map<string, number[]>} which
+ * @param {TuningOptions} options
  * @returns {Promise<Choices>}
  */
-async function measure(spec, gpu, features, which) {
+async function measure(spec, gpu, features, which, options) {
+  const top = setting(options.tuneTop, TOP_VAR, 4) || Infinity;
+  const budget = setting(options.tuneBudget, BUDGET_VAR, 5) * 1000;
   /** @type {Choices} */
   const chosen = {};
-  /** @type {[string, number[], number[]][]} key, members, usable candidates */
-  const timed = [];
+  /** @type {Map<string, number[]>} */
+  const ranked = new Map();
   for (const [key, members] of which) {
-    const count = spec.dispatches[members[0]].options.length + 1;
-    const usable = [...Array(count).keys()].filter((c) => members.every((i) =>
-      spec.kernels[candidates(spec.dispatches[i])[c].kernel].requires.every((f) => features.has(f))));
-    if (usable.length === 1) chosen[key] = usable[0]; // nothing to compare
-    else timed.push([key, members, usable]);
+    const r = rank(spec, members, features).slice(0, top);
+    if (r.length === 1) chosen[key] = r[0]; // nothing to compare
+    else ranked.set(key, r);
   }
-  if (!timed.length) return chosen;
-  const { probe, starts } = probeSpec(spec, features, timed.map(([, m, u]) => [m, u]));
-  const executor = await Executor.create(probe, gpu, features);
-  try {
-    const times = await dispatchTimes(executor, SAMPLES, REPEATS);
-    timed.forEach(([key, members, usable], g) => {
-      const totals = usable.map((_, c) => {
-        const at = starts[g] + c * members.length;
-        return times.slice(at, at + members.length).reduce((a, b) => a + b, 0);
+  const order = [...ranked.keys()].sort((a, b) => work(spec, /** @type {number[]} */ (which.get(b))) - work(spec, /** @type {number[]} */ (which.get(a))));
+  const start = performance.now();
+  const progress = new Progress(order.length);
+  let timed = 0;
+  for (let first = 0; first < order.length && performance.now() - start < budget; first += GROUPS_PER_PROBE) {
+    const keys = order.slice(first, first + GROUPS_PER_PROBE);
+    progress.show(first, spec.dispatches[/** @type {number[]} */ (which.get(keys[0]))[0]].node, performance.now() - start);
+    const { probe, starts } = probeSpec(spec, features, keys.map((key) => [/** @type {number[]} */ (which.get(key)), /** @type {number[]} */ (ranked.get(key))]));
+    const executor = await Executor.create(probe, gpu, features);
+    try {
+      const times = await dispatchTimes(executor, SAMPLES, REPEATS);
+      keys.forEach((key, g) => {
+        const members = /** @type {number[]} */ (which.get(key));
+        const cands = /** @type {number[]} */ (ranked.get(key));
+        const totals = cands.map((_, c) => {
+          const at = starts[g] + c * members.length;
+          return times.slice(at, at + members.length).reduce((a, b) => a + b, 0);
+        });
+        chosen[key] = cands[totals.indexOf(Math.min(...totals))];
       });
-      chosen[key] = usable[totals.indexOf(Math.min(...totals))];
-    });
-  } finally {
-    executor.destroy();
+      timed += keys.length;
+    } finally {
+      executor.destroy();
+    }
   }
+  progress.done(timed, order.length, performance.now() - start);
   return chosen;
+}
+
+/**
+ * The group's candidates this device can run: the default first, then by how far (in log2) the leader's
+ * workgroup count is from the default's.
+ * @param {ProgramSpec} spec
+ * @param {number[]} members
+ * @param {Set<string>} features
+ */
+function rank(spec, members, features) {
+  const leader = candidates(spec.dispatches[members[0]]);
+  const count = leader.length;
+  const size = (/** @type {number} */ c) => leader[c].grid[0] * leader[c].grid[1] * leader[c].grid[2];
+  const distance = (/** @type {number} */ c) => Math.abs(Math.log2(size(c) / size(0)));
+  const usable = [...Array(count).keys()].filter((c) => members.every((i) =>
+    spec.kernels[candidates(spec.dispatches[i])[c].kernel].requires.every((f) => features.has(f))));
+  return usable.sort((a, b) => (a === 0 ? -1 : b === 0 ? 1 : distance(a) - distance(b)));
+}
+
+/**
+ * How much a group computes, roughly: its default's workgroups.
+ * @param {ProgramSpec} spec
+ * @param {number[]} members
+ */
+function work(spec, members) {
+  return members.reduce((n, i) => n + spec.dispatches[i].grid.reduce((a, b) => a * b, 1), 0);
+}
+
+/** One updating line on a terminal's stderr while tuning (Node); a summary line after a long tuning. */
+class Progress {
+  /** @param {number} groups */
+  constructor(groups) {
+    this.groups = groups;
+    this.live = isNode && Boolean(process.stderr.isTTY);
+  }
+
+  /**
+   * @param {number} done
+   * @param {string} node
+   * @param {number} elapsed milliseconds
+   */
+  show(done, node, elapsed) {
+    if (this.live) process.stderr.write(`\rtuning ${done}/${this.groups} groups of dispatches (${(elapsed / 1000).toFixed(1)} s): timing the kernels for ${node}\x1b[K`);
+  }
+
+  /**
+   * @param {number} timed
+   * @param {number} groups
+   * @param {number} elapsed milliseconds
+   */
+  done(timed, groups, elapsed) {
+    if (!isNode || !(this.live || elapsed > 10000) || !groups) return;
+    const left = timed < groups ? `; ${groups - timed} left at their defaults (${BUDGET_VAR})` : '';
+    const line = `tuned ${timed}/${groups} groups of dispatches in ${(elapsed / 1000).toFixed(1)} s${left}`;
+    process.stderr.write(this.live ? `\r${line}\x1b[K\n` : `${line}\n`);
+  }
 }
 
 /**

@@ -3,7 +3,7 @@
 // programs, and the errors a call or a device raises.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -92,6 +92,11 @@ test('tuning times a group as a whole, skips candidates the device cannot run, a
   writeFileSync(cache, JSON.stringify(saved));
   const second = await load(grouped(), { tune: true, cache, disableFeatures: ['subgroups'] });
   assert.deepEqual(second.spec.dispatches.map((d) => d.kernel), [1, 4]);
+  const fresh = join(mkdtempSync(join(tmpdir(), 'wgpt-')), 'tuning.json');
+  const unspent = await load(grouped(), { tune: true, cache: fresh, tuneBudget: 0 });
+  assert.deepEqual(unspent.spec.dispatches.map((d) => d.kernel), [0, 3], 'no budget: the defaults, timed at a later load');
+  assert.ok(!existsSync(fresh));
+  unspent.destroy();
   const untuned = await load(grouped(), { tune: false });
   assert.deepEqual(untuned.spec.dispatches.map((d) => d.kernel), [0, 3]);
   for (const p of [first, second, untuned]) p.destroy();
