@@ -4,20 +4,19 @@
 // build/corpus at the repository root. A missing corpus fails, saying how to write it.
 
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { load, loadSeq2Seq } from '../src/index.js';
-import { REPO, artifacts, assertClose, calls, leaves, tensor } from '../testkit/io.js';
+import { regenerate } from '../testkit/corpus.js';
+import { CORPUS, artifacts, assertReplays, generations } from '../testkit/io.js';
 
-const CORPUS = process.env.WEBGPU_TORCH_CORPUS || join(REPO, 'build', 'corpus');
 const HOW = `the model corpus is missing from ${CORPUS}: write it with ` +
   '`.venv/bin/python -m pytest tests/test_corpus.py tests/test_transformers.py tests/test_cnn.py tests/test_florence2.py` ' +
   'from the repository root (or point WEBGPU_TORCH_CORPUS at one)';
 const MODELS = artifacts(CORPUS);
-const GENERATIONS = existsSync(CORPUS)
-  ? readdirSync(CORPUS).filter((d) => existsSync(join(CORPUS, d, 'generate.json'))).sort() : [];
+const GENERATIONS = generations(CORPUS);
 
 test('the model corpus is there', () => {
   assert.ok(MODELS.length && GENERATIONS.length, HOW);
@@ -25,13 +24,10 @@ test('the model corpus is there', () => {
 
 for (const name of MODELS) {
   test(`corpus ${name}: Python's outputs`, async () => {
-    const program = await load(join(CORPUS, `${name}.wgpt`), { tune: false });
+    const path = join(CORPUS, `${name}.wgpt`);
+    const program = await load(path, { tune: false });
     try {
-      for (const [n, call] of calls(join(CORPUS, `${name}.json`)).entries()) {
-        const got = leaves(program.spec.outputTree, await program.run({ args: call.args, kwargs: call.kwargs }));
-        assert.equal(got.length, call.outputs.length, `${name} call ${n}: output count`);
-        got.forEach((g, k) => assertClose(g, call.outputs[k], `${name} call ${n} output ${k}`));
-      }
+      await assertReplays(program, path, name);
     } finally {
       program.destroy();
     }
@@ -43,21 +39,7 @@ for (const name of GENERATIONS) {
     const record = JSON.parse(readFileSync(join(CORPUS, name, 'generate.json'), 'utf8'));
     const model = await loadSeq2Seq(join(CORPUS, name), { tune: false });
     try {
-      const { ids } = await model.generate(tensor(record.pixel_values), tensor(record.prompt_ids),
-        { maxNewTokens: record.max_new_tokens });
-      assert.deepEqual(ids, record.ids);
-      const forced = await model.generate(tensor(record.pixel_values), tensor(record.prompt_ids),
-        { maxNewTokens: record.max_new_tokens, teacher: record.ids });
-      assert.equal(forced.logits.length, record.ids.length);
-      const info = model.info;
-      forced.logits.forEach((l, step) => {
-        const isForced = (step === 0 && info.forced_bos_token_id != null) ||
-          (step === record.max_new_tokens - 1 && info.forced_eos_token_id != null);
-        if (isForced) return; // a forced token is not the logits' choice
-        let best = 0;
-        for (let i = 1; i < l.length; i++) if (l[i] > l[best]) best = i;
-        assert.equal(best, record.ids[step], `step ${step}: the teacher-forced logits' argmax`);
-      });
+      assert.deepEqual(await regenerate(model, record), []);
     } finally {
       model.destroy();
     }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { ArtifactError, InputError, InputTypeError, load, parse } from '../src/index.js';
-import { GOLDEN, artifacts, assertClose, calls, leaves } from '../testkit/io.js';
+import { GOLDEN, artifacts, assertReplays, calls } from '../testkit/io.js';
 
 const VALID = artifacts(GOLDEN);
 const MISSING = 'tests/golden has no artifacts: write them with `python -m tests.golden.make` from the repository root';
@@ -23,14 +23,10 @@ test('the golden corpus is there and covers every part of the format', () => {
  * @param {import('../src/program.js').LoadOptions} options
  */
 async function check(name, options) {
-  const program = await load(join(GOLDEN, `${name}.wgpt`), options);
+  const path = join(GOLDEN, `${name}.wgpt`);
+  const program = await load(path, options);
   try {
-    for (const [n, call] of calls(join(GOLDEN, `${name}.json`)).entries()) {
-      const out = await program.run({ args: call.args, kwargs: call.kwargs });
-      const got = leaves(program.spec.outputTree, out);
-      assert.equal(got.length, call.outputs.length, `${name} call ${n}: output count`);
-      got.forEach((g, k) => assertClose(g, call.outputs[k], `${name} call ${n} output ${k}`));
-    }
+    await assertReplays(program, path, name);
   } finally {
     program.destroy();
   }
