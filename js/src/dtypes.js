@@ -54,45 +54,31 @@ export function gather(words, dtype, shape, strides, offset) {
   const n = shape.reduce((a, b) => a * b, 1);
   const out = hostArray(dtype, n);
   if (n === 0) return out;
+  const sameBits = dtype === 'float32' || dtype === 'int32'; // the host form is the device form
+  const dst = sameBits ? new Uint32Array(out.buffer) : new Uint32Array(n);
   if (isContiguous(shape, strides)) {
-    fromDevice(words.subarray(offset, offset + n), dtype, out);
-    return out;
-  }
-  const tmp = new Uint32Array(n);
-  const nd = shape.length;
-  const index = new Array(nd).fill(0);
-  let src = offset;
-  for (let i = 0; i < n; i++) {
-    tmp[i] = words[src];
-    for (let k = nd - 1; k >= 0; k--) { // odometer: bump the last axis, carry into earlier ones
-      src += strides[k];
-      if (++index[k] < shape[k]) break;
-      src -= strides[k] * shape[k];
-      index[k] = 0;
+    dst.set(words.subarray(offset, offset + n));
+  } else {
+    const nd = shape.length;
+    const index = new Array(nd).fill(0);
+    let src = offset;
+    for (let i = 0; i < n; i++) {
+      dst[i] = words[src];
+      for (let k = nd - 1; k >= 0; k--) { // odometer: bump the last axis, carry into earlier ones
+        src += strides[k];
+        if (++index[k] < shape[k]) break;
+        src -= strides[k] * shape[k];
+        index[k] = 0;
+      }
     }
   }
-  fromDevice(tmp, dtype, out);
-  return out;
-}
-
-/**
- * Device words (i32 / u32 / f32 bit patterns) into a host array of `dtype` of the same length.
- * @param {Uint32Array} words
- * @param {ModelDtype} dtype
- * @param {HostArray} out
- */
-function fromDevice(words, dtype, out) {
-  if (dtype === 'float32') {
-    new Uint32Array(out.buffer, out.byteOffset, words.length).set(words);
-  } else if (dtype === 'int32') {
-    new Uint32Array(out.buffer, out.byteOffset, words.length).set(words);
-  } else if (dtype === 'int64') {
+  if (dtype === 'int64') {
     const o = /** @type {BigInt64Array} */ (out);
-    for (let i = 0; i < words.length; i++) o[i] = BigInt(words[i] | 0); // sign-extended from i32
-  } else {
-    const o = /** @type {Uint8Array} */ (out);
-    for (let i = 0; i < words.length; i++) o[i] = words[i] === 0 ? 0 : 1;
+    for (let i = 0; i < n; i++) o[i] = BigInt(dst[i] | 0); // sign-extended from i32
+  } else if (dtype === 'bool') {
+    for (let i = 0; i < n; i++) out[i] = dst[i] === 0 ? 0 : 1;
   }
+  return out;
 }
 
 /**
