@@ -100,6 +100,7 @@ export class Executor {
       await ex.buildPipelines();
       ex.buildBindGroups();
       ex.buildReadback();
+      ex.buildPlan();
       built = true;
     } finally {
       const invalid = await device.popErrorScope();
@@ -154,12 +155,15 @@ export class Executor {
     this.slots = [];
     /** @type {number[] | null} the symbol values of the last call, in the order of spec.symbols */
     this.sizes = null;
-    // The plan at the current sizes: per dispatch its pipeline, bind group and grid (x = 0: skipped).
+    // The plan at the current sizes: per dispatch its pipeline, bind group and grid (x = 0: skipped); the
+    // dispatches whose uniform or grid depends on the sizes.
     /** @type {GPUComputePipeline[]} */
     this.planPipelines = [];
     /** @type {GPUBindGroup[]} */
     this.planGroups = [];
     this.planGrids = new Uint32Array(0);
+    /** @type {number[]} */
+    this.dynamic = [];
     /** @type {Readback[]} */
     this.readbacks = [];
     this.checkDevice();
@@ -320,17 +324,11 @@ export class Executor {
     const sizes = Object.keys(spec.symbols).map((n) => env[n]);
     const last = this.sizes;
     if (last && sizes.every((v, i) => v === last[i])) return;
-    const n = spec.dispatches.length;
-    this.planPipelines = new Array(n);
-    this.planGroups = new Array(n);
-    this.planGrids = new Uint32Array(3 * n);
-    spec.dispatches.forEach((d, i) => {
+    for (const i of this.dynamic) {
+      const d = spec.dispatches[i];
       if (d.patches.length) device.queue.writeBuffer(/** @type {GPUBuffer} */ (this.uniforms), this.uniformOffsets[i], patched(d, env));
-      const grid = d.count === null ? d.grid : foldGrid(expr.evaluate(d.count, env)); // x = 0: no workgroups
-      this.planPipelines[i] = /** @type {GPUComputePipeline} */ (this.pipelines[d.kernel]);
-      this.planGroups[i] = this.bindGroups[i];
-      this.planGrids.set(grid, 3 * i);
-    });
+      if (d.count !== null) this.planGrids.set(foldGrid(expr.evaluate(d.count, env)), 3 * i); // x = 0: no workgroups
+    }
     this.readbacks = spec.outputs.map((t, i) => {
       const shape = t.shape.map((e) => expr.evaluate(e, env));
       const strides = t.strides.map((e) => expr.evaluate(e, env));
@@ -340,6 +338,16 @@ export class Executor {
         slot: this.slots[i], shape, strides, dtype: t.dtype };
     });
     this.sizes = sizes;
+  }
+
+  /** The plan as far as it holds at any sizes: each dispatch's pipeline, bind group and static grid. */
+  buildPlan() {
+    const ds = this.spec.dispatches;
+    this.planPipelines = ds.map((d) => /** @type {GPUComputePipeline} */ (this.pipelines[d.kernel]));
+    this.planGroups = this.bindGroups;
+    this.planGrids = new Uint32Array(3 * ds.length);
+    ds.forEach((d, i) => this.planGrids.set(d.grid, 3 * i));
+    this.dynamic = ds.flatMap((d, i) => (d.patches.length || d.count !== null ? [i] : []));
   }
 
   /**
