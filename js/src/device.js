@@ -49,7 +49,8 @@ export async function openDevice(options = {}) {
   if (!gpu) {
     gpu = open(preference, options.engine);
     shared.set(id, gpu);
-    gpu.catch(() => shared.delete(id)); // a failure is reported to this caller; a later one tries again
+    const forget = () => shared.delete(id); // a later call opens a new device
+    gpu.then((g) => g.device.lost.then(forget), forget); // a failure is reported to this caller
   }
   return gpu;
 }

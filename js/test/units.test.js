@@ -8,6 +8,7 @@ import { crc32 } from '../src/crc32.js';
 import { toDevice, widenHalf } from '../src/dtypes.js';
 import { ArtifactError, InputError, InputTypeError, parse } from '../src/index.js';
 import * as expr from '../src/expr.js';
+import { Seq2Seq } from '../src/generation.js';
 import { flatten, unflatten } from '../src/tree.js';
 import { container, splitArtifact } from '../testkit/build.js';
 import { affine, grouped } from '../testkit/programs.js';
@@ -97,4 +98,13 @@ test('the reader refuses what the contract rules out beyond the golden cases', (
     assert.throws(() => parse(edited(edit, raw), 'edited'), (e) => e instanceof ArtifactError && message.test(e.message), String(message));
   }
   assert.doesNotThrow(() => parse(edited((h) => { delete h.meta; h.unknown = 1; }), 'lenient'));
+});
+
+test('generation forces transformers\' BOS first and EOS last, when the model names them', () => {
+  const info = { layers: 1, heads: 1, head_dim: 1, decoder_start_token_id: 2, eos_token_id: 2, forced_bos_token_id: 0, forced_eos_token_id: 2 };
+  const none = /** @type {any} */ (null);
+  const model = new Seq2Seq(none, none, none, info);
+  assert.deepEqual([0, 1, 2, 3].map((step) => model.forced(step, 4, 7)), [0, 7, 7, 2]);
+  const plain = new Seq2Seq(none, none, none, { ...info, forced_bos_token_id: null, forced_eos_token_id: undefined });
+  assert.deepEqual([0, 1, 2, 3].map((step) => plain.forced(step, 4, 7)), [7, 7, 7, 7]);
 });
