@@ -168,6 +168,20 @@ test('what a device cannot hold or run is refused by name before anything is all
     /^input buffer 0 \(x\) needs 150,994,944 bytes; this adapter binds at most 134,217,728/.test(e.message));
   await assert.rejects(load(affine(), { maxMemory: 1000 }), (e) => e instanceof DeviceError && /over the 0.00 GiB this process allows/.test(e.message));
   small.destroy();
+  const storage = shared.limits.maxComputeWorkgroupStorageSize;
+  const big = artifact({
+    format: 2, meta: {}, symbols: {},
+    sources: [`var<workgroup> big: array<f32, ${storage / 4 + 1}>;\n@group(0) @binding(0) var<storage, read_write> o: array<f32>;
+@compute @workgroup_size(1) fn main() { big[0] = 1.0; workgroupBarrier(); o[0] = big[${storage / 4}]; }\n`],
+    kernels: [{ name: 'big', source: 0, entry: 'main', overrides: {}, bindings: ['read_write'] }],
+    buffers: [{ size: 4, role: 'scratch', name: '' }],
+    inputs: [], outputs: [{ buffer: 0, shape: [1], strides: [1], offset: 0, dtype: 'float32' }],
+    input_tree: { type: 'tuple', items: [{ type: 'tuple', items: [] }, { type: 'dict', keys: [], items: [] }] },
+    output_tree: { type: 'leaf' },
+    dispatches: [{ kernel: 0, buffers: [0], uniform: [], grid: [1, 1, 1], node: 'big' }],
+  });
+  await assert.rejects(load(big), (e) => e instanceof DeviceError &&
+    /^kernel big: the dawn engine rejected it: .*workgroup storage/.test(e.message) && !e.message.includes('\n'));
   const { header, data } = splitArtifact(grouped());
   header.dispatches = [{ ...header.dispatches[0], kernel: 2, options: undefined }, { ...header.dispatches[1], follows: undefined, options: undefined }];
   const forced = container(new TextEncoder().encode(JSON.stringify(header)), data);
