@@ -23,6 +23,7 @@ from .errors import ArtifactError
 from .program import (
     FORMAT_VERSION,
     Buffer,
+    Check,
     Dispatch,
     Input,
     Kernel,
@@ -85,6 +86,7 @@ def to_json(p: Program) -> dict:
         "input_tree": p.input_tree,
         "output_tree": p.output_tree,
         "dispatches": [_dispatch_json(d) for d in p.dispatches],
+        "checks": [{"node": c.node, "message": c.message} for c in p.checks],
     }
 
 
@@ -227,6 +229,8 @@ def from_json(d: dict, constants: dict[int, np.ndarray]) -> Program:
         dispatches=[_dispatch(x, expr) for x in _list(d["dispatches"], "dispatches")],
         meta=_dict(d.get("meta", {}), "meta"),
         symbols=symbols,
+        checks=[Check(_str(c["node"], "check node"), _str(c["message"], "check message"))
+                for c in _list(d["checks"], "checks")],
     )
 
 

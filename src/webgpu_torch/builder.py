@@ -15,7 +15,7 @@ import numpy as np
 
 from . import dtypes, layout, symbolic, wgsl
 from .errors import InputError
-from .program import F16, Buffer, Dispatch, Kernel, Option, Tensor, UniformLayout, contiguous_strides, fold_grid
+from .program import F16, Buffer, Check, Dispatch, Kernel, Option, Tensor, UniformLayout, contiguous_strides, fold_grid
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,8 @@ class Builder:
         self._folded: dict[Tensor, Tensor] = {}
         self._halves: dict[int, int] = {}
         self._once: dict[Any, Tensor] = {}
+        self.checks: list[Check] = []
+        self.status: int | None = None  # the status buffer, made by the first check
 
     # -- for op lowerings -------------------------------------------------------------------------------------
     def new(self, shape: tuple, dtype: str = "float32") -> Tensor:
@@ -138,6 +140,15 @@ class Builder:
         from .ops.elementwise import copy
 
         return copy(self, t)
+
+    def check(self, message: str) -> tuple[Tensor, int]:
+        """A device-side check of the node being lowered: the status buffer (bind it read_write: an array of
+        u32) and the word of it the kernel sets to 1 when the check fails; the runtime then raises an
+        IndexError saying `message` and naming the node (docs/artifact.md, Checks)."""
+        if self.status is None:
+            self.status = self._buffer(Buffer(4, "status"))  # sized for every check when lowering ends
+        self.checks.append(Check(self.node, message))
+        return Tensor(self.status, (1,), (1,), 0, "int32"), len(self.checks) - 1
 
     def once(self, key, make: Callable[[], Tensor]) -> Tensor:
         """make() the first time `key` is asked for, the same tensor after: a layout copy that several ops read

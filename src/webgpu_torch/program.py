@@ -23,7 +23,7 @@ BINDING_KINDS = ("read", "read_write", "uniform")
 SCALARS = ("u32", "i32", "f32")
 FEATURES = ("shader-f16", "subgroups")  # the optional WebGPU features a kernel may require
 F16 = "shader-f16"
-ROLES = ("input", "constant", "scratch")
+ROLES = ("input", "constant", "scratch", "status")
 # Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
 # finishes, deep nesting crashes some WGSL compilers).
 MAX_WORKGROUPS = 1 << 24  # per dispatch: 2^30 invocations of 64 threads
@@ -162,6 +162,12 @@ class Patch:
 
 
 @dataclass(frozen=True)
+class Check:
+    node: str  # the graph node whose kernel checks
+    message: str  # what failed, as the error says it: "index out of range for a table of 11 rows"
+
+
+@dataclass(frozen=True)
 class Option:
     """Another kernel that computes a dispatch's result from the same buffers (a different GEMM tile
     configuration, or another split of K): the runtime may time the options on its device and run the
@@ -206,6 +212,9 @@ class Program:
     dispatches: list[Dispatch]
     meta: dict = field(default_factory=dict)  # free-form provenance: model name, torch version …
     symbols: dict = field(default_factory=dict)  # name -> symbolic.Symbol: the dynamic dimensions
+    # Device-side checks (out-of-range indices): check i's kernels set word i of the "status" buffer to a
+    # nonzero value when it fails; the runtime raises `checks[i]` naming its node (docs/artifact.md).
+    checks: list[Check] = field(default_factory=list)
 
     # -- inspection ----------------------------------------------------------------------------------------
     def check(self) -> None:
@@ -255,6 +264,11 @@ def _problems(p: Program):
         0 <= i < nb and p.buffers[i].role == "constant" for i in p.constants)
     used = {b for d in p.dispatches for b in d.buffers} | {t.buffer for t in p.outputs}
     yield "a scratch buffer no dispatch binds", all(b.role != "scratch" or i in used for i, b in enumerate(p.buffers))
+    status = [i for i, b in enumerate(p.buffers) if b.role == "status"]
+    yield "more than one status buffer", len(status) <= 1
+    yield "checks without a status buffer large enough for them", not p.checks or (
+        status and p.buffers[status[0]].size >= 4 * len(p.checks))
+    yield "a status buffer an output reads", not set(status) & {t.buffer for t in p.outputs}
     for x in p.inputs:
         yield f"input {x.name}: bad buffer", _is_int(x.buffer) and 0 <= x.buffer < nb
         yield f"input {x.name}: buffer {x.buffer} is not an input buffer", p.buffers[x.buffer].role == "input"
@@ -301,7 +315,8 @@ def _dispatch_problems(p: Program, i: int, d: Dispatch):
     yield f"dispatch {i}: bad buffer index", all(_is_int(b) and 0 <= b < len(p.buffers) for b in d.buffers)
     storage = [kind for kind in k.bindings if kind != "uniform"]
     yield f"dispatch {i}: writes a buffer that is not scratch", all(
-        p.buffers[b].role == "scratch" for b, kind in zip(d.buffers, storage, strict=True) if kind == "read_write")
+        p.buffers[b].role in ("scratch", "status") for b, kind in zip(d.buffers, storage, strict=True)
+        if kind == "read_write")
     yield f"dispatch {i}: short uniform", len(d.uniform) >= (k.uniform.size if k.uniform else 0)
     yield f"dispatch {i}: bad grid", _grid_ok(d.grid)
     yield f"dispatch {i}: bad uniform patch", all(

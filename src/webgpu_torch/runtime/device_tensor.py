@@ -50,7 +50,7 @@ class DeviceTensor:
             encoder = device.create_command_encoder()
             encoder.copy_buffer_to_buffer(self.buffer, 0, staging, 0, self.buffer.size)
             device.queue.submit([encoder.finish()])
-            self.engine.wait(staging.map_async(wgpu.MapMode.READ), f"reading {self}")
+            self.engine.read(staging, f"reading {self}")
             try:
                 base = np.frombuffer(staging.read_mapped(copy=False), dtype=d.device)[self.view.offset:]
                 strides = tuple(s * d.itemsize for s in self.view.strides)

@@ -77,13 +77,20 @@ class Engine:
         encoder = self.device.create_command_encoder()
         encoder.copy_buffer_to_buffer(src, 0, fence, 0, 4)
         self.device.queue.submit([encoder.finish()])
-        self.wait(fence.map_async(self.wgpu.MapMode.READ), what)
+        self.read(fence, what)
         fence.unmap()
         self.unawaited = 0
 
     @property
     def limits(self) -> dict[str, int]:
         return dict(self.device.limits)
+
+    def read(self, buffer, what: str) -> None:
+        """Map `buffer` for reading and wait for it (`wait`). Every buffer we map was last written by a copy
+        in a submitted command buffer, so wgpu-native's extra empty submit before a first read map (for
+        queue.write_buffer data it has not flushed) is skipped: that submit blocks in native code, beyond a
+        timeout's reach, while the queue is busy (wgpu-py's internal mode "READ_NOSYNC"; Dawn reads it as READ)."""
+        self.wait(buffer.map_async("READ_NOSYNC"), what)
 
     def wait(self, promise, what: str, timeout: float | None = None) -> None:
         """Block until `promise` (a map, say) settles; DeviceError naming `what` after `timeout` seconds."""

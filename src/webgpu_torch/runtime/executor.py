@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes, symbolic
-from ..errors import DeviceError, InputError
+from ..errors import DeviceError, DeviceIndexError, InputError
 from ..program import Patch, Program, Tensor, fold_grid
-from . import features, tuning
+from . import features, transfer, tuning
 from .device_tensor import DeviceTensor
 from .engine import Engine, get_engine
 
@@ -96,6 +96,8 @@ class Executor:
             if data.nbytes:  # writes are 4-byte multiples: an odd count of float16 values gets a zero pad
                 pad = -data.nbytes % 4
                 device.queue.write_buffer(self.buffers[index], 0, data.tobytes() + bytes(pad) if pad else data)
+        self._staged = {x.buffer: transfer.StagedInput(self.engine, self.buffers[x.buffer].size)
+                        for x in self.program.inputs if self.program.buffers[x.buffer].size >= transfer.STAGED_BYTES}
 
     def _build_pipelines(self) -> None:
         """One module per source this engine uses (a kernel may name its own source per engine), layouts from
@@ -170,12 +172,16 @@ class Executor:
                                   f"bindings: {one_line(e)}") from None
 
     def _build_readback(self) -> None:
-        """One staging buffer with a slot per output, each as large as its output can get."""
+        """One staging buffer with a slot per output, each as large as its output can get, then the status
+        words of the program's checks."""
         wgpu = self.engine.wgpu
         self._staging_offsets, total = [], 0
         for t in self.program.outputs:
             self._staging_offsets.append(total)
             total += symbolic.bound(_round_up((t.span() + 1) * dtypes.dtype(t.dtype).itemsize, 4))
+        self._status = next((i for i, b in enumerate(self.program.buffers) if b.role == "status"), None)
+        self._status_offset = total
+        total += 4 * len(self.program.checks)
         self.staging = self.engine.device.create_buffer(
             size=max(total, 4), usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
         self._scratch = [self.buffers[i] for i, b in enumerate(self.program.buffers) if b.role == "scratch"]
@@ -215,17 +221,20 @@ class Executor:
                 raise DeviceError(f"this program cannot run again: {self._failed}")
             self.prepare(env or {})
             encoder = self.engine.device.create_command_encoder()
-            self._write_inputs(encoder, inputs)
+            self.write_inputs(encoder, inputs)
             self.encode(encoder)
             if keep_on_device:
                 return self._submit_kept(encoder)
             return self._submit_and_read(encoder)
 
-    def _write_inputs(self, encoder, inputs: list) -> None:
+    def write_inputs(self, encoder, inputs: list) -> None:
+        """Write host inputs and encode device-tensor copies; submit() remaps the staging buffers used."""
         device = self.engine.device
         for spec, value in zip(self.program.inputs, inputs, strict=True):
             if isinstance(value, DeviceTensor):
                 self._copy_in(encoder, value, self.buffers[spec.buffer])
+            elif spec.buffer in self._staged and value.nbytes:
+                self._staged[spec.buffer].write(encoder, value, self.buffers[spec.buffer])
             elif value.nbytes:
                 device.queue.write_buffer(self.buffers[spec.buffer], 0, value)
         if self.poison_scratch:
@@ -234,27 +243,55 @@ class Executor:
 
     def _submit_kept(self, encoder) -> list[DeviceTensor]:
         kept = [self._copy_out(encoder, r) for r in self._readbacks]
-        self.engine.submit(encoder.finish(), awaited=False)
+        self.submit(encoder, awaited=False)
         self.engine.device._poll()  # lets the engine retire finished submissions: no map will
         return kept
 
     def _submit_and_read(self, encoder) -> list[np.ndarray]:
+        self.stage(encoder)
+        self.submit(encoder, awaited=True)
+        self.map()
+        return self.copy_mapped()
+
+    def submit(self, encoder, awaited: bool) -> None:
+        """Submit `encoder`'s work (Engine.submit), then map again the input staging buffers it read."""
+        self.engine.submit(encoder.finish(), awaited)
+        for staged in self._staged.values():
+            staged.remap()
+
+    # The steps of reading back, apart so that timing.call_phases can time each.
+    def stage(self, encoder) -> None:
+        """Encode the copies of the outputs' byte ranges into the staging buffer."""
         for r in self._readbacks:
             if r.size:
                 encoder.copy_buffer_to_buffer(self.buffers[r.tensor.buffer], r.src_offset, self.staging,
                                               r.dst_offset, r.size)
-        self.engine.submit(encoder.finish(), awaited=True)
+        if self.program.checks:
+            encoder.copy_buffer_to_buffer(self.buffers[self._status], 0, self.staging, self._status_offset,
+                                          4 * len(self.program.checks))
+
+    def map(self) -> None:
+        """Wait for the staging buffer to map (the call's work done)."""
         try:
-            self.engine.wait(self.staging.map_async(self.engine.wgpu.MapMode.READ), "the call")
+            self.engine.read(self.staging, "the call")
         except BaseException as e:  # a timeout or Ctrl-C: the map may still complete; never reuse it
             self._failed = f"an earlier call was interrupted ({type(e).__name__}: {e})"
             raise
+
+    def copy_mapped(self) -> list[np.ndarray]:
+        """Each output copied out of the mapped staging buffer (one copy each), then unmap. A failed device
+        check (its status word set, by this call or an on_device call since the last read) raises."""
         try:
-            # A view of the mapped memory (no copy); each output is copied out of it once, before the unmap.
             data = np.frombuffer(self.staging.read_mapped(copy=False), dtype=np.uint8)
-            return [self._view(data, r) for r in self._readbacks]
+            failed = np.flatnonzero(data[self._status_offset:].view("<u4")) if self.program.checks else ()
+            outputs = [self._view(data, r) for r in self._readbacks] if not len(failed) else []
         finally:
             self.staging.unmap()
+        if len(failed):
+            self.engine.device.queue.write_buffer(self.buffers[self._status], 0, bytes(4 * len(self.program.checks)))
+            check = self.program.checks[failed[0]]
+            raise DeviceIndexError(f"node {check.node!r}: {check.message}")
+        return outputs
 
     def _copy_in(self, encoder, value: DeviceTensor, buffer) -> None:
         if value.engine.device is not self.engine.device:
@@ -297,7 +334,7 @@ class Executor:
         usable = region.nbytes // d.itemsize * d.itemsize
         base = region[:usable].view(d)
         strides = tuple(s * d.itemsize for s in t.strides)
-        return np.lib.stride_tricks.as_strided(base, t.shape, strides, writeable=False).copy()
+        return transfer.copy(np.lib.stride_tricks.as_strided(base, t.shape, strides, writeable=False))
 
 
 _SCALAR_FORMAT = {"u32": "<I", "i32": "<i", "f32": "<f"}

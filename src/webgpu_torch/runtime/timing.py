@@ -66,7 +66,7 @@ class _Timestamps:
         encoder.resolve_query_set(self.query_set, 0, self.count, self.resolve, 0)
         encoder.copy_buffer_to_buffer(self.resolve, 0, self.read, 0, 8 * self.count)
         self.device.queue.submit([encoder.finish()])
-        self.engine.wait(self.read.map_async(self.wgpu.MapMode.READ), "timed work")
+        self.engine.read(self.read, "timed work")
         try:
             return np.frombuffer(self.read.read_mapped(), dtype=np.uint64).copy()
         finally:
@@ -162,3 +162,32 @@ def encode_cost(executor: Executor, samples: int = 20) -> float:
         costs.append(time.perf_counter() - start)
         _wait(executor)
     return statistics.median(costs) / max(len(executor.program.dispatches), 1)
+
+
+PHASES = ("upload", "gpu", "map", "copy")
+
+
+@_locked
+def call_phases(executor: Executor, inputs: list, env: dict[str, int], samples: int = 5) -> dict[str, float]:
+    """Median seconds of each phase of a call, each awaited before the next starts (so they sum to a little
+    more than a call): `upload` the inputs written to their buffers, `gpu` the dispatches, `map` the outputs
+    copied to the staging buffer and mapped, `copy` the outputs copied out of mapped memory."""
+    engine, runs = executor.engine, {p: [] for p in PHASES}
+    executor.prepare(env)
+    for sample in range(samples + 1):  # sample 0 is the warm-up
+        marks = [time.perf_counter()]
+        for encode in (lambda e: executor.write_inputs(e, inputs), executor.encode, executor.stage):
+            encoder = engine.device.create_command_encoder()
+            encode(encoder)
+            executor.submit(encoder, awaited=True)
+            if encode == executor.stage:
+                executor.map()
+            else:
+                engine.drain("a timed phase")
+            marks.append(time.perf_counter())
+        executor.copy_mapped()
+        marks.append(time.perf_counter())
+        if sample:
+            for p, a, b in zip(PHASES, marks[:-1], marks[1:], strict=True):
+                runs[p].append(b - a)
+    return {p: statistics.median(v) for p, v in runs.items()}
