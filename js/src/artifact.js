@@ -23,7 +23,8 @@ import * as tree from './tree.js';
  *   bindings: BindingKind[], uniform: UniformLayout | null, requires: string[], fallback: number | null,
  *   engineSources: Record<string, number>}} KernelSpec
  */
-/** @typedef {{size: number, role: 'input' | 'constant' | 'scratch', name: string}} BufferSpec */
+/** @typedef {{size: number, role: 'input' | 'constant' | 'scratch' | 'status', name: string}} BufferSpec */
+/** @typedef {{node: string, message: string}} CheckSpec */
 /** @typedef {{dtype: DeviceDtype, bytes: Uint8Array}} Constant */
 /** @typedef {{name: string, shape: Expr[], dtype: ModelDtype, buffer: number}} InputSpec */
 /** @typedef {{buffer: number, shape: Expr[], strides: Expr[], offset: Expr, dtype: ModelDtype}} OutputSpec */
@@ -36,7 +37,9 @@ import * as tree from './tree.js';
 /**
  * @typedef {{meta: Record<string, unknown>, symbols: Record<string, SymbolSpec>, sources: string[],
  *   kernels: KernelSpec[], buffers: BufferSpec[], constants: Map<number, Constant>, inputs: InputSpec[],
- *   outputs: OutputSpec[], inputTree: TreeSpec, outputTree: TreeSpec, dispatches: DispatchSpec[]}} ProgramSpec
+ *   outputs: OutputSpec[], inputTree: TreeSpec, outputTree: TreeSpec, dispatches: DispatchSpec[],
+ *   checks: CheckSpec[], status: number | null}} ProgramSpec
+ * `status`: the index of the "status" buffer, whose word i check i sets when it fails (docs/artifact.md, Checks).
  */
 
 export const MAGIC = 'WGPUTRCH';
@@ -221,7 +224,16 @@ function validate(header, data) {
   dispatches.forEach((dsp, i) => checkGroup(dispatches, dsp, i));
   const bound = new Set([...dispatches.flatMap((x) => x.buffers), ...outputs.map((t) => t.buffer)]);
   buffers.forEach((b, i) => need(b.role !== 'scratch' || bound.has(i), `buffer ${i}: a scratch buffer no dispatch binds`));
-  return { meta, symbols, sources, kernels, buffers, constants, inputs, outputs, inputTree, outputTree, dispatches };
+  const checks = list(field(header, 'checks', top), 'checks').map((raw, i) => {
+    const c = object(raw, `check ${i}`);
+    return { node: str(field(c, 'node', `check ${i}`), `check ${i} node`), message: str(field(c, 'message', `check ${i}`), `check ${i} message`) };
+  });
+  const statuses = buffers.flatMap((b, i) => (b.role === 'status' ? [i] : []));
+  need(statuses.length <= 1, 'more than one status buffer');
+  const status = statuses.length ? statuses[0] : null;
+  need(!checks.length || (status !== null && buffers[status].size >= 4 * checks.length), 'checks without a status buffer large enough for them');
+  need(outputs.every((t) => t.buffer !== status), 'a status buffer an output reads');
+  return { meta, symbols, sources, kernels, buffers, constants, inputs, outputs, inputTree, outputTree, dispatches, checks, status };
 }
 
 /**
@@ -340,7 +352,7 @@ function readBuffer(b, i) {
   const size = field(b, 'size', what);
   need(isInt(size) && size > 0, `${what}: bad size ${JSON.stringify(size)}`);
   const role = field(b, 'role', what);
-  need(role === 'input' || role === 'constant' || role === 'scratch', `${what}: unknown role ${JSON.stringify(role)}`);
+  need(['input', 'constant', 'scratch', 'status'].includes(role), `${what}: unknown role ${JSON.stringify(role)}`);
   return { size, role, name: str(b.name ?? '', `${what} name`) };
 }
 
@@ -475,7 +487,8 @@ function readDispatch(x, i, kernels, buffers, ex, symbols) {
   const storage = k.bindings.filter((b) => b !== 'uniform');
   need(bound.length === storage.length, `${it}: binds ${bound.length} of ${storage.length} buffers`);
   need(bound.every((b) => b >= 0 && b < buffers.length), `${it}: bad buffer index`);
-  need(bound.every((b, j) => storage[j] !== 'read_write' || buffers[b].role === 'scratch'), `${it}: writes a buffer that is not scratch`);
+  need(bound.every((b, j) => storage[j] !== 'read_write' || ['scratch', 'status'].includes(buffers[b].role)),
+    `${it}: writes a buffer that is not scratch`);
   const uniform = readWords(field(x, 'uniform', it), it);
   need(uniform.length * 4 >= (k.uniform?.size ?? 0), `${it}: short uniform`);
   const grid = readGrid(field(x, 'grid', it), it);

@@ -19,5 +19,8 @@ export class InputError extends WebGPUTorchError {}
 /** A call's input has the wrong dtype, or the inputs do not have the structure the model was exported with. */
 export class InputTypeError extends WebGPUTorchError {}
 
+/** A kernel found an index out of range (an embedding id past its table, say): a device-side check failed. */
+export class DeviceIndexError extends WebGPUTorchError {}
+
 /** No usable WebGPU adapter, or the adapter cannot hold the program. */
 export class DeviceError extends WebGPUTorchError {}

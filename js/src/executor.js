@@ -15,7 +15,7 @@
 import { foldGrid } from './artifact.js';
 import { DeviceTensor } from './device_tensor.js';
 import { gather, ITEMSIZE, widenHalf } from './dtypes.js';
-import { DeviceError } from './errors.js';
+import { DeviceError, DeviceIndexError } from './errors.js';
 import { envVar } from './env.js';
 import * as expr from './expr.js';
 import { bufferSize, sourceFor } from './kernels.js';
@@ -153,6 +153,8 @@ export class Executor {
     this.staging = null;
     /** @type {number[]} byte offset of each output's slot in `staging` */
     this.slots = [];
+    /** byte offset of the status words in `staging` (after the outputs) */
+    this.statusSlot = 0;
     /** @type {number[] | null} the symbol values of the last call, in the order of spec.symbols */
     this.sizes = null;
     // The plan at the current sizes: per dispatch its pipeline, bind group and grid (x = 0: skipped); the
@@ -301,7 +303,7 @@ export class Executor {
     });
   }
 
-  /** One staging buffer with a slot per output, each as large as its output can get. */
+  /** One staging buffer with a slot per output, each as large as its output can get, then the status words. */
   buildReadback() {
     const { spec } = this;
     let total = 0;
@@ -311,6 +313,8 @@ export class Executor {
       total += Math.max(0, expr.bound(span, spec.symbols)) * ITEMSIZE;
       return at;
     });
+    this.statusSlot = total;
+    total += 4 * spec.checks.length;
     this.staging = this.device.createBuffer({ size: Math.max(total, 4), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'staging' });
   }
 
@@ -404,7 +408,7 @@ export class Executor {
     this.encode(encoder);
     /** @type {(HostTensor | DeviceTensor)[]} */
     const out = new Array(this.readbacks.length);
-    let reading = false;
+    const reading = !keep.every(Boolean); // a call that reads an output reads the status words with it
     for (let i = 0; i < this.readbacks.length; i++) {
       const r = this.readbacks[i];
       if (keep[i]) {
@@ -413,8 +417,10 @@ export class Executor {
         out[i] = kept;
       } else if (r.size) {
         encoder.copyBufferToBuffer(r.buffer, r.start, staging, r.slot, r.size);
-        reading = true;
       }
+    }
+    if (spec.checks.length && reading) {
+      encoder.copyBufferToBuffer(this.buffers[/** @type {number} */ (spec.status)], 0, staging, this.statusSlot, 4 * spec.checks.length);
     }
     device.queue.submit([encoder.finish()]);
     const state = stateOf(device);
@@ -429,11 +435,29 @@ export class Executor {
     }
     await this.settle(staging.mapAsync(GPUMapMode.READ), 'the call');
     state.unawaited = 0;
+    let failed = -1;
     try {
-      return fill(out, keep, this.readbacks, new Uint32Array(staging.getMappedRange()));
+      const words = new Uint32Array(staging.getMappedRange());
+      failed = spec.checks.findIndex((_, i) => words[this.statusSlot / 4 + i] !== 0);
+      if (failed < 0) return fill(out, keep, this.readbacks, words);
     } finally {
       staging.unmap();
     }
+    this.raiseCheck(failed, out);
+  }
+
+  /**
+   * Check `i` failed (its status word set, by this call or a device-only call since the last read): clear
+   * the status words, release the outputs kept on the device, and raise the check's error.
+   * @param {number} i
+   * @param {(HostTensor | DeviceTensor | undefined)[]} out
+   * @returns {never}
+   */
+  raiseCheck(i, out) {
+    const { spec } = this;
+    this.device.queue.writeBuffer(this.buffers[/** @type {number} */ (spec.status)], 0, new Uint32Array(spec.checks.length));
+    for (const t of out) if (t instanceof DeviceTensor) t.release();
+    throw new DeviceIndexError(`node '${spec.checks[i].node}': ${spec.checks[i].message}`);
   }
 
   /**

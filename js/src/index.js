@@ -6,4 +6,4 @@ export { DeviceTensor } from './device_tensor.js';
 export { parse } from './artifact.js';
 export { openDevice, requestAdapter } from './device.js';
 export { gpuTime, dispatchTimes } from './timing.js';
-export { ArtifactError, DeviceError, InputError, InputTypeError, WebGPUTorchError } from './errors.js';
+export { ArtifactError, DeviceError, DeviceIndexError, InputError, InputTypeError, WebGPUTorchError } from './errors.js';

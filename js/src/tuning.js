@@ -274,7 +274,7 @@ function probeSpec(spec, features, which) {
   }
   const empty = /** @type {import('./tree.js').TreeSpec} */ ({ type: 'tuple', items: [] });
   const probe = {
-    ...spec, symbols: {}, constants: new Map(), inputs: [], outputs: [], inputTree: empty, outputTree: empty, dispatches,
+    ...spec, symbols: {}, constants: new Map(), inputs: [], outputs: [], inputTree: empty, outputTree: empty, dispatches, checks: [], status: null,
     buffers: [...used.keys()].map((b) => ({ size: bufferSize(spec, b, features), role: /** @type {const} */ ('scratch'), name: '' })),
   };
   return { probe, starts };

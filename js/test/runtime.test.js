@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { DeviceError, DeviceTensor, InputError, InputTypeError, load, openDevice, requestAdapter } from '../src/index.js';
+import { DeviceError, DeviceIndexError, DeviceTensor, InputError, InputTypeError, load, openDevice, requestAdapter } from '../src/index.js';
 import { artifact, container, splitArtifact } from '../testkit/build.js';
-import { W, affine, grouped, ints } from '../testkit/programs.js';
+import { TABLE, W, affine, grouped, ints, lookup } from '../testkit/programs.js';
 
 /** x·w + 1 row by row, as the affine programs compute it (in float32). */
 function affineRef(/** @type {Float32Array} */ x) {
@@ -159,6 +159,7 @@ test('what a device cannot hold or run is refused by name before anything is all
     input_tree: { type: 'tuple', items: [{ type: 'tuple', items: [{ type: 'leaf' }] }, { type: 'dict', keys: [], items: [] }] },
     output_tree: { type: 'leaf' },
     dispatches: [{ kernel: 0, buffers: [0, 1, 1, 1, 1, 1, 1, 1, 1], uniform: [], grid: [1, 1, 1], node: 'sum' }],
+    checks: [],
   });
   await assert.rejects(load(wide, { device: small }), (e) => e instanceof DeviceError &&
     e.message === 'kernel nine binds 9 storage buffers; this adapter allows 8 per shader stage (maxStorageBuffersPerShaderStage)');
@@ -179,6 +180,7 @@ test('what a device cannot hold or run is refused by name before anything is all
     input_tree: { type: 'tuple', items: [{ type: 'tuple', items: [] }, { type: 'dict', keys: [], items: [] }] },
     output_tree: { type: 'leaf' },
     dispatches: [{ kernel: 0, buffers: [0], uniform: [], grid: [1, 1, 1], node: 'big' }],
+    checks: [],
   });
   await assert.rejects(load(big), (e) => e instanceof DeviceError &&
     /^kernel big: the dawn engine rejected it: .*workgroup storage/.test(e.message) && !e.message.includes('\n'));
@@ -187,4 +189,20 @@ test('what a device cannot hold or run is refused by name before anything is all
   const forced = container(new TextEncoder().encode(JSON.stringify(header)), data);
   await assert.rejects(load(forced, { disableFeatures: ['subgroups'] }), (e) => e instanceof DeviceError &&
     e.message.startsWith('kernel affine128 needs the subgroups feature, which this dawn device lacks'));
+});
+
+test('a device-side check that fails raises, naming its node, at the call that reads back', async () => {
+  const program = await load(lookup(), { tune: false });
+  const good = BigInt64Array.of(0n, 4n, 2n, 1n);
+  const bad = BigInt64Array.of(0n, 5n, 2n, 1n);
+  const refused = (/** @type {unknown} */ e) => e instanceof DeviceIndexError && e.message === "node 'embedding': index out of range for a table of 5 rows";
+  assert.deepEqual(Array.from((await program.run([good])).data), [TABLE[0], TABLE[4], TABLE[2], TABLE[1]]);
+  await assert.rejects(program.run([bad]), refused);
+  assert.deepEqual(Array.from((await program.run([good])).data), [10, 14, 12, 11], 'the status words were cleared');
+  const kept = await program.runOnDevice([bad]); // nothing read back: the failure waits for the next read
+  assert.ok(kept instanceof DeviceTensor);
+  await assert.rejects(program.run([good]), refused);
+  assert.deepEqual(Array.from((await program.run([good])).data), [10, 14, 12, 11]);
+  kept.release();
+  program.destroy();
 });

@@ -93,6 +93,7 @@ export function affine(o = {}) {
     output_tree: { type: 'tuple', items: [LEAF, LEAF] },
     dispatches: [{ kernel: 0, buffers: [0, 1, 2], uniform: [3 * hi, 3, f32bits(1), 0], grid: foldGrid(Math.ceil((3 * hi) / wg)),
       node: 'affine', patches: [[0, 'u32', ['*', 's0', 3]]], count: ['//', ['+', ['*', 's0', 3], wg - 1], wg] }],
+    checks: [],
   }, [{ buffer: 1, dtype, shape: [3], bytes: wbytes }]);
 }
 
@@ -117,6 +118,7 @@ export function ints() {
       { type: 'dict', keys: ['flags', 'mode'], items: [LEAF, { type: 'const', value: 'fast' }] }] },
     output_tree: { type: 'dict', keys: ['twice', 'big', 'mode'], items: [LEAF, LEAF, { type: 'const', value: 'fast' }], class: 'Out' },
     dispatches: [{ kernel: 0, buffers: [0, 1, 2, 3], uniform: [7, 2, 0, 0], grid: [1, 1, 1], node: 'ints' }],
+    checks: [],
   });
 }
 
@@ -155,5 +157,45 @@ export function grouped(n = 37) {
       { kernel: 3, buffers: [2, 0, 3], uniform: a, grid: g(64), node: 'add', follows: 1,
         options: [{ kernel: 4, uniform: a, grid: g(32) }, { kernel: 5, uniform: a, grid: g(128) }] },
     ],
+    checks: [],
   }, [{ buffer: 1, dtype: 'f32', shape: [1], bytes: bytesOf(Float32Array.of(2)) }]);
+}
+
+/** rows[i] = table[ids[i]], the index clamped; an index outside the table sets status word 0 (a device check). */
+const LOOKUP = `// rows[i] = table[ids[i]]; an id outside [0, rows) reads a clamped row and sets status[0]
+struct Params { n: u32, rows: u32 }
+@group(0) @binding(0) var<storage, read> ids: array<i32>;
+@group(0) @binding(1) var<storage, read> table: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read_write> status: array<u32>;
+@group(0) @binding(4) var<uniform> p: Params;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3u) {
+  if (g.x >= p.n) { return; }
+  let id = ids[g.x];
+  if (id < 0 || u32(id) >= p.rows) { status[0] = 1u; }
+  out[g.x] = table[u32(clamp(id, 0, i32(p.rows) - 1))];
+}
+`;
+
+export const TABLE = [10, 11, 12, 13, 14];
+
+/** rows = table[ids] for ids: int64[4] and a table of 5 rows, with its device-side check. */
+export function lookup() {
+  return artifact({
+    format: 2,
+    meta: {},
+    symbols: {},
+    sources: [LOOKUP],
+    kernels: [{ name: 'lookup', source: 0, entry: 'main', overrides: {}, bindings: ['read', 'read', 'read_write', 'read_write', 'uniform'],
+      uniform: { size: 16, fields: [{ name: 'n', offset: 0, type: 'u32', count: 1 }, { name: 'rows', offset: 4, type: 'u32', count: 1 }] } }],
+    buffers: [{ size: 16, role: 'input', name: 'ids' }, { size: 20, role: 'constant', name: 'table' },
+      { size: 16, role: 'scratch', name: '' }, { size: 4, role: 'status', name: '' }],
+    inputs: [{ name: 'ids', shape: [4], dtype: 'int64', buffer: 0 }],
+    outputs: [{ buffer: 2, shape: [4], strides: [1], offset: 0, dtype: 'float32' }],
+    input_tree: args(LEAF),
+    output_tree: LEAF,
+    dispatches: [{ kernel: 0, buffers: [0, 1, 2, 3], uniform: [4, 5, 0, 0], grid: [1, 1, 1], node: 'embedding' }],
+    checks: [{ node: 'embedding', message: 'index out of range for a table of 5 rows' }],
+  }, [{ buffer: 1, dtype: 'f32', shape: [5], bytes: bytesOf(Float32Array.from(TABLE)) }]);
 }
