@@ -149,6 +149,8 @@ export class Executor {
     this.uniformOffsets = [];
     /** @type {GPUBuffer | null} */
     this.uniforms = null;
+    /** the uniform buffer's contents, kept on the host for patching */
+    this.uniformWords = new Uint32Array(0);
     /** @type {GPUBuffer | null} */
     this.staging = null;
     /** @type {number[]} byte offset of each output's slot in `staging` */
@@ -289,6 +291,7 @@ export class Executor {
     const blob = new Uint32Array(Math.max(total, 16) / 4);
     spec.dispatches.forEach((d, i) => blob.set(d.uniform, this.uniformOffsets[i] / 4));
     device.queue.writeBuffer(uniforms, 0, blob);
+    this.uniformWords = blob;
     this.bindGroups = spec.dispatches.map((d, i) => {
       const k = spec.kernels[d.kernel];
       let next = 0;
@@ -328,11 +331,19 @@ export class Executor {
     const sizes = Object.keys(spec.symbols).map((n) => env[n]);
     const last = this.sizes;
     if (last && sizes.every((v, i) => v === last[i])) return;
+    // Patches go into the host copy of the uniform buffer, and from there to the device in one write.
+    let first = Infinity;
+    let end = 0;
     for (const i of this.dynamic) {
       const d = spec.dispatches[i];
-      if (d.patches.length) device.queue.writeBuffer(/** @type {GPUBuffer} */ (this.uniforms), this.uniformOffsets[i], patched(d, env));
+      if (d.patches.length) {
+        patch(this.uniformWords, this.uniformOffsets[i], d, env);
+        first = Math.min(first, this.uniformOffsets[i]);
+        end = Math.max(end, this.uniformOffsets[i] + 4 * d.uniform.length);
+      }
       if (d.count !== null) this.planGrids.set(foldGrid(expr.evaluate(d.count, env)), 3 * i); // x = 0: no workgroups
     }
+    if (end) device.queue.writeBuffer(/** @type {GPUBuffer} */ (this.uniforms), first, this.uniformWords, first / 4, (end - first) / 4);
     this.readbacks = spec.outputs.map((t, i) => {
       const shape = t.shape.map((e) => expr.evaluate(e, env));
       const strides = t.strides.map((e) => expr.evaluate(e, env));
@@ -515,20 +526,25 @@ function fill(out, keep, readbacks, words) {
 }
 
 /**
- * A dispatch's uniform words with its patches applied at the symbol values `env`.
+ * Write a dispatch's patches at the symbol values `env` into `words` (the uniform buffer's host copy),
+ * where its uniform starts at byte `at`.
+ * @param {Uint32Array} words
+ * @param {number} at
  * @param {DispatchSpec} d
  * @param {Env} env
  */
-function patched(d, env) {
-  const words = d.uniform.slice();
-  const ints = new Int32Array(words.buffer);
-  const floats = new Float32Array(words.buffer);
+function patch(words, at, d, env) {
   for (const p of d.patches) {
     const v = expr.evaluate(p.value, env);
-    const at = p.offset / 4;
-    if (p.type === 'u32') words[at] = v;
-    else if (p.type === 'i32') ints[at] = v;
-    else floats[at] = v;
+    const i = (at + p.offset) / 4;
+    if (p.type === 'f32') scalar.f32[0] = v;
+    else scalar.i32[0] = v; // u32 and i32 alike: the word's low 32 bits
+    words[i] = scalar.u32[0];
   }
-  return words;
 }
+
+/** One word seen as each scalar type, to take a value's bit pattern. */
+const scalar = (() => {
+  const u32 = new Uint32Array(1);
+  return { u32, i32: new Int32Array(u32.buffer), f32: new Float32Array(u32.buffer) };
+})();
