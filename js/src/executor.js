@@ -22,7 +22,6 @@ import { bufferSize, sourceFor } from './kernels.js';
 import { MAX_UNAWAITED, stateOf } from './pool.js';
 
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
-/** @typedef {import('./artifact.js').DispatchSpec} DispatchSpec */
 /** @typedef {import('./device.js').Gpu} Gpu */
 /** @typedef {import('./dtypes.js').ModelDtype} ModelDtype */
 /** @typedef {import('./device_tensor.js').HostTensor} HostTensor */
@@ -166,8 +165,10 @@ export class Executor {
     /** @type {GPUBindGroup[]} */
     this.planGroups = [];
     this.planGrids = new Uint32Array(0);
-    /** @type {number[]} */
+    /** @type {{index: number, patches: {word: number, type: string, value: (env: Env) => number}[], count: ((env: Env) => number) | null}[]} */
     this.dynamic = [];
+    /** @type {{shape: ((env: Env) => number)[], strides: ((env: Env) => number)[], offset: (env: Env) => number}[]} the outputs' views */
+    this.views = [];
     /** @type {Readback[]} */
     this.readbacks = [];
     this.checkDevice();
@@ -332,37 +333,49 @@ export class Executor {
     const last = this.sizes;
     if (last && sizes.every((v, i) => v === last[i])) return;
     // Patches go into the host copy of the uniform buffer, and from there to the device in one write.
+    const words = this.uniformWords;
     let first = Infinity;
     let end = 0;
-    for (const i of this.dynamic) {
-      const d = spec.dispatches[i];
-      if (d.patches.length) {
-        patch(this.uniformWords, this.uniformOffsets[i], d, env);
-        first = Math.min(first, this.uniformOffsets[i]);
-        end = Math.max(end, this.uniformOffsets[i] + 4 * d.uniform.length);
+    for (const d of this.dynamic) {
+      for (const p of d.patches) {
+        if (p.type === 'f32') scalar.f32[0] = p.value(env);
+        else scalar.i32[0] = p.value(env); // u32 and i32 alike: the value's low 32 bits
+        words[p.word] = scalar.u32[0];
+        first = Math.min(first, p.word);
+        end = Math.max(end, p.word + 1);
       }
-      if (d.count !== null) this.planGrids.set(foldGrid(expr.evaluate(d.count, env)), 3 * i); // x = 0: no workgroups
+      if (d.count) this.planGrids.set(foldGrid(d.count(env)), 3 * d.index); // x = 0: no workgroups
     }
-    if (end) device.queue.writeBuffer(/** @type {GPUBuffer} */ (this.uniforms), first, this.uniformWords, first / 4, (end - first) / 4);
-    this.readbacks = spec.outputs.map((t, i) => {
-      const shape = t.shape.map((e) => expr.evaluate(e, env));
-      const strides = t.strides.map((e) => expr.evaluate(e, env));
+    if (end) device.queue.writeBuffer(/** @type {GPUBuffer} */ (this.uniforms), 4 * first, words, first, end - first);
+    this.readbacks = this.views.map((v, i) => {
+      const shape = v.shape.map((f) => f(env));
+      const strides = v.strides.map((f) => f(env));
       const numel = shape.reduce((a, b) => a * b, 1);
       const span = numel ? 1 + shape.reduce((s, m, k) => s + (m - 1) * strides[k], 0) : 0;
-      return { buffer: this.buffers[t.buffer], start: expr.evaluate(t.offset, env) * ITEMSIZE, size: span * ITEMSIZE,
-        slot: this.slots[i], shape, strides, dtype: t.dtype };
+      return { buffer: this.buffers[spec.outputs[i].buffer], start: v.offset(env) * ITEMSIZE, size: span * ITEMSIZE,
+        slot: this.slots[i], shape, strides, dtype: spec.outputs[i].dtype };
     });
     this.sizes = sizes;
   }
 
-  /** The plan as far as it holds at any sizes: each dispatch's pipeline, bind group and static grid. */
+  /**
+   * The plan as far as it holds at any sizes (each dispatch's pipeline, bind group and static grid), and
+   * what depends on the sizes compiled: the patched uniform words, the counted grids, the output views.
+   */
   buildPlan() {
     const ds = this.spec.dispatches;
     this.planPipelines = ds.map((d) => /** @type {GPUComputePipeline} */ (this.pipelines[d.kernel]));
     this.planGroups = this.bindGroups;
     this.planGrids = new Uint32Array(3 * ds.length);
     ds.forEach((d, i) => this.planGrids.set(d.grid, 3 * i));
-    this.dynamic = ds.flatMap((d, i) => (d.patches.length || d.count !== null ? [i] : []));
+    this.dynamic = ds.flatMap((d, i) => (d.patches.length || d.count !== null ? [{
+      index: i,
+      patches: d.patches.map((p) => ({ word: (this.uniformOffsets[i] + p.offset) / 4, type: p.type, value: expr.compile(p.value) })),
+      count: d.count === null ? null : expr.compile(d.count),
+    }] : []));
+    this.views = this.spec.outputs.map((t) => ({
+      shape: t.shape.map(expr.compile), strides: t.strides.map(expr.compile), offset: expr.compile(t.offset),
+    }));
   }
 
   /**
@@ -523,24 +536,6 @@ function fill(out, keep, readbacks, words) {
     out[i] = { data: gather(words, r.dtype, r.shape, r.strides, r.slot / ITEMSIZE), shape: r.shape.slice(), dtype: r.dtype };
   }
   return out;
-}
-
-/**
- * Write a dispatch's patches at the symbol values `env` into `words` (the uniform buffer's host copy),
- * where its uniform starts at byte `at`.
- * @param {Uint32Array} words
- * @param {number} at
- * @param {DispatchSpec} d
- * @param {Env} env
- */
-function patch(words, at, d, env) {
-  for (const p of d.patches) {
-    const v = expr.evaluate(p.value, env);
-    const i = (at + p.offset) / 4;
-    if (p.type === 'f32') scalar.f32[0] = v;
-    else scalar.i32[0] = v; // u32 and i32 alike: the word's low 32 bits
-    words[i] = scalar.u32[0];
-  }
 }
 
 /** One word seen as each scalar type, to take a value's bit pattern. */

@@ -52,6 +52,24 @@ export function evaluate(e, env) {
 }
 
 /**
+ * `e` as a function of the symbol values: `evaluate` without walking the tree at each call.
+ * @param {Expr} e
+ * @returns {(env: Env) => number}
+ */
+export function compile(e) {
+  if (typeof e === 'number') return () => e;
+  if (typeof e === 'string') return (env) => env[e];
+  const [op, ...args] = e;
+  const parts = args.map(compile);
+  if (op === '+') return parts.length === 2 ? (env) => parts[0](env) + parts[1](env) : (env) => parts.reduce((s, f) => s + f(env), 0);
+  if (op === '*') return parts.length === 2 ? (env) => parts[0](env) * parts[1](env) : (env) => parts.reduce((p, f) => p * f(env), 1);
+  const [a, b] = parts;
+  if (op === '//') return (env) => floorDiv(a(env), b(env));
+  if (op === '%') return (env) => { const x = a(env); const y = b(env); return x - floorDiv(x, y) * y; };
+  return op === 'max' ? (env) => Math.max(a(env), b(env)) : (env) => Math.min(a(env), b(env));
+}
+
+/**
  * Why `e` is not a well-formed expression over `symbols`, or null when it is.
  * @param {unknown} e
  * @param {Record<string, SymbolSpec>} symbols

@@ -28,6 +28,9 @@ test('expressions evaluate with Python\'s floor division and remainder, and boun
   assert.equal(expr.evaluate(['%', 's', -5], env), -3);
   assert.equal(expr.evaluate(['+', ['*', 's', 3], -1, ['max', 't', 2], ['min', 's', 4]], env), 26);
   assert.equal(expr.floorDiv(2 ** 53 - 1, 3), (2 ** 53 - 1 - 1) / 3); // no rounding past the exact quotient
+  for (const e of /** @type {expr.Expr[]} */ ([['//', 't', 2], ['%', 's', -5], ['+', ['*', 's', 3, 't'], -1, ['max', 't', 2], ['min', 's', 4]], 5, 's'])) {
+    assert.equal(expr.compile(e)(env), expr.evaluate(e, env), JSON.stringify(e));
+  }
   const symbols = { s: { lo: 1, hi: 64, hint: 5, about: '' } };
   assert.deepEqual(expr.bounds(['+', ['*', ['+', 's', -1], 37], 1], symbols), [1, 2332]);
   assert.deepEqual(expr.bounds(['//', ['+', 's', 63], 64], symbols), [1, 1]);
