@@ -5,7 +5,7 @@
 import { parse } from './artifact.js';
 import { openDevice } from './device.js';
 import { Executor } from './executor.js';
-import { bind, checkInput, deviceForms } from './inputs.js';
+import { bind, checkInput, deviceForms, showShape } from './inputs.js';
 import { forDevice } from './kernels.js';
 import { readSource } from './source.js';
 import * as tree from './tree.js';
@@ -119,7 +119,7 @@ export class Program {
   toString() {
     const s = this.spec;
     return `Program(${this.where}: ${s.dispatches.length} dispatches, inputs ` +
-      `${s.inputs.map((x) => `${x.name}: ${x.dtype}[${x.shape.join(', ')}]`).join(', ')})`;
+      `${s.inputs.map((x) => `${x.name}: ${x.dtype}${showShape(x.shape)}`).join(', ')})`;
   }
 }
 
