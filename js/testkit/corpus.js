@@ -6,7 +6,7 @@
 export const TOLERANCE = 1e-5;
 
 /** @typedef {{data: ArrayBufferView & ArrayLike<number | bigint>, shape: number[], dtype: string}} Tensor */
-/** @typedef {{args: unknown[], kwargs: Record<string, unknown>, outputs: Tensor[]}} Call */
+/** @typedef {{args: unknown[], kwargs: Record<string, unknown>, outputs: Tensor[], error?: string}} Call */
 
 const ARRAYS = /** @type {Record<string, any>} */ ({
   float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array, bool: Uint8Array, uint8: Uint8Array,
@@ -52,7 +52,9 @@ export function value(v) {
  * @returns {Call[]}
  */
 export function parseCalls(text) {
-  return JSON.parse(text).calls.map((/** @type {any} */ c) => ({ args: value(c.args), kwargs: value(c.kwargs), outputs: c.outputs.map(tensor) }));
+  return JSON.parse(text).calls.map((/** @type {any} */ c) => ({
+    args: value(c.args), kwargs: value(c.kwargs), outputs: (c.outputs ?? []).map(tensor), error: c.error,
+  }));
 }
 
 /**
@@ -109,6 +111,12 @@ export function mismatch(got, want, what) {
 export async function replay(program, calls, name) {
   const problems = [];
   for (const [n, call] of calls.entries()) {
+    if (call.error !== undefined) {  // the call must raise an index error saying `error`
+      const why = await program.run({ args: call.args, kwargs: call.kwargs }).then(
+        () => 'ran', (/** @type {Error} */ e) => (e.name === 'DeviceIndexError' && e.message.includes(/** @type {string} */ (call.error)) ? null : `${e.name}: ${e.message}`));
+      if (why) problems.push(`${name} call ${n}: expected an index error saying "${call.error}", got: ${why}`);
+      continue;
+    }
     const got = leaves(program.spec.outputTree, await program.run({ args: call.args, kwargs: call.kwargs }));
     if (got.length !== call.outputs.length) problems.push(`${name} call ${n}: ${got.length} outputs for ${call.outputs.length}`);
     got.forEach((g, k) => {
