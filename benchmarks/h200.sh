@@ -49,6 +49,7 @@ conv() { stage conv 90 $cli bench conv; }
 rows() { stage rows 60 $cli bench rows; }
 attention() { stage attention 120 $cli bench attention --json "$out/attention.json"; }
 host() { stage host 30 $cli bench host --dispatches 100 1000; }
+transfer() { stage transfer 300 $cli bench transfer --json "$out/transfer.json"; }
 florence2() { stage florence2 150 $cli florence2 --size base --seeds 0 1 --save /tmp/florence2; }
 profile() { stage profile 60 $cli bench profile --file /tmp/florence2/decoder.wgpt --top 15; }
 model_profile() {
