@@ -11,9 +11,12 @@
 //      2^8 * (hi @ hi + 2^-11 * (hi @ lo + lo @ hi)): three products into two accumulators (lo @ lo, 2^-22 of
 //      the product, is dropped), as CUTLASS's 3xTF32. The 2^-4 keeps operands up to 2^20 inside f16's range;
 //      the 2^11 keeps lo clear of f16's subnormals, so each operand carries 22 significant bits.
-// Tiling: SG_M x SG_N subgroups; each owns FRAG_M x FRAG_N 16 x 16 accumulators (PARTS sets of them), a
-//   (FRAG_M*16) x (FRAG_N*16) block of the workgroup's TILE_M x TILE_N tile, subgroup (sm, sn) =
-//   (sg / SG_N, sg % SG_N) at rows sm*FRAG_M*16 and columns sn*FRAG_N*16.
+// Tiling: SG_M x SG_N subgroups; each owns a 64 x 32 block of the workgroup's TILE_M x TILE_N tile as 4 x 2
+//   16 x 16 accumulators (a Block; PARTS of them), subgroup (sm, sn) = (sg / SG_N, sg % SG_N) at rows
+//   sm*64 and columns sn*32. Accumulators and operands are named struct fields, never array elements:
+//   the driver keeps an array of subgroup matrices in local memory unless every index folds to a constant
+//   once loops unroll, and WGSL cannot ask for the unrolling (measured: an array of accumulators indexed in
+//   loops ran 4096³ at 31 TFLOP/s on an H200, every tiling alike).
 // Workgroup memory: per stage and part, A's TILE_M x TILE_K tile and B's TILE_K x TILE_N tile as f16, each
 //   laid out along its operand's contiguous axis (A as [m][k] when K-contiguous, else [k][m]; B as [k][n]
 //   when N-contiguous, else [n][k]) so that a fetched vec4 lands as 4 consecutive f16s, with 8 f16s (16
@@ -25,9 +28,9 @@
 //   SG_M * SG_N load tiles and write outputs but own no accumulators. Wider ones would leave blocks
 //   uncomputed, so the runtime counts the feature as present only where the adapter's subgroup matrices come
 //   in subgroups of at most 32 (runtime/engine.py; docs/artifact.md).
-// Epilogue: accumulator by accumulator, each subgroup stores its own into `staged` (16 x 16 f32), and the
-//   whole workgroup writes the staged blocks out, 2 vec4s of outputs per invocation, through finish()
-//   (whatever the subgroups' width).
+// Epilogue: accumulator by accumulator, each subgroup stores its c00 into `staged` (16 x 16 f32), the whole
+//   workgroup writes the staged blocks out, 2 vec4s of outputs per invocation, through finish() (whatever
+//   the subgroups' width), and the accumulators shift towards c00.
 // Geometry: as the vec4 kernels: blocks n-fastest, then m, then z, then K slices; workgroups past the end exit.
 
 enable f16;
@@ -38,14 +41,14 @@ enable chromium_experimental_subgroup_matrix;
 diagnostic(off, chromium.subgroup_matrix_uniformity);
 
 const SG_M: u32 = 2u;  // subgroups along m
-const SG_N: u32 = 2u;  // … along n
-const FRAG_M: u32 = 4u;  // 16 x 16 accumulators per subgroup along m
-const FRAG_N: u32 = 4u;  // … along n
+const SG_N: u32 = 4u;  // … along n
 const TILE_K: u32 = 16u;  // a multiple of 16
 const STAGES: u32 = 2u;  // 1 or 2
 const PARTS: u32 = 1u;  // f16 parts per operand: 1 or 2
 
 const FRAG: u32 = 16u;  // the subgroup matrices' M = N = K
+const FRAG_M: u32 = 4u;  // 16 x 16 accumulators per subgroup along m (the fields of Block)
+const FRAG_N: u32 = 2u;  // … along n
 const SUBGROUP: u32 = 32u;  // invocations per subgroup the tiling is laid out for
 const TILE_M: u32 = SG_M * FRAG_M * FRAG;
 const TILE_N: u32 = SG_N * FRAG_N * FRAG;
@@ -67,6 +70,16 @@ const LO_SCALE: f32 = 2048.0;  // 2^11
 alias Left = subgroup_matrix_left<f16, FRAG, FRAG>;
 alias Right = subgroup_matrix_right<f16, FRAG, FRAG>;
 alias Acc = subgroup_matrix_result<f32, FRAG, FRAG>;
+
+// A subgroup's accumulators: c<i><j> holds rows 16i .. 16i+15 and columns 16j .. 16j+15 of its block.
+struct Block {
+  c00: Acc, c01: Acc, c10: Acc, c11: Acc, c20: Acc, c21: Acc, c30: Acc, c31: Acc,
+}
+
+// One k-step of 16 of a block's operands: rows l<i> of A and columns r<j> of B.
+struct Operands {
+  l0: Left, l1: Left, l2: Left, l3: Left, r0: Right, r1: Right,
+}
 
 // Row strides of the tiles as stored, in f16s.
 override A_STRIDE: u32 = select(TILE_M + PAD, TILE_K + PAD, A_K_CONTIGUOUS);
@@ -145,6 +158,30 @@ fn load_right(at: u32) -> Right {
   return subgroupMatrixLoad<Right>(&b_tile, at, true, B_STRIDE);
 }
 
+// The operands of one k-step of 16 for the block whose first elements are at a0 (A) and b0 (B).
+fn load_operands(a0: u32, b0: u32) -> Operands {
+  let a_step = a_at(FRAG, 0u);  // f16s from one 16-row block of A to the next
+  let b_step = b_at(0u, FRAG);
+  return Operands(load_left(a0), load_left(a0 + a_step), load_left(a0 + 2u * a_step),
+                  load_left(a0 + 3u * a_step), load_right(b0), load_right(b0 + b_step));
+}
+
+fn multiply(acc: ptr<function, Block>, x: Operands, y: Operands) {
+  (*acc).c00 = subgroupMatrixMultiplyAccumulate(x.l0, y.r0, (*acc).c00);
+  (*acc).c01 = subgroupMatrixMultiplyAccumulate(x.l0, y.r1, (*acc).c01);
+  (*acc).c10 = subgroupMatrixMultiplyAccumulate(x.l1, y.r0, (*acc).c10);
+  (*acc).c11 = subgroupMatrixMultiplyAccumulate(x.l1, y.r1, (*acc).c11);
+  (*acc).c20 = subgroupMatrixMultiplyAccumulate(x.l2, y.r0, (*acc).c20);
+  (*acc).c21 = subgroupMatrixMultiplyAccumulate(x.l2, y.r1, (*acc).c21);
+  (*acc).c30 = subgroupMatrixMultiplyAccumulate(x.l3, y.r0, (*acc).c30);
+  (*acc).c31 = subgroupMatrixMultiplyAccumulate(x.l3, y.r1, (*acc).c31);
+}
+
+// The block with every accumulator moved one place towards c00 (the epilogue writes c00 out each time).
+fn shifted(b: Block) -> Block {
+  return Block(b.c01, b.c10, b.c11, b.c20, b.c21, b.c30, b.c31, b.c31);
+}
+
 // (row, column) within the workgroup's tile of staged vec4 number v for accumulator f: block v / 64 is
 // subgroup v / 64's, row (v % 64) / 4 and columns 4 * (v % 4) .. +3 of it.
 fn out_at(f: u32, v: u32) -> vec2<u32> {
@@ -189,7 +226,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   workgroupBarrier();
 
-  var acc: array<Acc, PARTS * ACCS>;  // [part][i * FRAG_N + j]; part 1 sums hi @ lo + lo @ hi
+  var acc: Block;
+  var cross: Block;  // PARTS = 2: hi @ lo + lo @ hi
   var s = 0u;
   for (var k0 = k_begin; k0 < k_end; k0 += TILE_K) {
     let more = k0 + TILE_K < k_end;
@@ -202,29 +240,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
     if (mine) {
-      let a_stage = s * PARTS * A_PART;
-      let b_stage = s * PARTS * B_PART;
       for (var kk = 0u; kk < TILE_K; kk += FRAG) {
-        var left: array<Left, PARTS * FRAG_M>;  // [part][i]
-        for (var q = 0u; q < PARTS; q++) {
-          for (var i = 0u; i < FRAG_M; i++) {
-            left[q * FRAG_M + i] = load_left(a_stage + q * A_PART + a_at((sm * FRAG_M + i) * FRAG, kk));
-          }
-        }
-        for (var j = 0u; j < FRAG_N; j++) {
-          let at = b_stage + b_at(kk, (sn * FRAG_N + j) * FRAG);
-          let right = load_right(at);
-          for (var i = 0u; i < FRAG_M; i++) {
-            acc[i * FRAG_N + j] = subgroupMatrixMultiplyAccumulate(left[i], right, acc[i * FRAG_N + j]);
-          }
-          if (PARTS == 2u) {
-            let right_lo = load_right(at + B_PART);
-            for (var i = 0u; i < FRAG_M; i++) {
-              let f = ACCS + i * FRAG_N + j;
-              acc[f] = subgroupMatrixMultiplyAccumulate(left[i], right_lo, acc[f]);
-              acc[f] = subgroupMatrixMultiplyAccumulate(left[FRAG_M + i], right, acc[f]);
-            }
-          }
+        let a0 = s * PARTS * A_PART + a_at(sm * FRAG_M * FRAG, kk);
+        let b0 = s * PARTS * B_PART + b_at(kk, sn * FRAG_N * FRAG);
+        let hi = load_operands(a0, b0);
+        multiply(&acc, hi, hi);
+        if (PARTS == 2u) {
+          let lo = load_operands(a0 + A_PART, b0 + B_PART);
+          multiply(&cross, hi, lo);
+          multiply(&cross, lo, hi);
         }
       }
     }
@@ -244,25 +268,23 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     s = (s + 1u) % STAGES;
   }
 
-  // Accumulator by accumulator: each subgroup stages its acc[0] (and the part-1 sum acc[ACCS]) in `staged`,
-  // the workgroup writes the staged blocks out, then every accumulator moves down one place. So acc is only
-  // ever indexed by constants once the barrier-free inner loops unroll: indexed by f, a loop with barriers
-  // the driver keeps rolled, the whole array would live in local memory (every product of the main loop
-  // then a load and a store of its accumulator).
+  // Accumulator by accumulator: each subgroup stages its c00 (and cross's) in `staged`, the workgroup writes
+  // the staged blocks out, then the accumulators shift towards c00.
   for (var f = 0u; f < ACCS; f++) {
     var lo: array<vec4<f32>, OUT_VEC4S>;
     if (PARTS == 2u) {
       if (mine) {
-        subgroupMatrixStore(&staged, sg * FRAG * FRAG, acc[ACCS], false, FRAG);
+        subgroupMatrixStore(&staged, sg * FRAG * FRAG, cross.c00, false, FRAG);
       }
       workgroupBarrier();
       for (var h = 0u; h < OUT_VEC4S; h++) {
         lo[h] = staged_vec4(li + h * THREADS);
       }
       workgroupBarrier();
+      cross = shifted(cross);
     }
     if (mine) {
-      subgroupMatrixStore(&staged, sg * FRAG * FRAG, acc[0], false, FRAG);
+      subgroupMatrixStore(&staged, sg * FRAG * FRAG, acc.c00, false, FRAG);
     }
     workgroupBarrier();
     for (var h = 0u; h < OUT_VEC4S; h++) {
@@ -274,9 +296,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       finish(zc, m0 + at.x, n0 + at.y, v, ACT_NONE);
     }
     workgroupBarrier();
-    for (var g = 0u; g + 1u < PARTS * ACCS; g++) {
-      acc[g] = acc[g + 1u];
-    }
+    acc = shifted(acc);
   }
   // The activation runs as a pass over the stored outputs (as in gemm_vec4.wgsl: inlined above, an erf-based
   // GELU is code the driver would compile into every step of the loop).
