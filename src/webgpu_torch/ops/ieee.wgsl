@@ -37,3 +37,11 @@ fn max_nan(a: f32, b: f32) -> f32 {
 fn min_nan(a: f32, b: f32) -> f32 {
   return select(min(a, b), a + b, is_nan(a) || is_nan(b));
 }
+
+// 2^e for e in [0, 126] at max |x|'s exponent (`big`): x / 2^e < 2 for every x of a row, whose squares then
+// cannot overflow; 1 where big < 2 (ordinary rows are not rescaled at all) and 2^126 for inf or NaN. Scaling
+// by a power of two is exact.
+fn power_of_two_scale(big: f32) -> f32 {
+  let e = clamp(i32((bitcast<u32>(big) >> 23u) & 0xffu) - 127, 0, 126);
+  return bitcast<f32>(u32(127 + e) << 23u);
+}

@@ -154,13 +154,6 @@ fn reduce_row(kind: u32, what: u32, base: u32, live: bool, li: u32, lane: u32, c
   return Partial(vals[li - lane], idxs[li - lane]);
 }
 
-// 2^e for e in [0, 126] near |x|'s exponent: x / 2^e < 2 for every x of the row, whose squares then cannot
-// overflow (2^0 where max |x| < 2, so ordinary rows are not rescaled at all).
-fn power_of_two_scale(big: f32) -> f32 {
-  let e = clamp(i32((bitcast<u32>(big) >> 23u) & 0xffu) - 127, 0, 126);
-  return bitcast<f32>(u32(127 + e) << 23u);
-}
-
 @compute @workgroup_size(WORKGROUP)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) li: u32) {
