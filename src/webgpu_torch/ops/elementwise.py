@@ -58,7 +58,7 @@ LOGICAL = {"aten.logical_and.default": "and", "aten.logical_or.default": "or", "
            "aten.logical_not.default": "not"}
 # Ops the kernel computes in integer types too (the rest are float-only: their integer forms promote to float).
 INTEGER_OPS = {"copy", "add", "sub", "rsub", "mul", "neg", "abs", "maximum", "minimum", "clamp", "remainder",
-               "fmod", "div_floor", "div_trunc", "bitand", "bitor", "bitxor", "sign"}
+               "fmod", "div_floor", "div_trunc", "bitand", "bitor", "bitxor", "sign", "pow"}
 # Ops on bools with a bool result (u32 0 and 1 in the kernel): add is `or`, the rest keep 0 and 1 as they are.
 BOOL_OPS = {"add", "mul", "maximum", "minimum", "bitand", "bitor", "bitxor"}
 DIV_MODES = {None: "div", "floor": "div_floor", "trunc": "div_trunc"}
@@ -444,7 +444,8 @@ def cases() -> list[OpCase]:
         OpCase("pow_scalar_tensor_and_tensor_tensor", lambda a, b: (torch.pow(2.0, a), a.abs().pow(b)),
                [(37, 41), (37, 41)]),
         # Integer arithmetic stays exact in int32 (int64 on the host).
-        OpCase("int_arithmetic", lambda i, j: (i + j * 3 - 7, (i - j).abs(), -i, torch.maximum(i, j)),
+        OpCase("int_arithmetic", lambda i, j: (i + j * 3 - 7, (i - j).abs(), -i, torch.maximum(i, j), i ** 2,
+                                               (i % 5) ** (j % 4), i.int() ** 3, torch.pow(i, j.abs() % 3 - 1)),
                [ints((37, 41)), ints((41,), seed=1)]),
         OpCase("int_plus_float_promotes", lambda i, x: i + x, [ints((37, 41)), (37, 41)]),
         OpCase("int_true_divide", lambda i: i / 4, [ints((89,))]),
@@ -531,6 +532,9 @@ def cases() -> list[OpCase]:
         OpCase("where_mixed_dtypes", lambda m, x, i: (torch.where(m, x, i), torch.where(m, i, 7),
                                                       torch.where(m, x, 0.5), torch.where(m, i.int(), i)),
                [mask((37, 41)), (37, 41), ints((37, 41))]),
+        # fill_ decomposes to full_like (folded at compile time); clamp_min / clamp_max to clamp.
+        OpCase("fill_and_clamp_min_max", lambda x: (torch.zeros_like(x).fill_(3.0) + x, torch.clamp_min(x, 0.1),
+                                                    torch.clamp_max(x, -0.2)), [(37, 41)]),
         OpCase("int_scalars_beyond_float_precision", lambda i: (i + 2**30, i * 40_000_001, i == 2**30 + 1, i - 2**29),
                [ints((37, 41), -9, 9)]),
         # NaN propagates as in torch (WGSL's max, clamp and tanh need not return it), huge values stay finite.

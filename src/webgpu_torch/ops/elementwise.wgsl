@@ -157,6 +157,22 @@ fn below_zero_nan(fx: f32, x: f32) -> f32 {
   return select(fx, nan_f32(), x < 0.0);
 }
 
+// x ** y for integers, by squaring; a negative exponent leaves 0 but for x = ±1 (the integer part of 1 / x^-y).
+fn pow_int(x: i32, y: i32) -> i32 {
+  if (y < 0) {
+    return select(select(0, 1, x == 1), select(1, -1, (y & 1) == 1), x == -1);
+  }
+  var r = 1;
+  var base = x;
+  for (var e = y; e > 0; e >>= 1u) {
+    if ((e & 1) == 1) {
+      r *= base;
+    }
+    base *= base;
+  }
+  return r;
+}
+
 fn has_nan(x: T, y: T) -> bool {
   return is_nan(f32(x)) || is_nan(f32(y));
 }
@@ -247,7 +263,7 @@ fn apply(x: T, y: T, z: T) -> Out {
       let v = f32(x);
       return Out(p.scalar * select(p.alpha * expm1_f32(p.beta * v), v, v > 0.0));
     }
-    case OP_POW: { return Out(pow_f32(f32(x), f32(y))); }
+    case OP_POW: { return select(Out(pow_int(i32(x), i32(y))), Out(pow_f32(f32(x), f32(y))), FLOAT_T); }
     case OP_ISNAN: { return Out(is_nan(f32(x))); }
     case OP_ISINF: { return Out(is_inf(f32(x))); }
     case OP_EQ: { return Out(x == y); }
