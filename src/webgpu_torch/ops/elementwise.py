@@ -1,10 +1,13 @@
 """Elementwise ops with broadcasting: one strided kernel, the op an override constant, the dtypes aliases.
 
-Arithmetic, activations, pow, comparisons, logical ops, `where` and casts all run through `emit`. Operands
-are read in place through their strides (a transposed or broadcast operand costs no copy); adjacent dims that
-every operand and the output traverse contiguously are merged first, so the common dense case indexes
-directly. Type promotion follows torch: arithmetic computes in the result's dtype, comparisons in their
-inputs' promoted dtype (dtypes.promote). Integers compute in i32 (int64 travels as int32).
+Arithmetic, activations, pow, the float functions (math.wgsl), rounding, comparisons, logical and bitwise
+ops, clamp, `where` and casts all run through `emit`. Operands are read in place through their strides (a
+transposed or broadcast operand costs no copy); adjacent dims that every operand and the output traverse
+contiguously are merged first, so the common dense case indexes directly. Type promotion follows torch:
+arithmetic computes in the result's dtype, comparisons in their inputs' promoted dtype (dtypes.promote).
+Integers compute in i32 (int64 travels as int32); a Python number travels in Params as f32, or as a 0-d
+constant where f32 cannot hold it exactly. NaN follows torch, not the GPU: it propagates through maximum,
+minimum, clamp and the activations, counts as true, and is what the float functions give outside their domain.
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ ARITHMETIC = {
     "aten.bitwise_or.Tensor": "bitor", "aten.bitwise_or.Scalar": "bitor",
     "aten.bitwise_xor.Tensor": "bitxor", "aten.bitwise_xor.Scalar": "bitxor",
 }
-# Float functions of one operand (an integer or bool operand is converted: torch gives float32 for them).
+# Functions of one operand: neg and abs keep integers; the float functions convert an integer or bool operand
+# (torch gives float32 for them).
 UNARY = {f"aten.{name}.default": name for name in
          ("neg", "abs", "reciprocal", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin",
           "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfinv")}

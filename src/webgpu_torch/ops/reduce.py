@@ -59,10 +59,9 @@ def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[i
     name = f"reduce[{op}{'+index' if aux_dtype and op in ('max', 'min') else ''}]"
     spec = KernelSpec.of(FILE, name, consts=consts, overrides={
         "OP": OP_CODES[op], "ROW": row, "WRITE_OUT": value is not None, "WRITE_AUX": second is not None})
-    placeholder = ctx.new((1,), "int32")  # binds the output that is not written
-    rows_per_wg = WORKGROUP // row
-    ctx.dispatch(spec, [x, value or placeholder, second or placeholder], params,
-                 -(-params["num_out"] // rows_per_wg))
+    unwritten = ctx.new((1,), "int32") if value is None or second is None else None  # binds the other slot
+    groups = -(-params["num_out"] // (WORKGROUP // row))
+    ctx.dispatch(spec, [x, value or unwritten, second or unwritten], params, groups)
     return [value, second]
 
 

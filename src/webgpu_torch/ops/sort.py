@@ -16,6 +16,7 @@ sorted too (any order is allowed).
 from __future__ import annotations
 
 import re
+from math import prod
 
 from .. import dtypes, layout, wgsl
 from ..builder import Builder, KernelSpec
@@ -33,75 +34,68 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
-class _Pass:
-    """One dispatch's input (a row view and its indices, None for the op's own input) and output."""
+class _Sorter:
+    """Emits the passes of one sort or topk of `x` along `dim`, each reading what the previous one wrote (the
+    first reads x itself, its indices the positions) and the last writing the outputs."""
 
-    def __init__(self, ctx: Builder, x: Tensor, dim: int, descending: bool):
+    def __init__(self, ctx: Builder, x: Tensor, dim: int, descending: bool, k_out: int):
         self.ctx, self.descending = ctx, descending
-        self.rows_src, self.dim = x, dim
-        self.src_idx: Tensor | None = None
+        self.keys, self.dim, self.ids = x, dim, None  # what the next pass reads
+        shape = x.shape[:dim] + (k_out,) + x.shape[dim + 1:]
+        self.values, self.indices = ctx.new(shape, x.dtype), ctx.new(shape, "int64")
+        self.rows = x.numel // x.shape[dim]
+        self.inner = prod(x.shape[dim + 1:])
 
-    def params(self, n: int, out_n: int, inner: int, **extra) -> dict:
-        rp = row_params(self.rows_src, self.dim)
-        return {"rows": rp["rows"], "n": n, "out_n": out_n, "inner": inner, "offset": rp["offset"],
-                "stride": rp["stride"], "kept_ndim": rp["kept_ndim"], "kept_shape": rp["kept_shape"],
-                "kept_strides": rp["kept_strides"], "blocks": 1, "keep": 0, "run": 0, **extra}
+    def sort_blocks(self, m: int, keep: int | None, final: bool, out_n: int) -> None:
+        """Rows of m elements in blocks, each sorted and cut to its first `keep` (None: all of it)."""
+        segment = min(BLOCK, _pow2_at_least(m))
+        blocks = -(-m // segment)
+        self._emit("sort_blocks", segment, -(-self.rows * blocks // (BLOCK // segment)), final, out_n,
+                   n=m, blocks=blocks, keep=keep or segment)
 
-    def run(self, entry: str, params: dict, values: Tensor, indices: Tensor, segment: int, workgroups: int):
-        dtype = self.rows_src.dtype
-        spec = KernelSpec.of(FILE, f"sort[{entry}]", entry=entry, consts={"KeyT": dtypes.dtype(dtype).wgsl},
-                             overrides={"SEGMENT": segment, "DESCENDING": self.descending,
-                                        "FIRST": self.src_idx is None})
-        self.ctx.dispatch(spec, [self.rows_src, self.src_idx or self.ctx.dummy(), values, indices], params,
-                          workgroups)
-        rows = params["rows"]
-        self.rows_src, self.dim, self.src_idx = (layout.view(values, (rows, params["out_n"])), 1,
-                                                 layout.view(indices, (rows, params["out_n"])))
+    def merge(self, n: int, run: int, final: bool, out_n: int) -> None:
+        """Rows of n elements made of sorted runs of `run`, merged pairwise."""
+        self._emit("merge", 0, -(-self.rows * n // WORKGROUP), final, out_n, n=n, run=run)
+
+    def _emit(self, entry: str, segment: int, workgroups: int, final: bool, out_n: int, **params) -> None:
+        ctx = self.ctx
+        if final:
+            values, indices, inner = self.values, self.indices, self.inner
+        else:
+            values, indices = ctx.new((self.rows, out_n), self.keys.dtype), ctx.new((self.rows, out_n), "int32")
+            inner = 1
+        rp = row_params(self.keys, self.dim)
+        spec = KernelSpec.of(FILE, f"sort[{entry}]", entry=entry,
+                             consts={"KeyT": dtypes.dtype(self.keys.dtype).wgsl},
+                             overrides={"SEGMENT": segment, "DESCENDING": self.descending, "FIRST": self.ids is None})
+        ctx.dispatch(spec, [self.keys, self.ids or ctx.dummy(), values, indices], {
+            "rows": self.rows, "out_n": out_n, "inner": inner, "blocks": 1, "keep": 0, "run": 0,
+            **{k: rp[k] for k in ("offset", "stride", "kept_ndim", "kept_shape", "kept_strides")}, **params},
+            workgroups)
+        self.keys, self.dim = layout.view(values, (self.rows, out_n)), 1
+        self.ids = layout.view(indices, (self.rows, out_n))
 
 
 def sort_rows(ctx: Builder, x: Tensor, dim: int, descending: bool, k: int | None = None) -> list[Tensor]:
     """[values, int64 indices] of x sorted along `dim`, or of its first k in that order."""
-    dim = layout.normalize_dim(dim, max(x.ndim, 1))
-    x = x if x.ndim else layout.view(x, (1,))
-    n = x.shape[dim]
-    k_out = n if k is None else k
-    shape = x.shape[:dim] + (k_out,) + x.shape[dim + 1:]
-    inner = 1
-    for s in x.shape[dim + 1:]:
-        inner *= s
-    rows = x.numel // n
-    values, indices = ctx.new(shape, x.dtype), ctx.new(shape, "int64")
-    step = _Pass(ctx, x, dim, descending)
-
-    def outputs(final: bool, out_n: int) -> tuple[Tensor, Tensor, int]:
-        if final:
-            return values, indices, inner
-        return ctx.new((rows, out_n), x.dtype), ctx.new((rows, out_n), "int32"), 1
-
-    def sort_blocks(m: int, keep: int | None, final: bool, out_n: int) -> None:
-        segment = min(BLOCK, _pow2_at_least(m))
-        blocks = -(-m // segment)
-        v, i, at = outputs(final, out_n)
-        params = step.params(m, out_n, at, blocks=blocks, keep=keep or segment)
-        step.run("sort_blocks", params, v, i, segment, -(-rows * blocks // (BLOCK // segment)))
-
+    flat = layout.view(x, (1,)) if x.ndim == 0 else x
+    dim = layout.normalize_dim(dim, flat.ndim)
+    n = flat.shape[dim]
+    sorter = _Sorter(ctx, flat, dim, descending, n if k is None else k)
     if k is not None and k <= BLOCK // 2:  # tournament: blocks keep their first k until one block is left
         m = n
-        while True:
-            blocks = -(-m // min(BLOCK, _pow2_at_least(m)))
-            final = blocks == 1
-            sort_blocks(m, k, final, k if final else blocks * k)
-            if final:
-                return [values, indices]
+        while (blocks := -(-m // min(BLOCK, _pow2_at_least(m)))) > 1:
+            sorter.sort_blocks(m, k, False, blocks * k)
             m = blocks * k
-    sort_blocks(n, None, n <= BLOCK, k_out if n <= BLOCK else n)
-    run = BLOCK
-    while run < n:
-        final = 2 * run >= n
-        v, i, at = outputs(final, k_out if final else n)
-        step.run("merge", step.params(n, k_out if final else n, at, run=run), v, i, 0, -(-rows * n // WORKGROUP))
-        run *= 2
-    return [values, indices]
+        sorter.sort_blocks(m, k, True, k)
+    else:
+        k = n if k is None else k
+        sorter.sort_blocks(n, None, n <= BLOCK, k if n <= BLOCK else n)
+        for run in (BLOCK << i for i in range(max(0, (n - 1) // BLOCK).bit_length())):
+            final = 2 * run >= n
+            sorter.merge(n, run, final, k if final else n)
+    outs = [sorter.values, sorter.indices]
+    return [layout.view(t, ()) for t in outs] if x.ndim == 0 else outs
 
 
 def _check(node: NodeView) -> str | None:
