@@ -55,8 +55,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     s += v;
     big = max(big, abs(v));
   }
-  let mean = row_sum(li, lane, s) / f32(p.n);
-  let inv = 1.0 / power_of_two_scale(row_max(li, lane, big));
+  let sum_max = row_sum_max(li, lane, s, big);
+  let mean = sum_max.x / f32(p.n);
+  let inv = 1.0 / power_of_two_scale(sum_max.y);
   var d2 = 0.0;
   for (var c = lane; live && c < p.n; c += ROW) {
     let d = (x[base + c * p.col_stride] - mean) * inv;
