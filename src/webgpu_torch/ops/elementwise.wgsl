@@ -152,7 +152,7 @@ fn pow_f32(x: f32, y: f32) -> f32 {
   return select(r, -r, x < 0.0 && odd);
 }
 
-// f(x) of a function defined for x >= 0 (log, sqrt): NaN below, which WGSL leaves indeterminate.
+// f(x) of a function defined for x >= 0 (sqrt, rsqrt): NaN below, which WGSL leaves indeterminate.
 fn below_zero_nan(fx: f32, x: f32) -> f32 {
   return select(fx, nan_f32(), x < 0.0);
 }
@@ -234,10 +234,10 @@ fn apply(x: T, y: T, z: T) -> Out {
     case OP_RECIPROCAL: { return Out(1.0 / f32(x)); }
     case OP_EXP: { return Out(exp(f32(x))); }
     case OP_EXPM1: { return Out(expm1_f32(f32(x))); }
-    case OP_LOG: { return Out(below_zero_nan(log(f32(x)), f32(x))); }
+    case OP_LOG: { return Out(log_f32(f32(x))); }
     case OP_LOG1P: { return Out(log1p_f32(f32(x))); }
-    case OP_LOG2: { return Out(below_zero_nan(log2(f32(x)), f32(x))); }
-    case OP_LOG10: { return Out(below_zero_nan(log2(f32(x)) * 0.30102999566398120, f32(x))); }  // log10(2)
+    case OP_LOG2: { return Out(log_f32(f32(x)) * 1.4426950408889634); }  // 1 / ln 2
+    case OP_LOG10: { return Out(log_f32(f32(x)) * 0.4342944819032518); }  // 1 / ln 10
     case OP_SQRT: { return Out(below_zero_nan(sqrt(f32(x)), f32(x))); }
     case OP_RSQRT: { return Out(below_zero_nan(inverseSqrt(f32(x)), f32(x))); }
     case OP_SIN: { return Out(sin(f32(x))); }
@@ -245,7 +245,7 @@ fn apply(x: T, y: T, z: T) -> Out {
     case OP_TAN: { return Out(tan(f32(x))); }
     case OP_ASIN: { return Out(asin_f32(f32(x))); }
     case OP_ACOS: { return Out(acos_f32(f32(x))); }
-    case OP_ATAN: { return Out(atan(f32(x))); }
+    case OP_ATAN: { return Out(atan_f32(f32(x))); }
     case OP_ATAN2: { return Out(atan2_f32(f32(x), f32(y))); }
     case OP_SINH: { return Out(sinh_f32(f32(x))); }
     case OP_COSH: { return Out(cosh_f32(f32(x))); }

@@ -3,10 +3,11 @@
 // values at ±0, ±1 and ±inf that torch gives. Not a kernel: elementwise.wgsl includes it (after
 // activation.wgsl, whose erf_f32 and ieee.wgsl helpers it uses).
 //
-// Where WGSL's builtin is exact enough it is used as is (exp, log, sin, cos, tan, atan, floor, round...).
-// Rejected: exp(x) - 1 and log(1 + x) near 0, which lose all relative accuracy there (WGSL's log is only
-// accurate to 2^-21 absolute on [0.5, 2]); asin(x) as WGSL defines it, atan2(x, sqrt(1 - x*x)), whose 1 - x*x
-// cancels near ±1; the textbook log forms of asinh and acosh, whose x*x overflows beyond 1.8e19.
+// Where WGSL's builtin is exact enough it is used as is (exp, sin, cos, tan, floor, round...).
+// Rejected: exp(x) - 1 and log(1 + x) near 0, which lose all relative accuracy there; WGSL's log near 1
+// (accurate only to 2^-21 absolute on [0.5, 2]) and its atan family (4096 ulp allowed; 2e-5 relative seen on
+// lavapipe); asin(x) as WGSL defines it, atan2(x, sqrt(1 - x*x)), whose 1 - x*x cancels near ±1; the
+// textbook log forms of asinh and acosh, whose x*x overflows beyond 1.8e19.
 
 const LN2: f32 = 0.6931471805599453;
 const PI: f32 = 3.141592653589793;
@@ -27,16 +28,39 @@ fn expm1_f32(x: f32) -> f32 {
   return exp(x) - 1.0;
 }
 
-// log(1 + x): 2·atanh(s) with s = x / (2 + x) as odd powers of s to s^11 where |x| < 0.25 (|s| < 0.15),
-// log(1 + x) beyond, where rounding 1 + x costs under 2e-7 of the result.
-fn log1p_f32(x: f32) -> f32 {
-  if (abs(x) < 0.25) {
-    let s = x / (2.0 + x);
-    let s2 = s * s;
-    let odd = 1.0 + s2 * (1.0 / 3.0 + s2 * (1.0 / 5.0 + s2 * (1.0 / 7.0 + s2 * (1.0 / 9.0 + s2 * (1.0 / 11.0)))));
-    return 2.0 * s * odd;
+// log(1 + t) for t in [-0.5, 1]: 2·atanh(s) with s = t / (2 + t), |s| <= 1/3, as odd powers of s to s^19
+// (error < 3e-10 relative). WGSL's log is accurate only to 2^-21 absolute on [0.5, 2], which is all of log(x)
+// near x = 1.
+fn log1p_series(t: f32) -> f32 {
+  let s = t / (2.0 + t);
+  let s2 = s * s;
+  var p = 1.0 / 19.0;
+  p = 1.0 / 17.0 + s2 * p;
+  p = 1.0 / 15.0 + s2 * p;
+  p = 1.0 / 13.0 + s2 * p;
+  p = 1.0 / 11.0 + s2 * p;
+  p = 1.0 / 9.0 + s2 * p;
+  p = 1.0 / 7.0 + s2 * p;
+  p = 1.0 / 5.0 + s2 * p;
+  p = 1.0 / 3.0 + s2 * p;
+  return 2.0 * s * (1.0 + s2 * p);
+}
+
+// log(x): the series on [0.5, 2] (where x - 1 is exact), WGSL's log (3 ulp) elsewhere; -inf at 0, NaN below.
+fn log_f32(x: f32) -> f32 {
+  if (x >= 0.5 && x <= 2.0) {
+    return log1p_series(x - 1.0);
   }
-  return select(log(1.0 + x), nan_f32(), x < -1.0);
+  return select(select(log(x), -inf_f32(), x == 0.0), nan_f32(), x < 0.0);
+}
+
+// log(1 + x): the series for x in [-0.5, 1], log(1 + x) beyond (where 1 + x is exact below -0.5 and rounds by
+// under 1e-7 of the result above 1).
+fn log1p_f32(x: f32) -> f32 {
+  if (x >= -0.5 && x <= 1.0) {
+    return log1p_series(x);
+  }
+  return log_f32(1.0 + x);
 }
 
 // erf: the Taylor series to x^13 near 0 (A&S 7.1.26, erf_f32, is accurate only absolutely, 1.5e-7, which is
@@ -60,7 +84,7 @@ fn erfinv_f32(x: f32) -> f32 {
   if (a >= 1.0) {
     return select(select(inf_f32(), -inf_f32(), x < 0.0), nan_f32(), a > 1.0);
   }
-  var w = -log((1.0 - a) * (1.0 + a));
+  var w = -log_f32((1.0 - a) * (1.0 + a));
   var p: f32;
   if (w < 5.0) {
     w -= 2.5;
@@ -88,23 +112,58 @@ fn erfinv_f32(x: f32) -> f32 {
   return p * x;
 }
 
-// atan2(y, x) with torch's values where y = ±0 (the backends leave atan2(0, 0) undefined): ±0 for x >= +0,
-// ±pi for x <= -0.
+// atan(x): |x| > 1 folds to pi/2 - atan(1/x), then z > tan(pi/8) to pi/4 + atan((z - 1)/(z + 1)), leaving
+// |z| <= 0.4142 for the odd Taylor series to z^19 (error < 3e-9). WGSL's atan, atan2, asin and acos are
+// allowed 4096 ulp, and some backends come near it.
+fn atan_f32(x: f32) -> f32 {
+  let a = abs(x);
+  let inverted = a > 1.0;
+  var z = select(a, 1.0 / a, inverted);
+  let shifted = z > 0.41421356;
+  z = select(z, (z - 1.0) / (z + 1.0), shifted);
+  let z2 = z * z;
+  var p = -1.0 / 19.0;
+  p = 1.0 / 17.0 + z2 * p;
+  p = -1.0 / 15.0 + z2 * p;
+  p = 1.0 / 13.0 + z2 * p;
+  p = -1.0 / 11.0 + z2 * p;
+  p = 1.0 / 9.0 + z2 * p;
+  p = -1.0 / 7.0 + z2 * p;
+  p = 1.0 / 5.0 + z2 * p;
+  p = -1.0 / 3.0 + z2 * p;
+  var r = z * (1.0 + z2 * p) + select(0.0, 0.25 * PI, shifted);
+  r = select(r, 0.5 * PI - r, inverted);
+  return select(r, -r, x < 0.0);
+}
+
+// atan2(y, x) with torch's values at the edges: ±0 or ±pi where y = ±0 (by the sign of x, -0 included), ±pi/2
+// where x = 0, the diagonals where both are infinite.
 fn atan2_f32(y: f32, x: f32) -> f32 {
-  if (y == 0.0 && !is_nan(x)) {
-    let r = select(0.0, PI, x < 0.0 || sign_bit(x));
-    return select(r, -r, sign_bit(y));
+  if (is_nan(x) || is_nan(y)) {
+    return x + y;
   }
-  return atan2(y, x);
+  let x_negative = x < 0.0 || sign_bit(x);
+  var r: f32;
+  if (y == 0.0) {
+    r = select(0.0, PI, x_negative);
+  } else if (x == 0.0) {
+    r = 0.5 * PI;
+  } else if (is_inf(x) && is_inf(y)) {
+    r = select(0.25 * PI, 0.75 * PI, x_negative);
+  } else {
+    r = atan_f32(abs(y / x));
+    r = select(r, PI - r, x_negative);
+  }
+  return select(r, -r, sign_bit(y));
 }
 
 // asin and acos through atan2 with sqrt((1 - x)(1 + x)), which keeps its accuracy near ±1.
 fn asin_f32(x: f32) -> f32 {
-  return select(atan2(x, sqrt((1.0 - x) * (1.0 + x))), nan_f32(), abs(x) > 1.0);
+  return select(atan2_f32(x, sqrt((1.0 - x) * (1.0 + x))), nan_f32(), abs(x) > 1.0);
 }
 
 fn acos_f32(x: f32) -> f32 {
-  return select(atan2(sqrt((1.0 - x) * (1.0 + x)), x), nan_f32(), abs(x) > 1.0);
+  return select(atan2_f32(sqrt((1.0 - x) * (1.0 + x)), x), nan_f32(), abs(x) > 1.0);
 }
 
 // sinh and cosh from h = e^|x| / 2 (exp(|x| - ln 2) where e^|x| itself would overflow, so cosh(89) stays
@@ -133,7 +192,7 @@ fn asinh_f32(x: f32) -> f32 {
   let a = abs(x);
   var r: f32;
   if (a > 4096.0) {
-    r = log(a) + LN2;
+    r = log_f32(a) + LN2;
   } else {
     r = log1p_f32(a + a * a / (1.0 + sqrt(1.0 + a * a)));
   }
@@ -143,7 +202,7 @@ fn asinh_f32(x: f32) -> f32 {
 // acosh(x) = log1p(t + sqrt(2t + t²)) with t = x - 1 (exact near 1), log(x) + ln 2 beyond 2^12; NaN below 1.
 fn acosh_f32(x: f32) -> f32 {
   if (x > 4096.0) {
-    return log(x) + LN2;
+    return log_f32(x) + LN2;
   }
   let t = x - 1.0;
   return select(log1p_f32(t + sqrt(2.0 * t + t * t)), nan_f32(), x < 1.0);
