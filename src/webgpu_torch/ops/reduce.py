@@ -72,6 +72,8 @@ def _check(node: NodeView) -> str | None:
 def _lower(op: str, dim_arg: str | None):
     def lower(ctx: Builder, node: NodeView) -> Tensor:
         x = node.args["self"]
+        if x.ndim == 0:  # a 0-d tensor reduces as one element along dim 0 (or -1), torch's rule
+            x = layout.unsqueeze(x, 0)
         dims = _dims(node.args.get(dim_arg) if dim_arg else None, x.ndim)
         return reduce(ctx, op, x, dims, node.out.shape, node.out.dtype)
 
