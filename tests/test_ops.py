@@ -15,15 +15,14 @@ from webgpu_torch.ops import all_cases
 from webgpu_torch.runtime import tuning
 from webgpu_torch.runtime.engine import get_engine
 
-from .helpers import Fn, assert_close, reference, seeded
+from .helpers import Fn, assert_close, reference
 
 CASES = [pytest.param(case, id=f"{family}-{case.name}", marks=[getattr(pytest.mark, m) for m in case.marks])
          for family, family_cases in all_cases().items() for case in family_cases]
 
 
 def make_inputs(case):
-    gen = seeded(case.name)
-    return [spec() if callable(spec) else torch.randn(spec, generator=gen) for spec in case.inputs]
+    return case.example_inputs()
 
 
 def _twinned(family: str) -> bool:
@@ -39,7 +38,9 @@ TWINNED = [pytest.param(case, id=f"{family}-{case.name}") for family, family_cas
 
 def _check(case, poisoned, subgroups: bool = False):
     inputs = make_inputs(case)
-    program = webgpu_torch.compile(torch.export.export(Fn(case.fn), tuple(inputs)), **case.kwargs)
+    dynamic = None if case.dynamic_shapes is None else (case.dynamic_shapes,)  # Fn takes *args
+    ep = torch.export.export(Fn(case.fn), tuple(inputs), dynamic_shapes=dynamic)
+    program = webgpu_torch.compile(ep, **case.kwargs)
     if subgroups:
         program = tuning.force(program, lambda k: wgsl.SUBGROUPS in k.requires)
         assert any(wgsl.SUBGROUPS in program.kernels[d.kernel].requires for d in program.dispatches)

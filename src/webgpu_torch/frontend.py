@@ -25,7 +25,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from . import symbolic
 from .errors import UnsupportedError
 from .graph import Graph, Node, Ref, TensorMeta, drop_dead, refs_in, values_in
-from .ops import OPS
+from .ops import OPS, REFUSED
 from .symbolic import Expr, Symbol
 
 # Folding a constant subgraph must not inflate the artifact. A folded value is stored as the smallest tensor
@@ -149,8 +149,10 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float64")
 
 
 def _decomposition_table() -> dict:
+    """torch.export's core-ATen decompositions, but for the overloads the registry lowers or refuses: those
+    stay whole, to run on their kernel or to be refused with their reason."""
     table = torch.export.default_decompositions()
-    for target in OPS:
+    for target in [*OPS, *REFUSED]:
         if not target.startswith("aten."):  # our own ops (graph rewrites make them): nothing to keep
             continue
         op = resolve_target(target)
@@ -219,7 +221,7 @@ class _Sizes:
             for s in getattr(val, "shape", ()):
                 if isinstance(s, torch.SymInt):
                     env = s.node.shape_env  # backed_var_to_val: torch >= 2.13; var_to_val before
-                    hints = getattr(env, "backed_var_to_val", None) or env.var_to_val
+                    hints = env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
                     self._hints = {str(k): int(v) for k, v in hints.items()}
                     break
 
@@ -267,11 +269,23 @@ class _Sizes:
         if name not in self.table:
             r = self.ranges.get(name)
             lo, hi = (int(r.lower), r.upper) if r is not None else (0, None)
+            if (hi is None or not getattr(hi, "is_finite", True) or str(hi) in ("oo", "int_oo")) and _unbacked(name):
+                raise UnsupportedError([f"  {what}: the size {name} depends on tensor values (.item(), nonzero, "
+                                        "indexing by a boolean mask) and has no upper bound: WebGPU programs need "
+                                        "sizes bounded at compile time"], "problem")
             if hi is None or not getattr(hi, "is_finite", True) or str(hi) in ("oo", "int_oo"):
                 raise UnsupportedError([f"  {what}: the dynamic dimension {name} has no upper bound; give it one "
                                         "(torch.export.Dim(name, max=...)) so buffers can be sized"], "problem")
             self.table[name] = Symbol(name, lo, int(hi), self._hints.get(name, lo), what)
         return self.table[name]
+
+
+def _unbacked(name: str) -> bool:
+    """Whether a size symbol stands for a value computed from data (torch names those u0, u1, …)."""
+    import sympy
+    from torch.utils._sympy.symbol import SymT, symbol_is_type
+
+    return symbol_is_type(sympy.Symbol(name), SymT.UNBACKED_INT)
 
 
 def _to_numpy(t: torch.Tensor) -> np.ndarray:
@@ -290,6 +304,13 @@ def _convert_nodes(ep: ExportedProgram, constants: dict[str, torch.Tensor],
         val = n.meta.get("val")
         if n.op == "placeholder":
             refs[n] = None if n.name in tokens else Ref(n.name)
+        elif n.op == "call_function" and _name(n) == "_local_scalar_dense":
+            # A tensor's value read on the host (.item()): a node, refused by name, that stands for the 0-d
+            # tensor it reads, so the nodes that use the value still have shapes.
+            refs[n] = Ref(n.name)
+            read = sizes.meta(n.args[0].meta["val"], f"node {n.name!r} input")
+            nodes.append(Node(n.name, target_name(n.target), _normalize_args(n.name, n.target, n.args, n.kwargs, refs),
+                              (read,), _source_line(n)))
         elif n.op == "call_function" and isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
             refs[n] = sizes.value(val, f"size {n.name!r}")  # sym_size, operator.add, …: only a value
         elif n.op == "call_function" and (isinstance(val, torch.SymBool) or _name(n) in SIZE_ASSERTIONS):

@@ -20,7 +20,7 @@ def check_support(graph: Graph) -> None:
     """Every unsupported node at once, each with its op, shapes and reason (a refused op's declared reason)."""
     problems = []
     metas = graph.metas()
-    read = _outputs_read(graph)
+    read = outputs_read(graph)
     for node in graph.nodes:
         reason = _unsupported_reason(metas, node, read[node.name])
         if reason:
@@ -29,7 +29,7 @@ def check_support(graph: Graph) -> None:
         raise UnsupportedError(problems)
 
 
-def _outputs_read(graph: Graph) -> dict[str, frozenset[int]]:
+def outputs_read(graph: Graph) -> dict[str, frozenset[int]]:
     """For each node, the indices of its outputs that other nodes or the graph's outputs read."""
     read: dict[str, set[int]] = {n.name: set() for n in graph.nodes}
     for r in [*(r for n in graph.nodes for r in refs_in(n.args)), *graph.outputs]:
@@ -79,7 +79,7 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
         env[Ref(name)] = Tensor(index, meta.shape, contiguous_strides(meta.shape), 0, meta.dtype)
     for name, array in graph.constants.items():
         env[Ref(name)] = ctx.constant(name, array, graph.constant_meta[name].dtype)
-    read = _outputs_read(graph)
+    read = outputs_read(graph)
     for node in graph.nodes:
         ctx.node = node.name
         if _computes_nothing(node):

@@ -300,6 +300,9 @@ def cases() -> list[OpCase]:
         OpCase("relu_permuted", lambda a: torch.relu(a.permute(2, 0, 1)), [(5, 7, 3)]),
         OpCase("sigmoid_wide_range", lambda a: torch.sigmoid(a * 60.0), [(1031,)]),
         OpCase("tanh_wide_range", lambda a: torch.tanh(a * 30.0), [(1031,)]),
+        # An activation of an input has no producer to fuse into: its own lowering runs.
+        OpCase("activations_unfused", lambda a: (torch.sigmoid(a), torch.tanh(a), torch.nn.functional.gelu(a)),
+               [(37, 41)]),
         OpCase("add_many_workgroups", lambda a, b: a + b, [(66_001 * 256 + 3,), (1,)]),
         OpCase("add_8d", lambda a, b: a + b, [(2, 1, 3, 1, 2, 3, 1, 2), (1, 2, 3, 1, 1, 3, 2, 1)]),
         OpCase("gelu_erf_and_tanh", lambda a: (torch.nn.functional.gelu(a * 4.0),
@@ -322,6 +325,10 @@ def cases() -> list[OpCase]:
         OpCase("int_true_divide", lambda i: i / 4, [ints((89,))]),
         OpCase("comparisons", lambda a, b: (a < b, a <= 1.0, a > b.t(), a >= b, a == b, a != b, a == 2),
                [lambda: ints((37, 37), 0, 3)().float(), lambda: ints((37, 37), 0, 3, seed=1)().float()]),
+        OpCase("scalar_overloads", lambda a: (torch.ops.aten.add.Scalar(a, 2.5), torch.ops.aten.sub.Scalar(a, 0.5),
+                                              torch.ops.aten.mul.Scalar(a, -3.0), torch.ops.aten.div.Scalar(a, 7.0)),
+               [(37, 41)]),
+        OpCase("comparisons_tensor_le_scalar_lt", lambda a, b: (a <= b, a < 0.5), [(37, 41), (41,)]),
         OpCase("int_comparisons", lambda i, j: (i == j, i != 3, i < j, i >= 0), [ints((37, 41), 0, 4),
                                                                                    ints((37, 41), 0, 4, seed=1)]),
         OpCase("logical_and_bitwise_on_masks", lambda m, n: (m & n, m | n, ~m, torch.logical_and(m, n.t()),
@@ -334,5 +341,11 @@ def cases() -> list[OpCase]:
         OpCase("casts", lambda x, i, m: (x.to(torch.int64), (x * 3).to(torch.int32), i.float(), m.float(),
                                          m.long(), x.bool(), i.bool(), i.to(torch.int32)),
                [(37, 41), ints((37, 41)), mask((37, 41))]),
+        # Creation ops reach their kernel only with dynamic sizes (static ones fold into constants).
+        OpCase("arange_and_full_of_dynamic_size",
+               lambda a: (a + torch.arange(a.shape[0]), torch.arange(3, a.shape[0] + 3, dtype=torch.float32) * a,
+                          torch.arange(1, 2 * a.shape[0] + 1, 2) + a, torch.full((a.shape[0],), 2.5) * a,
+                          torch.full_like(a, 7.0)),
+               [(37,)], dynamic_shapes=({0: torch.export.Dim("n", min=2, max=64)},)),
         OpCase("cast_of_transposed", lambda i: i.t().float() * 0.5, [ints((37, 41))]),
     ]

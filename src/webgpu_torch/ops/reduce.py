@@ -121,6 +121,8 @@ def cases() -> list[OpCase]:
                [(37, 384, 3)]),
         OpCase("any_all_of_masks", lambda m: (m.any(dim=-1), m.all(dim=0), m.any(), m[:, :3].all(1, keepdim=True)),
                [lambda: torch.rand(37, 41, generator=torch.Generator().manual_seed(2)) > 0.1]),
+        OpCase("any_all_whole_and_over_dims", lambda m: (m.all(), m.all(dim=(0, 2)), m.any(dim=(1, 2))),
+               [lambda: torch.rand(7, 37, 5, generator=torch.Generator().manual_seed(3)) > 0.05]),
         OpCase("sum_of_mask_and_ints", lambda m, i: (m.sum(-1), m.sum(), i.sum(0), m.sum(-1, dtype=torch.float32)),
                [lambda: torch.rand(37, 4001, generator=torch.Generator().manual_seed(4)) > 0.5,
                 lambda: torch.randint(-2**20, 2**20, (89, 37), generator=torch.Generator().manual_seed(4))]),

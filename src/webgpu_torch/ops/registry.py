@@ -14,6 +14,7 @@ data-dependent sizes), in `ops/refused.py`. An overload is registered or refused
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +61,7 @@ class OpCase:
     inputs: one entry per positional input: a shape (float32 randn), or a zero-argument callable returning
     a torch tensor (for integer, boolean or specially distributed inputs).
     tol: replaces the dtype's tolerance; `reason` must then say why in one line.
+    kwargs: compile options. dynamic_shapes: torch.export's, for the inputs (the case runs at their sizes).
     """
 
     name: str
@@ -69,10 +71,18 @@ class OpCase:
     reason: str = ""
     marks: tuple[str, ...] = ()
     kwargs: dict = field(default_factory=dict)
+    dynamic_shapes: Any = None
 
     def __post_init__(self):
         if self.tol is not None and not self.reason:
             raise ValueError(f"case {self.name}: a tolerance override needs a reason")
+
+    def example_inputs(self) -> list:
+        """The inputs, seeded by the case's name: the same in every run."""
+        import torch
+
+        gen = torch.Generator().manual_seed(zlib.crc32(self.name.encode()))
+        return [spec() if callable(spec) else torch.randn(spec, generator=gen) for spec in self.inputs]
 
 
 @dataclass(frozen=True)
