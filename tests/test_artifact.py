@@ -102,7 +102,7 @@ def test_wrong_magic_truncation_version_and_damaged_data(saved, tmp_path):
         "not a webgpu_torch program": b"PK\x03\x04" + raw[4:],
         "truncated": raw[:-100],
         "truncated \\(10 bytes\\)": raw[:10],
-        "not a webgpu_torch program \\(starts with b''": b"",
+        "not a webgpu_torch program \\(an empty file\\)": b"",
         "container version 7": raw[:8] + struct.pack("<I", 7) + raw[12:],
         "checksum mismatch": raw[:-5] + bytes([raw[-5] ^ 0xFF]) + raw[-4:],
         "trailing bytes": raw + b"\0",

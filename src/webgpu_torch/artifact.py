@@ -59,10 +59,11 @@ def load(path: str | Path) -> Program:
     """Read and fully validate a saved program; raises ArtifactError naming what is wrong."""
     where = str(path)
     if not Path(path).is_file():
-        raise ArtifactError(f"{where}: no such file")
+        raise ArtifactError(f"{where}: {'not a file' if Path(path).exists() else 'no such file'}")
     raw = Path(path).read_bytes()
     if raw[:len(MAGIC)] != MAGIC[:len(raw)] or not raw:
-        raise ArtifactError(f"{where}: not a webgpu_torch program (starts with {raw[:8]!r}, expected {MAGIC!r})")
+        what = "an empty file" if not raw else f"it does not start with {MAGIC.decode()}"
+        raise ArtifactError(f"{where}: not a webgpu_torch program ({what})")
     if len(raw) < PREAMBLE.size:
         raise ArtifactError(f"{where}: truncated ({len(raw)} bytes) — not a complete webgpu_torch program")
     _, version, _, header_len, data_len = PREAMBLE.unpack_from(raw)
