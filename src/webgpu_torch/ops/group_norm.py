@@ -19,7 +19,7 @@ from .. import symbolic
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from ..symbolic import Value
-from .registry import NodeView, OpCase, register
+from .registry import NodeView, OpCase, register, register_option
 
 STATS, APPLY = "group_norm.wgsl", "group_norm_apply.wgsl"
 WORKGROUP = 256
@@ -27,6 +27,9 @@ WORKGROUP = 256
 # workgroups share the statistics pass.
 MIN_CHUNK = 2048
 TARGET_BLOCKS = 1024
+# compile(ep, norm_chunks="row") keeps each row one chunk (one workgroup per row), for benchmarks to compare.
+CHOICES = ("auto", "row")
+register_option("norm_chunks", *CHOICES)
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,8 @@ def normalize(ctx: Builder, node: NodeView, x: Tensor, rows: Rows) -> list[Tenso
     w, b = a["weight"], a["bias"]
     out = ctx.new(a["input"].shape)
     mean, rstd = (ctx.new(m.shape) for m in node.outputs[1:])
-    chunks, chunk_len = chunking(rows.length, rows.count)
+    whole = ctx.options.extra.get("norm_chunks", CHOICES[0]) == "row"
+    chunks, chunk_len = (1, rows.length) if whole else chunking(rows.length, rows.count)
     partial = ctx.new((rows.count, chunks, 2))
     sizes = {"rows": rows.count, "chunks": chunks, "chunk_len": chunk_len, "row_len": rows.length,
              "HW": x.shape[2], "ss": x.strides[2], "x_offset": x.offset}
@@ -148,4 +152,6 @@ def cases() -> list[OpCase]:
         OpCase("batch_norm_batch_stats_2d_chunked", lambda x: torch.nn.functional.batch_norm(x, None, None,
                                                                                             training=True),
                [(4099, 3)]),
+        OpCase("group_norm_one_chunk_per_row", lambda x: gn(x, 4, eps=1e-3), [(1, 12, 67, 61)],
+               kwargs={"norm_chunks": "row"}),
     ]
