@@ -4,6 +4,8 @@
 # (../shared/device/prepare onnxruntime-webgpu==1.27.0 flatbuffers fills .device/ first.) With no STAGE, all.
 # Each stage has its own time limit, so one slow stage cannot take the rest with it; logs go to $OUT.
 set -u
+# Benchmarks report what full tuning reaches: every candidate of every group timed, whatever it takes.
+export WEBGPU_TORCH_TUNE_BUDGET=${WEBGPU_TORCH_TUNE_BUDGET:-600} WEBGPU_TORCH_TUNE_TOP=${WEBGPU_TORCH_TUNE_TOP:-0}
 out=${OUT:-/tmp/h200}
 mkdir -p "$out"
 cli="python3 -m webgpu_torch.cli"

@@ -17,9 +17,9 @@ def pytest_report_header(config):
 def poisoned():
     """Run programs with scratch buffers filled with NaN first, so an unwritten element cannot pass."""
 
-    def run(program, *args, **kwargs):
-        program.executor().poison_scratch = True
-        return program(*args, **kwargs)
+    def run(session, *args, **kwargs):
+        session.executor().poison_scratch = True
+        return session(*args, **kwargs)
 
     return run
 

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-import struct
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
+import zlib
 
 import numpy as np
 import pytest
 import torch
 
 import webgpu_torch
-from webgpu_torch import artifact
-from webgpu_torch.errors import ArtifactError
+from webgpu_torch import artifact, wgsl
 
 from .helpers import assert_close
 
@@ -56,70 +54,25 @@ def test_round_trip_in_a_process_where_torch_cannot_be_imported(saved, tmp_path)
         assert_close(np.load(tmp_path / "y.npy"), model.double()(x.double()))
 
 
-def rewrite(src: Path, dst: Path, edit) -> None:
-    """Copy an artifact, letting `edit(header_dict)` change its header; lengths are fixed up."""
-    raw = src.read_bytes()
-    _, version, _, hlen, dlen = artifact.PREAMBLE.unpack_from(raw)
-    header = json.loads(raw[32:32 + hlen])
-    edit(header)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 64)
-    dst.write_bytes(artifact.PREAMBLE.pack(artifact.MAGIC, version, 0, len(text), dlen) + text + raw[32 + hlen:])
-
-
-def drop_first_tensor(h):
-    h["tensors"].pop(0)
-
-
-def resize_first_tensor(h):
-    h["tensors"][0]["shape"][0] += 1
-
-
-def future_program(h):
-    h["program"]["version"] = 99
-
-
-def dangling_dispatch(h):
-    h["program"]["dispatches"][0]["buffers"][0] = 999
-
-
-@pytest.mark.parametrize("edit, message", [
-    (drop_first_tensor, "constant data is missing"),
-    (resize_first_tensor, "mis-sized or out of bounds"),
-    (future_program, "program format version 99"),
-    (dangling_dispatch, "bad buffer index"),
-])
-def test_damaged_headers_are_refused_with_the_reason(saved, tmp_path, edit, message):
-    bad = tmp_path / "bad.wgpt"
-    rewrite(saved[0], bad, edit)
-    with pytest.raises(ArtifactError, match=message):
-        webgpu_torch.load(bad)
-
-
-def test_wrong_magic_truncation_version_and_damaged_data(saved, tmp_path):
+def test_the_header_is_plain_json_that_says_each_kernels_interface(saved):
     raw = saved[0].read_bytes()
-    cases = {
-        "not a webgpu_torch program": b"PK\x03\x04" + raw[4:],
-        "truncated": raw[:-100],
-        "truncated \\(10 bytes\\)": raw[:10],
-        "not a webgpu_torch program \\(an empty file\\)": b"",
-        "container version 7": raw[:8] + struct.pack("<I", 7) + raw[12:],
-        "checksum mismatch": raw[:-5] + bytes([raw[-5] ^ 0xFF]) + raw[-4:],
-        "trailing bytes": raw + b"\0",
-    }
-    for message, data in cases.items():
-        bad = tmp_path / "bad.wgpt"
-        bad.write_bytes(data)
-        with pytest.raises(ArtifactError, match=message):
-            webgpu_torch.load(bad)
-
-
-def test_saved_header_is_plain_json_with_wgsl_sources(saved):
-    raw = saved[0].read_bytes()
-    _, _, _, hlen, _ = artifact.PREAMBLE.unpack_from(raw)
+    _, version, crc, hlen, _ = artifact.PREAMBLE.unpack_from(raw)
+    assert version == artifact.CONTAINER_VERSION and crc == zlib.crc32(raw[32:32 + hlen])
     header = json.loads(raw[32:32 + hlen])
-    assert all("@compute" in s for s in header["program"]["sources"])
+    assert header["format"] == 2 and all("@compute" in s for s in header["sources"])
+    for k in header["kernels"]:  # bindings and uniform layout as the source declares them
+        source = header["sources"][k["source"]]
+        assert [b.kind for b in wgsl.bindings(source)] == k["bindings"]
+        if "uniform" in k:
+            assert k["uniform"]["size"] == wgsl.uniform_layout(source).size
     # the layer norm's subgroup twin: an option with the feature it needs, for any runtime to honour
-    twins = [k for k in header["program"]["kernels"] if k.get("requires") == ["subgroups"]]
-    assert twins and all(header["program"]["sources"][k["source"]].startswith("enable subgroups;") for k in twins)
+    twins = [k for k in header["kernels"] if k.get("requires") == ["subgroups"]]
+    assert twins and all(header["sources"][k["source"]].startswith("enable subgroups;") for k in twins)
     assert all(t["offset"] % 64 == 0 for t in header["tensors"])
+
+
+def test_a_saved_program_loads_as_an_equal_program(saved):
+    session = webgpu_torch.load(saved[0])
+    again = artifact.from_bytes(artifact.to_bytes(session.program))
+    assert again.dispatches == session.program.dispatches and again.kernels == session.program.kernels
+    assert artifact.to_bytes(again) == saved[0].read_bytes()

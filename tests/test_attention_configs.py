@@ -29,14 +29,15 @@ def test_the_cases_exist():
 def test_layout(config, case, poisoned):
     c = CASES[case]
     inputs = make_inputs(c)
-    program = webgpu_torch.compile(torch.export.export(Fn(c.fn), tuple(inputs)), attention=config)
-    used = [program.kernels[d.kernel].name for d in program.dispatches if "attention" in program.kernels[d.kernel].name]
+    session = webgpu_torch.compile(torch.export.export(Fn(c.fn), tuple(inputs)), attention=config)
+    names = [session.program.kernels[d.kernel].name for d in session.program.dispatches]
+    used = [name for name in names if "attention" in name]
     assert len(used) == 1, used
     d4 = -(-inputs[0].shape[-1] // 4)
     dv4 = -(-inputs[2].shape[-1] // 4)
     if attention.CONFIGS[config].tile_keys(d4, dv4):  # else a layout that fits runs instead
         assert used[0].endswith(f",{config}]"), used
-    got = pytree.tree_leaves(poisoned(program, *inputs))
+    got = pytree.tree_leaves(poisoned(session, *inputs))
     want = pytree.tree_leaves(reference(c.fn, inputs))
     for g, w in zip(got, want, strict=True):
         assert_close(g, w, what=f"{case} {config}")
@@ -48,7 +49,7 @@ def test_default_layout_gives_few_rows_more_lanes(shape, layout):
     q = torch.randn(shape)
     ep = torch.export.export(Fn(lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v)),
                              (q, q, q))
-    program = webgpu_torch.compile(ep)
-    (d,) = program.dispatches
-    assert program.kernels[d.kernel].name.endswith(f",{layout}]")
+    session = webgpu_torch.compile(ep)
+    (d,) = session.program.dispatches
+    assert session.program.kernels[d.kernel].name.endswith(f",{layout}]")
     assert len(d.options) == len(attention.layouts_for(-(-shape[-1] // 4), -(-shape[-1] // 4))) - 1

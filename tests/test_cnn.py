@@ -15,14 +15,14 @@ from transformers import (
 import webgpu_torch
 from webgpu_torch.errors import UnsupportedError
 
-from . import mobilenet_v2
+from . import corpus, mobilenet_v2
 from .helpers import assert_close, reference, seeded
 
 F = nn.functional
 
 
-def kernels(program) -> list[str]:
-    return [program.kernels[d.kernel].name for d in program.dispatches]
+def kernels(session) -> list[str]:
+    return [session.program.kernels[d.kernel].name for d in session.program.dispatches]
 
 
 def randomize_batch_norms(model: nn.Module, name: str) -> nn.Module:
@@ -54,9 +54,9 @@ class ConvBNReLU(nn.Module):
 def test_batch_norm_folds_into_the_conv_and_the_activation_fuses(transposed, groups, poisoned):
     model = randomize_batch_norms(ConvBNReLU(transposed, groups), f"bn{transposed}{groups}")
     x = torch.randn(3, 6, 13, 11, generator=seeded("bn-x"))
-    program = webgpu_torch.compile_module(model, (x,))
-    assert len(kernels(program)) == 1 and kernels(program)[0].endswith("+relu"), kernels(program)
-    assert_close(poisoned(program, x), reference(model.double(), [x]))
+    session = webgpu_torch.compile_module(model, (x,))
+    assert len(kernels(session)) == 1 and kernels(session)[0].endswith("+relu"), kernels(session)
+    assert_close(poisoned(session, x), reference(model.double(), [x]))
 
 
 def test_batch_norm_of_a_shared_conv_result_runs_as_a_kernel(poisoned):
@@ -67,9 +67,9 @@ def test_batch_norm_of_a_shared_conv_result_runs_as_a_kernel(poisoned):
 
     model = randomize_batch_norms(Shared(), "shared")
     x = torch.randn(1, 6, 13, 11, generator=seeded("shared-x"))
-    program = webgpu_torch.compile_module(model, (x,))
-    assert "batch_norm" in kernels(program)
-    assert_close(poisoned(program, x), reference(model.double(), [x]))
+    session = webgpu_torch.compile_module(model, (x,))
+    assert "batch_norm" in kernels(session)
+    assert_close(poisoned(session, x), reference(model.double(), [x]))
 
 
 def test_zero_padding_folds_into_the_conv_and_other_padding_does_not():
@@ -130,11 +130,12 @@ def test_hardswish_silu_hardsigmoid_block_matches_eager(poisoned):
     assert_close(poisoned(webgpu_torch.compile_module(model, (x,)), x), reference(model.double(), [x]))
 
 
-def check_classifier(model: nn.Module, x: torch.Tensor, poisoned) -> None:
-    """Logits within the float32 tolerance of a float64 run and of eager float32, and the same top-1."""
-    program = webgpu_torch.compile_module(model, (x,))
-    assert not {"batch_norm", "constant_pad"} & set(kernels(program)), "BN and padding fold into the convs"
-    got = poisoned(program, x)
+def check_classifier(model: nn.Module, x: torch.Tensor, poisoned, corpus_name: str = "") -> None:
+    """Logits within the float32 tolerance of a float64 run and of eager float32, and the same top-1; with a
+    `corpus_name`, the program and its call are written to the model corpus (tests/corpus.py)."""
+    session = webgpu_torch.compile_module(model, (x,))
+    assert not {"batch_norm", "constant_pad"} & set(kernels(session)), "BN and padding fold into the convs"
+    got = poisoned(session, x)
     got = got.logits if hasattr(got, "logits") else got
     with torch.no_grad():
         eager = model(x)
@@ -144,6 +145,8 @@ def check_classifier(model: nn.Module, x: torch.Tensor, poisoned) -> None:
     assert_close(got, want, what="logits vs float64")
     assert_close(got, eager, what="logits vs eager float32")
     assert torch.equal(got.argmax(-1), eager.argmax(-1))
+    if corpus_name:
+        corpus.write(corpus_name, session, [((x,), {}, got)])
 
 
 @pytest.mark.e2e
@@ -168,4 +171,4 @@ def test_pretrained_mobilenet_v2_matches_eager(poisoned):
     """torchvision's ImageNet checkpoint at 224²: 52 convs with folded BN stay within 1e-5 of the logit scale
     (float32 rounding only: measured ~1e-6, the same as eager float32's own distance from float64)."""
     x = torch.randn(1, 3, 224, 224, generator=seeded("imagenet-x"))
-    check_classifier(mobilenet_v2.pretrained(), x, poisoned)
+    check_classifier(mobilenet_v2.pretrained(), x, poisoned, corpus_name="mobilenet_v2")

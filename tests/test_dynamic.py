@@ -47,11 +47,11 @@ def test_one_program_serves_every_batch_size(poisoned):
     torch.manual_seed(0)
     model = MLP().eval()
     batch = Dim("batch", min=1, max=64)
-    program = webgpu_torch.compile_module(model, (torch.randn(5, 37),), dynamic_shapes=({0: batch},))
-    assert len(program.symbols) == 1
+    session = webgpu_torch.compile_module(model, (torch.randn(5, 37),), dynamic_shapes=({0: batch},))
+    assert len(session.program.symbols) == 1
     for n in (1, 3, 64, 17):
         x = torch.randn(n, 37)
-        got = poisoned(program, x)
+        got = poisoned(session, x)
         want = reference(model.double(), [x])
         assert got[0].shape == (n, 7)
         assert_close(got[0], want[0], what=f"softmax at batch {n}")
@@ -60,11 +60,11 @@ def test_one_program_serves_every_batch_size(poisoned):
 
 def test_sizes_outside_the_range_or_inconsistent_are_refused():
     batch = Dim("batch", min=2, max=8)
-    program = webgpu_torch.compile_module(torch.nn.Linear(3, 4), (torch.randn(5, 3),), dynamic_shapes=({0: batch},))
+    session = webgpu_torch.compile_module(torch.nn.Linear(3, 4), (torch.randn(5, 3),), dynamic_shapes=({0: batch},))
     with pytest.raises(ValueError, match=r"must be in \[2, 8\], got 9"):
-        program(torch.randn(9, 3))
+        session(torch.randn(9, 3))
     with pytest.raises(ValueError, match="expected shape"):
-        program(torch.randn(4, 5))
+        session(torch.randn(4, 5))
 
 
 def test_kv_cache_grows_on_the_device_step_after_step(poisoned):
@@ -72,13 +72,13 @@ def test_kv_cache_grows_on_the_device_step_after_step(poisoned):
     step = AttentionStep().eval()
     past = Dim("past", min=1, max=100)
     k0, v0 = torch.randn(1, 4, 3, 16), torch.randn(1, 4, 3, 16)
-    program = webgpu_torch.compile_module(step, (torch.randn(1, 64), k0, v0),
+    session = webgpu_torch.compile_module(step, (torch.randn(1, 64), k0, v0),
                                           dynamic_shapes=(None, {2: past}, {2: past}))
     k, v = k0, v0
     k_dev, v_dev = k0.numpy(), v0.numpy()
     for i in range(20):  # past lengths 3 .. 22, crossing the 16-position window
         x = torch.randn(1, 64)
-        out, k_dev, v_dev = program.on_device(x.numpy(), k_dev, v_dev)
+        out, k_dev, v_dev = session.on_device(x.numpy(), k_dev, v_dev)
         with torch.no_grad():
             want, k, v = reference(step.double(), [x, k, v])
             k, v = k.float(), v.float()
@@ -90,12 +90,12 @@ def test_kv_cache_grows_on_the_device_step_after_step(poisoned):
 def test_dynamic_program_round_trips_through_a_file(tmp_path):
     torch.manual_seed(2)
     model = MLP().eval()
-    program = webgpu_torch.compile_module(model, (torch.randn(5, 37),),
+    session = webgpu_torch.compile_module(model, (torch.randn(5, 37),),
                                           dynamic_shapes=({0: Dim("rows", min=1, max=32)},))
-    program.save(tmp_path / "mlp.wgpt")
+    session.save(tmp_path / "mlp.wgpt")
     loaded = webgpu_torch.load(tmp_path / "mlp.wgpt")
     x = np.random.default_rng(0).standard_normal((11, 37), dtype=np.float32)
-    np.testing.assert_array_equal(loaded(x)[0], program(x)[0])
+    np.testing.assert_array_equal(loaded(x)[0], session(x)[0])
     assert "dynamic" in loaded.summary()
 
 

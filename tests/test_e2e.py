@@ -41,8 +41,8 @@ def test_mlp_matches_eager(poisoned):
     torch.manual_seed(0)
     model = MLP().eval()
     x = torch.randn(31, 113)
-    program = webgpu_torch.compile_module(model, (x,))
-    got = poisoned(program, x)
+    session = webgpu_torch.compile_module(model, (x,))
+    got = poisoned(session, x)
     assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
     assert_close(got, reference(model.double(), [x]), what="mlp vs float64")
     assert_close(got, model.float()(x), what="mlp vs eager float32")
@@ -52,8 +52,8 @@ def test_bmm_model_matches_eager_and_keeps_output_structure(poisoned):
     torch.manual_seed(1)
     model = BatchedProjection().eval()
     x, y = torch.randn(5, 13, 41), torch.randn(5, 13, 37)
-    program = webgpu_torch.compile_module(model, (x, y))
-    out, extra = poisoned(program, x, y)
+    session = webgpu_torch.compile_module(model, (x, y))
+    out, extra = poisoned(session, x, y)
     ref_out, ref_extra = reference(model.double(), [x, y])
     assert set(extra) == {"h"}
     assert_close(out, ref_out, what="baddbmm")
@@ -63,9 +63,9 @@ def test_bmm_model_matches_eager_and_keeps_output_structure(poisoned):
 def test_numpy_in_numpy_out_and_repeat_calls_are_independent():
     torch.manual_seed(2)
     model = MLP().eval()
-    program = webgpu_torch.compile_module(model, (torch.randn(3, 113),))
+    session = webgpu_torch.compile_module(model, (torch.randn(3, 113),))
     a, b = np.random.default_rng(0).standard_normal((2, 3, 113), dtype=np.float32)
-    out_a, out_b, out_a2 = program(a), program(b), program(a)
+    out_a, out_b, out_a2 = session(a), session(b), session(a)
     assert isinstance(out_a, np.ndarray)
     np.testing.assert_array_equal(out_a, out_a2)
     with torch.no_grad():
@@ -79,8 +79,8 @@ def test_kwargs_and_nested_inputs():
             return (a @ b) * scale
 
     a, b, s = torch.randn(7, 11), torch.randn(11, 13), torch.randn(13)
-    program = webgpu_torch.compile_module(Nested(), ((a, b),), {"scale": s})
-    assert_close(program((a, b), scale=s), reference(lambda a, b, s: (a @ b) * s, [a, b, s]))
+    session = webgpu_torch.compile_module(Nested(), ((a, b),), {"scale": s})
+    assert_close(session((a, b), scale=s), reference(lambda a, b, s: (a @ b) * s, [a, b, s]))
 
 
 def test_views_cost_no_dispatch():
@@ -90,9 +90,9 @@ def test_views_cost_no_dispatch():
             return y.permute(0, 2, 1).squeeze()
 
     x = torch.randn(2, 3, 5, 7)
-    program = webgpu_torch.compile_module(Views(), (x,))
-    assert program.dispatches == []
-    np.testing.assert_array_equal(program(x).numpy(), Views()(x).numpy())
+    session = webgpu_torch.compile_module(Views(), (x,))
+    assert session.program.dispatches == []
+    np.testing.assert_array_equal(session(x).numpy(), Views()(x).numpy())
 
 
 def test_device_tensors_chain_calls_without_a_host_round_trip(poisoned):
@@ -110,11 +110,11 @@ def test_device_tensors_chain_calls_without_a_host_round_trip(poisoned):
     torch.manual_seed(3)
     step = Step().eval()
     state, xs = torch.randn(5, 41), torch.randn(4, 5, 41)
-    program = webgpu_torch.compile_module(step, (state, xs[0]))
+    session = webgpu_torch.compile_module(step, (state, xs[0]))
     s = state.numpy()
     ref = state
     for x in xs:
-        s, s_t = program.on_device(s, x.numpy())
+        s, s_t = session.on_device(s, x.numpy())
         with torch.no_grad():
             ref, _ = step(ref, x)
     assert isinstance(s, webgpu_torch.DeviceTensor) and s.shape == (5, 41)

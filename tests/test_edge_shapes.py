@@ -77,8 +77,8 @@ ZERO_D = [
 
 def _run(fn, specs, poisoned):
     inputs = [spec() for spec in specs]
-    program = webgpu_torch.compile(torch.export.export(Fn(fn), tuple(inputs)))
-    got = pytree.tree_leaves(poisoned(program, *inputs))
+    session = webgpu_torch.compile(torch.export.export(Fn(fn), tuple(inputs)))
+    got = pytree.tree_leaves(poisoned(session, *inputs))
     want = pytree.tree_leaves(reference(fn, inputs))
     assert len(got) == len(want)
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
@@ -97,9 +97,9 @@ def test_0d_tensors(fn, specs, poisoned):
 
 def test_an_empty_program_output_has_a_buffer_and_no_dispatch():
     x = torch.randn(0, 5)
-    program = webgpu_torch.compile(torch.export.export(Fn(torch.exp), (x,)))
-    assert not program.dispatches
-    assert program(x).shape == (0, 5)
+    session = webgpu_torch.compile(torch.export.export(Fn(torch.exp), (x,)))
+    assert not session.program.dispatches
+    assert session(x).shape == (0, 5)
 
 
 def test_what_an_empty_tensor_cannot_do_is_refused_by_name():

@@ -42,13 +42,13 @@ def test_dynamic_sizes_reaching_an_op_without_support_are_refused_at_compile_tim
 
 
 def test_bad_inputs_at_call_time():
-    program = webgpu_torch.compile_module(torch.nn.Linear(3, 4), (torch.randn(5, 3),))
+    session = webgpu_torch.compile_module(torch.nn.Linear(3, 4), (torch.randn(5, 3),))
     with pytest.raises(ValueError, match=r"expected shape \[5, 3\], got \[5, 4\]"):
-        program(torch.randn(5, 4))
+        session(torch.randn(5, 4))
     with pytest.raises(TypeError, match="expected dtype float32, got float64"):
-        program(np.zeros((5, 3)))
+        session(np.zeros((5, 3)))
     with pytest.raises(TypeError, match="expected a tuple of 1 items"):
-        program(torch.randn(5, 3), torch.randn(5, 3))
+        session(torch.randn(5, 3), torch.randn(5, 3))
 
 
 def test_int64_that_does_not_fit_in_int32_is_refused():
@@ -127,15 +127,11 @@ def test_a_half_precision_model_is_refused_in_one_line(dtype):
     assert str(dtype).removeprefix("torch.") in str(info.value) and "model.float()" in str(info.value)
 
 
-@pytest.mark.parametrize(("make", "message"), [
-    (lambda: (torch.randn(3, 3).to_sparse(),), "input 'args_0' is a sparse tensor"),
-    (lambda: (torch.randn(3), None), "input 'args_1' is None"),
-])
-def test_inputs_a_program_cannot_take_are_refused_in_one_line(make, message):
+def test_a_sparse_input_is_refused_in_one_line():
     from .helpers import Fn
 
-    ep = torch.export.export(Fn(lambda x, *rest: x + x), make())
-    with pytest.raises(UnsupportedError, match=f"1 problem\n  {message}"):
+    ep = torch.export.export(Fn(lambda x: x + x), (torch.randn(3, 3).to_sparse(),))
+    with pytest.raises(UnsupportedError, match="1 problem\n  input 'args_0' is a sparse tensor"):
         webgpu_torch.compile(ep)
 
 

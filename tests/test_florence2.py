@@ -9,6 +9,8 @@ import pytest
 from webgpu_torch.generation import Seq2Seq
 from webgpu_torch.models import florence2
 
+from . import corpus
+
 pytestmark = pytest.mark.e2e
 
 IMAGE, NEW_TOKENS = 96, 20
@@ -54,4 +56,33 @@ def test_stages_save_and_load(model_and_stages, tmp_path):
     pixels, prompt = florence2.sample_inputs(model, IMAGE, 4, seed=5)
     assert loaded.generate(pixels.numpy(), prompt.numpy(), 6)[0] == stages.generate(pixels.numpy(), prompt.numpy(),
                                                                                      6)[0]
-    assert loaded.decoder.symbols and loaded.encoder.symbols  # the cache and prompt lengths stay dynamic
+    # the cache and prompt lengths stay dynamic
+    assert loaded.decoder.program.symbols and loaded.encoder.program.symbols
+
+
+def test_generation_is_written_for_the_javascript_runtime(model_and_stages):
+    """The JavaScript runtime's tests generate from the same stages and inputs and must give these ids."""
+    model, stages = model_and_stages
+    pixels, prompt = florence2.sample_inputs(model, IMAGE, 5, seed=3)
+    ids, _ = stages.generate(pixels.numpy(), prompt.numpy(), NEW_TOKENS)
+    assert len(ids) == NEW_TOKENS
+    corpus.write_generation("florence2_tiny", stages, pixels.numpy(), prompt.numpy(), NEW_TOKENS, ids)
+
+
+@pytest.mark.runtime
+def test_a_thousand_decode_steps_keep_memory_flat(model_and_stages):
+    """50 generations of 20 tokens: caches and cross K/V are DeviceTensors from the pool, freed each step."""
+    model, stages = model_and_stages
+    pixels, prompt = (a.numpy() for a in florence2.sample_inputs(model, IMAGE, 4, seed=4))
+    for _ in range(5):  # warm: every cache size class has been allocated once
+        stages.generate(pixels, prompt, NEW_TOKENS)
+    start = _rss()
+    for _ in range(50):
+        stages.generate(pixels, prompt, NEW_TOKENS)
+    per_step = (_rss() - start) / (50 * NEW_TOKENS)
+    assert per_step < 256, f"{per_step:.0f} bytes per decode step"
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096

@@ -23,11 +23,11 @@ class CausalScores(torch.nn.Module):
 
 def test_shape_only_mask_folds_to_a_small_constant(poisoned):
     scores = torch.randn(3, 4, 37, 37)
-    program = webgpu_torch.compile_module(CausalScores(), (scores,))
-    assert len(program.dispatches) == 1  # the where; the mask and the fill are constants
-    stored = sum(a.size for a in program.constants.values())
+    session = webgpu_torch.compile_module(CausalScores(), (scores,))
+    assert len(session.program.dispatches) == 1  # the where; the mask and the fill are constants
+    stored = sum(a.size for a in session.program.constants.values())
     assert stored <= 37 * 37 + 16, f"{stored} constant elements: the mask was stored expanded"
-    assert_close(poisoned(program, scores), CausalScores()(scores))
+    assert_close(poisoned(session, scores), CausalScores()(scores))
 
 
 def test_like_ops_of_an_input_fold_to_one_element():
@@ -36,6 +36,6 @@ def test_like_ops_of_an_input_fold_to_one_element():
             return x + torch.ones_like(x) * 2 + torch.zeros_like(x)
 
     x = torch.randn(5, 7)
-    program = webgpu_torch.compile_module(Fill(), (x,))
-    assert all(a.size == 1 for a in program.constants.values())
-    assert_close(program(x), x + 2)
+    session = webgpu_torch.compile_module(Fill(), (x,))
+    assert all(a.size == 1 for a in session.program.constants.values())
+    assert_close(session(x), x + 2)

@@ -17,9 +17,9 @@ pytestmark = pytest.mark.gemm
 F = nn.functional
 
 
-def kernels(program) -> list[str]:
+def kernels(session) -> list[str]:
     """Kernel names without their configuration: `gemm+residual+relu`."""
-    return [re.sub(r"\[.*?\]", "", program.kernels[d.kernel].name) for d in program.dispatches]
+    return [re.sub(r"\[.*?\]", "", session.program.kernels[d.kernel].name) for d in session.program.dispatches]
 
 
 class Block(nn.Module):
@@ -52,18 +52,18 @@ class Basic(nn.Module):
 def test_a_transformer_block_has_no_elementwise_dispatch(poisoned):
     model = Block().eval()
     x = torch.randn(3, 17, 44, generator=seeded("block"))
-    program = webgpu_torch.compile_module(model, (x,))
-    assert kernels(program) == ["layer_norm", "gemm+gelu", "gemm+residual"]
-    assert_close(poisoned(program, x), reference(model.double(), [x]))
+    session = webgpu_torch.compile_module(model, (x,))
+    assert kernels(session) == ["layer_norm", "gemm+gelu", "gemm+residual"]
+    assert_close(poisoned(session, x), reference(model.double(), [x]))
 
 
 def test_the_add_of_two_branches_fuses_into_the_later_one_with_its_relu(poisoned):
     model = Basic().eval()
     x = torch.randn(2, 8, 15, 13, generator=seeded("basic"))
-    program = webgpu_torch.compile_module(model, (x,))
+    session = webgpu_torch.compile_module(model, (x,))
     # the input's one copy to channels-last (ops/conv.py), which both branches read
-    assert kernels(program) == ["elementwise", "conv+relu", "conv", "conv+residual+relu"]
-    assert_close(poisoned(program, x), reference(model.double(), [x]))
+    assert kernels(session) == ["elementwise", "conv+relu", "conv", "conv+residual+relu"]
+    assert_close(poisoned(session, x), reference(model.double(), [x]))
 
 
 @pytest.mark.parametrize("fn, why", [
@@ -76,9 +76,9 @@ def test_the_add_of_two_branches_fuses_into_the_later_one_with_its_relu(poisoned
 ])
 def test_adds_that_must_stay_dispatches_of_their_own(fn, why, poisoned):
     x, w, r = (torch.randn(s, generator=seeded(f"stay-{why}")) for s in ((13, 20), (24, 20), (13, 24)))
-    program = webgpu_torch.compile(torch.export.export(Fn(fn), (x, w, r)))
-    assert not any("+residual" in n for n in kernels(program)), why
-    got, want = poisoned(program, x, w, r), reference(fn, [x, w, r])
+    session = webgpu_torch.compile(torch.export.export(Fn(fn), (x, w, r)))
+    assert not any("+residual" in n for n in kernels(session)), why
+    got, want = poisoned(session, x, w, r), reference(fn, [x, w, r])
     for g, e in zip(*((t if isinstance(t, tuple) else (t,)) for t in (got, want)), strict=True):
         assert_close(g, e, what=why)
 

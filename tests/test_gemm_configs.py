@@ -26,8 +26,8 @@ def test_config(config, layout, poisoned):
     fn, shapes = LAYOUTS[layout]
     gen = seeded(config + layout)
     inputs = [torch.randn(s, generator=gen) for s in shapes]
-    program = webgpu_torch.compile(torch.export.export(Fn(fn), tuple(inputs)), gemm=config)
-    used = {program.kernels[d.kernel].name for d in program.dispatches}
+    session = webgpu_torch.compile(torch.export.export(Fn(fn), tuple(inputs)), gemm=config)
+    used = {session.program.kernels[d.kernel].name for d in session.program.dispatches}
     vec4 = CONFIGS[config].vec4 and layout != "odd"
     assert any(("vec4" in k) == vec4 for k in used), used
-    assert_close(poisoned(program, *inputs), reference(fn, inputs), what=f"{config} {layout}")
+    assert_close(poisoned(session, *inputs), reference(fn, inputs), what=f"{config} {layout}")

@@ -14,6 +14,7 @@ from webgpu_torch.errors import DeviceError
 from webgpu_torch.ops import all_cases
 from webgpu_torch.runtime import tuning
 from webgpu_torch.runtime.engine import get_engine
+from webgpu_torch.runtime.session import Session
 
 from .helpers import Fn, assert_close, reference
 
@@ -40,15 +41,16 @@ def _check(case, poisoned, subgroups: bool = False):
     inputs = make_inputs(case)
     dynamic = None if case.dynamic_shapes is None else (case.dynamic_shapes,)  # Fn takes *args
     ep = torch.export.export(Fn(case.fn), tuple(inputs), dynamic_shapes=dynamic)
-    program = webgpu_torch.compile(ep, **case.kwargs)
+    session = webgpu_torch.compile(ep, **case.kwargs)
     if subgroups:
-        program = tuning.force(program, lambda k: wgsl.SUBGROUPS in k.requires)
+        session = Session(tuning.force(session.program, lambda k: wgsl.SUBGROUPS in k.requires))
+        program = session.program
         assert any(wgsl.SUBGROUPS in program.kernels[d.kernel].requires for d in program.dispatches)
         if wgsl.SUBGROUPS not in get_engine().device.features:  # wgpu-native: refused, by name, at load
             with pytest.raises(DeviceError, match="needs the subgroups feature"):
-                program(*inputs)
+                session(*inputs)
             return
-    got = pytree.tree_leaves(poisoned(program, *inputs))
+    got = pytree.tree_leaves(poisoned(session, *inputs))
     want = pytree.tree_leaves(reference(case.fn, inputs))
     assert len(got) == len(want)
     for i, (g, w) in enumerate(zip(got, want, strict=True)):

@@ -14,6 +14,7 @@ import transformers
 import webgpu_torch
 from webgpu_torch import demo
 
+from . import corpus
 from .helpers import assert_close, reference
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -23,13 +24,14 @@ pytestmark = pytest.mark.e2e
 def test_all_minilm_l6_v2_sentence_embeddings(poisoned):
     model, args = demo.minilm()
     assert int(args[1].sum()) < args[1].numel()  # padding is exercised
-    program = webgpu_torch.compile_module(model, args)
-    got = poisoned(program, *args)
+    session = webgpu_torch.compile_module(model, args)
+    got = poisoned(session, *args)
     with torch.no_grad():
         want = model(*args)
     cosine = torch.nn.functional.cosine_similarity(got, want, dim=1)
     assert float(cosine.min()) >= 0.9999, f"cosine similarity {cosine.tolist()}"
     assert_close(got, reference(model.double(), list(args)), what="embeddings vs float64")
+    corpus.write("minilm", session, [(args, {}, got)])
 
 
 def bert(attn: str):
@@ -45,10 +47,10 @@ def test_bert_from_config(attn, poisoned):
     ids = torch.randint(0, 211, (2, 19), generator=torch.Generator().manual_seed(1))
     mask = torch.ones(2, 19, dtype=torch.int64)
     mask[1, 13:] = 0
-    program = webgpu_torch.compile_module(model, (ids,), {"attention_mask": mask})
-    kernels = {program.kernels[d.kernel].name.split("[")[0] for d in program.dispatches}
+    session = webgpu_torch.compile_module(model, (ids,), {"attention_mask": mask})
+    kernels = {session.program.kernels[d.kernel].name.split("[")[0] for d in session.program.dispatches}
     assert "attention" in kernels and "softmax" not in kernels  # both forms fuse
-    got = poisoned(program, ids, attention_mask=mask)
+    got = poisoned(session, ids, attention_mask=mask)
     with torch.no_grad():
         want = model.double()(ids, attention_mask=mask)
     assert_close(got.last_hidden_state, want.last_hidden_state, what="last hidden state")
@@ -76,8 +78,8 @@ def test_bart_encoder_decoder_from_config(poisoned):
     mask = torch.ones(2, 17, dtype=torch.int64)
     mask[0, 11:] = 0
     args = (torch.randint(0, 211, (2, 17), generator=gen), mask, torch.randint(0, 211, (2, 7), generator=gen))
-    program = webgpu_torch.compile_module(model, args)
-    got = poisoned(program, *args)
+    session = webgpu_torch.compile_module(model, args)
+    got = poisoned(session, *args)
     want = reference(model.double(), list(args))
     assert_close(got[0], want[0], what="decoder output")
     assert_close(got[1], want[1], what="encoder output")
@@ -110,8 +112,8 @@ def test_vit_from_config(poisoned):
         want = model.double()(pixels.double())
     embeddings = model.float().embeddings.patch_embeddings
     embeddings.projection = Patchify(embeddings.projection)
-    program = webgpu_torch.compile_module(model, (pixels,))
-    got = poisoned(program, pixels)
+    session = webgpu_torch.compile_module(model, (pixels,))
+    got = poisoned(session, pixels)
     assert_close(got.last_hidden_state, want.last_hidden_state, what="last hidden state")
     assert_close(got.pooler_output, want.pooler_output, what="pooler")
 
@@ -150,8 +152,8 @@ class DecodeStep(torch.nn.Module):
 def test_llama_prefill(poisoned):
     model = Prefill(llama())
     ids = torch.randint(0, 211, (2, 23), generator=torch.Generator().manual_seed(1))
-    program = webgpu_torch.compile_module(model, (ids,))
-    assert_close(poisoned(program, ids), reference(model.double(), [ids]), what="logits")
+    session = webgpu_torch.compile_module(model, (ids,))
+    assert_close(poisoned(session, ids), reference(model.double(), [ids]), what="logits")
 
 
 def test_llama_kv_cache_decode_step(poisoned):
@@ -161,8 +163,8 @@ def test_llama_kv_cache_decode_step(poisoned):
     ids = torch.randint(0, 211, (2, 1), generator=gen)
     positions = torch.full((2, 1), past_len)
     cache = [torch.randn(2, 2, past_len, 16, generator=gen) for _ in range(4)]
-    program = webgpu_torch.compile_module(model, (ids, positions, *cache))
-    got = poisoned(program, ids, positions, *cache)
+    session = webgpu_torch.compile_module(model, (ids, positions, *cache))
+    got = poisoned(session, ids, positions, *cache)
     want = reference(model.double(), [ids, positions, *cache])
     assert_close(got[0], want[0], what="logits")
     for i, (g, w) in enumerate(zip(got[1:], want[1:], strict=True)):
@@ -180,7 +182,8 @@ def test_wav2vec2_ctc_from_config(poisoned):
                                       feat_extract_norm="group", vocab_size=37)
     model = transformers.Wav2Vec2ForCTC(cfg).eval()
     audio = torch.randn(2, 4001, generator=torch.Generator().manual_seed(1))
-    program = webgpu_torch.compile_module(model, (audio,))
+    session = webgpu_torch.compile_module(model, (audio,))
+    program = session.program
     assert any(program.kernels[d.kernel].name.startswith("group_norm") for d in program.dispatches)
-    got = poisoned(program, audio)
+    got = poisoned(session, audio)
     assert_close(got.logits, reference(model.double(), [audio]).logits, what="logits")

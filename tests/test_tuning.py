@@ -10,10 +10,12 @@ import pytest
 import torch
 
 import webgpu_torch
+from webgpu_torch import artifact
 from webgpu_torch.ops import gemm
 from webgpu_torch.runtime import tuning
 from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.executor import Executor
+from webgpu_torch.runtime.session import Session
 
 from .helpers import Fn, assert_close, seeded
 
@@ -29,7 +31,7 @@ def _linear_program():
     g = seeded("tuning")
     x, w, b = torch.randn(67, 36, generator=g), torch.randn(44, 36, generator=g), torch.randn(44, generator=g)
     fn = Fn(lambda x, w, b: torch.nn.functional.gelu(torch.nn.functional.linear(x, w, b)))
-    return webgpu_torch.compile_module(fn, (x, w, b)), (x, w, b), fn(x.double(), w.double(), b.double())
+    return webgpu_torch.compile_module(fn, (x, w, b)).program, (x, w, b), fn(x.double(), w.double(), b.double())
 
 
 def test_gemm_offers_the_other_configurations():
@@ -43,8 +45,8 @@ def test_gemm_offers_the_other_configurations():
 def test_forced_configuration_offers_nothing():
     g = seeded("forced")
     x, w = torch.randn(5, 12, generator=g), torch.randn(12, 16, generator=g)
-    program = webgpu_torch.compile_module(Fn(lambda x, w: x @ w), (x, w), gemm="vec4_64x64")
-    assert all(not d.options for d in program.dispatches)
+    session = webgpu_torch.compile_module(Fn(lambda x, w: x @ w), (x, w), gemm="vec4_64x64")
+    assert all(not d.options for d in session.program.dispatches)
 
 
 def test_choice_is_timed_once_then_read_from_the_cache(tmp_path, monkeypatch):
@@ -57,8 +59,7 @@ def test_choice_is_timed_once_then_read_from_the_cache(tmp_path, monkeypatch):
     (entries,) = cache.values()
     (choice,) = entries.values()
     assert choice in range(len(tuning.candidates(program.dispatches[0])))
-    program._executor = ex
-    assert_close(program(*args), ref)
+    assert_close(Session(program)(*args), ref)
 
     def fail(*_):
         raise AssertionError("timed again despite the cache")
@@ -76,9 +77,9 @@ def test_every_candidate_computes_the_same(index, monkeypatch, tmp_path):
     key = tuning.choice_key(program, [0])
     device = tuning.device_key(get_engine())
     (tmp_path / "cache.json").write_text(json.dumps({device: {key: index}}))
-    program._executor = ex = Executor(program)
-    assert ex.program.dispatches[0].kernel == tuning.candidates(d)[index].kernel
-    assert_close(program(*args), ref)
+    session = Session(program)
+    assert session.executor().program.dispatches[0].kernel == tuning.candidates(d)[index].kernel
+    assert_close(session(*args), ref)
 
 
 def test_tuning_off_runs_the_default(monkeypatch):
@@ -91,8 +92,8 @@ def test_tuning_off_runs_the_default(monkeypatch):
 def test_options_survive_the_artifact(make, tmp_path):
     program, _, _ = globals()[make]()
     path = tmp_path / "p.wgpt"
-    program.save(str(path))
-    assert webgpu_torch.load(str(path)).dispatches == program.dispatches
+    artifact.save(program, path)
+    assert webgpu_torch.load(path).program.dispatches == program.dispatches
 
 
 def _split_program():
@@ -100,7 +101,7 @@ def _split_program():
     g = seeded("split")
     x, w, b = torch.randn(19, 1540, generator=g), torch.randn(37, 1540, generator=g), torch.randn(37, generator=g)
     fn = Fn(lambda x, w, b: torch.relu(torch.nn.functional.linear(x, w, b)))
-    return webgpu_torch.compile_module(fn, (x, w, b)), (x, w, b), fn(x.double(), w.double(), b.double())
+    return webgpu_torch.compile_module(fn, (x, w, b)).program, (x, w, b), fn(x.double(), w.double(), b.double())
 
 
 def test_a_split_gemm_and_its_reduction_are_one_group():
@@ -120,20 +121,21 @@ def test_every_split_candidate_computes_the_same(monkeypatch, tmp_path):
     key, device = tuning.choice_key(program, [0, 1]), tuning.device_key(get_engine())
     for index in range(len(program.dispatches[0].options) + 1):
         (tmp_path / "cache.json").write_text(json.dumps({device: {key: index}}))
-        program._executor = ex = Executor(program)
-        chosen = [(d.kernel, d.grid) for d in ex.program.dispatches[:2]]
+        session = Session(program)
+        chosen = [(d.kernel, d.grid) for d in session.executor().program.dispatches[:2]]
         assert chosen == [(o.kernel, o.grid) for o in (tuning.candidates(d)[index] for d in program.dispatches[:2])]
-        assert_close(program(*args), ref)
+        assert_close(session(*args), ref)
 
 
 def test_a_split_group_is_timed_as_a_whole(monkeypatch, tmp_path):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     program, args, ref = _split_program()
-    program._executor = ex = Executor(program)
+    session = Session(program)
+    ex = session.executor()
     (entry,) = json.loads((tmp_path / "cache.json").read_text())[tuning.device_key(get_engine())].values()
     assert [d.kernel for d in ex.program.dispatches[:2]] == [
         tuning.candidates(d)[entry].kernel for d in program.dispatches[:2]]
-    assert_close(program(*args), ref)
+    assert_close(session(*args), ref)
 
 
 def test_a_follower_without_its_leader_is_refused():
@@ -150,16 +152,17 @@ def test_a_cache_entry_that_is_no_candidate_is_timed_again(entry, monkeypatch, t
     key = tuning.choice_key(program, [0])
     device = tuning.device_key(get_engine())
     (tmp_path / "cache.json").write_text(json.dumps({device: {key: entry}}))
-    program._executor = Executor(program)
+    session = Session(program)
+    session.executor()
     assert json.loads((tmp_path / "cache.json").read_text())[device][key] in range(len(tuning.candidates(
         program.dispatches[0])))
-    assert_close(program(*args), ref)
+    assert_close(session(*args), ref)
 
 
 def test_a_subgroup_twin_is_timed_only_where_the_device_has_subgroups(tmp_path, monkeypatch):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     x = torch.randn(37, 96, generator=seeded("twin"))
-    program = webgpu_torch.compile_module(torch.nn.LayerNorm(96), (x,))
+    program = webgpu_torch.compile_module(torch.nn.LayerNorm(96), (x,)).program
     (d,) = program.dispatches
     assert [program.kernels[o.kernel].requires for o in tuning.candidates(d)] == [(), ("subgroups",)]
     assert tuning._usable(program, [0], features=set()) == [0]
@@ -167,5 +170,34 @@ def test_a_subgroup_twin_is_timed_only_where_the_device_has_subgroups(tmp_path, 
     ex = Executor(program)  # Dawn on lavapipe times both; wgpu-native takes the plain kernel untimed
     (chosen,) = ex.program.dispatches
     assert set(ex.program.kernels[chosen.kernel].requires) <= set(get_engine().device.features)
-    program._executor = ex
-    assert_close(program(x), torch.nn.functional.layer_norm(x.double(), (96,)))
+    assert_close(Session(program)(x), torch.nn.functional.layer_norm(x.double(), (96,)))
+
+
+def test_a_spent_budget_leaves_groups_at_their_defaults_for_a_later_load(monkeypatch, tmp_path):
+    cache = tmp_path / "cache.json"
+    monkeypatch.setenv(tuning.CACHE_VAR, str(cache))
+    monkeypatch.setenv(tuning.BUDGET_VAR, "0")
+    program, args, ref = _linear_program()
+    session = Session(program)
+    assert session.executor().program.dispatches[0].kernel == program.dispatches[0].kernel
+    assert not cache.exists()
+    assert_close(session(*args), ref)
+    monkeypatch.setenv(tuning.BUDGET_VAR, "600")
+    Session(program).executor()
+    assert json.loads(cache.read_text())[tuning.device_key(get_engine())]
+
+
+def test_only_the_best_ranked_candidates_are_timed(monkeypatch, tmp_path):
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    monkeypatch.setenv(tuning.TOP_VAR, "3")
+    program, _, _ = _split_program()
+    timed = []
+    probe = tuning._probe
+
+    def spy(program, which, ranked):
+        timed.extend(ranked)
+        return probe(program, which, ranked)
+
+    monkeypatch.setattr(tuning, "_probe", spy)
+    Session(program).executor()
+    assert timed and all(len(c) == 3 and c[0] == 0 for c in timed)  # the default, then two neighbours

@@ -6,6 +6,8 @@ import pytest
 import torch
 
 import webgpu_torch
+from webgpu_torch.runtime import features
+from webgpu_torch.runtime.session import Session
 
 pytestmark = pytest.mark.gemm
 
@@ -18,14 +20,14 @@ def test_half_weights_match_rounded_reference(route):
     gen = torch.Generator().manual_seed(len(route))
     lin = torch.nn.Linear(k, n).eval()
     x = torch.randn(x_shape, generator=gen)
-    program = webgpu_torch.compile(torch.export.export(lin, (x,)), weights="float16")
-    assert program.uses_f16
-    assert any(",f16" in program.kernels[d.kernel].name for d in program.dispatches)
+    session = webgpu_torch.compile(torch.export.export(lin, (x,)), weights="float16")
+    assert features.uses_f16(session.program)
+    assert any(",f16" in session.program.kernels[d.kernel].name for d in session.program.dispatches)
     # Reference: the f16-rounded weight in float64, so only f32 accumulation error remains.
     ref = torch.nn.functional.linear(x.double(), lin.weight.detach().half().double(), lin.bias.detach().double())
     scale = float(ref.abs().max())
-    for p in (program, program.without_f16()):
-        out = p(x).double()
+    for p in (session.program, features.without_f16(session.program)):
+        out = Session(p)(x).double()
         assert float((out - ref).abs().max()) <= 1e-5 * scale
 
 
@@ -41,8 +43,9 @@ def test_weight_beyond_float16_range_is_refused_at_compile_time():
 
 def test_widened_program_names_its_kernels():
     lin = torch.nn.Linear(132, 76).eval()
-    program = webgpu_torch.compile(torch.export.export(lin, (torch.randn(5, 132),)), weights="float16")
-    widened = program.without_f16()
-    assert not widened.uses_f16
-    assert all(",f16" not in k.name or ",f16 widened" in k.name for k in widened.kernels)
-    assert any(",f16 widened" in k.name for k in widened.kernels)
+    session = webgpu_torch.compile(torch.export.export(lin, (torch.randn(5, 132),)), weights="float16")
+    widened = features.without_f16(session.program)
+    assert not features.uses_f16(widened)
+    names = [widened.kernels[d.kernel].name for d in widened.dispatches]
+    assert all(",f16" not in name or ",f16 widened" in name for name in names)
+    assert any(",f16 widened" in name for name in names)

@@ -27,11 +27,11 @@ const TILE: u32 = 8u;
 
 
 def test_uniform_layout_follows_wgsl_alignment():
-    layout = wgsl.UniformLayout.parse(SOURCE)
+    layout = wgsl.uniform_layout(SOURCE)
     assert [(f.name, f.offset) for f in layout.fields] == [("n", 0), ("scale", 4), ("pair", 8), ("shape", 16),
                                                            ("last", 48)]
     assert layout.size == 64
-    data, patches = layout.pack({"n": 3, "scale": 0.5, "pair": (1, 2), "shape": [7, 8, 9], "last": -1})
+    data, patches = wgsl.pack(layout, {"n": 3, "scale": 0.5, "pair": (1, 2), "shape": [7, 8, 9], "last": -1})
     assert patches == ()
     assert struct.unpack_from("<If2I", data, 0) == (3, 0.5, 1, 2)
     assert struct.unpack_from("<8I", data, 16) == (7, 8, 9, 0, 0, 0, 0, 0)
@@ -39,9 +39,9 @@ def test_uniform_layout_follows_wgsl_alignment():
 
 
 def test_pack_names_missing_and_unknown_fields():
-    layout = wgsl.UniformLayout.parse(SOURCE)
+    layout = wgsl.uniform_layout(SOURCE)
     with pytest.raises(KeyError, match=r"missing \['last'\].*unknown \['oops'\]"):
-        layout.pack({"n": 1, "scale": 1.0, "pair": (0, 0), "shape": [], "oops": 1})
+        wgsl.pack(layout, {"n": 1, "scale": 1.0, "pair": (0, 0), "shape": [], "oops": 1})
 
 
 def test_bindings_and_specialisation():
@@ -64,7 +64,7 @@ def test_every_shipped_file_declares_a_parsable_interface(name):
         return
     assert binds, f"{name} declares no bindings"
     if any(b.kind == "uniform" for b in binds):
-        assert wgsl.UniformLayout.parse(source).size % 16 == 0
+        assert wgsl.uniform_layout(source).size % 16 == 0
 
 
 @pytest.mark.parametrize("name", [n for n in SHIPPED if "@compute" in wgsl.kernel_source(n)])

@@ -1,9 +1,9 @@
 """webgpu_torch: compile PyTorch programs (torch.export) to WebGPU compute dispatches and run them anywhere.
 
     ep = torch.export.export(model, (x,))
-    program = webgpu_torch.compile(ep)
-    y = program(x)                                   # runs on the GPU through WebGPU
-    program.save("model.wgpt")
+    session = webgpu_torch.compile(ep)               # a Session: session.program is the compiled Program
+    y = session(x)                                   # runs on the GPU through WebGPU
+    session.save("model.wgpt")
     webgpu_torch.load("model.wgpt")(x.numpy())       # also in a process without torch
 
 Only compiling needs torch; loading and running a saved program needs numpy and a WebGPU engine.
@@ -11,14 +11,16 @@ Only compiling needs torch; loading and running a saved program needs numpy and 
 
 from __future__ import annotations
 
-from .artifact import load
 from .compiler import compile, compile_module
 from .errors import ArtifactError, DeviceError, UnsupportedError, WebGPUTorchError
 from .program import Program
 from .runtime.device_tensor import DeviceTensor
 from .runtime.engine import device_info
+from .runtime.session import Session
+
+load = Session.load
 
 __version__ = "0.1.0"
 
-__all__ = ["ArtifactError", "DeviceError", "DeviceTensor", "Program", "UnsupportedError", "WebGPUTorchError", "compile",
-           "compile_module", "device_info", "load"]
+__all__ = ["ArtifactError", "DeviceError", "DeviceTensor", "Program", "Session", "UnsupportedError",
+           "WebGPUTorchError", "compile", "compile_module", "device_info", "load"]

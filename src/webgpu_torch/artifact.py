@@ -1,16 +1,10 @@
-"""The saved-program file: one file, language-neutral, versioned. Never pickle.
+"""The saved-program file (`.wgpt`): docs/artifact.md is its contract, this module its Python reader and writer.
 
-Layout (all integers little-endian):
-    0   8 bytes   magic  b"WGPUTRCH"
-    8   u32       container version (1)
-    12  u32       reserved, 0
-    16  u64       header length H (bytes of UTF-8 JSON, space-padded to a multiple of 64)
-    24  u64       data length D
-    32  H bytes   header: {"program": Program.to_json(), "tensors": [...], "data_crc32": ...}
-    32+H D bytes  data: each constant's raw little-endian bytes at a 64-byte aligned offset
-Each tensor entry is {"buffer", "dtype" (numpy's "<f4", "<i4", "<u4"), "shape", "offset", "nbytes"}, offsets
-counted from the start of the data. A JavaScript loader reads the header with JSON.parse and each constant
-as a typed array over the data (the alignment makes that zero-copy).
+One file, language-neutral, versioned, never pickled: a 32-byte preamble, a JSON header that says everything
+a runtime needs (WGSL sources, each kernel's bindings and uniform layout, buffers, inputs, outputs, trees,
+dispatches), and the constants' raw little-endian bytes at 64-byte aligned offsets. Both the header and the
+data carry a CRC-32. `load` validates every field before anything reaches a device and raises ArtifactError
+naming the first problem.
 """
 
 from __future__ import annotations
@@ -20,92 +14,320 @@ import struct
 import zlib
 from math import prod
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from . import symbolic
 from .errors import ArtifactError
-from .program import FORMAT_VERSION, Program
+from .program import (
+    FORMAT_VERSION,
+    Buffer,
+    Check,
+    Dispatch,
+    Input,
+    Kernel,
+    Option,
+    Patch,
+    Program,
+    Tensor,
+    UniformField,
+    UniformLayout,
+)
 
 MAGIC = b"WGPUTRCH"
-CONTAINER_VERSION = 1
-PREAMBLE = struct.Struct("<8sIIQQ")
+CONTAINER_VERSION = 2
+PREAMBLE = struct.Struct("<8sIIQQ")  # magic, container version, header CRC-32, header length, data length
 ALIGN = 64
-DEVICE_DTYPES = {"<f4", "<i4", "<u4", "<f2"}
+DTYPES = {"f32": np.dtype("<f4"), "f16": np.dtype("<f2"), "i32": np.dtype("<i4"), "u32": np.dtype("<u4")}
+MAX_HEADER = 1 << 30  # a header past 1 GiB is not one we wrote
 
 
 def _pad(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
-def save(program: Program, path: str | Path) -> None:
+# -- writing -----------------------------------------------------------------------------------------------
+
+def to_bytes(program: Program) -> bytes:
+    program.check()
     tensors, chunks, offset = [], [], 0
+    names = {v: k for k, v in DTYPES.items()}
     for buffer, array in sorted(program.constants.items()):
         data = np.ascontiguousarray(array).tobytes()
-        tensors.append({"buffer": buffer, "dtype": array.dtype.str, "shape": list(array.shape),
+        tensors.append({"buffer": buffer, "dtype": names[array.dtype], "shape": list(array.shape),
                         "offset": offset, "nbytes": len(data)})
         chunks.append(data + b"\0" * (_pad(len(data)) - len(data)))
         offset += _pad(len(data))
     blob = b"".join(chunks)
-    header = {"program": program.to_json(), "tensors": tensors, "data_crc32": zlib.crc32(blob)}
+    header = {**to_json(program), "tensors": tensors, "data_crc32": zlib.crc32(blob)}
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (_pad(len(text)) - len(text))
-    with open(path, "wb") as f:
-        f.write(PREAMBLE.pack(MAGIC, CONTAINER_VERSION, 0, len(text), len(blob)))
-        f.write(text)
-        f.write(blob)
+    return PREAMBLE.pack(MAGIC, CONTAINER_VERSION, zlib.crc32(text), len(text), len(blob)) + text + blob
 
+
+def save(program: Program, path: str | Path) -> None:
+    Path(path).write_bytes(to_bytes(program))
+
+
+def to_json(p: Program) -> dict:
+    """The header's program fields (everything but the constants' bytes)."""
+    x = symbolic.to_json
+    return {
+        "format": FORMAT_VERSION,
+        "meta": p.meta,
+        "symbols": {s.name: {"lo": s.lo, "hi": s.hi, "hint": s.hint, "about": s.about} for s in p.symbols.values()},
+        "sources": p.sources,
+        "kernels": [_kernel_json(k) for k in p.kernels],
+        "buffers": [{"size": b.size, "role": b.role, "name": b.name} for b in p.buffers],
+        "inputs": [{"name": i.name, "shape": [x(s) for s in i.shape], "dtype": i.dtype, "buffer": i.buffer}
+                   for i in p.inputs],
+        "outputs": [_tensor_json(t) for t in p.outputs],
+        "input_tree": p.input_tree,
+        "output_tree": p.output_tree,
+        "dispatches": [_dispatch_json(d) for d in p.dispatches],
+        "checks": [{"node": c.node, "message": c.message} for c in p.checks],
+    }
+
+
+def _kernel_json(k: Kernel) -> dict:
+    out = {"name": k.name, "source": k.source, "entry": k.entry, "overrides": dict(k.overrides),
+           "bindings": list(k.bindings)}
+    if k.uniform is not None:
+        out["uniform"] = {"size": k.uniform.size, "fields": [
+            {"name": f.name, "offset": f.offset, "type": f.scalar, "count": f.count} for f in k.uniform.fields]}
+    if k.requires:
+        out["requires"] = list(k.requires)
+    if k.fallback is not None:
+        out["fallback"] = k.fallback
+    if k.engine_sources:
+        out["engine_sources"] = dict(k.engine_sources)
+    return out
+
+
+def _tensor_json(t: Tensor) -> dict:
+    x = symbolic.to_json
+    return {"buffer": t.buffer, "shape": [x(s) for s in t.shape], "strides": [x(s) for s in t.strides],
+            "offset": x(t.offset), "dtype": t.dtype}
+
+
+def _dispatch_json(d: Dispatch) -> dict:
+    out = {"kernel": d.kernel, "buffers": list(d.buffers), "uniform": _words(d.uniform), "grid": list(d.grid),
+           "node": d.node}
+    if d.patches:
+        out["patches"] = [[q.offset, q.scalar, symbolic.to_json(q.value)] for q in d.patches]
+    if d.count is not None:
+        out["count"] = symbolic.to_json(d.count)
+    if d.options:
+        out["options"] = [{"kernel": o.kernel, "uniform": _words(o.uniform), "grid": list(o.grid)} for o in d.options]
+    if d.follows:
+        out["follows"] = d.follows
+    return out
+
+
+def _words(data: bytes) -> list[int]:
+    return list(struct.unpack(f"<{len(data) // 4}I", data))
+
+
+# -- reading -----------------------------------------------------------------------------------------------
 
 def load(path: str | Path) -> Program:
     """Read and fully validate a saved program; raises ArtifactError naming what is wrong."""
-    where = str(path)
-    if not Path(path).is_file():
-        raise ArtifactError(f"{where}: {'not a file' if Path(path).exists() else 'no such file'}")
-    raw = Path(path).read_bytes()
-    if raw[:len(MAGIC)] != MAGIC[:len(raw)] or not raw:
-        what = "an empty file" if not raw else f"it does not start with {MAGIC.decode()}"
-        raise ArtifactError(f"{where}: not a webgpu_torch program ({what})")
-    if len(raw) < PREAMBLE.size:
-        raise ArtifactError(f"{where}: truncated ({len(raw)} bytes) — not a complete webgpu_torch program")
-    _, version, _, header_len, data_len = PREAMBLE.unpack_from(raw)
-    if version != CONTAINER_VERSION:
-        raise ArtifactError(f"{where}: container version {version}; this webgpu_torch reads version "
-                            f"{CONTAINER_VERSION}")
-    expected = PREAMBLE.size + header_len + data_len
-    if len(raw) != expected:
-        state = "truncated" if len(raw) < expected else "has trailing bytes"
-        raise ArtifactError(f"{where}: {state}: {len(raw):,} bytes, the header says {expected:,}")
+    path = Path(path)
+    if not path.is_file():
+        raise ArtifactError(f"{path}: {'not a file' if path.exists() else 'no such file'}")
+    return from_bytes(path.read_bytes(), str(path))
+
+
+def from_bytes(raw: bytes, where: str = "artifact") -> Program:
+    header, data = _split(raw, where)
     try:
-        header = json.loads(raw[PREAMBLE.size:PREAMBLE.size + header_len])
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ArtifactError(f"{where}: damaged header: {e}") from None
-    data = memoryview(raw)[PREAMBLE.size + header_len:]
-    if zlib.crc32(data) != header.get("data_crc32"):
-        raise ArtifactError(f"{where}: tensor data is damaged (checksum mismatch)")
-    try:
-        version = header["program"]["version"]
-        if version != FORMAT_VERSION:
-            raise ArtifactError(f"{where}: program format version {version}; this webgpu_torch reads "
-                                f"version {FORMAT_VERSION} — recompile the model with this version")
-        constants = _read_tensors(header["tensors"], data, where)
-        program = Program.from_json(header["program"], constants)
+        if not isinstance(header, dict):
+            raise ValueError(f"the header is a JSON {type(header).__name__}, not an object")
+        if header.get("format") != FORMAT_VERSION:
+            raise ArtifactError(f"{where}: program format {header.get('format')!r}; this webgpu_torch reads format "
+                                f"{FORMAT_VERSION} — recompile the model with this version")
+        program = from_json(header, _read_tensors(header, data))
         program.check()
     except ArtifactError:
         raise
-    except (KeyError, TypeError, ValueError, IndexError, struct.error) as e:
-        raise ArtifactError(f"{where}: malformed program: {type(e).__name__}: {e}") from None
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError, RecursionError) as e:
+        detail = f"missing field {e}" if isinstance(e, KeyError) else str(e) or type(e).__name__
+        raise ArtifactError(f"{where}: malformed program: {detail[:300]}") from None
     return program
 
 
-def _read_tensors(entries: list[dict], data: memoryview, where: str) -> dict[int, np.ndarray]:
+def _split(raw: bytes, where: str) -> tuple[Any, memoryview]:
+    """The parsed header and a view of the data, after the container's magic, version, lengths and CRCs."""
+    if not raw or raw[:len(MAGIC)] != MAGIC[:len(raw)]:
+        raise ArtifactError(f"{where}: not a webgpu_torch program (it does not start with {MAGIC.decode()})")
+    if len(raw) < PREAMBLE.size:
+        raise ArtifactError(f"{where}: truncated ({len(raw)} bytes) — not a complete webgpu_torch program")
+    _, version, header_crc, header_len, data_len = PREAMBLE.unpack_from(raw)
+    if version != CONTAINER_VERSION:
+        raise ArtifactError(f"{where}: container version {version}; this webgpu_torch reads version "
+                            f"{CONTAINER_VERSION} — recompile the model with this version")
+    expected = PREAMBLE.size + header_len + data_len
+    if len(raw) != expected:
+        state = "truncated" if len(raw) < expected else "has trailing bytes"
+        raise ArtifactError(f"{where}: {state}: {len(raw):,} bytes, the preamble says {expected:,}")
+    if header_len > MAX_HEADER:
+        raise ArtifactError(f"{where}: a header of {header_len:,} bytes is past the {MAX_HEADER:,} this reader takes")
+    text = memoryview(raw)[PREAMBLE.size:PREAMBLE.size + header_len]
+    if zlib.crc32(text) != header_crc:
+        raise ArtifactError(f"{where}: the header is damaged (checksum mismatch)")
+    try:
+        header = json.loads(bytes(text))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise ArtifactError(f"{where}: damaged header: {str(e)[:200] or 'nested too deeply'}") from None
+    data = memoryview(raw)[PREAMBLE.size + header_len:]
+    if isinstance(header, dict) and zlib.crc32(data) != header.get("data_crc32"):
+        raise ArtifactError(f"{where}: tensor data is damaged (checksum mismatch)")
+    return header, data
+
+
+def _read_tensors(header: dict, data: memoryview) -> dict[int, np.ndarray]:
     out = {}
-    for t in entries:
-        if t["dtype"] not in DEVICE_DTYPES:
-            raise ArtifactError(f"{where}: tensor for buffer {t['buffer']} has unsupported dtype {t['dtype']}")
-        dtype = np.dtype(t["dtype"])
-        shape = tuple(int(s) for s in t["shape"])
-        nbytes, offset = int(t["nbytes"]), int(t["offset"])
-        if nbytes != prod(shape) * dtype.itemsize or offset < 0 or offset + nbytes > len(data):
-            raise ArtifactError(f"{where}: tensor for buffer {t['buffer']} is mis-sized or out of bounds "
-                                f"(shape {list(shape)}, {nbytes} bytes at {offset}, data is {len(data)} bytes)")
-        out[int(t["buffer"])] = np.frombuffer(data, dtype, prod(shape), offset).reshape(shape)
+    for t in _list(header["tensors"], "tensors"):
+        buffer = _int(t["buffer"], "tensor buffer")
+        if t["dtype"] not in DTYPES:
+            raise ValueError(f"tensor for buffer {buffer} has unknown dtype {t['dtype']!r}")
+        dtype = DTYPES[t["dtype"]]
+        shape = tuple(_int(s, "tensor shape") for s in _list(t["shape"], "tensor shape"))
+        nbytes, offset = _int(t["nbytes"], "tensor nbytes"), _int(t["offset"], "tensor offset")
+        if (nbytes != prod(shape) * dtype.itemsize or min(shape, default=0) < 0 or offset < 0 or offset % ALIGN
+                or offset + nbytes > len(data)):
+            raise ValueError(f"tensor for buffer {buffer} is mis-sized or out of bounds (shape {list(shape)}, "
+                             f"{nbytes} bytes at {offset}, data is {len(data)} bytes)")
+        if buffer in out:
+            raise ValueError(f"two tensors for buffer {buffer}")
+        out[buffer] = np.frombuffer(data, dtype, prod(shape), offset).reshape(shape)
     return out
+
+
+def from_json(d: dict, constants: dict[int, np.ndarray]) -> Program:
+    """A Program from the header's fields, every value type-checked (ranges and indices: Program.check)."""
+    symbols = {_str(name, "symbol name"): symbolic.Symbol(name, _int(s["lo"], "lo"), _int(s["hi"], "hi"),
+                                                         _int(s["hint"], "hint"), _str(s.get("about", ""), "about"))
+               for name, s in _dict(d["symbols"], "symbols").items()}
+
+    def expr(v):
+        return symbolic.from_json(v, symbols)
+
+    return Program(
+        sources=[_str(s, "source") for s in _list(d["sources"], "sources")],
+        kernels=[_kernel(k) for k in _list(d["kernels"], "kernels")],
+        buffers=[Buffer(_int(b["size"], "buffer size"), _str(b["role"], "role"), _str(b.get("name", ""), "name"))
+                 for b in _list(d["buffers"], "buffers")],
+        constants=constants,
+        inputs=[Input(_str(i["name"], "input name"), tuple(map(expr, _list(i["shape"], "shape"))),
+                      _str(i["dtype"], "dtype"), _int(i["buffer"], "input buffer"))
+                for i in _list(d["inputs"], "inputs")],
+        outputs=[_tensor(t, expr) for t in _list(d["outputs"], "outputs")],
+        input_tree=_tree(d["input_tree"]),
+        output_tree=_tree(d["output_tree"]),
+        dispatches=[_dispatch(x, expr) for x in _list(d["dispatches"], "dispatches")],
+        meta=_dict(d.get("meta", {}), "meta"),
+        symbols=symbols,
+        checks=[Check(_str(c["node"], "check node"), _str(c["message"], "check message"))
+                for c in _list(d["checks"], "checks")],
+    )
+
+
+def _kernel(k: dict) -> Kernel:
+    uniform = None
+    if "uniform" in k:
+        u = _dict(k["uniform"], "uniform")
+        uniform = UniformLayout(tuple(UniformField(_str(f["name"], "field"), _int(f["offset"], "offset"),
+                                                   _str(f["type"], "type"), _int(f["count"], "count"))
+                                      for f in _list(u["fields"], "fields")), _int(u["size"], "uniform size"))
+    overrides = _dict(k.get("overrides", {}), "overrides")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in overrides.values()):
+        raise ValueError(f"kernel {k.get('name')!r}: an override is not a number")
+    return Kernel(_str(k["name"], "kernel name"), _int(k["source"], "kernel source"), _str(k["entry"], "entry"),
+                  tuple(_str(b, "binding") for b in _list(k["bindings"], "bindings")), uniform,
+                  tuple(sorted((name, float(v)) for name, v in overrides.items())),
+                  tuple(sorted((_str(e, "engine"), _int(s, "engine source"))
+                               for e, s in _dict(k.get("engine_sources", {}), "engine_sources").items())),
+                  tuple(_str(f, "feature") for f in _list(k.get("requires", []), "requires")),
+                  _int(k["fallback"], "fallback") if "fallback" in k else None)
+
+
+def _tensor(t: dict, expr) -> Tensor:
+    return Tensor(_int(t["buffer"], "output buffer"), tuple(map(expr, _list(t["shape"], "shape"))),
+                  tuple(map(expr, _list(t["strides"], "strides"))), expr(t["offset"]), _str(t["dtype"], "dtype"))
+
+
+def _dispatch(x: dict, expr) -> Dispatch:
+    patches = tuple(Patch(_int(q[0], "patch offset"), _str(q[1], "patch type"), expr(q[2]))
+                    for q in _list(x.get("patches", []), "patches") if len(_list(q, "patch")) == 3)
+    if len(patches) != len(x.get("patches", [])):
+        raise ValueError("a uniform patch is not [offset, type, expression]")
+    options = tuple(Option(_int(o["kernel"], "option kernel"), _bytes(o["uniform"]), _grid(o["grid"]))
+                    for o in _list(x.get("options", []), "options"))
+    buffers = tuple(_int(b, "buffer") for b in _list(x["buffers"], "buffers"))
+    return Dispatch(_int(x["kernel"], "dispatch kernel"), buffers, _bytes(x["uniform"]), _grid(x["grid"]),
+                    _str(x["node"], "node"), patches, expr(x["count"]) if "count" in x else None, options,
+                    _int(x.get("follows", 0), "follows"))
+
+
+TREE_TYPES = ("leaf", "const", "tuple", "list", "dict")
+MAX_TREE_DEPTH = 64
+
+
+def _tree(t: Any, depth: int = 0) -> dict:
+    """A tree spec, checked node by node (docs/artifact.md, Trees)."""
+    t = _dict(t, "tree")
+    kind = t.get("type")
+    if kind not in TREE_TYPES or depth > MAX_TREE_DEPTH:
+        raise ValueError(f"bad tree node {str(t)[:80]}")
+    if kind in ("tuple", "list", "dict"):
+        items = [_tree(s, depth + 1) for s in _list(t["items"], "tree items")]
+        if kind == "dict" and (len(_list(t["keys"], "tree keys")) != len(items)
+                               or not all(isinstance(k, str) for k in t["keys"])):
+            raise ValueError("a dict tree node's keys do not match its items")
+    if kind == "const" and not isinstance(t.get("value"), (type(None), bool, int, float, str)):
+        raise ValueError(f"a const tree node holds {type(t.get('value')).__name__}")
+    return t
+
+
+def _grid(g: Any) -> tuple[int, int, int]:
+    g = _list(g, "grid")
+    if len(g) != 3:
+        raise ValueError(f"grid {g} is not [x, y, z]")
+    return tuple(_int(v, "grid") for v in g)
+
+
+def _bytes(words: Any) -> bytes:
+    words = _list(words, "uniform")
+    if not all(_is_int(w) and 0 <= w < 2**32 for w in words):
+        raise ValueError("a uniform word is not a u32")
+    return struct.pack(f"<{len(words)}I", *words)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int(v: Any, what: str) -> int:
+    if not _is_int(v) or abs(v) >= 2**53:
+        raise ValueError(f"{what}: {str(v)[:40]} is not an integer")
+    return v
+
+
+def _str(v: Any, what: str) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"{what}: {str(v)[:40]} is not a string")
+    return v
+
+
+def _list(v: Any, what: str) -> list:
+    if not isinstance(v, list):
+        raise ValueError(f"{what}: expected a list, got {type(v).__name__}")
+    return v
+
+
+def _dict(v: Any, what: str) -> dict:
+    if not isinstance(v, dict):
+        raise ValueError(f"{what}: expected an object, got {type(v).__name__}")
+    return v

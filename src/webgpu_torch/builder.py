@@ -15,7 +15,7 @@ import numpy as np
 
 from . import dtypes, layout, symbolic, wgsl
 from .errors import InputError
-from .program import Buffer, Dispatch, Kernel, Option, Tensor, contiguous_strides, fold_grid
+from .program import F16, Buffer, Check, Dispatch, Kernel, Option, Tensor, UniformLayout, contiguous_strides, fold_grid
 
 
 @dataclass(frozen=True)
@@ -54,10 +54,10 @@ def _specialized(file: str, consts: tuple, subgroups: bool = False) -> str:
 
 
 @cache
-def _interface(source: str) -> tuple[tuple[wgsl.Binding, ...], wgsl.UniformLayout | None]:
-    binds = wgsl.bindings(source)
-    has_uniform = any(b.kind == "uniform" for b in binds)
-    return binds, wgsl.UniformLayout.parse(source) if has_uniform else None
+def _interface(source: str) -> tuple[tuple[str, ...], UniformLayout | None]:
+    """A source's bind group 0 (each binding's kind, in order) and its Params layout, if it binds one."""
+    kinds = tuple(b.kind for b in wgsl.bindings(source))
+    return kinds, wgsl.uniform_layout(source) if "uniform" in kinds else None
 
 
 class Builder:
@@ -75,6 +75,8 @@ class Builder:
         self._folded: dict[Tensor, Tensor] = {}
         self._halves: dict[int, int] = {}
         self._once: dict[Any, Tensor] = {}
+        self.checks: list[Check] = []
+        self.status: int | None = None  # the status buffer, made by the first check
 
     # -- for op lowerings -------------------------------------------------------------------------------------
     def new(self, shape: tuple, dtype: str = "float32") -> Tensor:
@@ -139,6 +141,15 @@ class Builder:
 
         return copy(self, t)
 
+    def check(self, message: str) -> tuple[Tensor, int]:
+        """A device-side check of the node being lowered: the status buffer (bind it read_write: an array of
+        u32) and the word of it the kernel sets to 1 when the check fails; the runtime then raises an
+        IndexError saying `message` and naming the node (docs/artifact.md, Checks)."""
+        if self.status is None:
+            self.status = self._buffer(Buffer(4, "status"))  # sized for every check when lowering ends
+        self.checks.append(Check(self.node, message))
+        return Tensor(self.status, (1,), (1,), 0, "int32"), len(self.checks) - 1
+
     def once(self, key, make: Callable[[], Tensor]) -> Tensor:
         """make() the first time `key` is asked for, the same tensor after: a layout copy that several ops read
         (every tensor here is written once, by the dispatch that makes it, so a copy of it stays valid)."""
@@ -192,25 +203,40 @@ class Builder:
     def _kernel(self, spec: KernelSpec, params: dict | None, n_tensors: int) -> tuple[int, bytes, tuple]:
         """The kernel index of `spec` (added on first use), its packed Params and their dynamic patches."""
         source = _specialized(spec.file, spec.consts)
-        binds, layout = _interface(source)
-        storage = [b for b in binds if b.kind != "uniform"]
-        if len(storage) != n_tensors:
-            raise RuntimeError(f"{spec.name}: kernel binds {len(storage)} buffers, lowering gave {n_tensors}")
+        kinds, layout = _interface(source)
+        storage = len(kinds) - (layout is not None)
+        if storage != n_tensors:
+            raise RuntimeError(f"{spec.name}: kernel binds {storage} buffers, lowering gave {n_tensors}")
         if (layout is None) != (params is None):
             raise RuntimeError(f"{spec.name}: Params given {params is not None}, declared {layout is not None}")
-        uniform, patches = layout.pack(params) if layout is not None else (b"", ())
-        engine_sources = tuple((engine, self._source(_specialized(file, spec.consts)))
+        uniform, patches = wgsl.pack(layout, params) if layout is not None else (b"", ())
+        return self._kernel_index(self._make_kernel(spec, source, kinds, layout)), uniform, patches
+
+    def _make_kernel(self, spec: KernelSpec, source: str, kinds: tuple, layout, widen: bool = False) -> Kernel:
+        """The Kernel of `spec` over `source` (with `widen`, every source in its float32 form); a kernel that
+        reads float16 gets its float32 twin as its fallback."""
+        form = wgsl.without_f16 if widen else str
+        engine_sources = tuple((engine, self._source(form(_specialized(file, spec.consts))))
                                for engine, file in spec.engine_files)
-        kernel = Kernel(spec.name, self._source(source), spec.entry, spec.overrides, engine_sources)
-        return self._kernel_index(kernel), uniform, patches
+        for _, i in engine_sources:
+            if _interface(self.sources[i]) != (kinds, layout):
+                raise RuntimeError(f"{spec.name}: its engine sources differ in bindings or Params")
+        source = form(source)
+        name = spec.name.replace(",f16", ",f16 widened") if widen else spec.name
+        if not wgsl.uses_f16(source):
+            return Kernel(name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources)
+        fallback = self._kernel_index(self._make_kernel(spec, source, kinds, layout, widen=True))
+        return Kernel(spec.name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources,
+                      (F16,), fallback)
 
     def _subgroup_twin(self, spec: KernelSpec) -> int | None:
         """The kernel of `spec` built with its helpers' subgroup twins (wgsl.kernel_source), if it has any."""
         twin = _specialized(spec.file, spec.consts, subgroups=True)
         if twin == _specialized(spec.file, spec.consts):
             return None
-        return self._kernel_index(Kernel(f"{spec.name}+{wgsl.SUBGROUPS}", self._source(twin), spec.entry,
-                                         spec.overrides, requires=(wgsl.SUBGROUPS,)))
+        kinds, layout = _interface(twin)
+        return self._kernel_index(Kernel(f"{spec.name}+{wgsl.SUBGROUPS}", self._source(twin), spec.entry, kinds,
+                                         layout, spec.overrides, requires=(wgsl.SUBGROUPS,)))
 
     def _kernel_index(self, kernel: Kernel) -> int:
         if kernel not in self._kernel_ids:

@@ -55,24 +55,24 @@ def _random_input(spec, rng: np.random.Generator) -> np.ndarray:
 
 
 def _run(args) -> int:
-    from .artifact import load
+    from .runtime.session import Session
     from .tree import unflatten
 
     if args.save_outputs and not Path(args.save_outputs).parent.is_dir():
         raise UsageError(f"--save-outputs {args.save_outputs}: there is no directory {Path(args.save_outputs).parent}")
-    program = load(args.file)
+    session = Session.load(args.file, args.engine)
+    program = session.program
     if args.input and len(args.input) != len(program.inputs):
         raise UsageError(f"{args.file} takes {len(program.inputs)} inputs "
                          f"({', '.join(i.name for i in program.inputs)}); {len(args.input)} given")
     rng = np.random.default_rng(0)
     arrays = [_load_npy(p) for p in args.input] if args.input else [_random_input(s, rng) for s in program.inputs]
     args_tree = unflatten(program.input_tree, arrays)
-    program.executor(args.engine)
-    outputs = program(*args_tree[0], **args_tree[1])
+    outputs = session(*args_tree[0], **args_tree[1])
     times = []
     for _ in range(args.repeat):
         start = time.perf_counter()
-        program(*args_tree[0], **args_tree[1])
+        session(*args_tree[0], **args_tree[1])
         times.append(time.perf_counter() - start)
     from .tree import flatten
 

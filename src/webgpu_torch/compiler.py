@@ -14,11 +14,11 @@ from . import lowering
 from .builder import DEFAULT_MAX_BINDING, CompileOptions
 from .ops import OPTIONS
 from .ops.gemm import CONFIGS as GEMM_CONFIGS
-from .program import Program
+from .runtime.session import Session
 
 
 def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDING, contiguous_outputs: bool = False,
-            **extra: Any) -> Program:
+            **extra: Any) -> Session:
     """Compile a `torch.export.ExportedProgram` for WebGPU.
 
     gemm: force one GEMM kernel configuration (a name in ops.gemm.CONFIGS, e.g. "pr" for the ExecuTorch PR's
@@ -27,16 +27,15 @@ def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDI
           adapter, so that default runs anywhere. Larger weights read by linear or embedding are split into
           row chunks under it; any other tensor over it is refused at compile time.
     contiguous_outputs: give outputs that are strided views (a transpose, say) a copy of their own, so that
-          kept on the device (Program.on_device) they can be passed to other programs as inputs.
+          kept on the device (Session.on_device) they can be passed to other programs as inputs.
     extra: the op families' own options (ops.OPTIONS), e.g. conv="auto" | "im2col" | "direct", and
           weights="float32" | "float16": float16 stores every constant a GEMM reads as its B operand (Linear
           and conv weights) in half precision, with float32 products; adapters without `shader-f16` run the
           same numbers from float32 copies made at load.
     Raises UnsupportedError naming every node that cannot run, its op, shapes and the reason, before anything
-    touches a GPU. The returned Program is plain data; calling it runs it on the default WebGPU engine.
+    touches a GPU. Returns a Session: calling it runs the program on the default WebGPU engine (opened on the
+    first call); `.program` is the compiled Program (plain data), `.save(path)` writes the artifact.
     """
-    import torch.utils._pytree as pytree
-
     if gemm not in ("auto", "gemv", *GEMM_CONFIGS):
         raise ValueError(f"gemm={gemm!r}: choose 'auto', 'gemv' or one of {sorted(GEMM_CONFIGS)}")
     _check_options(extra)
@@ -45,9 +44,7 @@ def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDI
         raise ValueError(f"max_binding_size={max_binding_size}: must be at least 64 KiB")
     program = lowering.lower(graph, CompileOptions(gemm=gemm, max_binding=max_binding_size,
                                                    contiguous_outputs=contiguous_outputs, extra=extra))
-    out_spec = ep.call_spec.out_spec
-    program._restore_outputs = lambda leaves: pytree.tree_unflatten(leaves, out_spec)
-    return program
+    return Session(program)
 
 
 def import_graph(ep):
@@ -67,7 +64,7 @@ def _check_options(extra: dict[str, Any]) -> None:
             raise ValueError(f"{name}={value!r}: choose one of {', '.join(map(repr, OPTIONS[name]))}")
 
 
-def compile_module(model, args: tuple, kwargs: dict | None = None, dynamic_shapes=None, **options: Any) -> Program:
+def compile_module(model, args: tuple, kwargs: dict | None = None, dynamic_shapes=None, **options: Any) -> Session:
     """Export `model(*args, **kwargs)` with torch.export and compile it (options as for `compile`)."""
     import torch
 

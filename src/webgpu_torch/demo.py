@@ -92,18 +92,19 @@ def run(name: str = "minilm", engine: str | None = None, repeats: int = 20) -> b
     print(f"device:  {info['adapter']} via {info['engine_module']} ({info['backend']}, {info['adapter_type']})")
 
     start = time.perf_counter()
-    program = webgpu_torch.compile_module(model, args)
+    session = webgpu_torch.compile_module(model, args)
     compile_s = time.perf_counter() - start
     start = time.perf_counter()
-    program.executor(engine)
+    session.executor(engine)
     load_s = time.perf_counter() - start
+    program = session.program
     print(f"compile: {compile_s:.2f} s  ({len(program.dispatches)} dispatches, {len(program.kernels)} pipelines)")
     print(f"load:    {load_s:.2f} s  (pipelines, bind groups, weight upload)")
 
     with torch.no_grad():
-        got = program(*args)
+        got = session(*args)
         want = model.double()(*[a.double() if a.is_floating_point() else a for a in args])
-    ours = timing.wall_time(lambda: program(*args), repeats) * 1e3
+    ours = timing.wall_time(lambda: session(*args), repeats) * 1e3
     with torch.no_grad():
         model.float()
         eager = timing.wall_time(lambda: model(*args), repeats) * 1e3

@@ -33,6 +33,10 @@ class InputTypeError(WebGPUTorchError, TypeError):
     """A call's input has the wrong dtype, or the inputs do not have the structure the model was exported with."""
 
 
+class DeviceIndexError(WebGPUTorchError, IndexError):
+    """A kernel found an index out of range (an embedding id past the table, say), as torch raises IndexError."""
+
+
 class DeviceError(WebGPUTorchError):
     """No usable WebGPU adapter, or the adapter cannot hold the program."""
 

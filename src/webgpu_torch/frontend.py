@@ -51,15 +51,23 @@ def import_program(ep: ExportedProgram) -> Graph:
     constants: dict[str, torch.Tensor] = {}
     inputs: list[tuple[str, TensorMeta]] = []
     problems: list[str] = []
+    baked: list[Any] = []  # per user input leaf: _TENSOR, or the non-tensor value export fixed it to
     for spec in sig.input_specs:
         name = spec.arg.name
         if spec.kind == InputKind.USER_INPUT:
             val = _placeholder_val(ep, name)
-            problem = _tensor_problem(val, f"input {name!r}")
-            if problem:
-                problems.append(problem)
+            if isinstance(val, torch.Tensor):
+                problem = _tensor_problem(val, f"input {name!r}")
+                if problem:
+                    problems.append(problem)
+                else:
+                    inputs.append((name, sizes.meta(val, f"input {name!r}")))
+                baked.append(_TENSOR)
+            elif val is None or isinstance(val, (bool, int, float, str)):
+                baked.append(val)
             else:
-                inputs.append((name, sizes.meta(val, f"input {name!r}")))
+                problems.append(f"  input {name!r}: a {type(val).__name__}; inputs are tensors or "
+                                "None/bool/int/float/str values (fixed at export)")
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
             constants[name] = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[
                 spec.target]
@@ -88,20 +96,16 @@ def import_program(ep: ExportedProgram) -> Graph:
         constant_meta={k: sizes.meta(v, f"constant {k!r}") for k, v in kept.items()},
         nodes=nodes,
         outputs=outputs,
-        input_tree=treespec_to_json(ep.call_spec.in_spec),
+        input_tree=_bake(treespec_to_json(ep.call_spec.in_spec), iter(baked)),
         output_tree=treespec_to_json(ep.call_spec.out_spec),
         meta={"torch": torch.__version__},
         symbols=sizes.table,
     )
 
 
-def _tensor_problem(val: Any, what: str) -> str | None:
-    """Why an input cannot be a tensor of a WebGPU program, in one line; None when it can. Its example may be
+def _tensor_problem(val: torch.Tensor, what: str) -> str | None:
+    """Why a tensor input cannot be one of a WebGPU program, in one line; None when it can. Its example may be
     on the meta device: only its shape and dtype are read."""
-    if not isinstance(val, torch.Tensor):
-        shown = "None" if val is None else f"a {type(val).__name__}"
-        return (f"  {what} is {shown}; a WebGPU program takes tensors only: pass a number as a 0-d tensor, or "
-                "fix non-tensor arguments at export (leave them out of the exported call)")
     if val.layout != torch.strided:
         return (f"  {what} is a sparse tensor ({val.layout}); WebGPU programs take dense tensors: convert it "
                 "with .to_dense()")
@@ -146,6 +150,18 @@ def _check_model_dtype(inputs: list[tuple[str, TensorMeta]], constants: dict[str
 
 # Floating dtypes a model may have that the device does not compute in (float32 is the one it does).
 FLOAT_DTYPES = ("float16", "bfloat16", "float64")
+
+_TENSOR = object()
+
+
+def _bake(spec: dict, leaves) -> dict:
+    """The input tree with each non-tensor leaf replaced by a const node holding the value export fixed."""
+    if spec["type"] == "leaf":
+        value = next(leaves)
+        return spec if value is _TENSOR else {"type": "const", "value": value}
+    if "items" in spec:
+        return {**spec, "items": [_bake(s, leaves) for s in spec["items"]]}
+    return spec
 
 
 def _decomposition_table() -> dict:
@@ -496,7 +512,7 @@ def treespec_to_json(spec) -> dict:
         return {"type": "const", "value": None}
     keys = _context_keys(spec)
     if keys is not None and len(keys) == len(children):
-        return {"type": "dict", "keys": keys, "items": children}
+        return {"type": "dict", "keys": keys, "items": children, "class": spec.type.__name__}
     return {"type": "tuple", "items": children}
 
 

@@ -16,17 +16,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .artifact import load
-from .program import Program
+from .runtime.session import Session
 
 STAGES = ("vision", "encoder", "decoder")
 
 
 @dataclass
 class Seq2Seq:
-    vision: Program
-    encoder: Program
-    decoder: Program
+    vision: Session
+    encoder: Session
+    decoder: Session
     info: dict  # layers, heads, head_dim, decoder_start_token_id, eos_token_id, forced_bos/eos_token_id
     timings: dict = field(default_factory=dict)  # compile seconds by stage; "decoder steps": the last generate's
 
@@ -73,4 +72,4 @@ class Seq2Seq:
     def load(folder: str | Path) -> Seq2Seq:
         folder = Path(folder)
         info = json.loads((folder / "seq2seq.json").read_text())
-        return Seq2Seq(*(load(folder / f"{name}.wgpt") for name in STAGES), info)
+        return Seq2Seq(*(Session.load(folder / f"{name}.wgpt") for name in STAGES), info)

@@ -139,10 +139,11 @@ def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Gra
     plan = planner.plan([planner.Lifetime(i, ctx.buffers[i].size, first[i], last[i]) for i in scratch])
 
     fixed = [i for i, b in enumerate(ctx.buffers)
-             if b.role == "input" or (b.role == "constant" and _used(i, first, outputs))]
+             if b.role in ("input", "status") or (b.role == "constant" and _used(i, first, outputs))]
     remap = {old: new for new, old in enumerate(fixed)}
     remap.update({v: len(fixed) + s for v, s in plan.slot_of.items()})
-    buffers = [ctx.buffers[i] for i in fixed] + [Buffer(size, "scratch") for size in plan.slot_sizes]
+    buffers = [replace(ctx.buffers[i], size=4 * len(ctx.checks)) if i == ctx.status else ctx.buffers[i]
+               for i in fixed] + [Buffer(size, "scratch") for size in plan.slot_sizes]
     re = remap.__getitem__
     program = Program(
         sources=ctx.sources,
@@ -156,6 +157,7 @@ def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Gra
         dispatches=[replace(d, buffers=tuple(map(re, d.buffers))) for d in ctx.dispatches],
         meta=dict(graph.meta),
         symbols=dict(graph.symbols),
+        checks=list(ctx.checks),
     )
     _check_bindings(program, ctx.options.max_binding)
     program.check()

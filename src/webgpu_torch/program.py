@@ -1,24 +1,35 @@
-"""The compiled program: plain data between the compiler and the runtime.
+"""The compiled program: plain data between the compiler and the runtimes.
 
-Nothing here imports torch or a WebGPU engine. A Program lists its WGSL sources, the pipelines made from them,
-the device buffers (inputs, constants, planned scratch), and the dispatches of one call in order. Tensors are
-strided views of buffers, so views cost no dispatch and outputs that are views are read back as such.
-Calling a Program hands it to the runtime, which builds everything once and then runs it.
+A Program lists its WGSL sources, the pipelines made from them (with each one's bindings and uniform layout,
+so no runtime reads WGSL), the device buffers (inputs, constants, planned scratch), and the dispatches of one
+call in order. Tensors are strided views of buffers, so views cost no dispatch and outputs that are views are
+read back as such. Nothing here runs anything: `runtime.Session` runs a Program, `artifact` saves and loads
+one (docs/artifact.md is the format).
 """
 
 from __future__ import annotations
 
-import struct
-from dataclasses import dataclass, field, replace
+import re
+from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
 import numpy as np
 
 from . import dtypes, symbolic, tree
-from .errors import InputError, InputTypeError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+BINDING_KINDS = ("read", "read_write", "uniform")
+SCALARS = ("u32", "i32", "f32")
+FEATURES = ("shader-f16", "subgroups")  # the optional WebGPU features a kernel may require
+F16 = "shader-f16"
+ROLES = ("input", "constant", "scratch", "status")
+# Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
+# finishes, deep nesting crashes some WGSL compilers).
+MAX_WORKGROUPS = 1 << 24  # per dispatch: 2^30 invocations of 64 threads
+MAX_SOURCE_BYTES = 4 << 20
+MAX_NESTING = 64  # (), [] and {} in a WGSL source
+SCALAR_RANGE = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1), "f32": (-(2**31), 2**31 - 1)}
 
 
 MAX_WORKGROUPS_PER_DIM = 65535  # WebGPU's guaranteed maxComputeWorkgroupsPerDimension
@@ -72,19 +83,6 @@ class Tensor:
             return 0
         return 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides, strict=True))
 
-    def to_json(self) -> dict:
-        j = symbolic.to_json
-        return {"buffer": self.buffer, "shape": [j(s) for s in self.shape], "strides": [j(s) for s in self.strides],
-                "offset": j(self.offset), "dtype": self.dtype}
-
-    @staticmethod
-    def from_json(d: dict, symbols: dict) -> Tensor:
-        def e(v):
-            return symbolic.from_json(v, symbols)
-
-        return Tensor(d["buffer"], tuple(map(e, d["shape"])), tuple(map(e, d["strides"])), e(d["offset"]),
-                      d["dtype"])
-
     def at(self, env: dict[str, int]) -> Tensor:
         """This view with its dynamic sizes evaluated."""
         def e(v):
@@ -97,7 +95,7 @@ class Tensor:
 @dataclass(frozen=True)
 class Buffer:
     size: int  # bytes
-    role: str  # "input" | "constant" | "scratch"
+    role: str  # one of ROLES
     name: str = ""  # the input's or constant's name, for messages
 
 
@@ -110,24 +108,63 @@ class Input:
 
 
 @dataclass(frozen=True)
+class UniformField:
+    name: str
+    offset: int  # bytes
+    scalar: str  # element type: u32 | i32 | f32
+    count: int  # number of scalars (1 for a scalar, 4 for vec4, 4*N for array<vec4, N>)
+
+
+@dataclass(frozen=True)
+class UniformLayout:
+    """A kernel's `Params` struct in WGSL's uniform address space (wgsl.parse_uniform derives it)."""
+
+    fields: tuple[UniformField, ...]
+    size: int  # bytes, a multiple of 16
+
+
+@dataclass(frozen=True)
 class Kernel:
-    """One compute pipeline: an entry point of a (specialised) source, with its override constants.
+    """One compute pipeline: an entry point of a (specialised) source, with its override constants, its bind
+    group 0 (`bindings`: "read", "read_write" or "uniform" per binding, in order) and its Params layout.
 
     `engine_sources` names a different source for some engines: the same computation in a style that
-    engine's shader compiler handles better, with identical bindings and Params (Program.check verifies).
-    `requires` names the optional WebGPU features its source uses (`subgroups`): the compiler offers such a
-    kernel only as an option beside one that needs none, and tuning takes it where the device has the
-    features and it runs faster (runtime/tuning.py)."""
+    engine's shader compiler handles better, with identical bindings and Params. `requires` names the
+    optional WebGPU features its source uses: a kernel needing `subgroups` is only ever an option beside one
+    that needs none (tuning takes it where the device has them and it runs faster); one needing `shader-f16`
+    names a `fallback` kernel, the same one in float32, for devices without the feature."""
 
     name: str  # readable variant name, e.g. "gemm[128x128]"; shown in profiles
     source: int  # index into Program.sources
     entry: str
+    bindings: tuple[str, ...] = ()
+    uniform: UniformLayout | None = None  # present exactly when a binding is "uniform"
     overrides: tuple[tuple[str, float], ...] = ()
     engine_sources: tuple[tuple[str, int], ...] = ()  # (engine name, source index)
     requires: tuple[str, ...] = ()  # optional WebGPU features its source uses
+    fallback: int | None = None  # kernel index: this kernel in float32, for devices without shader-f16
 
     def source_for(self, engine: str) -> int:
         return dict(self.engine_sources).get(engine, self.source)
+
+    @property
+    def storage_bindings(self) -> int:
+        return sum(b != "uniform" for b in self.bindings)
+
+
+@dataclass(frozen=True)
+class Patch:
+    """A uniform word whose value is a dynamic size, evaluated per call: `scalar` is its WGSL type."""
+
+    offset: int  # bytes into the packed struct
+    scalar: str  # u32 | i32 | f32
+    value: Any  # symbolic.Expr
+
+
+@dataclass(frozen=True)
+class Check:
+    node: str  # the graph node whose kernel checks
+    message: str  # what failed, as the error says it: "index out of range for a table of 11 rows"
 
 
 @dataclass(frozen=True)
@@ -150,7 +187,7 @@ class Dispatch:
     node: str  # the graph node this dispatch implements
     # With dynamic sizes: the uniform words to fill in per call, and the workgroup count to fold per call
     # (`grid` is then the grid for the largest sizes).
-    patches: tuple = ()  # wgsl.Patch
+    patches: tuple[Patch, ...] = ()
     count: Any = None  # Expr | None
     options: tuple[Option, ...] = ()  # equivalent alternatives (static dispatches only); this one is the default
     # > 0: the dispatch `follows` places earlier leads a group chosen as a whole (a split GEMM and the
@@ -175,166 +212,17 @@ class Program:
     dispatches: list[Dispatch]
     meta: dict = field(default_factory=dict)  # free-form provenance: model name, torch version …
     symbols: dict = field(default_factory=dict)  # name -> symbolic.Symbol: the dynamic dimensions
-    _executor: Any = field(default=None, repr=False, compare=False)
-    _restore_outputs: Any = field(default=None, repr=False, compare=False)
-
-    # -- running -------------------------------------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
-        """Run on the GPU: inputs as torch tensors, numpy arrays or DeviceTensors; outputs in the structure the
-        model returns, as torch tensors when any input was one, else numpy arrays."""
-        leaves = tree.flatten(self.input_tree, (args, kwargs))
-        as_torch = any(_is_torch(x) for x in leaves)
-        values = [self._check_input(spec, x) for spec, x in zip(self.inputs, leaves, strict=True)]
-        env = self.bind(values)
-        outs = [dtypes.from_device(a, t.dtype) for a, t in zip(self.executor().run(values, env), self.outputs,
-                                                               strict=True)]
-        if as_torch:
-            import torch  # the caller passed torch tensors, so torch is already imported
-
-            outs = [torch.from_numpy(np.asarray(o, order="C")) for o in outs]
-        return self._structure(outs)
-
-    def on_device(self, *args, **kwargs):
-        """Like calling the program, but the outputs stay in GPU memory as DeviceTensors (nothing is read
-        back); pass them to later calls as inputs, or read one with `.numpy()`."""
-        leaves = tree.flatten(self.input_tree, (args, kwargs))
-        values = [self._check_input(spec, x) for spec, x in zip(self.inputs, leaves, strict=True)]
-        return self._structure(self.executor().run(values, self.bind(values), keep_on_device=True))
-
-    def _structure(self, leaves: list):
-        if self._restore_outputs is not None:
-            return self._restore_outputs(leaves)
-        return tree.unflatten(self.output_tree, leaves)
-
-    def executor(self, engine: str | None = None):
-        """The runtime instance (pipelines, bind groups, buffers), built on first use."""
-        if self._executor is None or (engine and self._executor.engine.name != engine):
-            from .runtime.executor import Executor
-
-            self._executor = Executor(self, engine)
-        return self._executor
-
-    def bind(self, values: list) -> dict[str, int]:
-        """The dynamic dimensions' values for these inputs (checked against every input's shape and each
-        dimension's range); {} for a program of static shapes."""
-        if not self.symbols:
-            return {}
-        env: dict[str, int] = {}
-        for spec, v in zip(self.inputs, values, strict=True):
-            for size, dim in zip(spec.shape, v.shape, strict=True):
-                if isinstance(size, symbolic.Expr) and size.op == "sym":
-                    env.setdefault(size.args[0].name, dim)
-        for name, s in self.symbols.items():
-            if name not in env:
-                raise InputError(f"dynamic dimension {name} ({s.about}) is not the size of any input dimension")
-            if not s.lo <= env[name] <= s.hi:
-                raise InputError(f"{s.about} (dynamic dimension {name}) must be in [{s.lo}, {s.hi}], got {env[name]}")
-        for spec, v in zip(self.inputs, values, strict=True):
-            want = tuple(symbolic.evaluate(s, env) for s in spec.shape)
-            if tuple(v.shape) != want:
-                raise InputError(f"input {spec.name!r}: expected shape {_show(spec.shape)} = {list(want)}, "
-                                 f"got {list(v.shape)}")
-        return env
-
-    def _check_input(self, spec: Input, value: Any):
-        """Dtype and rank here; sizes in bind(), which knows the dynamic dimensions."""
-        if type(value).__name__ == "DeviceTensor":
-            if len(value.shape) != len(spec.shape) or value.dtype != spec.dtype:
-                raise InputError(f"input {spec.name!r}: expected {spec.dtype}{_show(spec.shape)}, got {value}")
-            return value
-        array = value.detach().cpu().numpy() if _is_torch(value) else np.asarray(value)
-        static = not any(isinstance(s, symbolic.Expr) for s in spec.shape)
-        if array.ndim != len(spec.shape) or (static and tuple(array.shape) != spec.shape):
-            raise InputError(f"input {spec.name!r}: expected shape {_show(spec.shape)}, got {list(array.shape)}")
-        want = dtypes.dtype(spec.dtype).host
-        same_kind = array.dtype == want or (array.dtype.kind in "iu" and want.kind in "iu")
-        if not same_kind:
-            raise InputTypeError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {array.dtype}")
-        return dtypes.to_device(array, spec.dtype, f"input {spec.name!r}")
-
-    # -- adapting to the device -----------------------------------------------------------------------------
-    @property
-    def uses_f16(self) -> bool:
-        """Whether some kernel needs the `shader-f16` feature (constants stored in float16: weights="float16")."""
-        from . import wgsl
-
-        return any(wgsl.uses_f16(s) for s in self.sources)
-
-    def without_f16(self) -> Program:
-        """This program for an adapter without `shader-f16`: float16 constants widened to float32 (exact) and
-        every source in its float32 form (wgsl.without_f16); strides and offsets count elements, so views,
-        dispatches and Params are unchanged. It computes what the f16 kernels compute, which widen each value
-        as they read it. Kernel names say so (",f16" becomes ",f16 widened"), for profiles."""
-        from . import wgsl
-
-        half = {i for i, a in self.constants.items() if a.dtype == np.float16}
-        constants = {i: a.astype(np.float32) if i in half else a for i, a in self.constants.items()}
-        buffers = [replace(b, size=max(4, constants[i].nbytes)) if i in half else b
-                   for i, b in enumerate(self.buffers)]
-        kernels = [replace(k, name=k.name.replace(",f16", ",f16 widened")) for k in self.kernels]
-        return replace(self, sources=[wgsl.without_f16(s) for s in self.sources], kernels=kernels, buffers=buffers,
-                       constants=constants, _executor=None)
+    # Device-side checks (out-of-range indices): check i's kernels set word i of the "status" buffer to a
+    # nonzero value when it fails; the runtime raises `checks[i]` naming its node (docs/artifact.md).
+    checks: list[Check] = field(default_factory=list)
 
     # -- inspection ----------------------------------------------------------------------------------------
     def check(self) -> None:
-        """Raise ValueError unless every index, size and binding is consistent, so that a damaged or
-        hand-edited program fails here with a message rather than inside the WebGPU engine."""
-        from . import wgsl
-
-        def need(ok: bool, msg: str) -> None:
+        """Raise ValueError unless every index, size, binding and expression is consistent, so that a damaged
+        or hand-edited program fails here with a message rather than inside a WebGPU engine."""
+        for what, ok in _problems(self):
             if not ok:
-                raise ValueError(msg)
-
-        nb = len(self.buffers)
-        for i, b in enumerate(self.buffers):
-            need(isinstance(b.size, int) and b.size > 0, f"buffer {i}: bad size {b.size!r}")
-            need(b.role in ("input", "constant", "scratch"), f"buffer {i}: unknown role {b.role!r}")
-            if b.role == "constant":
-                need(i in self.constants, f"buffer {i} ({b.name}): constant data is missing")
-                need(self.constants[i].nbytes <= b.size, f"buffer {i} ({b.name}): constant larger than buffer")
-        need(set(self.constants) <= {i for i, b in enumerate(self.buffers) if b.role == "constant"},
-             "constant data for a buffer that is not a constant")
-        for x in self.inputs:
-            need(0 <= x.buffer < nb and self.buffers[x.buffer].role == "input", f"input {x.name}: bad buffer")
-            need(max(1, symbolic.bound(prod(x.shape))) * dtypes.dtype(x.dtype).itemsize <= self.buffers[x.buffer].size,
-                 f"input {x.name}: buffer too small")
-        need(len(self.inputs) == tree.count_leaves(self.input_tree), "input tree does not match the inputs")
-        need(len(self.outputs) == tree.count_leaves(self.output_tree), "output tree does not match the outputs")
-        for k, t in enumerate(self.outputs):
-            need(0 <= t.buffer < nb, f"output {k}: bad buffer {t.buffer}")
-            end = symbolic.bound((t.offset + t.span()) * dtypes.dtype(t.dtype).itemsize)
-            lows = [symbolic.bounds(v)[0] for v in (t.offset, *t.strides)]
-            need(min(lows) >= 0 and end <= self.buffers[t.buffer].size, f"output {k}: view reaches past its buffer")
-        for k in self.kernels:
-            for _, src in ((None, k.source), *k.engine_sources):
-                need(isinstance(src, int) and 0 <= src < len(self.sources), f"kernel {k.name}: bad source index")
-                need(f"fn {k.entry}(" in self.sources[src], f"kernel {k.name}: no entry point {k.entry}")
-                need(_interface(self.sources[src]) == _interface(self.sources[k.source]),
-                     f"kernel {k.name}: its engine sources differ in bindings or Params")
-        for i, d in enumerate(self.dispatches):
-            need(0 <= d.kernel < len(self.kernels), f"dispatch {i}: bad kernel index")
-            source = self.sources[self.kernels[d.kernel].source]
-            binds = wgsl.bindings(source)
-            storage = [b for b in binds if b.kind != "uniform"]
-            need(len(storage) == len(d.buffers), f"dispatch {i}: binds {len(d.buffers)} of {len(storage)}")
-            need(all(0 <= b < nb for b in d.buffers), f"dispatch {i}: bad buffer index")
-            if len(storage) < len(binds):
-                need(len(d.uniform) >= wgsl.UniformLayout.parse(source).size, f"dispatch {i}: short uniform")
-            need(len(d.grid) == 3 and all(1 <= g <= 65535 for g in d.grid), f"dispatch {i}: bad grid")
-            need(all(0 <= p.offset <= len(d.uniform) - 4 and p.scalar in ("u32", "i32", "f32") for p in d.patches),
-                 f"dispatch {i}: bad uniform patch")
-            if d.count is not None:
-                need(symbolic.bounds(d.count)[0] >= 0, f"dispatch {i}: negative workgroup count")
-            need(not d.options or (d.count is None and not d.patches), f"dispatch {i}: a dynamic one has options")
-            for o in d.options:
-                need(0 <= o.kernel < len(self.kernels) and len(o.grid) == 3 and all(1 <= g <= 65535 for g in o.grid),
-                     f"dispatch {i}: bad option")
-                need(_interface(self.sources[self.kernels[o.kernel].source]) == _interface(source),
-                     f"dispatch {i}: option {self.kernels[o.kernel].name} differs in bindings or Params")
-            if d.follows:
-                lead = self.dispatches[i - d.follows] if d.follows <= i else None
-                need(lead is not None and not lead.follows and len(lead.options) == len(d.options) > 0,
-                     f"dispatch {i}: follows no group leader with as many options")
+                raise ValueError(what)
 
     def summary(self) -> str:
         """A readable listing: inputs, outputs, buffers by role, and every dispatch."""
@@ -355,91 +243,130 @@ class Program:
     def __repr__(self) -> str:
         return self.summary()
 
-    # -- persistence ---------------------------------------------------------------------------------------
-    def save(self, path: str) -> None:
-        from . import artifact
-
-        artifact.save(self, path)
-
-    def to_json(self) -> dict:
-        """Everything but the constants' bytes (the artifact stores those beside this header)."""
-        return {
-            "version": FORMAT_VERSION,
-            "meta": self.meta,
-            "symbols": {s.name: {"lo": s.lo, "hi": s.hi, "hint": s.hint, "about": s.about}
-                        for s in self.symbols.values()},
-            "sources": self.sources,
-            "kernels": [{"name": k.name, "source": k.source, "entry": k.entry, "overrides": dict(k.overrides),
-                         "engine_sources": dict(k.engine_sources), **({"requires": list(k.requires)}
-                                                                       if k.requires else {})}
-                        for k in self.kernels],
-            "buffers": [{"size": b.size, "role": b.role, "name": b.name} for b in self.buffers],
-            "inputs": [{"name": i.name, "shape": [symbolic.to_json(s) for s in i.shape], "dtype": i.dtype,
-                        "buffer": i.buffer} for i in self.inputs],
-            "outputs": [t.to_json() for t in self.outputs],
-            "input_tree": self.input_tree,
-            "output_tree": self.output_tree,
-            "dispatches": [{"kernel": d.kernel, "buffers": list(d.buffers), "uniform": _words(d.uniform),
-                            "grid": list(d.grid), "node": d.node,
-                            **({"patches": [[p.offset, p.scalar, symbolic.to_json(p.value)] for p in d.patches]}
-                               if d.patches else {}),
-                            **({"count": symbolic.to_json(d.count)} if d.count is not None else {}),
-                            **({"options": [{"kernel": o.kernel, "uniform": _words(o.uniform), "grid": list(o.grid)}
-                                            for o in d.options]} if d.options else {}),
-                            **({"follows": d.follows} if d.follows else {})}
-                           for d in self.dispatches],
-        }
-
-    @staticmethod
-    def from_json(d: dict, constants: dict[int, np.ndarray]) -> Program:
-        from .wgsl import Patch
-
-        symbols = {name: symbolic.Symbol(name, int(s["lo"]), int(s["hi"]), int(s["hint"]), s.get("about", ""))
-                   for name, s in d.get("symbols", {}).items()}
-
-        def e(v):
-            return symbolic.from_json(v, symbols)
-
-        return Program(
-            sources=list(d["sources"]),
-            kernels=[Kernel(k["name"], k["source"], k["entry"], tuple(sorted(k["overrides"].items())),
-                            tuple(sorted(k.get("engine_sources", {}).items())), tuple(k.get("requires", ())))
-                     for k in d["kernels"]],
-            buffers=[Buffer(b["size"], b["role"], b["name"]) for b in d["buffers"]],
-            constants=constants,
-            inputs=[Input(i["name"], tuple(map(e, i["shape"])), i["dtype"], i["buffer"]) for i in d["inputs"]],
-            outputs=[Tensor.from_json(t, symbols) for t in d["outputs"]],
-            input_tree=d["input_tree"],
-            output_tree=d["output_tree"],
-            dispatches=[Dispatch(x["kernel"], tuple(x["buffers"]), _bytes(x["uniform"]), tuple(x["grid"]), x["node"],
-                                 tuple(Patch(int(o), t, e(v)) for o, t, v in x.get("patches", [])),
-                                 e(x["count"]) if "count" in x else None,
-                                 tuple(Option(o["kernel"], _bytes(o["uniform"]), tuple(o["grid"]))
-                                       for o in x.get("options", ())), int(x.get("follows", 0)))
-                        for x in d["dispatches"]],
-            meta=d.get("meta", {}),
-            symbols=symbols,
-        )
 
 
-def _interface(source: str) -> tuple:
-    from . import wgsl
+def _problems(p: Program):
+    """(message, holds) for every rule docs/artifact.md states, in an order where each rule may rely on the
+    ones before it (indices are checked before they are used)."""
+    nb = len(p.buffers)
+    for name, s in p.symbols.items():
+        yield f"symbol {name}: range [{s.lo}, {s.hi}] with hint {s.hint}", 0 <= s.lo <= s.hint <= s.hi < 2**31
+    for i, source in enumerate(p.sources):
+        yield f"source {i}: {len(source):,} characters, over {MAX_SOURCE_BYTES:,}", len(source) <= MAX_SOURCE_BYTES
+        yield f"source {i}: brackets nested deeper than {MAX_NESTING} or unbalanced", _nesting_ok(source)
+    for i, b in enumerate(p.buffers):
+        yield f"buffer {i}: bad size {b.size!r}", _is_int(b.size) and b.size > 0
+        yield f"buffer {i}: unknown role {b.role!r}", b.role in ROLES
+        if b.role == "constant":
+            yield f"buffer {i} ({b.name}): constant data is missing", i in p.constants
+            yield f"buffer {i} ({b.name}): constant larger than buffer", p.constants[i].nbytes <= b.size
+    yield "constant data for a buffer that is not a constant", all(
+        0 <= i < nb and p.buffers[i].role == "constant" for i in p.constants)
+    used = {b for d in p.dispatches for b in d.buffers} | {t.buffer for t in p.outputs}
+    yield "a scratch buffer no dispatch binds", all(b.role != "scratch" or i in used for i, b in enumerate(p.buffers))
+    status = [i for i, b in enumerate(p.buffers) if b.role == "status"]
+    yield "more than one status buffer", len(status) <= 1
+    yield "checks without a status buffer large enough for them", not p.checks or (
+        status and p.buffers[status[0]].size >= 4 * len(p.checks))
+    yield "a status buffer an output reads", not set(status) & {t.buffer for t in p.outputs}
+    for x in p.inputs:
+        yield f"input {x.name}: bad buffer", _is_int(x.buffer) and 0 <= x.buffer < nb
+        yield f"input {x.name}: buffer {x.buffer} is not an input buffer", p.buffers[x.buffer].role == "input"
+        yield f"input {x.name}: unknown dtype {x.dtype!r}", x.dtype in dtypes.DTYPES
+        yield f"input {x.name}: buffer too small", (max(1, symbolic.bound(prod(x.shape))) * dtypes.dtype(
+            x.dtype).itemsize <= p.buffers[x.buffer].size and all(symbolic.bounds(n)[0] >= 0 for n in x.shape))
+    yield "input tree does not match the inputs", len(p.inputs) == tree.count_leaves(p.input_tree)
+    yield "output tree does not match the outputs", len(p.outputs) == tree.count_leaves(p.output_tree)
+    for k, t in enumerate(p.outputs):
+        yield f"output {k}: bad buffer {t.buffer}", _is_int(t.buffer) and 0 <= t.buffer < nb
+        yield f"output {k}: unknown dtype {t.dtype!r}", t.dtype in dtypes.DTYPES
+        yield f"output {k}: view reaches past its buffer", _within(t, p.buffers[t.buffer].size)
+    for k in p.kernels:
+        yield from _kernel_problems(p, k)
+    for i, d in enumerate(p.dispatches):
+        yield from _dispatch_problems(p, i, d)
 
-    binds = wgsl.bindings(source)
-    return binds, wgsl.UniformLayout.parse(source) if any(b.kind == "uniform" for b in binds) else None
+
+def _kernel_problems(p: Program, k: Kernel):
+    sources = len(p.sources)
+    yield f"kernel {k.name}: bad source index", _is_int(k.source) and 0 <= k.source < sources
+    yield f"kernel {k.name}: bad engine source", all(_is_int(s) and 0 <= s < sources for _, s in k.engine_sources)
+    yield f"kernel {k.name}: unknown binding kind", all(b in BINDING_KINDS for b in k.bindings)
+    yield f"kernel {k.name}: a uniform binding needs a uniform layout, and only one", (
+        k.bindings.count("uniform") == (k.uniform is not None))
+    if k.uniform is not None:
+        yield f"kernel {k.name}: bad uniform layout", _is_int(k.uniform.size) and k.uniform.size % 16 == 0 and all(
+            f.scalar in SCALARS and f.count >= 1 and f.offset >= 0 and f.offset + 4 * f.count <= k.uniform.size
+            for f in k.uniform.fields)
+    yield f"kernel {k.name}: requires unknown features {list(k.requires)}", set(k.requires) <= set(FEATURES)
+    if F16 in k.requires:
+        yield f"kernel {k.name}: needs shader-f16 but has no fallback", (
+            _is_int(k.fallback) and 0 <= k.fallback < len(p.kernels))
+        alt = p.kernels[k.fallback]
+        yield f"kernel {k.name}: its fallback {alt.name} needs shader-f16 or differs in bindings or Params", (
+            F16 not in alt.requires and alt.bindings == k.bindings and alt.uniform == k.uniform)
+
+
+def _dispatch_problems(p: Program, i: int, d: Dispatch):
+    yield f"dispatch {i}: bad kernel index", _is_int(d.kernel) and 0 <= d.kernel < len(p.kernels)
+    k = p.kernels[d.kernel]
+    yield f"dispatch {i}: binds {len(d.buffers)} of {k.storage_bindings} buffers", (
+        len(d.buffers) == k.storage_bindings)
+    yield f"dispatch {i}: bad buffer index", all(_is_int(b) and 0 <= b < len(p.buffers) for b in d.buffers)
+    storage = [kind for kind in k.bindings if kind != "uniform"]
+    yield f"dispatch {i}: writes a buffer that is not scratch", all(
+        p.buffers[b].role in ("scratch", "status") for b, kind in zip(d.buffers, storage, strict=True)
+        if kind == "read_write")
+    yield f"dispatch {i}: short uniform", len(d.uniform) >= (k.uniform.size if k.uniform else 0)
+    yield f"dispatch {i}: bad grid", _grid_ok(d.grid)
+    yield f"dispatch {i}: bad uniform patch", all(
+        _is_int(q.offset) and 0 <= q.offset <= len(d.uniform) - 4 and q.offset % 4 == 0 and q.scalar in SCALARS
+        and SCALAR_RANGE[q.scalar][0] <= symbolic.bounds(q.value)[0] <= symbolic.bound(q.value)
+        <= SCALAR_RANGE[q.scalar][1] for q in d.patches)
+    if d.count is not None:
+        yield f"dispatch {i}: bad workgroup count", symbolic.bounds(d.count)[0] >= 0 and (
+            fold_grid(symbolic.bound(d.count)) <= tuple(d.grid) or symbolic.bound(d.count) == 0)
+    yield f"dispatch {i}: a dynamic one has options", not d.options or (d.count is None and not d.patches)
+    for o in d.options:
+        ok = _is_int(o.kernel) and 0 <= o.kernel < len(p.kernels) and _grid_ok(o.grid)
+        yield f"dispatch {i}: bad option", ok
+        alt = p.kernels[o.kernel]
+        yield f"dispatch {i}: option {alt.name} differs in bindings or Params", (
+            alt.bindings == k.bindings and alt.uniform == k.uniform and len(o.uniform) >= len(d.uniform))
+    if d.follows:
+        lead = p.dispatches[i - d.follows] if 0 < d.follows <= i else None
+        yield f"dispatch {i}: follows no group leader with as many options", (
+            lead is not None and not lead.follows and len(lead.options) == len(d.options) > 0)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _grid_ok(grid) -> bool:
+    return (len(grid) == 3 and all(_is_int(g) and 1 <= g <= MAX_WORKGROUPS_PER_DIM for g in grid)
+            and prod(grid) <= MAX_WORKGROUPS)
+
+
+def _nesting_ok(source: str) -> bool:
+    """Whether the brackets outside line comments balance, at most MAX_NESTING deep."""
+    stack, opening = [], {")": "(", "]": "[", "}": "{"}
+    for ch in re.sub(r"[^()\[\]{}]+", "", re.sub(r"//[^\n]*", "", source)):
+        if ch in "([{":
+            stack.append(ch)
+            if len(stack) > MAX_NESTING:
+                return False
+        elif not stack or stack.pop() != opening[ch]:
+            return False
+    return not stack
+
+
+def _within(t: Tensor, size: int) -> bool:
+    """Whether every element view `t` can reach, at any sizes in its symbols' ranges, lies inside `size` bytes."""
+    lows = [symbolic.bounds(v)[0] for v in (t.offset, *t.strides, *t.shape)]
+    end = symbolic.bound((t.offset + t.span()) * dtypes.dtype(t.dtype).itemsize)
+    return min(lows, default=0) >= 0 and end <= size
 
 
 def _show(shape: tuple) -> str:
     return "[" + ", ".join(map(str, shape)) + "]"
-
-
-def _words(data: bytes) -> list[int]:
-    return list(struct.unpack(f"<{len(data) // 4}I", data))
-
-
-def _bytes(words: list[int]) -> bytes:
-    return struct.pack(f"<{len(words)}I", *words)
-
-
-def _is_torch(x: Any) -> bool:
-    return type(x).__module__.startswith("torch") and hasattr(x, "detach")

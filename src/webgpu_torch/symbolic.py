@@ -245,10 +245,10 @@ def bounds(v: Value) -> tuple[int, int]:
             lo, hi = min(corners), max(corners)
         return lo, hi
     (alo, ahi), (blo, bhi) = ranges
-    if v.op == "%":
-        return 0, max(abs(blo), abs(bhi)) - 1
     if blo <= 0 <= bhi:
         raise ValueError(f"{v}: the divisor's range [{blo}, {bhi}] includes 0")
+    if v.op == "%":  # the sign of the divisor's
+        return (0, bhi - 1) if blo > 0 else (blo + 1, 0)
     corners = [x // y for x in (alo, ahi) for y in (blo, bhi)]
     return min(corners), max(corners)
 

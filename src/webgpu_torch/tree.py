@@ -1,19 +1,22 @@
 """Nested input/output structures as plain JSON, so a saved program rebuilds them without torch.
 
-A spec is one of
+A spec is one of (docs/artifact.md, Trees)
   {"type": "leaf"}                                  a tensor, taken from / put into the flat list
-  {"type": "const", "value": v}                     a non-tensor value fixed at export (None, int, float, str)
+  {"type": "const", "value": v}                     a non-tensor value fixed at export (None, bool, int, float,
+                                                    str): a call must pass that value (or, as a keyword
+                                                    argument, nothing)
   {"type": "tuple" | "list", "items": [spec...]}
-  {"type": "dict", "keys": [k...], "items": [spec...]}
-Other containers (e.g. a transformers ModelOutput) are stored as "dict" with their field names; in a process
-that compiled the program from torch, the original container type is restored by the frontend instead.
+  {"type": "dict", "keys": [k...], "items": [spec...], "class": name}
+Other containers with named fields (a transformers ModelOutput) are stored as "dict" with their class name,
+and come back as a `Record`: a dict whose fields read as attributes too, the same whether the program was
+just compiled or loaded from a file.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .errors import InputTypeError
+from .errors import InputError, InputTypeError
 
 LEAF = {"type": "leaf"}
 
@@ -30,6 +33,9 @@ def flatten(spec: dict, value: Any, path: str = "input") -> list[Any]:
     if kind == "leaf":
         return [value]
     if kind == "const":
+        if not _same(value, spec["value"]):
+            raise InputError(f"{path}: the program was exported with {spec['value']!r} here (a constant baked "
+                             f"into it), got {_shown(value)}; compile another program for another value")
         return []
     if kind in ("tuple", "list"):
         if not isinstance(value, (tuple, list)) or len(value) != len(spec["items"]):
@@ -37,11 +43,12 @@ def flatten(spec: dict, value: Any, path: str = "input") -> list[Any]:
         return [x for i, (s, v) in enumerate(zip(spec["items"], value, strict=True))
                 for x in flatten(s, v, f"{path}[{i}]")]
     if kind == "dict":
-        if not isinstance(value, dict) or set(value) != set(spec["keys"]):
+        optional = {k for k, s in zip(spec["keys"], spec["items"], strict=True) if s["type"] == "const"}
+        if not isinstance(value, dict) or not set(spec["keys"]) - optional <= set(value) <= set(spec["keys"]):
             got = sorted(value) if isinstance(value, dict) else _describe(value)
             raise InputTypeError(f"{path}: expected a dict with keys {spec['keys']}, got {got}")
         return [x for k, s in zip(spec["keys"], spec["items"], strict=True)
-                for x in flatten(s, value[k], f"{path}[{k!r}]")]
+                for x in flatten(s, value.get(k, s.get("value")), f"{path}[{k!r}]")]
     raise ValueError(f"unknown tree node type {kind!r}")
 
 
@@ -67,7 +74,31 @@ def _build(spec: dict, it) -> Any:
         return tuple(items)
     if kind == "list":
         return items
-    return dict(zip(spec["keys"], items, strict=True))
+    fields = dict(zip(spec["keys"], items, strict=True))
+    return Record(fields) if "class" in spec else fields
+
+
+class Record(dict):
+    """A model's named outputs (a transformers ModelOutput): `out["logits"]` and `out.logits` alike."""
+
+    def __getattr__(self, name: str):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _shown(v: Any) -> str:
+    return repr(v) if v is None or isinstance(v, (bool, int, float, str)) else _describe(v)
+
+
+def _same(value: Any, const: Any) -> bool:
+    """Whether a call's `value` is the constant the program was exported with (2 for 2.0 is, True for 1 is not)."""
+    if isinstance(const, (bool, type(None))) or isinstance(value, (bool, type(None))):
+        return value is const
+    if isinstance(const, str) or isinstance(value, str):
+        return value == const
+    return isinstance(value, (int, float)) and value == const
 
 
 def _describe(value: Any) -> str:

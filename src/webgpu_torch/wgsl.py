@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from .symbolic import Expr, evaluate
+from .program import Patch, UniformField, UniformLayout
+from .symbolic import Expr
 
 _CONST = re.compile(r"\bconst\s+(\w+)\s*:\s*(\w+)\s*=\s*[^;]+;")
 _ALIAS = re.compile(r"\balias\s+(\w+)\s*=\s*[^;]+;")
@@ -177,77 +178,49 @@ def _fields(body: str) -> list[tuple[str, str]]:
     return out
 
 
-@dataclass(frozen=True)
-class Field:
-    name: str
-    offset: int
-    scalar: str  # element type: u32 | i32 | f32
-    count: int  # number of scalars (1 for a scalar, 4 for vec4, 4*N for array<vec4, N>)
+def uniform_layout(source: str, struct_name: str = "Params") -> UniformLayout:
+    """The byte layout of the struct `struct_name` that `source` declares, by WGSL's uniform layout rules."""
+    m = re.search(rf"struct\s+{struct_name}\s*{{([^}}]*)}}", source)
+    if not m:
+        raise ValueError(f"kernel declares no struct {struct_name}")
+    body = re.sub(r"//[^\n]*", "", m.group(1))
+    fields, offset = [], 0
+    for name, ty in _fields(body):
+        arr = _ARRAY.fullmatch(ty)
+        if arr:
+            size, align, scalar, count = 16 * int(arr.group(3)), 16, arr.group(2), 4 * int(arr.group(3))
+        elif ty in _TYPE_LAYOUT:
+            size, align = _TYPE_LAYOUT[ty]
+            scalar, count = ty[5:-1] if "<" in ty else ty, size // 4
+        else:
+            raise ValueError(f"{struct_name}.{name}: type {ty} is not supported in a uniform struct")
+        offset = -(-offset // align) * align
+        fields.append(UniformField(name, offset, scalar, count))
+        offset += size
+    return UniformLayout(tuple(fields), -(-offset // 16) * 16)
 
 
-@dataclass(frozen=True)
-class UniformLayout:
-    fields: tuple[Field, ...]
-    size: int  # bytes, a multiple of 16
-
-    @staticmethod
-    def parse(source: str, struct_name: str = "Params") -> UniformLayout:
-        m = re.search(rf"struct\s+{struct_name}\s*{{([^}}]*)}}", source)
-        if not m:
-            raise ValueError(f"kernel declares no struct {struct_name}")
-        body = re.sub(r"//[^\n]*", "", m.group(1))
-        fields, offset, align = [], 0, 4
-        for name, ty in _fields(body):
-            arr = _ARRAY.fullmatch(ty)
-            if arr:
-                size, a, scalar, count = 16 * int(arr.group(3)), 16, arr.group(2), 4 * int(arr.group(3))
-            elif ty in _TYPE_LAYOUT:
-                size, a = _TYPE_LAYOUT[ty]
-                scalar, count = ty[5:-1] if "<" in ty else ty, size // 4
-            else:
-                raise ValueError(f"{struct_name}.{name}: type {ty} is not supported in a uniform struct")
-            offset = -(-offset // a) * a
-            fields.append(Field(name, offset, scalar, count))
-            offset += size
-            align = max(align, a)
-        return UniformLayout(tuple(fields), -(-offset // 16) * 16)
-
-    def pack(self, values: dict[str, object]) -> tuple[bytes, tuple[Patch, ...]]:
-        """Pack `values` (every field by name; vectors and arrays as sequences, zero-padded). A value that is
-        a dynamic size (symbolic.Expr) is packed as 0 and returned as a Patch for the runtime to fill in."""
-        names = {f.name for f in self.fields}
-        if set(values) != names:
-            raise KeyError(
-                f"uniform values do not match Params: missing {sorted(names - set(values))}, "
-                f"unknown {sorted(set(values) - names)}"
-            )
-        buf = bytearray(self.size)
-        patches = []
-        for f in self.fields:
-            v = values[f.name]
-            items = list(v) if isinstance(v, (list, tuple)) else [v]
-            if len(items) > f.count:
-                raise ValueError(f"Params.{f.name} holds {f.count} values, got {len(items)}")
-            items += [0] * (f.count - len(items))
-            for i, x in enumerate(items):
-                if isinstance(x, Expr):
-                    patches.append(Patch(f.offset + 4 * i, f.scalar, x))
-                    items[i] = 0
-            struct.pack_into(f"<{f.count}{SCALAR_FORMAT[f.scalar]}", buf, f.offset, *items)
-        return bytes(buf), tuple(patches)
+def pack(layout: UniformLayout, values: dict[str, object]) -> tuple[bytes, tuple[Patch, ...]]:
+    """Pack `values` (every field by name; vectors and arrays as sequences, zero-padded). A value that is a
+    dynamic size (symbolic.Expr) is packed as 0 and returned as a Patch for the runtime to fill in."""
+    names = {f.name for f in layout.fields}
+    if set(values) != names:
+        raise KeyError(f"uniform values do not match Params: missing {sorted(names - set(values))}, "
+                       f"unknown {sorted(set(values) - names)}")
+    buf = bytearray(layout.size)
+    patches = []
+    for f in layout.fields:
+        v = values[f.name]
+        items = list(v) if isinstance(v, (list, tuple)) else [v]
+        if len(items) > f.count:
+            raise ValueError(f"Params.{f.name} holds {f.count} values, got {len(items)}")
+        items += [0] * (f.count - len(items))
+        for i, x in enumerate(items):
+            if isinstance(x, Expr):
+                patches.append(Patch(f.offset + 4 * i, f.scalar, x))
+                items[i] = 0
+        struct.pack_into(f"<{f.count}{SCALAR_FORMAT[f.scalar]}", buf, f.offset, *items)
+    return bytes(buf), tuple(patches)
 
 
 SCALAR_FORMAT = {"u32": "I", "i32": "i", "f32": "f"}
-
-
-@dataclass(frozen=True)
-class Patch:
-    """A uniform word whose value is a dynamic size, evaluated per call: `scalar` is its WGSL type."""
-
-    offset: int  # bytes into the packed struct
-    scalar: str  # u32 | i32 | f32
-    value: Expr
-
-    def write(self, buf: bytearray, env: dict[str, int]) -> None:
-        v = evaluate(self.value, env)
-        struct.pack_into(f"<{SCALAR_FORMAT[self.scalar]}", buf, self.offset, float(v) if self.scalar == "f32" else v)

@@ -43,7 +43,7 @@ def run(args) -> tuple[list[dict], dict]:
         program(x)
         per_dispatch = timing.encode_cost(ex)
         call = timing.wall_time(lambda p=program, x=x: p(x), args.repeat)
-        rows.append({"dispatches": len(program.dispatches), "pipelines": len(program.kernels),
+        rows.append({"dispatches": len(program.program.dispatches), "pipelines": len(program.program.kernels),
                      "encode+submit µs per dispatch": per_dispatch * 1e6, "call ms (host in/out)": call * 1e3})
     return rows, {"title": "Host cost", "baseline": "none (absolute figures)",
                   "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']})"}

@@ -85,7 +85,7 @@ def run(args) -> tuple[list[dict], dict]:
             m, xs = model.to(device), [x.to(device) for x in inputs]
             eager = baseline_seconds(lambda m=m, xs=xs: m(*xs), args.repeat, cuda=cuda)
             model.cpu()
-        row = {"model": name, "dispatches": len(program.dispatches), "ours GPU ms": gpu * 1e3,
+        row = {"model": name, "dispatches": len(program.program.dispatches), "ours GPU ms": gpu * 1e3,
                "ours wall ms": ours_wall * 1e3, "torch ms": eager * 1e3, "vs torch": eager / gpu}
         if args.ort:
             row.update(_ort_columns(model, inputs, ours_wall, args.repeat))

@@ -18,6 +18,7 @@ import torch
 import webgpu_torch
 
 from ..runtime import timing
+from ..runtime.session import Session
 from . import baseline_seconds, named
 
 
@@ -58,11 +59,12 @@ def run(args) -> tuple[list[dict], dict]:
         ep = torch.export.export(module, (x,))
         row = {"norm": shape.name, "input": "x".join(map(str, x.shape))}
         for label, chunks in (("chunked", "auto"), ("row", "row")):
-            program = webgpu_torch.compile(ep, norm_chunks=chunks)
-            program(x)  # uploads the input
-            row[f"{label} ms"] = timing.gpu_time(program.executor(args.engine), repeats=args.repeat).seconds * 1e3
+            session = Session(webgpu_torch.compile(ep, norm_chunks=chunks).program, args.engine)
+            session(x)  # uploads the input
+            row[f"{label} ms"] = timing.gpu_time(session.executor(), repeats=args.repeat).seconds * 1e3
             if label == "chunked":
-                row["workgroups"] = program.dispatches[0].grid[0] * program.dispatches[0].grid[1]
+                grid = session.program.dispatches[0].grid
+                row["workgroups"] = grid[0] * grid[1]
         row["baseline ms"] = base_s * 1e3
         row["vs baseline"] = base_s * 1e3 / row["chunked ms"]
         rows.append(row)

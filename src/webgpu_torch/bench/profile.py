@@ -26,14 +26,15 @@ def add_arguments(parser) -> None:
                         help="times each dispatch runs in its timed pass (resolves short ones)")
 
 
-def _program(args):
+def _session(args):
     if args.file:
-        program = webgpu_torch.load(args.file)
+        session = webgpu_torch.load(args.file)
         rng = np.random.default_rng(0)
-        shapes = [tuple(symbolic.hint(s) for s in i.shape) for i in program.inputs]  # dynamic: the hints
+        specs = session.program.inputs
+        shapes = [tuple(symbolic.hint(s) for s in i.shape) for i in specs]  # dynamic: the hints
         inputs = [rng.standard_normal(s).astype(i.dtype) if i.dtype.startswith("float") else np.zeros(s, i.dtype)
-                  for i, s in zip(program.inputs, shapes, strict=True)]
-        return program, inputs
+                  for i, s in zip(specs, shapes, strict=True)]
+        return session, inputs
     from .. import demo
     from . import models
 
@@ -45,12 +46,12 @@ def _program(args):
 
 
 def run(args) -> tuple[list[dict], dict]:
-    program, inputs = _program(args)
+    session, inputs = _session(args)
     from ..tree import unflatten
 
-    call_args, call_kwargs = unflatten(program.input_tree, inputs)
-    ex = program.executor(args.engine)
-    program(*call_args, **call_kwargs)
+    call_args, call_kwargs = unflatten(session.program.input_tree, inputs)
+    ex = session.executor(args.engine)
+    session(*call_args, **call_kwargs)
     times = timing.dispatch_times(ex, samples=args.repeat, repeats=args.dispatch_repeats)
     per_node: dict[tuple[str, str], list[float]] = defaultdict(list)
     nodes: dict[str, set[str]] = defaultdict(set)  # kernel -> the nodes it ran for
@@ -65,6 +66,6 @@ def run(args) -> tuple[list[dict], dict]:
     rows = [{"rank": i + 1, "node": node, "kernel": kernel, "dispatches": len(ts), "µs": sum(ts) * 1e6,
              "share": f"{sum(ts) / total:.1%}"} for i, ((node, kernel), ts) in enumerate(ranked)]
     info = webgpu_torch.device_info(args.engine)
-    return rows, {"title": f"GPU time per {args.by} ({len(program.dispatches)} dispatches, {total * 1e3:.3f} ms "
+    return rows, {"title": f"GPU time per {args.by} ({len(ex.program.dispatches)} dispatches, {total * 1e3:.3f} ms "
                            f"summed; each dispatch {args.dispatch_repeats}× in its own pass)",
                   "baseline": "none", "device": f"{info['adapter']} via {info['engine_module']}"}

@@ -19,6 +19,7 @@ import torch
 import webgpu_torch
 
 from ..runtime import timing, tuning
+from ..runtime.session import Session
 from ..wgsl import SUBGROUPS
 from . import baseline_seconds, named
 
@@ -67,18 +68,19 @@ def run(args) -> tuple[list[dict], dict]:
         torch.manual_seed(0)
         module = _Row(shape.op, shape.width).eval()
         x = torch.randn(max(1, shape.rows // args.scale), shape.width)
-        compiled = webgpu_torch.compile(torch.export.export(module, (x,)))
+        compiled = webgpu_torch.compile(torch.export.export(module, (x,))).program
         with torch.no_grad():  # the baseline before ours (torch's first CUDA use is slow)
             dev_module, dev_x = (copy.deepcopy(module).cuda(), x.cuda()) if cuda else (module, x)
             base_s = baseline_seconds(lambda m=dev_module, v=dev_x: m(v), args.repeat, cuda)
         row = {"rows": shape.name, "rows x width": f"{x.shape[0]}x{shape.width}"}
-        variants = {"plain": replace(compiled, dispatches=[replace(d, options=()) for d in compiled.dispatches]),
-                    "tuned": compiled}
+        plain = replace(compiled, dispatches=[replace(d, options=()) for d in compiled.dispatches])
+        variants = {"plain": plain, "tuned": compiled}
         if has_subgroups:
             variants[SUBGROUPS] = tuning.force(compiled, lambda k: SUBGROUPS in k.requires)
         for label, program in variants.items():
-            program(x)  # uploads the input
-            ex = program.executor(args.engine)
+            session = Session(program, args.engine)
+            session(x)  # uploads the input
+            ex = session.executor()
             row[f"{label} ms"] = timing.gpu_time(ex, repeats=args.repeat).seconds * 1e3
             if label == "tuned":
                 row["tuned"] = SUBGROUPS if any(ex.program.kernels[d.kernel].requires

@@ -4,19 +4,41 @@ Two engines share wgpu-py's API: Dawn (`wgpudawn`, Chrome's implementation) and 
 The default is Dawn when it yields an adapter, else wgpu-native; `WEBGPU_TORCH_ENGINE=dawn|wgpu` (or the
 `engine` argument) forces one. The device is opened once per engine and process, with the adapter's own
 limits (not WebGPU's defaults: those cap a binding at 128 MiB) and the optional features we can use.
+
+Threads: an engine's device is used under its `lock` (an RLock). A call holds it from its first upload to
+the copy of its outputs out of mapped memory, so calls of any programs from any threads interleave whole;
+host work before and after (input checks and conversions, output dtypes) runs outside it. The GPU runs
+one queue in order anyway, so the lock costs only the overlap of one call's host work with another's GPU
+work. Rejected: a lock per program plus one around submits and maps, which would overlap more but leaves
+Dawn's event processing and wgpu-py's promise bookkeeping racing between threads.
+
+Waiting: `wait` polls the device until a promise settles, with Python running between polls, so Ctrl-C
+interrupts a wait and a call that has not finished within `timeout()` seconds raises (the GPU work itself
+cannot be cancelled; the program that timed out refuses further calls).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
-from dataclasses import dataclass
+import re
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 from ..errors import DeviceError
+from .pool import BufferPool
 
 ENV_VAR = "WEBGPU_TORCH_ENGINE"
+TIMEOUT_VAR = "WEBGPU_TORCH_TIMEOUT"
+DEFAULT_TIMEOUT = 300.0  # seconds; lavapipe's first run of a large kernel compiles it for tens of seconds
+SPIN = 2e-3  # seconds of polling without sleeping before a wait backs off (a short call's latency)
+MAX_UNAWAITED = 32
 MODULES = {"dawn": "wgpudawn", "wgpu": "wgpu"}
 OPTIONAL_FEATURES = ("timestamp-query", "shader-f16", "subgroups")
 
@@ -27,16 +49,77 @@ NO_ADAPTER_HELP = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Engine:
     name: str  # "dawn" | "wgpu"
     wgpu: Any  # the engine's module, with wgpu-py's API
     adapter: Any
     device: Any
+    lock: Any = field(default_factory=threading.RLock)  # held while using the device
+    pool: BufferPool = field(default_factory=BufferPool)  # DeviceTensors' buffers
+    unawaited: int = 0  # submissions since the last wait for the queue
+
+    def submit(self, command_buffer, awaited: bool) -> None:
+        """Submit; `awaited` says the caller waits for this work (maps a result). Work nobody waits for (an
+        on_device call) is let run ahead at most MAX_UNAWAITED submissions, then the queue is drained: a
+        host that out-runs the GPU would otherwise queue without bound."""
+        self.device.queue.submit([command_buffer])
+        self.unawaited = 0 if awaited else self.unawaited + 1
+        if self.unawaited >= MAX_UNAWAITED:
+            self.drain("work submitted without waiting")
+
+    def drain(self, what: str) -> None:
+        """Wait until the queue is idle: map a buffer that a copy submitted after all earlier work writes.
+        (Rejected: queue.on_submitted_work_done, broken in wgpu-native 0.32's bindings.)"""
+        flags = self.wgpu.BufferUsage
+        src = self.device.create_buffer(size=4, usage=flags.COPY_SRC)
+        fence = self.device.create_buffer(size=4, usage=flags.MAP_READ | flags.COPY_DST)
+        encoder = self.device.create_command_encoder()
+        encoder.copy_buffer_to_buffer(src, 0, fence, 0, 4)
+        self.device.queue.submit([encoder.finish()])
+        self.read(fence, what)
+        fence.unmap()
+        self.unawaited = 0
 
     @property
     def limits(self) -> dict[str, int]:
         return dict(self.device.limits)
+
+    def read(self, buffer, what: str) -> None:
+        """Map `buffer` for reading and wait for it (`wait`). Every buffer we map was last written by a copy
+        in a submitted command buffer, so wgpu-native's extra empty submit before a first read map (for
+        queue.write_buffer data it has not flushed) is skipped: that submit blocks in native code, beyond a
+        timeout's reach, while the queue is busy (wgpu-py's internal mode "READ_NOSYNC"; Dawn reads it as READ)."""
+        self.wait(buffer.map_async("READ_NOSYNC"), what)
+
+    def wait(self, promise, what: str, timeout: float | None = None) -> None:
+        """Block until `promise` (a map, say) settles; DeviceError naming `what` after `timeout` seconds."""
+        limit = default_timeout() if timeout is None else timeout
+        start = time.perf_counter()
+        pause = 0.0
+        while promise._state == "pending":  # wgpu-py's promise: settled ones resolve in sync_wait below
+            self.device._poll()  # delivers finished work's callbacks (Dawn's ProcessEvents, wgpu's Poll)
+            if promise._state != "pending":
+                break
+            elapsed = time.perf_counter() - start
+            if elapsed > limit:
+                raise CallTimeout(f"{what} did not finish within {limit:g} s ({TIMEOUT_VAR} sets the limit); "
+                                  "the device may still be running it")
+            time.sleep(pause)
+            pause = 0.0 if elapsed < SPIN else min(max(2 * pause, 20e-6), 1e-3)
+        promise.sync_wait()
+
+
+class CallTimeout(DeviceError):
+    """A call did not finish in time; its program refuses further calls."""
+
+
+def default_timeout() -> float:
+    value = os.environ.get(TIMEOUT_VAR)
+    try:
+        return float(value) if value else DEFAULT_TIMEOUT
+    except ValueError:
+        raise DeviceError(f"{TIMEOUT_VAR}={value!r}: give a number of seconds") from None
 
 
 def engine_names(choice: str | None = None) -> list[str]:
@@ -61,7 +144,8 @@ def get_engine(choice: str | None = None) -> Engine:
 @cache
 def _open(name: str) -> Engine:
     wgpu = importlib.import_module(MODULES[name])
-    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    with _without_known_warnings():
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     if adapter is None:
         raise DeviceError("the engine found no adapter")
     features = [f for f in OPTIONAL_FEATURES if f in adapter.features]
@@ -70,6 +154,31 @@ def _open(name: str) -> Engine:
               if v and k.startswith(("max", "min")) and not k.startswith("max-dynamic")}
     device = adapter.request_device_sync(required_features=features, required_limits=limits)
     return Engine(name, wgpu, adapter, device)
+
+
+# Dawn prints these while creating an adapter whose limits (lavapipe's: 1,000,000) exceed what its
+# dynamic-offset allocator takes; we bind no dynamic offsets, so they say nothing about our programs.
+KNOWN_WARNINGS = re.compile(rb"Warning: maxDynamic\w+ artificially reduced from \d+ to \d+ to fit dynamic offset "
+                            rb"allocation limit\.\n")
+
+
+@contextlib.contextmanager
+def _without_known_warnings():
+    """Run the body with the process's stderr captured (engines print from native code), then pass everything
+    it printed on, except KNOWN_WARNINGS."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            rest = KNOWN_WARNINGS.sub(b"", captured.read())
+            if rest:
+                os.write(2, rest)
 
 
 def device_info(engine: str | None = None) -> dict:

@@ -1,11 +1,12 @@
 """Running a Program: everything is built once here, so a call only writes inputs, encodes and reads back.
 
-At construction: the choice among each dispatch's options (runtime/tuning.py), buffers (constants uploaded),
-one shader module per source, explicit bind-group and pipeline layouts derived from each source's bindings,
+At construction: the program fitted to the device's features (runtime/features.py), the choice among each
+dispatch's options (runtime/tuning.py), checks against the device's limits, buffers (constants uploaded),
+one shader module per source, explicit bind-group and pipeline layouts from each kernel's declared bindings,
 one pipeline per kernel a dispatch runs, all dispatch uniforms in one uniform buffer (written once), one bind
-group per dispatch, and one mappable staging buffer for all outputs.
+group per dispatch, and one mappable staging buffer for all outputs. Any failure is a one-line DeviceError.
 A call: write the inputs, encode every dispatch into one compute pass of one command encoder, copy the
-outputs' byte ranges into the staging buffer, submit once, map once.
+outputs' byte ranges into the staging buffer, submit once, map once — all under the device's lock.
 
 Dynamic sizes: buffers are sized for the largest values. When a call's sizes differ from the last call's,
 prepare() fills the uniform words that depend on them (one write per such dispatch), folds those dispatches'
@@ -14,14 +15,16 @@ grids and evaluates the output views; calls at the same sizes repeat nothing.
 
 from __future__ import annotations
 
+import os
+import struct
 from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes, symbolic, wgsl
-from ..errors import DeviceError
-from ..program import Program, Tensor, fold_grid
-from . import tuning
+from .. import dtypes, symbolic
+from ..errors import DeviceError, DeviceIndexError, InputError
+from ..program import Patch, Program, Tensor, fold_grid
+from . import features, transfer, tuning
 from .device_tensor import DeviceTensor
 from .engine import Engine, get_engine
 
@@ -44,28 +47,23 @@ class Executor:
     def __init__(self, program: Program, engine: str | None = None):
         program.check()
         self.engine: Engine = get_engine(engine)
-        if program.uses_f16 and "shader-f16" not in self.engine.device.features:
-            program = program.without_f16()  # the same arithmetic from float32 copies of the float16 constants
-        self.program = program = tuning.resolve(program, self.engine)  # options: this device's fastest
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
-        self._check_limits()
-        wgpu, device = self.engine.wgpu, self.engine.device
-        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
-        # 16-byte multiples: kernels may bind a buffer as an array of vec4.
-        self.buffers = [device.create_buffer(size=_round_up(b.size, 16), usage=usage) for b in program.buffers]
-        for index, data in program.constants.items():
-            if data.nbytes:  # writes are 4-byte multiples: an odd count of float16 values gets a zero pad
-                pad = -data.nbytes % 4
-                device.queue.write_buffer(self.buffers[index], 0, data.tobytes() + bytes(pad) if pad else data)
-        self._build_pipelines()
-        self._build_bind_groups()
-        self._build_readback()
+        self._failed = ""  # why this program refuses calls (a call that timed out), "" while usable
         self._env: dict[str, int] | None = None
-        if not program.symbols:
-            self.prepare({})
+        with self.engine.lock:
+            program = features.for_device(program, self.engine.device.features)
+            self.program = tuning.resolve(program, self.engine)  # options: this device's fastest
+            self._check_limits()
+            self._build_buffers()
+            self._build_pipelines()
+            self._build_bind_groups()
+            self._build_readback()
+            if not program.symbols:
+                self.prepare({})
 
     # -- load time --------------------------------------------------------------------------------------------
     def _check_limits(self) -> None:
+        """Refuse, naming it, what this device cannot hold: before anything is allocated or compiled."""
         limits = self.engine.limits
         max_binding = limits.get("max-storage-buffer-binding-size", 1 << 27)
         max_buffer = limits.get("max-buffer-size", 1 << 28)
@@ -74,9 +72,36 @@ class Executor:
                 what = f"{b.role} buffer {i}" + (f" ({b.name})" if b.name else "")
                 raise DeviceError(f"{what} needs {b.size:,} bytes; this adapter binds at most "
                                   f"{max_binding:,} (max buffer {max_buffer:,})")
+        total, cap = sum(b.size for b in self.program.buffers), memory_cap()
+        if total > cap:
+            raise DeviceError(f"the program needs {total / 2**30:.2f} GiB of buffers, over the "
+                              f"{cap / 2**30:.2f} GiB this process allows ({MEMORY_VAR}, in bytes)")
+        storage = limits.get("max-storage-buffers-per-shader-stage", 8)
+        uniform = limits.get("max-uniform-buffer-binding-size", 1 << 16)
+        for k in {d.kernel for d in self.program.dispatches}:
+            kernel = self.program.kernels[k]
+            if kernel.storage_bindings > storage:
+                raise DeviceError(f"kernel {kernel.name} binds {kernel.storage_bindings} storage buffers; this "
+                                  f"adapter allows {storage} per shader stage")
+            if kernel.uniform is not None and kernel.uniform.size > uniform:
+                raise DeviceError(f"kernel {kernel.name}: its {kernel.uniform.size}-byte Params exceed this "
+                                  f"adapter's {uniform}-byte uniform bindings")
+
+    def _build_buffers(self) -> None:
+        wgpu, device = self.engine.wgpu, self.engine.device
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
+        # 16-byte multiples: kernels may bind a buffer as an array of vec4.
+        self.buffers = [device.create_buffer(size=_round_up(b.size, 16), usage=usage) for b in self.program.buffers]
+        for index, data in self.program.constants.items():
+            if data.nbytes:  # writes are 4-byte multiples: an odd count of float16 values gets a zero pad
+                pad = -data.nbytes % 4
+                device.queue.write_buffer(self.buffers[index], 0, data.tobytes() + bytes(pad) if pad else data)
+        self._staged = {x.buffer: transfer.StagedInput(self.engine, self.buffers[x.buffer].size)
+                        for x in self.program.inputs if self.program.buffers[x.buffer].size >= transfer.STAGED_BYTES}
 
     def _build_pipelines(self) -> None:
-        """One module and layout per source this engine uses (a kernel may name its own source per engine)."""
+        """One module per source this engine uses (a kernel may name its own source per engine), layouts from
+        each kernel's declared bindings, one pipeline per kernel a dispatch runs."""
         wgpu, device = self.engine.wgpu, self.engine.device
         self._kernel_source = [k.source_for(self.engine.name) for k in self.program.kernels]
         used = {d.kernel for d in self.program.dispatches}  # not the options tuning passed over
@@ -86,22 +111,22 @@ class Executor:
                 raise DeviceError(f"kernel {self.program.kernels[k].name} needs the {', '.join(lacking)} "
                                   f"feature, which this {self.engine.name} device lacks; run the compiled "
                                   f"program as saved (its dispatches' defaults need no optional feature)")
-        self._bindings, self._group_layouts, pipeline_layouts, modules = {}, {}, {}, {}
+        # One bind group layout per distinct binding list (explicit, never "auto": an operand a variant never
+        # reads still has its slot).
+        self._group_layouts, pipeline_layouts, modules = {}, {}, {}
+        for kinds in {self.program.kernels[k].bindings for k in used}:
+            entries = [{"binding": i, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": _BUFFER_TYPE[kind]}}
+                       for i, kind in enumerate(kinds)]
+            self._group_layouts[kinds] = device.create_bind_group_layout(entries=entries)
+            pipeline_layouts[kinds] = device.create_pipeline_layout(bind_group_layouts=[self._group_layouts[kinds]])
         for i in sorted({self._kernel_source[k] for k in used}):
-            source = self.program.sources[i]
-            binds = wgsl.bindings(source)
-            entries = [{"binding": b.index, "visibility": wgpu.ShaderStage.COMPUTE,
-                        "buffer": {"type": _BUFFER_TYPE[b.kind]}} for b in binds]
-            self._bindings[i] = binds
-            self._group_layouts[i] = device.create_bind_group_layout(entries=entries)
-            pipeline_layouts[i] = device.create_pipeline_layout(bind_group_layouts=[self._group_layouts[i]])
             try:
-                modules[i] = device.create_shader_module(code=source, label=f"source{i}")
+                modules[i] = device.create_shader_module(code=self.program.sources[i], label=f"source{i}")
             except Exception as e:
                 users = sorted({k.name for k, s in zip(self.program.kernels, self._kernel_source, strict=True)
                                 if s == i})
                 raise DeviceError(f"WGSL source {i} (kernels {', '.join(users)}) does not compile on the "
-                                  f"{self.engine.name} engine: {e}") from e
+                                  f"{self.engine.name} engine: {one_line(e)}") from None
         self.pipelines = []
         for index, (k, i) in enumerate(zip(self.program.kernels, self._kernel_source, strict=True)):
             if index not in used:
@@ -109,10 +134,11 @@ class Executor:
                 continue
             try:
                 self.pipelines.append(device.create_compute_pipeline(
-                    layout=pipeline_layouts[i], label=k.name,
+                    layout=pipeline_layouts[k.bindings], label=k.name,
                     compute={"module": modules[i], "entry_point": k.entry, "constants": dict(k.overrides)}))
             except Exception as e:
-                raise DeviceError(f"kernel {k.name}: the {self.engine.name} engine rejected it: {e}") from e
+                raise DeviceError(f"kernel {k.name}: the {self.engine.name} engine rejected it: "
+                                  f"{one_line(e)}") from None
 
     def _build_bind_groups(self) -> None:
         wgpu, device = self.engine.wgpu, self.engine.device
@@ -130,24 +156,32 @@ class Executor:
         self._uniform_offsets = offsets
         self.bind_groups = []
         for off, d in zip(offsets, self.program.dispatches, strict=True):
-            source = self._kernel_source[d.kernel]
             entries, storage = [], iter(d.buffers)
-            for b in self._bindings[source]:
-                if b.kind == "uniform":
+            for i, kind in enumerate(self.program.kernels[d.kernel].bindings):
+                if kind == "uniform":
                     res = {"buffer": self.uniforms, "offset": off, "size": _round_up(len(d.uniform), 16)}
                 else:
                     buf = self.buffers[next(storage)]
                     res = {"buffer": buf, "offset": 0, "size": buf.size}
-                entries.append({"binding": b.index, "resource": res})
-            self.bind_groups.append(device.create_bind_group(layout=self._group_layouts[source], entries=entries))
+                entries.append({"binding": i, "resource": res})
+            layout = self._group_layouts[self.program.kernels[d.kernel].bindings]
+            try:
+                self.bind_groups.append(device.create_bind_group(layout=layout, entries=entries))
+            except Exception as e:
+                raise DeviceError(f"dispatch of node {d.node}: the {self.engine.name} engine rejected its "
+                                  f"bindings: {one_line(e)}") from None
 
     def _build_readback(self) -> None:
-        """One staging buffer with a slot per output, each as large as its output can get."""
+        """One staging buffer with a slot per output, each as large as its output can get, then the status
+        words of the program's checks."""
         wgpu = self.engine.wgpu
         self._staging_offsets, total = [], 0
         for t in self.program.outputs:
             self._staging_offsets.append(total)
             total += symbolic.bound(_round_up((t.span() + 1) * dtypes.dtype(t.dtype).itemsize, 4))
+        self._status = next((i for i, b in enumerate(self.program.buffers) if b.role == "status"), None)
+        self._status_offset = total
+        total += 4 * len(self.program.checks)
         self.staging = self.engine.device.create_buffer(
             size=max(total, 4), usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
         self._scratch = [self.buffers[i] for i, b in enumerate(self.program.buffers) if b.role == "scratch"]
@@ -163,7 +197,7 @@ class Executor:
             if d.patches:
                 words = bytearray(d.uniform)
                 for patch in d.patches:
-                    patch.write(words, env)
+                    _write_patch(words, patch, env)
                 queue.write_buffer(self.uniforms, off, bytes(words))
             grids.append(fold_grid(symbolic.evaluate(d.count, env)) if d.count is not None else d.grid)
         self._plan = [(self.pipelines[d.kernel], bg, grid)
@@ -181,55 +215,101 @@ class Executor:
     def run(self, inputs: list, env: dict[str, int] | None = None, keep_on_device: bool = False) -> list:
         """Outputs for `inputs` (in Program.inputs order, each a device-format array or a DeviceTensor) at the
         dynamic sizes `env`: as device-format arrays, or with `keep_on_device` as DeviceTensors (nothing read
-        back)."""
-        self.prepare(env or {})
+        back). Holds the device's lock throughout (runtime/engine.py)."""
+        with self.engine.lock:
+            if self._failed:
+                raise DeviceError(f"this program cannot run again: {self._failed}")
+            self.prepare(env or {})
+            encoder = self.engine.device.create_command_encoder()
+            self.write_inputs(encoder, inputs)
+            self.encode(encoder)
+            if keep_on_device:
+                return self._submit_kept(encoder)
+            return self._submit_and_read(encoder)
+
+    def write_inputs(self, encoder, inputs: list) -> None:
+        """Write host inputs and encode device-tensor copies; submit() remaps the staging buffers used."""
         device = self.engine.device
-        encoder = device.create_command_encoder()
         for spec, value in zip(self.program.inputs, inputs, strict=True):
             if isinstance(value, DeviceTensor):
                 self._copy_in(encoder, value, self.buffers[spec.buffer])
+            elif spec.buffer in self._staged and value.nbytes:
+                self._staged[spec.buffer].write(encoder, value, self.buffers[spec.buffer])
             elif value.nbytes:
                 device.queue.write_buffer(self.buffers[spec.buffer], 0, value)
         if self.poison_scratch:
             for buf in self._scratch:
                 device.queue.write_buffer(buf, 0, b"\xff" * buf.size)
-        self.encode(encoder)
-        if keep_on_device:
-            kept = [self._copy_out(encoder, r) for r in self._readbacks]
-            device.queue.submit([encoder.finish()])
-            return kept
+
+    def _submit_kept(self, encoder) -> list[DeviceTensor]:
+        kept = [self._copy_out(encoder, r) for r in self._readbacks]
+        self.submit(encoder, awaited=False)
+        self.engine.device._poll()  # lets the engine retire finished submissions: no map will
+        return kept
+
+    def _submit_and_read(self, encoder) -> list[np.ndarray]:
+        self.stage(encoder)
+        self.submit(encoder, awaited=True)
+        self.map()
+        return self.copy_mapped()
+
+    def submit(self, encoder, awaited: bool) -> None:
+        """Submit `encoder`'s work (Engine.submit), then map again the input staging buffers it read."""
+        self.engine.submit(encoder.finish(), awaited)
+        for staged in self._staged.values():
+            staged.remap()
+
+    # The steps of reading back, apart so that timing.call_phases can time each.
+    def stage(self, encoder) -> None:
+        """Encode the copies of the outputs' byte ranges into the staging buffer."""
         for r in self._readbacks:
             if r.size:
                 encoder.copy_buffer_to_buffer(self.buffers[r.tensor.buffer], r.src_offset, self.staging,
                                               r.dst_offset, r.size)
-        device.queue.submit([encoder.finish()])
-        self.staging.map_sync(self.engine.wgpu.MapMode.READ)
+        if self.program.checks:
+            encoder.copy_buffer_to_buffer(self.buffers[self._status], 0, self.staging, self._status_offset,
+                                          4 * len(self.program.checks))
+
+    def map(self) -> None:
+        """Wait for the staging buffer to map (the call's work done)."""
         try:
-            # A view of the mapped memory (no copy); each output is copied out of it once, before the unmap.
+            self.engine.read(self.staging, "the call")
+        except BaseException as e:  # a timeout or Ctrl-C: the map may still complete; never reuse it
+            self._failed = f"an earlier call was interrupted ({type(e).__name__}: {e})"
+            raise
+
+    def copy_mapped(self) -> list[np.ndarray]:
+        """Each output copied out of the mapped staging buffer (one copy each), then unmap. A failed device
+        check (its status word set, by this call or an on_device call since the last read) raises."""
+        try:
             data = np.frombuffer(self.staging.read_mapped(copy=False), dtype=np.uint8)
-            return [self._view(data, r) for r in self._readbacks]
+            failed = np.flatnonzero(data[self._status_offset:].view("<u4")) if self.program.checks else ()
+            outputs = [self._view(data, r) for r in self._readbacks] if not len(failed) else []
         finally:
             self.staging.unmap()
+        if len(failed):
+            self.engine.device.queue.write_buffer(self.buffers[self._status], 0, bytes(4 * len(self.program.checks)))
+            check = self.program.checks[failed[0]]
+            raise DeviceIndexError(f"node {check.node!r}: {check.message}")
+        return outputs
 
     def _copy_in(self, encoder, value: DeviceTensor, buffer) -> None:
         if value.engine.device is not self.engine.device:
             raise DeviceError(f"{value} lives on another device or engine than this program")
         if not value.is_contiguous():
-            raise ValueError(f"{value} is a strided view; pass a contiguous tensor (or its .numpy())")
+            raise InputError(f"{value} is a strided view; pass a contiguous tensor (or its .numpy())")
         nbytes = value.view.numel * dtypes.dtype(value.dtype).itemsize
         if nbytes:
             encoder.copy_buffer_to_buffer(value.buffer, value.view.offset * dtypes.dtype(value.dtype).itemsize,
                                           buffer, 0, _round_up(nbytes, 4))
 
     def _copy_out(self, encoder, r: _Readback) -> DeviceTensor:
-        wgpu = self.engine.wgpu
-        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
-        buffer = self.engine.device.create_buffer(size=_round_up(max(r.size, 4), 16), usage=usage)
-        if r.size:
-            encoder.copy_buffer_to_buffer(self.buffers[r.tensor.buffer], r.src_offset, buffer, 0, r.size)
         item = dtypes.dtype(r.tensor.dtype).itemsize
         view = Tensor(0, r.tensor.shape, r.tensor.strides, r.tensor.offset - r.src_offset // item, r.tensor.dtype)
-        return DeviceTensor(self.engine, buffer, view)
+        kept = DeviceTensor(self.engine, r.size, view)
+        if r.size:
+            encoder.copy_buffer_to_buffer(self.buffers[r.tensor.buffer], r.src_offset, kept.buffer, 0, r.size)
+        return kept
 
     def encode(self, encoder, timestamp_writes=None) -> None:
         """Record every dispatch of one call into one compute pass of `encoder`."""
@@ -254,4 +334,31 @@ class Executor:
         usable = region.nbytes // d.itemsize * d.itemsize
         base = region[:usable].view(d)
         strides = tuple(s * d.itemsize for s in t.strides)
-        return np.lib.stride_tricks.as_strided(base, t.shape, strides, writeable=False).copy()
+        return transfer.copy(np.lib.stride_tricks.as_strided(base, t.shape, strides, writeable=False))
+
+
+_SCALAR_FORMAT = {"u32": "<I", "i32": "<i", "f32": "<f"}
+MEMORY_VAR = "WEBGPU_TORCH_MAX_MEMORY"
+DEFAULT_MEMORY = 32 * 2**30
+
+
+def memory_cap() -> int:
+    """The most bytes of buffers one program may ask for (a damaged or hostile file may ask for any)."""
+    value = os.environ.get(MEMORY_VAR)
+    if not value:
+        return DEFAULT_MEMORY
+    if not value.isdigit():
+        raise DeviceError(f"{MEMORY_VAR}={value!r}: give a number of bytes")
+    return int(value)
+
+
+def one_line(e: BaseException) -> str:
+    """An engine's error as one line: its first line, with a count of the lines left out (compiler output)."""
+    lines = [line for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
+    rest = f" (and {len(lines) - 1} more lines)" if len(lines) > 1 else ""
+    return lines[0][:300] + rest
+
+
+def _write_patch(words: bytearray, patch: Patch, env: dict[str, int]) -> None:
+    v = symbolic.evaluate(patch.value, env)
+    struct.pack_into(_SCALAR_FORMAT[patch.scalar], words, patch.offset, float(v) if patch.scalar == "f32" else v)

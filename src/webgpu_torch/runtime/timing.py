@@ -7,6 +7,7 @@ counts the submit. Every figure is a median over `samples` runs after a warm-up 
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from dataclasses import dataclass
@@ -16,6 +17,15 @@ import numpy as np
 from .executor import Executor
 
 
+def _locked(fn):
+    """Run `fn(executor, ...)` under the executor's device lock (runtime/engine.py)."""
+    @functools.wraps(fn)
+    def run(executor: Executor, *args, **kwargs):
+        with executor.engine.lock:
+            return fn(executor, *args, **kwargs)
+    return run
+
+
 @dataclass(frozen=True)
 class Timing:
     seconds: float  # median per call
@@ -23,16 +33,7 @@ class Timing:
 
 
 def _wait(executor: Executor) -> None:
-    """Block until the queue is idle: map a buffer written by a copy submitted after all earlier work.
-    (Rejected: queue.on_submitted_work_done_sync, broken in wgpu-native 0.32's bindings.)"""
-    wgpu, device = executor.engine.wgpu, executor.engine.device
-    src = device.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
-    fence = device.create_buffer(size=4, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-    encoder = device.create_command_encoder()
-    encoder.copy_buffer_to_buffer(src, 0, fence, 0, 4)
-    device.queue.submit([encoder.finish()])
-    fence.map_sync(wgpu.MapMode.READ)
-    fence.unmap()
+    executor.engine.drain("timed work")
 
 
 def _has_timestamps(executor: Executor) -> bool:
@@ -44,7 +45,7 @@ class _Timestamps:
 
     def __init__(self, executor: Executor, count: int):
         wgpu, device = executor.engine.wgpu, executor.engine.device
-        self.wgpu, self.device, self.count = wgpu, device, count
+        self.wgpu, self.device, self.count, self.engine = wgpu, device, count, executor.engine
         self.query_set = device.create_query_set(type=wgpu.QueryType.timestamp, count=count)
         self.resolve = device.create_buffer(size=8 * count,
                                             usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
@@ -65,7 +66,7 @@ class _Timestamps:
         encoder.resolve_query_set(self.query_set, 0, self.count, self.resolve, 0)
         encoder.copy_buffer_to_buffer(self.resolve, 0, self.read, 0, 8 * self.count)
         self.device.queue.submit([encoder.finish()])
-        self.read.map_sync(self.wgpu.MapMode.READ)
+        self.engine.read(self.read, "timed work")
         try:
             return np.frombuffer(self.read.read_mapped(), dtype=np.uint64).copy()
         finally:
@@ -75,6 +76,7 @@ class _Timestamps:
 MIN_SPAN = 2e-3  # seconds a timed submit should last: Dawn quantises timestamps (to 65.5 µs on an H200)
 
 
+@_locked
 def gpu_time(executor: Executor, repeats: int = 10, samples: int = 5) -> Timing:
     """GPU seconds per call: at least `repeats` back-to-back calls per submit (more for short programs, so a
     submit spans MIN_SPAN), median over `samples` submits. Inputs are whatever the buffers hold (run the
@@ -110,6 +112,7 @@ def _gpu_time(executor: Executor, repeats: int, samples: int) -> Timing:
     return Timing(statistics.median(per_call), "timestamps" if stamps else "wall clock")
 
 
+@_locked
 def dispatch_times(executor: Executor, samples: int = 3, repeats: int = 1) -> list[float]:
     """GPU seconds of each dispatch, median over `samples`. Each dispatch runs `repeats` times back to back in
     a compute pass of its own, timed by timestamps: repeats resolve dispatches shorter than the timestamp
@@ -146,6 +149,7 @@ def wall_time(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
+@_locked
 def encode_cost(executor: Executor, samples: int = 20) -> float:
     """Host seconds to encode and submit one call, per dispatch (the GPU work itself not awaited)."""
     device = executor.engine.device
@@ -158,3 +162,32 @@ def encode_cost(executor: Executor, samples: int = 20) -> float:
         costs.append(time.perf_counter() - start)
         _wait(executor)
     return statistics.median(costs) / max(len(executor.program.dispatches), 1)
+
+
+PHASES = ("upload", "gpu", "map", "copy")
+
+
+@_locked
+def call_phases(executor: Executor, inputs: list, env: dict[str, int], samples: int = 5) -> dict[str, float]:
+    """Median seconds of each phase of a call, each awaited before the next starts (so they sum to a little
+    more than a call): `upload` the inputs written to their buffers, `gpu` the dispatches, `map` the outputs
+    copied to the staging buffer and mapped, `copy` the outputs copied out of mapped memory."""
+    engine, runs = executor.engine, {p: [] for p in PHASES}
+    executor.prepare(env)
+    for sample in range(samples + 1):  # sample 0 is the warm-up
+        marks = [time.perf_counter()]
+        for encode in (lambda e: executor.write_inputs(e, inputs), executor.encode, executor.stage):
+            encoder = engine.device.create_command_encoder()
+            encode(encoder)
+            executor.submit(encoder, awaited=True)
+            if encode == executor.stage:
+                executor.map()
+            else:
+                engine.drain("a timed phase")
+            marks.append(time.perf_counter())
+        executor.copy_mapped()
+        marks.append(time.perf_counter())
+        if sample:
+            for p, a, b in zip(PHASES, marks[:-1], marks[1:], strict=True):
+                runs[p].append(b - a)
+    return {p: statistics.median(v) for p, v in runs.items()}

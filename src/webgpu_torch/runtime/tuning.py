@@ -3,14 +3,20 @@ configurations, attention thread layouts, a row kernel's subgroup twin) runs the
 device. A group (a split GEMM and the reduction of its slices: dispatches that `follow` a leader) is chosen
 as a whole, by the sum of its members' times, since a split that speeds the GEMM costs its reduction.
 
-At load, the options of every group whose choice is not yet cached are timed together in one probe
-program (each dispatch of each candidate `REPEATS` times in a compute pass of its own, on zero-filled copies
-of the buffers it binds: the tile shapes, not the values, set the speed). An option whose kernel needs a
-feature the device lacks (`Kernel.requires`: subgroups) is neither timed nor chosen. Choices persist in a
-JSON cache per adapter, driver and engine, keyed by what the candidates are (their source, entry, overrides,
-packed Params and grid), so a later load of any program with the same shapes times nothing.
+At load, groups whose choice is not yet cached are timed in probe programs (each dispatch of each candidate
+`REPEATS` times in a compute pass of its own, on zero-filled copies of the buffers it binds: the tile shapes,
+not the values, set the speed), the most work first, a few groups per probe, until the time budget is spent.
+In each group only the `TOP` best-ranked candidates are timed (compiling a candidate's kernel is most of the
+cost on a software adapter): the compiler's default, then the others by how close their grids are to the
+default's — neighbouring tile configurations and splits, since the default already sizes its grid to the
+problem. An option whose kernel needs a feature the device lacks (`Kernel.requires`) is neither timed nor
+chosen. Groups the budget leaves untimed run their default and are timed at a later load. Choices persist
+in a JSON cache per adapter, driver and engine, keyed by what the candidates are (their source, entry,
+overrides, packed Params and grid), shared by every program on the device: a later load of any program with
+the same shapes times nothing. While timing, a progress line on a terminal says what is being timed.
 
-`WEBGPU_TORCH_TUNE=0` runs every dispatch's default (the compiler's heuristic choice) and times nothing;
+`WEBGPU_TORCH_TUNE=0` runs every dispatch's default and times nothing; `WEBGPU_TORCH_TUNE_BUDGET` (seconds,
+default 5) and `WEBGPU_TORCH_TUNE_TOP` (candidates per group, default 4; 0 for all) bound the timing;
 `WEBGPU_TORCH_CACHE` names the cache file (default: ~/.cache/webgpu_torch/tuning.json). An adapter without
 timestamp queries keeps the defaults.
 """
@@ -19,7 +25,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -31,8 +40,19 @@ from .engine import Engine
 
 TUNE_VAR = "WEBGPU_TORCH_TUNE"
 CACHE_VAR = "WEBGPU_TORCH_CACHE"
+BUDGET_VAR = "WEBGPU_TORCH_TUNE_BUDGET"
+TOP_VAR = "WEBGPU_TORCH_TUNE_TOP"
 REPEATS = 8
 SAMPLES = 3
+GROUPS_PER_PROBE = 8
+
+
+def _number(var: str, default: float) -> float:
+    value = os.environ.get(var)
+    try:
+        return float(value) if value else default
+    except ValueError:
+        raise ValueError(f"{var}={value!r}: give a number") from None
 
 
 def enabled() -> bool:
@@ -87,7 +107,7 @@ def force(program: Program, pick: Callable[[Kernel], bool]) -> Program:
         picked = [o for o in d.options if pick(program.kernels[o.kernel])]
         if picked and i not in grouped:
             dispatches[i] = d.choose(picked[0])
-    return replace(program, dispatches=dispatches, _executor=None)
+    return replace(program, dispatches=dispatches)
 
 
 def resolve(program: Program, engine: Engine) -> Program:
@@ -105,32 +125,78 @@ def resolve(program: Program, engine: Engine) -> Program:
     missing = {key: g for key, g in zip(keys, tunable, strict=True)
                if chosen.get(key) not in range(len(program.dispatches[g[0]].options) + 1)}
     if missing:
-        chosen.update(_measure(program, engine, missing))
-        _write(path, cache)
+        timed = _measure(program, engine, missing)
+        if timed:
+            chosen.update(timed)
+            _write(path, cache)
     dispatches = list(program.dispatches)
     for key, members in zip(keys, tunable, strict=True):
-        for i in members:
-            dispatches[i] = dispatches[i].choose(candidates(dispatches[i])[chosen[key]])
-    return replace(program, dispatches=dispatches, _executor=None)
+        for i in members:  # a group the budget left untimed runs its default
+            dispatches[i] = dispatches[i].choose(candidates(dispatches[i])[chosen.get(key, 0)])
+    return replace(program, dispatches=dispatches)
 
 
 def _measure(program: Program, engine: Engine, which: dict[str, list[int]]) -> dict[str, int]:
-    """For each key, the index of its group's fastest candidate that this device can run: all timed in one
-    probe program (a group left with one such candidate takes it untimed)."""
+    """For each key timed within the budget, the index of its group's fastest candidate that this device can
+    run (a group left with one such candidate takes it untimed)."""
     from .executor import Executor
     from .timing import dispatch_times
 
-    usable = {key: _usable(program, members, engine.device.features) for key, members in which.items()}
-    chosen = {key: c[0] for key, c in usable.items() if len(c) == 1}
-    timed = {key: members for key, members in which.items() if key not in chosen}
-    if timed:
-        probe, starts = _probe(program, timed.values(), [usable[key] for key in timed])
+    top = int(_number(TOP_VAR, 4)) or None
+    ranked = {key: _ranked(program, members, engine.device.features)[:top] for key, members in which.items()}
+    chosen = {key: c[0] for key, c in ranked.items() if len(c) == 1}
+    order = sorted((key for key in which if key not in chosen), key=lambda key: -_work(program, which[key]))
+    budget, start = _number(BUDGET_VAR, 5.0), time.perf_counter()
+    progress = _Progress(len(order))
+    for first in range(0, len(order), GROUPS_PER_PROBE):
+        if time.perf_counter() - start > budget:
+            break
+        keys = order[first:first + GROUPS_PER_PROBE]
+        progress.show(first, program.dispatches[which[keys[0]][0]].node, time.perf_counter() - start)
+        probe, starts = _probe(program, [which[key] for key in keys], [ranked[key] for key in keys])
         times = dispatch_times(Executor(probe, engine.name), samples=SAMPLES, repeats=REPEATS)
-        for (key, members), start in zip(timed.items(), starts, strict=True):
-            c = usable[key]
-            per = np.reshape(times[start:start + len(c) * len(members)], (len(c), len(members))).sum(axis=1)
+        for key, at in zip(keys, starts, strict=True):
+            c, members = ranked[key], which[key]
+            per = np.reshape(times[at:at + len(c) * len(members)], (len(c), len(members))).sum(axis=1)
             chosen[key] = c[int(np.argmin(per))]
+    progress.done(sum(key in chosen for key in order), len(order), time.perf_counter() - start)
     return chosen
+
+
+def _ranked(program: Program, members: list[int], features) -> list[int]:
+    """The group's candidates this device can run: the default first, then by how far (in log2) the leader's
+    workgroup count is from the default's."""
+    leader = candidates(program.dispatches[members[0]])
+
+    def distance(c: int) -> float:
+        return abs(math.log2(math.prod(leader[c].grid) / math.prod(leader[0].grid)))
+
+    return sorted(_usable(program, members, features), key=lambda c: (c != 0, distance(c)))
+
+
+def _work(program: Program, members: list[int]) -> int:
+    """How much a group computes, roughly: its default's workgroups."""
+    return sum(math.prod(program.dispatches[i].grid) for i in members)
+
+
+class _Progress:
+    """One updating line on a terminal's stderr while tuning; a summary line after a long tuning."""
+
+    def __init__(self, groups: int):
+        self.groups, self.live = groups, sys.stderr.isatty()
+
+    def show(self, done: int, node: str, elapsed: float) -> None:
+        if self.live:
+            sys.stderr.write(f"\rtuning {done}/{self.groups} groups of dispatches ({elapsed:.1f} s): timing the "
+                             f"kernels for {node}\033[K")
+            sys.stderr.flush()
+
+    def done(self, timed: int, groups: int, elapsed: float) -> None:
+        if not (self.live or elapsed > 10):
+            return
+        left = f"; {groups - timed} left at their defaults ({BUDGET_VAR})" if timed < groups else ""
+        line = f"tuned {timed}/{groups} groups of dispatches in {elapsed:.1f} s{left}"
+        sys.stderr.write(f"\r{line}\033[K\n" if self.live else line + "\n")
 
 
 def _usable(program: Program, members: list[int], features) -> list[int]:

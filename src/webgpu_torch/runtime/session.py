@@ -1,0 +1,117 @@
+"""A Session runs a Program: what `webgpu_torch.compile` and `webgpu_torch.load` return.
+
+It takes a call as the model took it (positional and keyword arguments, nested the way the model was
+exported), checks every tensor's dtype and shape and every non-tensor argument against the program, binds the
+dynamic dimensions, and hands the flat device-form inputs to its Executor (built on the first call, so
+compiling never needs a GPU). Outputs come back in the model's structure: torch tensors when any input was
+one, else numpy arrays; with `on_device`, DeviceTensors that stay in GPU memory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import artifact, dtypes, symbolic, tree
+from ..errors import InputError, InputTypeError
+from ..program import Input, Program
+from .device_tensor import DeviceTensor
+from .executor import Executor
+
+
+class Session:
+    def __init__(self, program: Program, engine: str | None = None):
+        program.check()
+        self.program = program
+        self.engine = engine  # "dawn" | "wgpu" | None: the default engine (runtime/engine.py)
+        self._executor: Executor | None = None
+
+    @staticmethod
+    def load(path: str | Path, engine: str | None = None) -> Session:
+        return Session(artifact.load(path), engine)
+
+    def save(self, path: str | Path) -> None:
+        artifact.save(self.program, path)
+
+    def executor(self, engine: str | None = None) -> Executor:
+        """Pipelines, bind groups and buffers on the device, built on first use (again for another engine)."""
+        if engine is not None and engine != self.engine:
+            self.engine, self._executor = engine, None
+        if self._executor is None:
+            self._executor = Executor(self.program, self.engine)
+        return self._executor
+
+    def __call__(self, *args, **kwargs):
+        """Run on the GPU; inputs as torch tensors, numpy arrays or DeviceTensors."""
+        leaves = tree.flatten(self.program.input_tree, (args, kwargs))
+        as_torch = any(_is_torch(x) for x in leaves)
+        values = [check_input(spec, x) for spec, x in zip(self.program.inputs, leaves, strict=True)]
+        outs = self.executor().run(values, bind(self.program, values))
+        outs = [dtypes.from_device(a, t.dtype) for a, t in zip(outs, self.program.outputs, strict=True)]
+        if as_torch:
+            import torch  # the caller passed torch tensors, so torch is already imported
+
+            outs = [torch.from_numpy(np.asarray(o, order="C")) for o in outs]
+        return tree.unflatten(self.program.output_tree, outs)
+
+    def on_device(self, *args, **kwargs):
+        """Like a call, but the outputs stay in GPU memory as DeviceTensors (nothing is read back); pass them
+        to later calls of any program on the same device, or read one with `.numpy()`."""
+        leaves = tree.flatten(self.program.input_tree, (args, kwargs))
+        values = [check_input(spec, x) for spec, x in zip(self.program.inputs, leaves, strict=True)]
+        outs = self.executor().run(values, bind(self.program, values), keep_on_device=True)
+        return tree.unflatten(self.program.output_tree, outs)
+
+    def summary(self) -> str:
+        return self.program.summary()
+
+    def __repr__(self) -> str:
+        return f"Session({self.program.summary()})"
+
+
+def bind(program: Program, values: list) -> dict[str, int]:
+    """The dynamic dimensions' values for these inputs (checked against every input's shape and each
+    dimension's range); {} for a program of static shapes."""
+    env: dict[str, int] = {}
+    for spec, v in zip(program.inputs, values, strict=True):
+        for size, dim in zip(spec.shape, v.shape, strict=True):
+            if isinstance(size, symbolic.Expr) and size.op == "sym":
+                env.setdefault(size.args[0].name, dim)
+    for name, s in program.symbols.items():
+        if name not in env:
+            raise InputError(f"dynamic dimension {name} ({s.about}) is not the size of any input dimension")
+        if not s.lo <= env[name] <= s.hi:
+            raise InputError(f"{s.about} (dynamic dimension {name}) must be in [{s.lo}, {s.hi}], got {env[name]}")
+    for spec, v in zip(program.inputs, values, strict=True):
+        want = tuple(symbolic.evaluate(s, env) for s in spec.shape)
+        if tuple(v.shape) != want:
+            raise InputError(f"input {spec.name!r}: expected shape {_show(spec.shape)} = {list(want)}, "
+                             f"got {list(v.shape)}")
+    return env
+
+
+def check_input(spec: Input, value: Any):
+    """`value` in the device form of `spec` (a DeviceTensor as it is); dtype and rank are checked here, sizes
+    in bind(), which knows the dynamic dimensions."""
+    if isinstance(value, DeviceTensor):
+        if len(value.shape) != len(spec.shape) or value.dtype != spec.dtype:
+            raise InputError(f"input {spec.name!r}: expected {spec.dtype}{_show(spec.shape)}, got {value}")
+        return value
+    array = value.detach().cpu().numpy() if _is_torch(value) else np.asarray(value)
+    static = not any(isinstance(s, symbolic.Expr) for s in spec.shape)
+    if array.ndim != len(spec.shape) or (static and tuple(array.shape) != spec.shape):
+        raise InputError(f"input {spec.name!r}: expected shape {_show(spec.shape)}, got {list(array.shape)}")
+    want = dtypes.dtype(spec.dtype).host
+    if not (array.dtype == want or (array.dtype.kind in "iu" and want.kind in "iu")):
+        raise InputTypeError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {array.dtype}")
+    return dtypes.to_device(array, spec.dtype, f"input {spec.name!r}")
+
+
+def _show(shape: tuple) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "detach")

@@ -1,0 +1,60 @@
+"""The model corpus: artifacts of real models with their inputs and the Python runtime's outputs, written by
+tests/test_corpus.py and tests/test_florence2.py for the JavaScript runtime's tests (js/test/corpus.test.js)
+to run and match. Files (in the golden corpus's form, tests/golden/README.md):
+
+    NAME.wgpt, NAME.json                  a program and its calls: args, kwargs, outputs
+    florence2_tiny/                       a Seq2Seq folder (generation.py) and generate.json: pixel_values,
+                                          prompt_ids, max_new_tokens and the ids Python generated
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from webgpu_torch import tree
+
+from .golden.make import tensor_json
+
+ROOT = Path(__file__).resolve().parent.parent
+VAR = "WEBGPU_TORCH_CORPUS"
+
+
+def folder() -> Path:
+    path = Path(os.environ.get(VAR) or ROOT / "build" / "corpus")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _value(v):
+    if isinstance(v, torch.Tensor):
+        return tensor_json(v.numpy())
+    if isinstance(v, np.ndarray):
+        return tensor_json(v)
+    if isinstance(v, (tuple, list)):
+        return [_value(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _value(x) for k, x in v.items()}
+    return v
+
+
+def write(name: str, session, calls: list[tuple[tuple, dict, object]]) -> None:
+    """Save `session` as NAME.wgpt with each call (args, kwargs, the outputs it gave) in NAME.json."""
+    session.save(folder() / f"{name}.wgpt")
+    records = [{"args": _value(list(args)), "kwargs": _value(kwargs),
+                "outputs": [tensor_json(np.asarray(o)) for o in tree.flatten(session.program.output_tree, out,
+                                                                            "output")]}
+               for args, kwargs, out in calls]
+    (folder() / f"{name}.json").write_text(json.dumps({"calls": records}) + "\n")
+
+
+def write_generation(name: str, stages, pixels: np.ndarray, prompt: np.ndarray, new_tokens: int,
+                     ids: list[int]) -> None:
+    stages.save(folder() / name)
+    record = {"pixel_values": tensor_json(pixels), "prompt_ids": tensor_json(prompt), "max_new_tokens": new_tokens,
+              "ids": ids}
+    (folder() / name / "generate.json").write_text(json.dumps(record) + "\n")

@@ -1,0 +1,70 @@
+"""The golden corpus (tests/golden/README.md): the Python runtime runs every valid artifact as the files say
+and refuses every damaged one with the reason they give — as the JavaScript runtime must."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import webgpu_torch
+from webgpu_torch import tree
+from webgpu_torch.errors import ArtifactError
+
+from .helpers import assert_close
+
+GOLDEN = Path(__file__).parent / "golden"
+VALID = sorted(p.stem for p in GOLDEN.glob("*.wgpt"))
+EXPECTED = json.loads((GOLDEN / "bad" / "expected.json").read_text())
+
+
+def tensor(j: dict) -> np.ndarray:
+    dtype = np.dtype("bool" if j["dtype"] == "bool" else "<" + np.dtype(j["dtype"]).str[1:])
+    return np.frombuffer(base64.b64decode(j["data"]), dtype).reshape(j["shape"])
+
+
+def value(v):
+    if isinstance(v, dict) and set(v) == {"dtype", "shape", "data"}:
+        return tensor(v)
+    if isinstance(v, list):
+        return [value(x) for x in v]
+    if isinstance(v, dict):
+        return {k: value(x) for k, x in v.items()}
+    return v
+
+
+def test_the_corpus_covers_every_part_of_the_format():
+    assert {"tiny", "mlp", "weights_f16", "options", "dynamic", "structured"} <= set(VALID)
+    assert len(EXPECTED) == len(list((GOLDEN / "bad").glob("*.wgpt"))) >= 30
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("name", VALID)
+def test_valid_artifacts_give_the_recorded_outputs(name):
+    session = webgpu_torch.load(GOLDEN / f"{name}.wgpt")
+    for call in json.loads((GOLDEN / f"{name}.json").read_text())["calls"]:
+        out = session(*value(call["args"]), **value(call["kwargs"]))
+        leaves = tree.flatten(session.program.output_tree, out, "output")
+        assert len(leaves) == len(call["outputs"])
+        for k, (got, want) in enumerate(zip(leaves, call["outputs"], strict=True)):
+            assert_close(got, tensor(want), what=f"{name} output {k}")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_damaged_artifacts_are_refused_with_the_recorded_reason(name):
+    with pytest.raises(ArtifactError, match=EXPECTED[name]):
+        webgpu_torch.load(GOLDEN / "bad" / f"{name}.wgpt")
+
+
+def test_a_constant_argument_must_be_the_exported_value():
+    session = webgpu_torch.load(GOLDEN / "structured.wgpt")
+    call = json.loads((GOLDEN / "structured.json").read_text())["calls"][0]
+    args = value(call["args"])
+    session(*args)  # constant keyword arguments may be left out
+    with pytest.raises(webgpu_torch.WebGPUTorchError, match=r"exported with 2.0 here.*got 3.0"):
+        session(*args, scale=3.0)
+    with pytest.raises(webgpu_torch.WebGPUTorchError, match=r"exported with True here.*got 1"):
+        session(*args, flag=1)
