@@ -136,9 +136,14 @@ def status(target: str) -> Status:
     if not any(_is_tensor(a.type) for a in op._schema.arguments) and \
             torch.Tag.nondeterministic_seeded not in op.tags:
         return Status(target, FOLDED, "a creation op: folded into a constant (static sizes)")
-    if op in torch.export.default_decompositions():
+    if op in _export_decomposes():
         return Status(target, MISSING, "torch.export decomposes it, but no test case shows its decomposition compiles")
     return Status(target, MISSING, f"no WebGPU kernel for {target}")
+
+
+@cache
+def _export_decomposes() -> frozenset:
+    return frozenset(torch.export.default_decompositions())
 
 
 def _op(target: str):
