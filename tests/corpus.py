@@ -4,7 +4,8 @@ to run and match. Files (in the golden corpus's form, tests/golden/README.md):
 
     NAME.wgpt, NAME.json                  a program and its calls: args, kwargs, outputs
     florence2_tiny/                       a Seq2Seq folder (generation.py) and generate.json: pixel_values,
-                                          prompt_ids, max_new_tokens and the ids Python generated
+                                          prompt_ids, max_new_tokens, the ids Python generated and, with
+                                          those ids as the teacher, each step's logits ([steps, vocab])
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ def write(name: str, session, calls: list[tuple[tuple, dict, object]]) -> None:
 
 
 def write_generation(name: str, stages, pixels: np.ndarray, prompt: np.ndarray, new_tokens: int,
-                     ids: list[int]) -> None:
+                     ids: list[int], logits: list[np.ndarray]) -> None:
     stages.save(folder() / name)
     record = {"pixel_values": tensor_json(pixels), "prompt_ids": tensor_json(prompt), "max_new_tokens": new_tokens,
-              "ids": ids}
+              "ids": ids, "logits": tensor_json(np.stack(logits))}
     (folder() / name / "generate.json").write_text(json.dumps(record) + "\n")

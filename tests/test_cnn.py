@@ -78,7 +78,7 @@ def test_zero_padding_folds_into_the_conv_and_other_padding_does_not():
     zero = webgpu_torch.compile_module(nn.Sequential(nn.ZeroPad2d((0, 1, 0, 1)), conv), (x,))
     ones = webgpu_torch.compile_module(nn.Sequential(nn.ConstantPad2d((0, 1, 0, 1), 1.0), conv), (x,))
     assert kernels(zero) == ["conv[direct]"]
-    assert kernels(ones) == ["constant_pad", "conv[direct]"]
+    assert kernels(ones) == ["remap[constant]", "conv[direct]"]
 
 
 def test_the_conv_option_routes_groups_1_convs_and_is_validated():
@@ -96,13 +96,6 @@ def test_the_conv_option_routes_groups_1_convs_and_is_validated():
 
 
 def test_unsupported_forms_are_refused_with_the_reason():
-    class PoolWithIndices(nn.Module):
-        def forward(self, x):
-            values, indices = F.max_pool2d(x, 2, return_indices=True)
-            return values, indices
-
-    with pytest.raises(UnsupportedError, match=r"indices \(output 1\) of max_pool2d_with_indices are read"):
-        webgpu_torch.compile_module(PoolWithIndices(), (torch.randn(1, 3, 8, 8),))
     with pytest.raises(UnsupportedError, match="3-d convolution is not supported"):
         webgpu_torch.compile_module(nn.Conv3d(2, 3, 3), (torch.randn(1, 2, 5, 5, 5),))
 

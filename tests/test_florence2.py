@@ -66,7 +66,8 @@ def test_generation_is_written_for_the_javascript_runtime(model_and_stages):
     pixels, prompt = florence2.sample_inputs(model, IMAGE, 5, seed=3)
     ids, _ = stages.generate(pixels.numpy(), prompt.numpy(), NEW_TOKENS)
     assert len(ids) == NEW_TOKENS
-    corpus.write_generation("florence2_tiny", stages, pixels.numpy(), prompt.numpy(), NEW_TOKENS, ids)
+    _, logits = stages.generate(pixels.numpy(), prompt.numpy(), NEW_TOKENS, teacher=ids)
+    corpus.write_generation("florence2_tiny", stages, pixels.numpy(), prompt.numpy(), NEW_TOKENS, ids, logits)
 
 
 @pytest.mark.runtime

@@ -12,7 +12,7 @@ Only compiling needs torch; loading and running a saved program needs numpy and 
 from __future__ import annotations
 
 from .compiler import compile, compile_module
-from .errors import ArtifactError, DeviceError, UnsupportedError, WebGPUTorchError
+from .errors import ArtifactError, DeviceError, DeviceIndexError, UnsupportedError, WebGPUTorchError
 from .program import Program
 from .runtime.device_tensor import DeviceTensor
 from .runtime.engine import device_info
@@ -22,5 +22,5 @@ load = Session.load
 
 __version__ = "0.1.0"
 
-__all__ = ["ArtifactError", "DeviceError", "DeviceTensor", "Program", "Session", "UnsupportedError",
+__all__ = ["ArtifactError", "DeviceError", "DeviceIndexError", "DeviceTensor", "Program", "Session", "UnsupportedError",
            "WebGPUTorchError", "compile", "compile_module", "device_info", "load"]

@@ -91,6 +91,11 @@ class Builder:
             self._dummy = self.constant("__dummy__", np.zeros(4, np.float32))
         return self._dummy
 
+    def sink(self) -> Tensor:
+        """A small scratch buffer to bind where a kernel has an output it is told not to write (an override
+        flag): the slot is read_write, and inputs and constants are never bound read_write."""
+        return self.new((4,), "int32")
+
     def constant(self, name: str, array: np.ndarray, dtype: str = "float32") -> Tensor:
         data = dtypes.to_device(array, dtype, f"constant {name!r}")
         index = self._buffer(Buffer(max(data.nbytes, 4), "constant", name))

@@ -37,7 +37,11 @@ FOLD_TINY_ELEMENTS = 1 << 12
 FOLD_MAX_ELEMENTS = 1 << 26  # a value this large is not even computed at compile time
 SHAPE_ONLY = ("full_like", "zeros_like", "ones_like", "empty_like", "new_full", "new_zeros", "new_ones",
               "new_empty")
-UNINITIALIZED = ("empty", "empty_like", "new_empty", "empty_strided")  # folded as zeros
+UNINITIALIZED = ("empty", "empty_like", "new_empty", "empty_strided", "empty_permuted")  # folded as zeros
+# Ops whose meaning depends on how torch lays an input out in memory, not only on its values (op -> that
+# argument): the node also gets "<argument>_storage_order", the input's dims from outermost to innermost in
+# torch's memory, or None where the input is not the whole of a dense storage of its own.
+STORAGE_READERS = {"aten.as_strided.default": "self"}
 
 
 # Nodes that only assert facts about sizes (export has already checked them for the whole range).
@@ -344,6 +348,9 @@ def _convert_nodes(ep: ExportedProgram, constants: dict[str, torch.Tensor],
         elif n.op == "call_function":
             refs[n] = Ref(n.name)
             args = _normalize_args(n.name, n.target, n.args, n.kwargs, refs)
+            reader = STORAGE_READERS.get(target_name(n.target))
+            if reader is not None:
+                args[f"{reader}_storage_order"] = _storage_order(_arg_node(n, reader).meta["val"])
             folded = _try_fold(n, args, constants)
             if folded is None:
                 nodes.append(Node(n.name, target_name(n.target), args, _output_metas(n, sizes), _source_line(n)))
@@ -382,6 +389,29 @@ def _getitem(src: Ref | _Effect | None, index: int) -> Ref | None:
 def _name(n: torch.fx.Node) -> str:
     schema = getattr(n.target, "_schema", None)
     return schema.name.split("::")[-1] if schema is not None else getattr(n.target, "__name__", "")
+
+
+def _arg_node(n: torch.fx.Node, name: str) -> torch.fx.Node:
+    """The node passed as argument `name` of call `n`."""
+    index = [a.name for a in n.target._schema.arguments].index(name)
+    return n.args[index] if index < len(n.args) else n.kwargs[name]
+
+
+def _storage_order(t: torch.Tensor) -> list[int] | None:
+    """t's dims from outermost to innermost in memory, when t's elements lie densely from the start of its
+    storage (a contiguous or permuted tensor); else None. (Export's fake storages grow to whatever an
+    as_strided reaches, so their size says nothing: what lies beyond t's elements is the reader's to refuse.)"""
+    if any(not isinstance(s, int) for s in (*t.shape, *t.stride(), t.storage_offset())):
+        return None
+    if t.storage_offset() != 0:
+        return None
+    order = sorted(range(t.ndim), key=lambda d: -t.stride(d))
+    step = 1
+    for d in reversed(order):
+        if t.shape[d] != 1 and t.stride(d) != step:
+            return None
+        step *= t.shape[d]
+    return order
 
 
 def _normalize_args(name: str, op, args: tuple, kwargs: dict, refs: dict) -> dict[str, Any]:

@@ -39,6 +39,12 @@ def outputs_read(graph: Graph) -> dict[str, frozenset[int]]:
 
 
 def _unsupported_reason(metas: dict, node: Node, read: frozenset[int]) -> str | None:
+    # torch names the sizes it learns only by running an op (nonzero, unique, a bool mask's selection) u0, u1,
+    # ...; a program's buffers and dispatches are fixed before it runs, so no such op can be lowered.
+    unbacked = sorted({s.name for m in node.outputs if m is not None for d in m.shape if isinstance(d, Expr)
+                       for s in d.symbols() if s.name.startswith("u")})
+    if unbacked:
+        return f"output size depends on the data ({', '.join(unbacked)} is known only after running it)"
     op = OPS.get(node.target)
     if op is None:
         refusal = REFUSED.get(node.target)

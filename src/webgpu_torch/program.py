@@ -276,6 +276,10 @@ def _problems(p: Program):
         yield f"input {x.name}: buffer too small", (max(1, symbolic.bound(prod(x.shape))) * dtypes.dtype(
             x.dtype).itemsize <= p.buffers[x.buffer].size and all(symbolic.bounds(n)[0] >= 0 for n in x.shape))
     yield "input tree does not match the inputs", len(p.inputs) == tree.count_leaves(p.input_tree)
+    yield "the input tree is not (positional arguments, keyword arguments)", (
+        p.input_tree["type"] == "tuple" and [t["type"] for t in p.input_tree["items"]] == ["tuple", "dict"])
+    sized = {s.args[0].name for x in p.inputs for s in x.shape if isinstance(s, symbolic.Expr) and s.op == "sym"}
+    yield f"dynamic dimensions that size no input dimension: {sorted(set(p.symbols) - sized)}", set(p.symbols) <= sized
     yield "output tree does not match the outputs", len(p.outputs) == tree.count_leaves(p.output_tree)
     for k, t in enumerate(p.outputs):
         yield f"output {k}: bad buffer {t.buffer}", _is_int(t.buffer) and 0 <= t.buffer < nb
@@ -324,8 +328,8 @@ def _dispatch_problems(p: Program, i: int, d: Dispatch):
         and SCALAR_RANGE[q.scalar][0] <= symbolic.bounds(q.value)[0] <= symbolic.bound(q.value)
         <= SCALAR_RANGE[q.scalar][1] for q in d.patches)
     if d.count is not None:
-        yield f"dispatch {i}: bad workgroup count", symbolic.bounds(d.count)[0] >= 0 and (
-            fold_grid(symbolic.bound(d.count)) <= tuple(d.grid) or symbolic.bound(d.count) == 0)
+        yield f"dispatch {i}: its grid is not its workgroup count's largest value folded", (
+            symbolic.bounds(d.count)[0] >= 0 and fold_grid(max(1, symbolic.bound(d.count))) == tuple(d.grid))
     yield f"dispatch {i}: a dynamic one has options", not d.options or (d.count is None and not d.patches)
     for o in d.options:
         ok = _is_int(o.kernel) and 0 <= o.kernel < len(p.kernels) and _grid_ok(o.grid)
@@ -336,7 +340,8 @@ def _dispatch_problems(p: Program, i: int, d: Dispatch):
     if d.follows:
         lead = p.dispatches[i - d.follows] if 0 < d.follows <= i else None
         yield f"dispatch {i}: follows no group leader with as many options", (
-            lead is not None and not lead.follows and len(lead.options) == len(d.options) > 0)
+            lead is not None and not lead.follows and len(lead.options) == len(d.options) > 0
+            and all(p.dispatches[i - j].follows == d.follows - j for j in range(1, d.follows)))
 
 
 def _is_int(v) -> bool:

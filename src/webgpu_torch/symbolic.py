@@ -224,6 +224,20 @@ def evaluate(v: Value, env: dict[str, int]) -> int:
     return _APPLY[v.op](*(evaluate(a, env) for a in v.args))
 
 
+def compiled(v: Value):
+    """`v` as a function of the symbol values (by name): `evaluate` without re-walking the tree per call."""
+    if isinstance(v, int):
+        return lambda env: v
+    if v.op == "sym":
+        name = v.args[0].name
+        return lambda env: env[name]
+    parts, apply = [compiled(a) for a in v.args], _APPLY[v.op]
+    if len(parts) == 2:
+        a, b = parts
+        return lambda env: apply(a(env), b(env))
+    return lambda env: apply(*(p(env) for p in parts))
+
+
 def hint(v: Value) -> int:
     """The value at the example inputs: for choices that affect speed only."""
     return v if isinstance(v, int) else evaluate(v, {s.name: s.hint for s in v.symbols()})

@@ -80,7 +80,9 @@ def _models():
     ids = torch.tensor([3, 0, 10, 7], dtype=torch.int64)
     mask = torch.rand(6, 5, generator=g) > 0.5
     kwargs = {"scale": 2.0, "flag": True}
-    yield "structured", webgpu_torch.compile_module(st, (x, ids, mask), kwargs), [((x, ids, mask), kwargs)]
+    bad_ids = torch.tensor([3, 11, 0, 7], dtype=torch.int64)  # 11 is past the table: an index error, then a call
+    yield ("structured", webgpu_torch.compile_module(st, (x, ids, mask), kwargs),
+           [((x, ids, mask), kwargs), ((x, bad_ids, mask), kwargs), ((x, ids, mask), kwargs)])
 
 
 class _Fn(torch.nn.Module):
@@ -115,10 +117,14 @@ def write_models() -> None:
         session.save(HERE / f"{name}.wgpt")
         records = []
         for args, kwargs in calls:
-            out = session(*[a.numpy() if isinstance(a, torch.Tensor) else a for a in args], **kwargs)
+            record = {"args": _value_json(list(args)), "kwargs": _value_json(kwargs)}
+            try:
+                out = session(*[a.numpy() if isinstance(a, torch.Tensor) else a for a in args], **kwargs)
+            except webgpu_torch.DeviceIndexError as e:
+                records.append({**record, "error": str(e).split(": ", 1)[1]})
+                continue
             leaves = tree.flatten(session.program.output_tree, out, "output")
-            records.append({"args": _value_json(list(args)), "kwargs": _value_json(kwargs),
-                            "outputs": [tensor_json(o) for o in leaves]})
+            records.append({**record, "outputs": [tensor_json(o) for o in leaves]})
         (HERE / f"{name}.json").write_text(json.dumps({"calls": records}, indent=1) + "\n")
 
 

@@ -3,10 +3,13 @@
 Each op is phrased as: the output's coordinates address the source directly along some dims (strides) and
 through up to three index tensors along others (each index a strided view broadcast to the output's shape,
 times the stride of the source dim it selects in). Values move as 32-bit words, so every device dtype works.
+Negative indices count from the end in index.Tensor (Python indexing) only: gather, index_select and
+embedding raise on them in torch, so here they are out of range like any other bad index.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import replace
 
 import numpy as np
@@ -23,27 +26,43 @@ MAX_INDICES = 3
 NAN_BITS = int(np.array(np.nan, np.float32).view(np.uint32))
 
 
+def word_of(value: float | int | bool, dtype: str) -> int:
+    """The 32-bit word that holds scalar `value` as an element of a device tensor of `dtype`."""
+    if dtype == "float32":
+        return struct.unpack("<I", struct.pack("<f", float(value)))[0]
+    if dtype == "bool":
+        return int(bool(value))
+    return int(value) & 0xFFFFFFFF
+
+
 def gather(ctx: Builder, src: Tensor, shape: tuple[int, ...], direct: list[int],
            indices: list[tuple[Tensor, int, int]], *, out: Tensor | None = None,
-           window: tuple[int, int] | None = None) -> Tensor:
+           window: tuple[int, int] | None = None, wrap: bool = False, check: tuple[Tensor, int]) -> Tensor:
     """out[o] = src[offset + Σ o_d·direct_d + Σ_t idx_t[o]·stride_t] over the output `shape`; `indices` holds
-    (index view of `shape`, source stride, source dim size) per index tensor. With `window` (lo, hi), src
-    holds rows lo..hi of index 0's dim only and just the outputs selecting those rows are written (into
-    `out`, shared by the dispatches of all windows)."""
+    (index view of `shape`, source stride, source dim size) per index tensor; `wrap` counts negative indices
+    from the end; `check` (Builder.check) is what an index out of range sets. With `window` (lo, hi), src
+    holds rows lo..hi of index 0's dim only and just the outputs selecting those rows are written (into `out`,
+    shared by the dispatches of all windows)."""
     out = ctx.new(shape, src.dtype) if out is None else out
+    status, slot = check
     views = [t for t, _, _ in indices]
     slots = views + [views[0]] * (MAX_INDICES - len(views))
     pad = [0] * (4 - len(indices))
     lo, hi = window or (0, 0)
     params = {"numel": out.numel, "ndim": len(shape), "src_offset": src.offset,
-              "fill": NAN_BITS if src.dtype == "float32" else 0, "window_lo": lo, "window_hi": hi,
+              "fill": NAN_BITS if src.dtype == "float32" else 0, "window_lo": lo, "window_hi": hi, "check": slot,
               "idx_offsets": [t.offset for t in slots] + [0], "index_strides": [s for _, s, _ in indices] + pad,
               "index_sizes": [n for _, _, n in indices] + pad, "shape": shape, "src_strides": direct,
               **{f"idx{k}_strides": t.strides for k, t in enumerate(slots)}}
     spec = KernelSpec.of(FILE, "gather" + ("[windowed]" if window else ""),
-                         overrides={"NUM_INDICES": len(indices), "WINDOWED": window is not None})
-    ctx.dispatch(spec, [src, *slots, out], params, -(-out.numel // WORKGROUP))
+                         overrides={"NUM_INDICES": len(indices), "WINDOWED": window is not None,
+                                    "WRAP_NEGATIVE": wrap})
+    ctx.dispatch(spec, [src, *slots, out, status], params, -(-out.numel // WORKGROUP))
     return out
+
+
+def _out_of_range(ctx: Builder, dim: int, size) -> tuple[Tensor, int]:
+    return ctx.check(f"index out of range for dim {dim} of size {size}")
 
 
 def _along(index: Tensor, shape: tuple[int, ...], dim: int) -> Tensor:
@@ -77,11 +96,13 @@ def embedding(ctx: Builder, node: NodeView) -> Tensor:
     shape = node.out.shape
     view = layout.broadcast_to(layout.unsqueeze(idx, idx.ndim), shape)
     direct = [0] * idx.ndim + [w.strides[1]]
+    check = ctx.check(f"index out of range in an embedding of {w.shape[0]} rows")
     if not ctx.too_large(w):
-        return gather(ctx, w, shape, direct, [(view, w.strides[0], w.shape[0])])
+        return gather(ctx, w, shape, direct, [(view, w.strides[0], w.shape[0])], check=check)
     out = ctx.new(shape, w.dtype)
     for lo, hi, rows in ctx.row_chunks(w):
-        gather(ctx, rows, shape, direct, [(view, rows.strides[0], w.shape[0])], out=out, window=(lo, hi))
+        gather(ctx, rows, shape, direct, [(view, rows.strides[0], w.shape[0])], out=out, window=(lo, hi),
+               check=check)
     return out
 
 
@@ -93,7 +114,8 @@ def index_select(ctx: Builder, node: NodeView) -> Tensor:
     dim = layout.normalize_dim(node.args["dim"], x.ndim)
     shape = node.out.shape
     direct = [0 if d == dim else s for d, s in enumerate(x.strides)]
-    return gather(ctx, x, shape, direct, [(_along(index, shape, dim), x.strides[dim], x.shape[dim])])
+    return gather(ctx, x, shape, direct, [(_along(index, shape, dim), x.strides[dim], x.shape[dim])],
+                  check=_out_of_range(ctx, dim, x.shape[dim]))
 
 
 @register("aten.gather.default", check=_check, dynamic=True)
@@ -103,7 +125,8 @@ def gather_(ctx: Builder, node: NodeView) -> Tensor:
         return gather(ctx, x, (), [], [(index, 0, 1)])
     dim = layout.normalize_dim(node.args["dim"], x.ndim)
     direct = [0 if d == dim else s for d, s in enumerate(x.strides)]
-    return gather(ctx, x, index.shape, direct, [(index, x.strides[dim], x.shape[dim])])
+    return gather(ctx, x, index.shape, direct, [(index, x.strides[dim], x.shape[dim])],
+                  check=_out_of_range(ctx, dim, x.shape[dim]))
 
 
 @register("aten.index.Tensor", check=_check, dynamic=True)
@@ -121,7 +144,9 @@ def index(ctx: Builder, node: NodeView) -> Tensor:
         inner = layout.broadcast_to(t, shape[first:first + b])
         view = replace(inner, shape=shape, strides=(0,) * first + inner.strides + (0,) * (len(shape) - first - b))
         indices.append((view, x.strides[first + j], x.shape[first + j]))
-    return gather(ctx, x, shape, direct, indices)
+    dims = ", ".join(f"{x.shape[first + j]}" for j in range(k))
+    return gather(ctx, x, shape, direct, indices, wrap=True,
+                  check=ctx.check(f"index out of range for dims {first}..{first + k - 1} of sizes {dims}"))
 
 
 def cases() -> list[OpCase]:

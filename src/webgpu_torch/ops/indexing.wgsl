@@ -4,9 +4,11 @@
 // Layout: out is contiguous, of up to 8 dims. `src` is read at src_offset plus, per output dim, the output
 //   coordinate times src_strides (0 for dims that an index supplies). Each of the NUM_INDICES (<= 3) index
 //   tensors idx0..idx2 (i32: int64 travels as int32) is a strided view broadcast to the output's shape; its
-//   value, wrapped like Python's (-1 is the last), selects along a source dim of `index_sizes[t]` elements at
-//   `index_strides[t]`. An index outside its dim writes `fill` (NaN's bits for float, 0 otherwise): the
-//   device cannot raise torch's IndexError, so the bad value shows instead.
+//   value selects along a source dim of `index_sizes[t]` elements at `index_strides[t]`. With WRAP_NEGATIVE
+//   (index.Tensor, as Python indexing) -1 is the last; without it (gather, index_select, embedding, where
+//   torch raises) a negative index is out of range. An index outside its dim sets word `check` of `status`
+//   (the runtime then raises IndexError naming the node: docs/artifact.md, Checks) and writes `fill` (NaN's
+//   bits for float, 0 otherwise).
 //   With WINDOWED, `src` holds only rows [window_lo, window_hi) of index 0's source dim (a weight over the
 //   binding limit, split into chunks, one dispatch per chunk): other rows are another dispatch's to write.
 // Geometry: one thread per output element, 256 per workgroup, over a grid folded to fit 65,535 workgroups per
@@ -16,6 +18,7 @@
 
 override NUM_INDICES: u32 = 1u;
 override WINDOWED: bool = false;
+override WRAP_NEGATIVE: bool = true;
 
 const WORKGROUP: u32 = 256u;
 
@@ -26,6 +29,7 @@ struct Params {
   fill: u32,
   window_lo: u32,
   window_hi: u32,
+  check: u32,
   idx_offsets: vec4<u32>,
   index_strides: vec4<u32>,
   index_sizes: vec4<u32>,
@@ -41,12 +45,13 @@ struct Params {
 @group(0) @binding(2) var<storage, read> idx1: array<i32>;
 @group(0) @binding(3) var<storage, read> idx2: array<i32>;
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;
-@group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read_write> status: array<u32>;
+@group(0) @binding(6) var<uniform> p: Params;
 
-// Index tensor t's value, wrapped like Python's into [0, index_sizes[t]), or -1 when out of range.
+// Index tensor t's value as a position in [0, index_sizes[t]), or -1 when out of range.
 fn wrapped(t: u32, value: i32) -> i32 {
   let n = i32(p.index_sizes[t]);
-  let v = select(value, value + n, value < 0);
+  let v = select(value, value + n, WRAP_NEGATIVE && value < 0);
   return select(v, -1, v < 0 || v >= n);
 }
 
@@ -65,6 +70,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
     rows[2] = wrapped(2u, idx2[p.idx_offsets.z + strided_offset(i, p.ndim, p.shape, p.idx2_strides)]);
   }
   if (min(rows[0], min(rows[1], rows[2])) < 0) {
+    status[p.check] = 1u;
     out[i] = p.fill;
     return;
   }

@@ -15,9 +15,6 @@ refuse("aten.convolution_backward.default", "aten.avg_pool2d_backward.default",
        reason="a gradient op, for training only: webgpu_torch compiles inference graphs (export the model's "
               "forward in eval mode)")
 
-refuse("aten.native_dropout.default", inference=False,
-       reason="dropout in training mode: call model.eval() before torch.export, which leaves dropout out")
-
 refuse("aten.rand.default", "aten.randn.default", "aten.randperm.default",
        reason="random number generation: a compiled program has no random state to match torch's generator; make "
               "the random tensor outside and pass it in as an input")
@@ -25,9 +22,11 @@ refuse("aten.rand.default", "aten.randn.default", "aten.randperm.default",
 refuse("aten._fft_r2c.default", "aten._fft_c2r.default",
        reason="an FFT has a complex input or output, and WebGPU has no complex dtype")
 
+# At compile time a nonzero node meets lowering's rule for every op of data-dependent size first, which says
+# the same and names the size (u0).
 refuse("aten.nonzero.default",
-       reason="its output size depends on the input's values, and WebGPU programs size every tensor at compile "
-              "time: use a mask instead (torch.where)")
+       reason="output size depends on the data (the count of nonzero elements), and WebGPU programs size every "
+              "tensor at compile time: use a mask instead (torch.where)")
 
 refuse("aten._local_scalar_dense.default",
        reason="reads a tensor's value on the host (.item(), int(t), Python control flow on a tensor), which a "

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import dtypes, symbolic
 from ..errors import DeviceError, DeviceIndexError, InputError
-from ..program import Patch, Program, Tensor, fold_grid
+from ..program import Program, Tensor, fold_grid
 from . import features, transfer, tuning
 from .device_tensor import DeviceTensor
 from .engine import Engine, get_engine
@@ -153,7 +153,11 @@ class Executor:
         for off, d in zip(offsets, self.program.dispatches, strict=True):
             blob[off:off + len(d.uniform)] = d.uniform
         device.queue.write_buffer(self.uniforms, 0, bytes(blob))
-        self._uniform_offsets = offsets
+        self._uniform_blob = blob  # the uniform buffer's contents, patched in place per dynamic sizes
+        # Each dynamic uniform word: (its byte offset in the buffer, struct format, value as a function).
+        self._patches = [(off + q.offset, _SCALAR_FORMAT[q.scalar], symbolic.compiled(q.value), q.scalar == "f32")
+                         for off, d in zip(offsets, self.program.dispatches, strict=True) for q in d.patches]
+        self._counts = [symbolic.compiled(d.count) if d.count is not None else None for d in self.program.dispatches]
         self.bind_groups = []
         for off, d in zip(offsets, self.program.dispatches, strict=True):
             entries, storage = [], iter(d.buffers)
@@ -191,15 +195,15 @@ class Executor:
         call's); `env` is Program.bind's result."""
         if env == self._env:
             return
-        queue = self.engine.device.queue
-        grids = []
-        for off, d in zip(self._uniform_offsets, self.program.dispatches, strict=True):
-            if d.patches:
-                words = bytearray(d.uniform)
-                for patch in d.patches:
-                    _write_patch(words, patch, env)
-                queue.write_buffer(self.uniforms, off, bytes(words))
-            grids.append(fold_grid(symbolic.evaluate(d.count, env)) if d.count is not None else d.grid)
+        if self._patches:  # one write covering every patched word
+            blob = self._uniform_blob
+            for at, fmt, value, as_float in self._patches:
+                v = value(env)
+                struct.pack_into(fmt, blob, at, float(v) if as_float else v)
+            lo, hi = self._patches[0][0] // 16 * 16, _round_up(self._patches[-1][0] + 4, 16)
+            self.engine.device.queue.write_buffer(self.uniforms, lo, blob[lo:hi])
+        grids = [fold_grid(count(env)) if count is not None else d.grid
+                 for d, count in zip(self.program.dispatches, self._counts, strict=True)]
         self._plan = [(self.pipelines[d.kernel], bg, grid)
                       for d, bg, grid in zip(self.program.dispatches, self.bind_groups, grids, strict=True)]
         self._readbacks = []
@@ -357,8 +361,3 @@ def one_line(e: BaseException) -> str:
     lines = [line for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
     rest = f" (and {len(lines) - 1} more lines)" if len(lines) > 1 else ""
     return lines[0][:300] + rest
-
-
-def _write_patch(words: bytearray, patch: Patch, env: dict[str, int]) -> None:
-    v = symbolic.evaluate(patch.value, env)
-    struct.pack_into(_SCALAR_FORMAT[patch.scalar], words, patch.offset, float(v) if patch.scalar == "f32" else v)

@@ -220,8 +220,9 @@ def _probe(program: Program, which, usable) -> tuple[Program, list[int]]:
                 buffers = tuple(used.setdefault(b, len(used)) for b in d.buffers)
                 dispatches.append(Dispatch(o.kernel, buffers, o.uniform, o.grid, d.node))
     buffers = [Buffer(program.buffers[b].size, "scratch") for b in used]
-    empty = {"type": "tuple", "items": []}
-    return Program(program.sources, program.kernels, buffers, {}, [], [], empty, empty, dispatches), starts
+    no_args = {"type": "tuple", "items": [{"type": "tuple", "items": []}, {"type": "dict", "keys": [], "items": []}]}
+    no_outputs = {"type": "tuple", "items": []}
+    return Program(program.sources, program.kernels, buffers, {}, [], [], no_args, no_outputs, dispatches), starts
 
 
 def _read(path: Path) -> dict:

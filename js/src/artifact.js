@@ -1,0 +1,589 @@
+// Reading a `.wgpt` artifact (docs/artifact.md, format 2): the container, both checksums and every rule the
+// contract lists, before anything reaches a device. The result is plain data (a ProgramSpec); the
+// constants are views over the file's bytes, not copies.
+
+import { crc32 } from './crc32.js';
+import { ArtifactError } from './errors.js';
+import * as expr from './expr.js';
+import { DEVICE_SIZE, ITEMSIZE, isModelDtype } from './dtypes.js';
+import * as tree from './tree.js';
+
+/** @typedef {import('./expr.js').Expr} Expr */
+/** @typedef {import('./expr.js').SymbolSpec} SymbolSpec */
+/** @typedef {import('./dtypes.js').ModelDtype} ModelDtype */
+/** @typedef {import('./dtypes.js').DeviceDtype} DeviceDtype */
+/** @typedef {import('./tree.js').TreeSpec} TreeSpec */
+/** @typedef {'read' | 'read_write' | 'uniform'} BindingKind */
+/** @typedef {'u32' | 'i32' | 'f32'} Scalar */
+/** @typedef {[number, number, number]} Grid */
+/** @typedef {{name: string, offset: number, type: Scalar, count: number}} UniformField */
+/** @typedef {{size: number, fields: UniformField[]}} UniformLayout */
+/**
+ * @typedef {{name: string, source: number, entry: string, overrides: Record<string, number>,
+ *   bindings: BindingKind[], uniform: UniformLayout | null, requires: string[], fallback: number | null,
+ *   engineSources: Record<string, number>}} KernelSpec
+ */
+/** @typedef {{size: number, role: 'input' | 'constant' | 'scratch' | 'status', name: string}} BufferSpec */
+/** @typedef {{node: string, message: string}} CheckSpec */
+/** @typedef {{dtype: DeviceDtype, bytes: Uint8Array}} Constant */
+/** @typedef {{name: string, shape: Expr[], dtype: ModelDtype, buffer: number}} InputSpec */
+/** @typedef {{buffer: number, shape: Expr[], strides: Expr[], offset: Expr, dtype: ModelDtype}} OutputSpec */
+/** @typedef {{offset: number, type: Scalar, value: Expr}} Patch */
+/** @typedef {{kernel: number, uniform: Uint32Array, grid: Grid}} Option */
+/**
+ * @typedef {{kernel: number, buffers: number[], uniform: Uint32Array, grid: Grid, node: string,
+ *   patches: Patch[], count: Expr | null, options: Option[], follows: number}} DispatchSpec
+ */
+/**
+ * @typedef {{meta: Record<string, unknown>, symbols: Record<string, SymbolSpec>, sources: string[],
+ *   kernels: KernelSpec[], buffers: BufferSpec[], constants: Map<number, Constant>, inputs: InputSpec[],
+ *   outputs: OutputSpec[], inputTree: TreeSpec, outputTree: TreeSpec, dispatches: DispatchSpec[],
+ *   checks: CheckSpec[], status: number | null}} ProgramSpec
+ * `status`: the index of the "status" buffer, whose word i check i sets when it fails (docs/artifact.md, Checks).
+ */
+
+export const MAGIC = 'WGPUTRCH';
+export const CONTAINER_VERSION = 2;
+export const FORMAT = 2;
+export const PREAMBLE = 32;
+const ALIGN = 64;
+export const FEATURES = ['shader-f16', 'subgroups'];
+const SCALARS = ['u32', 'i32', 'f32'];
+// Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
+// finishes, deep nesting crashes some WGSL compilers). The Python reader enforces the same.
+const MAX_GRID = 65535;
+const MAX_WORKGROUPS = 2 ** 24;
+const MAX_SOURCE = 4 * 2 ** 20;
+const MAX_NESTING = 64;
+const MAX_TREE_DEPTH = 64;
+const MAX_HEADER = 2 ** 30;
+const SCALAR_RANGE = /** @type {Record<Scalar, [number, number]>} */ ({ u32: [0, 2 ** 32 - 1], i32: [-(2 ** 31), 2 ** 31 - 1], f32: [-(2 ** 31), 2 ** 31 - 1] });
+
+/**
+ * Read and validate an artifact; `where` (a path, a URL, "<bytes>") begins every message.
+ * @param {Uint8Array} raw
+ * @param {string} where
+ * @returns {ProgramSpec}
+ */
+export function parse(raw, where) {
+  /** @param {string} msg */
+  const fail = (msg) => new ArtifactError(`${where}: ${msg}`);
+  const magic = new TextEncoder().encode(MAGIC);
+  if (raw.length === 0 || raw.subarray(0, magic.length).some((b, i) => b !== magic[i])) {
+    throw fail(`not a webgpu_torch program (it does not start with ${MAGIC})`);
+  }
+  if (raw.length < PREAMBLE) throw fail(`truncated (${raw.length} bytes) — not a complete webgpu_torch program`);
+  const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+  const version = view.getUint32(8, true);
+  if (version !== CONTAINER_VERSION) {
+    throw fail(`container version ${version}; this webgpu_torch reads version ${CONTAINER_VERSION} — recompile the model with this version`);
+  }
+  const headerCrc = view.getUint32(12, true);
+  const h = Number(view.getBigUint64(16, true));
+  const d = Number(view.getBigUint64(24, true));
+  const expected = PREAMBLE + h + d;
+  if (raw.length !== expected) {
+    const state = raw.length < expected ? 'truncated' : 'has trailing bytes';
+    throw fail(`${state}: ${count(raw.length)} bytes, the preamble says ${count(expected)}`);
+  }
+  if (h > MAX_HEADER) throw fail(`a header of ${count(h)} bytes is past the ${count(MAX_HEADER)} this reader takes`);
+  const text = raw.subarray(PREAMBLE, PREAMBLE + h);
+  if (crc32(text) !== headerCrc) throw fail('the header is damaged (checksum mismatch)');
+  let header;
+  try {
+    header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(text));
+  } catch (e) {
+    throw fail(`damaged header: ${String(/** @type {Error} */ (e).message).slice(0, 200) || 'nested too deeply'}`);
+  }
+  const isObject = header !== null && typeof header === 'object' && !Array.isArray(header);
+  const data = raw.subarray(PREAMBLE + h);
+  if (isObject && crc32(data) !== header.data_crc32) throw fail('tensor data is damaged (checksum mismatch)');
+  if (!isObject) throw fail(`malformed program: the header is a JSON ${Array.isArray(header) ? 'array' : typeof header}, not an object`);
+  if (header.format !== FORMAT) {
+    throw fail(`program format ${JSON.stringify(header.format)}; this webgpu_torch reads format ${FORMAT} — recompile the model with this version`);
+  }
+  if (h % ALIGN || d % ALIGN) throw fail(`malformed program: header length ${h} or data length ${d} is not a multiple of ${ALIGN}`);
+  try {
+    return validate(header, data);
+  } catch (e) {
+    if (e instanceof Invalid) throw fail(`malformed program: ${e.message}`);
+    throw e;
+  }
+}
+
+/** A rule of the contract the header breaks (becomes an ArtifactError naming the file). */
+class Invalid extends Error {}
+
+/**
+ * @param {boolean} ok
+ * @param {string} msg
+ * @returns {asserts ok}
+ */
+function need(ok, msg) {
+  if (!ok) throw new Invalid(msg);
+}
+
+/** @param {number} n */
+const count = (n) => n.toLocaleString('en');
+
+/**
+ * @param {unknown} v
+ * @returns {v is number}
+ */
+const isInt = (v) => Number.isSafeInteger(v);
+
+/**
+ * @param {unknown} v
+ * @param {string} what
+ * @returns {number}
+ */
+function int(v, what) {
+  need(isInt(v), `${what}: ${String(JSON.stringify(v)).slice(0, 40)} is not an integer`);
+  return /** @type {number} */ (v);
+}
+
+/**
+ * @param {unknown} v
+ * @param {string} what
+ * @returns {string}
+ */
+function str(v, what) {
+  need(typeof v === 'string', `${what}: ${String(JSON.stringify(v)).slice(0, 40)} is not a string`);
+  return /** @type {string} */ (v);
+}
+
+/**
+ * @param {unknown} v
+ * @param {string} what
+ * @returns {any[]}
+ */
+function list(v, what) {
+  need(Array.isArray(v), `${what}: expected a list, got ${kind(v)}`);
+  return /** @type {any[]} */ (v);
+}
+
+/**
+ * @param {unknown} v
+ * @param {string} what
+ * @returns {Record<string, any>}
+ */
+function object(v, what) {
+  need(v !== null && typeof v === 'object' && !Array.isArray(v), `${what}: expected an object, got ${kind(v)}`);
+  return /** @type {Record<string, any>} */ (v);
+}
+
+/**
+ * A required key of `o`.
+ * @param {Record<string, any>} o
+ * @param {string} key
+ * @param {string} what
+ */
+function field(o, key, what) {
+  need(Object.hasOwn(o, key), `${what}: missing field ${JSON.stringify(key)}`);
+  return o[key];
+}
+
+/** @param {unknown} v */
+function kind(v) {
+  return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
+}
+
+/**
+ * @param {Record<string, any>} header
+ * @param {Uint8Array} data
+ * @returns {ProgramSpec}
+ */
+function validate(header, data) {
+  const top = 'the header';
+  const meta = object(header.meta ?? {}, 'meta');
+  const symbols = readSymbols(object(field(header, 'symbols', top), 'symbols'));
+  const sources = list(field(header, 'sources', top), 'sources').map((s, i) => readSource(s, i));
+  const rawKernels = list(field(header, 'kernels', top), 'kernels');
+  const kernels = rawKernels.map((k, i) => readKernel(object(k, `kernel ${i}`), i, sources.length));
+  kernels.forEach((k) => checkFallback(k, kernels));
+  const buffers = list(field(header, 'buffers', top), 'buffers').map((b, i) => readBuffer(object(b, `buffer ${i}`), i));
+  const constants = readTensors(list(field(header, 'tensors', top), 'tensors'), buffers, data);
+  /** @param {unknown} e @param {string} what @returns {Expr} */
+  const ex = (e, what) => {
+    const p = expr.problem(e, symbols);
+    need(p === null, `${what}: ${p}`);
+    return /** @type {Expr} */ (e);
+  };
+  const inputs = list(field(header, 'inputs', top), 'inputs').map((x, i) => readInput(object(x, `input ${i}`), i, buffers, symbols, ex));
+  const outputs = list(field(header, 'outputs', top), 'outputs').map((t, i) => readOutput(object(t, `output ${i}`), i, buffers, symbols, ex));
+  const inputTree = readTree(field(header, 'input_tree', top), 'input_tree');
+  const outputTree = readTree(field(header, 'output_tree', top), 'output_tree');
+  need(inputTree.type === 'tuple' && inputTree.items.length === 2 && ['tuple', 'list'].includes(inputTree.items[0].type) &&
+    inputTree.items[1].type === 'dict', 'input_tree is not a tuple of (positional arguments, keyword arguments)');
+  need(tree.countLeaves(inputTree) === inputs.length, `input tree does not match the inputs (${tree.countLeaves(inputTree)} leaves for ${inputs.length})`);
+  need(tree.countLeaves(outputTree) === outputs.length, `output tree does not match the outputs (${tree.countLeaves(outputTree)} leaves for ${outputs.length})`);
+  for (const [name, s] of Object.entries(symbols)) {
+    need(inputs.some((x) => x.shape.includes(name)), `symbol ${name} (${s.about}) is not the size of any input dimension`);
+  }
+  const dispatches = list(field(header, 'dispatches', top), 'dispatches').map((x, i) => readDispatch(object(x, `dispatch ${i}`), i, kernels, buffers, ex, symbols));
+  dispatches.forEach((dsp, i) => checkGroup(dispatches, dsp, i));
+  const bound = new Set([...dispatches.flatMap((x) => x.buffers), ...outputs.map((t) => t.buffer)]);
+  buffers.forEach((b, i) => need(b.role !== 'scratch' || bound.has(i), `buffer ${i}: a scratch buffer no dispatch binds`));
+  const checks = list(field(header, 'checks', top), 'checks').map((raw, i) => {
+    const c = object(raw, `check ${i}`);
+    return { node: str(field(c, 'node', `check ${i}`), `check ${i} node`), message: str(field(c, 'message', `check ${i}`), `check ${i} message`) };
+  });
+  const statuses = buffers.flatMap((b, i) => (b.role === 'status' ? [i] : []));
+  need(statuses.length <= 1, 'more than one status buffer');
+  const status = statuses.length ? statuses[0] : null;
+  need(!checks.length || (status !== null && buffers[status].size >= 4 * checks.length), 'checks without a status buffer large enough for them');
+  need(outputs.every((t) => t.buffer !== status), 'a status buffer an output reads');
+  return { meta, symbols, sources, kernels, buffers, constants, inputs, outputs, inputTree, outputTree, dispatches, checks, status };
+}
+
+/**
+ * @param {Record<string, any>} j
+ * @returns {Record<string, SymbolSpec>}
+ */
+function readSymbols(j) {
+  /** @type {Record<string, SymbolSpec>} */
+  const out = {};
+  for (const [name, raw] of Object.entries(j)) {
+    const what = `symbol ${name}`;
+    const s = object(raw, what);
+    const lo = int(field(s, 'lo', what), `${what} lo`);
+    const hi = int(field(s, 'hi', what), `${what} hi`);
+    const hint = int(field(s, 'hint', what), `${what} hint`);
+    need(lo >= 0 && lo <= hint && hint <= hi && hi < 2 ** 31, `${what}: range [${lo}, ${hi}] with hint ${hint}`);
+    out[name] = { lo, hi, hint, about: str(s.about ?? `dimension ${name}`, `${what} about`) };
+  }
+  return out;
+}
+
+/**
+ * @param {unknown} s
+ * @param {number} i
+ */
+function readSource(s, i) {
+  const text = str(s, `source ${i}`);
+  need(text.length <= MAX_SOURCE, `source ${i}: ${count(text.length)} characters, over ${count(MAX_SOURCE)}`);
+  need(nestingOk(text), `source ${i}: brackets nested deeper than ${MAX_NESTING} or unbalanced`);
+  return text;
+}
+
+/**
+ * Whether the brackets outside line comments balance, at most MAX_NESTING deep.
+ * @param {string} source
+ */
+function nestingOk(source) {
+  const stack = [];
+  const opening = /** @type {Record<string, string>} */ ({ ')': '(', ']': '[', '}': '{' });
+  for (const ch of source.replace(/\/\/[^\n]*/g, '').replace(/[^()[\]{}]+/g, '')) {
+    if (ch === '(' || ch === '[' || ch === '{') {
+      stack.push(ch);
+      if (stack.length > MAX_NESTING) return false;
+    } else if (stack.pop() !== opening[ch]) {
+      return false;
+    }
+  }
+  return stack.length === 0;
+}
+
+/**
+ * @param {Record<string, any>} k
+ * @param {number} i
+ * @param {number} nSources
+ * @returns {KernelSpec}
+ */
+function readKernel(k, i, nSources) {
+  const name = str(field(k, 'name', `kernel ${i}`), `kernel ${i} name`);
+  const it = `kernel ${name}`;
+  const source = int(field(k, 'source', it), `${it} source`);
+  need(source >= 0 && source < nSources, `${it}: bad source index ${source}`);
+  const entry = str(field(k, 'entry', it), `${it} entry`);
+  const overrides = object(k.overrides ?? {}, `${it} overrides`);
+  need(Object.values(overrides).every((v) => typeof v === 'number' && Number.isFinite(v)), `${it}: an override is not a number`);
+  const bindings = list(field(k, 'bindings', it), `${it} bindings`);
+  need(bindings.every((b) => b === 'read' || b === 'read_write' || b === 'uniform'), `${it}: unknown binding kind`);
+  const uniforms = bindings.filter((b) => b === 'uniform').length;
+  need(uniforms === (k.uniform === undefined ? 0 : 1), `${it}: a uniform binding needs a uniform layout, and only one`);
+  const uniform = uniforms ? readUniform(object(k.uniform, `${it} uniform`), it) : null;
+  const requires = list(k.requires ?? [], `${it} requires`);
+  need(requires.every((f) => FEATURES.includes(f)), `${it}: requires unknown features ${JSON.stringify(requires)} (known: ${FEATURES.join(', ')})`);
+  const fallback = k.fallback === undefined ? null : int(k.fallback, `${it} fallback`);
+  const engineSources = object(k.engine_sources ?? {}, `${it} engine_sources`);
+  need(Object.values(engineSources).every((s) => isInt(s) && s >= 0 && s < nSources), `${it}: bad engine source`);
+  return { name, source, entry, overrides, bindings, uniform, requires, fallback, engineSources };
+}
+
+/**
+ * A kernel that needs shader-f16 names a fallback kernel: one that does not, with the same interface.
+ * @param {KernelSpec} k
+ * @param {KernelSpec[]} kernels
+ */
+function checkFallback(k, kernels) {
+  if (!k.requires.includes('shader-f16')) return;
+  need(k.fallback !== null && k.fallback >= 0 && k.fallback < kernels.length, `kernel ${k.name}: needs shader-f16 but has no fallback`);
+  const alt = kernels[k.fallback];
+  need(!alt.requires.includes('shader-f16') && sameInterface(alt, k),
+    `kernel ${k.name}: its fallback ${alt.name} needs shader-f16 or differs in bindings or Params`);
+}
+
+/**
+ * @param {Record<string, any>} u
+ * @param {string} it
+ * @returns {UniformLayout}
+ */
+function readUniform(u, it) {
+  const size = int(field(u, 'size', `${it} uniform`), `${it} uniform size`);
+  const fields = list(field(u, 'fields', `${it} uniform`), `${it} uniform fields`).map((raw) => {
+    const f = object(raw, `${it} uniform field`);
+    const ok = typeof f.name === 'string' && isInt(f.offset) && f.offset >= 0 && f.offset % 4 === 0 &&
+      SCALARS.includes(f.type) && isInt(f.count) && f.count >= 1 && f.offset + 4 * f.count <= size;
+    need(ok, `${it}: bad uniform layout (field ${JSON.stringify(f).slice(0, 80)})`);
+    return /** @type {UniformField} */ ({ name: f.name, offset: f.offset, type: f.type, count: f.count });
+  });
+  need(size >= 16 && size % 16 === 0, `${it}: bad uniform layout (size ${size} is not a positive multiple of 16)`);
+  return { size, fields };
+}
+
+/**
+ * @param {Record<string, any>} b
+ * @param {number} i
+ * @returns {BufferSpec}
+ */
+function readBuffer(b, i) {
+  const what = `buffer ${i}`;
+  const size = field(b, 'size', what);
+  need(isInt(size) && size > 0, `${what}: bad size ${JSON.stringify(size)}`);
+  const role = field(b, 'role', what);
+  need(['input', 'constant', 'scratch', 'status'].includes(role), `${what}: unknown role ${JSON.stringify(role)}`);
+  return { size, role, name: str(b.name ?? '', `${what} name`) };
+}
+
+/**
+ * @param {any[]} entries
+ * @param {BufferSpec[]} buffers
+ * @param {Uint8Array} data
+ * @returns {Map<number, Constant>}
+ */
+function readTensors(entries, buffers, data) {
+  /** @type {Map<number, Constant>} */
+  const out = new Map();
+  for (const raw of entries) {
+    const t = object(raw, 'tensor');
+    const buffer = int(field(t, 'buffer', 'tensor'), 'tensor buffer');
+    const dtype = field(t, 'dtype', `tensor for buffer ${buffer}`);
+    need(Object.hasOwn(DEVICE_SIZE, dtype), `tensor for buffer ${buffer} has unknown dtype ${JSON.stringify(dtype)}`);
+    const shape = list(field(t, 'shape', 'tensor'), 'tensor shape').map((n) => int(n, 'tensor shape'));
+    const offset = int(field(t, 'offset', 'tensor'), 'tensor offset');
+    const nbytes = int(field(t, 'nbytes', 'tensor'), 'tensor nbytes');
+    const numel = shape.reduce((a, n) => a * n, 1);
+    need(nbytes === numel * DEVICE_SIZE[/** @type {DeviceDtype} */ (dtype)] && Math.min(0, ...shape) === 0 && offset >= 0 &&
+      offset % ALIGN === 0 && offset + nbytes <= data.length,
+    `tensor for buffer ${buffer} is mis-sized or out of bounds (shape ${JSON.stringify(shape)}, ${nbytes} bytes at ${offset}, data is ${data.length} bytes)`);
+    need(!out.has(buffer), `two tensors for buffer ${buffer}`);
+    need(buffer >= 0 && buffer < buffers.length && buffers[buffer].role === 'constant', 'constant data for a buffer that is not a constant');
+    need(nbytes <= buffers[buffer].size, `buffer ${buffer} (${buffers[buffer].name}): constant larger than buffer`);
+    out.set(buffer, { dtype, bytes: data.subarray(offset, offset + nbytes) });
+  }
+  buffers.forEach((b, i) => need(b.role !== 'constant' || out.has(i), `buffer ${i} (${b.name}): constant data is missing`));
+  return out;
+}
+
+/**
+ * @param {Record<string, any>} x
+ * @param {number} i
+ * @param {BufferSpec[]} buffers
+ * @param {Record<string, SymbolSpec>} symbols
+ * @param {(e: unknown, what: string) => Expr} ex
+ * @returns {InputSpec}
+ */
+function readInput(x, i, buffers, symbols, ex) {
+  const name = str(field(x, 'name', `input ${i}`), `input ${i} name`);
+  const what = `input ${name}`;
+  const dtype = field(x, 'dtype', what);
+  need(isModelDtype(dtype), `${what}: unknown dtype ${JSON.stringify(dtype)}`);
+  const shape = list(field(x, 'shape', what), `${what} shape`).map((s) => ex(s, `${what} shape`));
+  const buffer = int(field(x, 'buffer', what), `${what} buffer`);
+  need(buffer >= 0 && buffer < buffers.length, `${what}: bad buffer`);
+  need(buffers[buffer].role === 'input', `${what}: buffer ${buffer} is not an input buffer`);
+  const largest = shape.reduce((/** @type {number} */ a, s) => a * expr.bound(s, symbols), 1);
+  need(Math.max(1, largest) * ITEMSIZE <= buffers[buffer].size && shape.every((s) => expr.bounds(s, symbols)[0] >= 0),
+    `${what}: buffer too small`);
+  return { name, shape, dtype, buffer };
+}
+
+/**
+ * @param {Record<string, any>} t
+ * @param {number} i
+ * @param {BufferSpec[]} buffers
+ * @param {Record<string, SymbolSpec>} symbols
+ * @param {(e: unknown, what: string) => Expr} ex
+ * @returns {OutputSpec}
+ */
+function readOutput(t, i, buffers, symbols, ex) {
+  const what = `output ${i}`;
+  const buffer = int(field(t, 'buffer', what), `${what} buffer`);
+  need(buffer >= 0 && buffer < buffers.length, `${what}: bad buffer ${buffer}`);
+  const dtype = field(t, 'dtype', what);
+  need(isModelDtype(dtype), `${what}: unknown dtype ${JSON.stringify(dtype)}`);
+  const shape = list(field(t, 'shape', what), `${what} shape`).map((s) => ex(s, `${what} shape`));
+  const strides = list(field(t, 'strides', what), `${what} strides`).map((s) => ex(s, `${what} strides`));
+  need(shape.length === strides.length, `${what}: ${shape.length} sizes but ${strides.length} strides`);
+  const offset = ex(field(t, 'offset', what), `${what} offset`);
+  const lows = [offset, ...strides, ...shape].map((e) => expr.bounds(e, symbols)[0]);
+  need(Math.min(...lows) >= 0 && expr.bound(viewEnd({ shape, strides, offset }), symbols) * ITEMSIZE <= buffers[buffer].size,
+    `${what}: view reaches past its buffer`);
+  return { buffer, shape, strides, offset, dtype };
+}
+
+/**
+ * One past the furthest element a view reaches, as an expression: offset + 1 + Σ (n_k − 1)·s_k (a view
+ * that may hold no element reaches no further than that).
+ * @param {{shape: Expr[], strides: Expr[], offset: Expr}} v
+ * @returns {Expr}
+ */
+export function viewEnd(v) {
+  return ['+', v.offset, 1, ...v.shape.map((n, k) => /** @type {Expr} */ (['*', ['+', n, -1], v.strides[k]]))];
+}
+
+/**
+ * @param {unknown} t
+ * @param {string} what
+ * @param {number} depth
+ * @returns {TreeSpec}
+ */
+function readTree(t, what, depth = 0) {
+  const node = object(t, what);
+  const type = node.type;
+  need(['leaf', 'const', 'tuple', 'list', 'dict'].includes(type) && depth <= MAX_TREE_DEPTH, `${what}: bad tree node ${JSON.stringify(node).slice(0, 80)}`);
+  if (type === 'const') {
+    const v = node.value;
+    need(v === null || ['boolean', 'number', 'string'].includes(typeof v), `${what}: a const tree node holds ${kind(v)}`);
+  }
+  if (type === 'tuple' || type === 'list' || type === 'dict') {
+    list(field(node, 'items', what), `${what} items`).forEach((s) => readTree(s, what, depth + 1));
+  }
+  if (type === 'dict') {
+    const keys = list(field(node, 'keys', what), `${what} keys`);
+    need(keys.length === node.items.length && keys.every((k) => typeof k === 'string') && new Set(keys).size === keys.length,
+      `${what}: a dict tree node's keys do not match its items`);
+  }
+  return /** @type {TreeSpec} */ (node);
+}
+
+/**
+ * @param {Record<string, any>} x
+ * @param {number} i
+ * @param {KernelSpec[]} kernels
+ * @param {BufferSpec[]} buffers
+ * @param {(e: unknown, what: string) => Expr} ex
+ * @param {Record<string, SymbolSpec>} symbols
+ * @returns {DispatchSpec}
+ */
+function readDispatch(x, i, kernels, buffers, ex, symbols) {
+  const it = `dispatch ${i}`;
+  const kernel = int(field(x, 'kernel', it), `${it} kernel`);
+  need(kernel >= 0 && kernel < kernels.length, `${it}: bad kernel index`);
+  const k = kernels[kernel];
+  const node = str(field(x, 'node', it), `${it} node`);
+  const bound = list(field(x, 'buffers', it), `${it} buffers`).map((b) => int(b, `${it} buffer`));
+  const storage = k.bindings.filter((b) => b !== 'uniform');
+  need(bound.length === storage.length, `${it}: binds ${bound.length} of ${storage.length} buffers`);
+  need(bound.every((b) => b >= 0 && b < buffers.length), `${it}: bad buffer index`);
+  need(bound.every((b, j) => storage[j] !== 'read_write' || ['scratch', 'status'].includes(buffers[b].role)),
+    `${it}: writes a buffer that is not scratch`);
+  const uniform = readWords(field(x, 'uniform', it), it);
+  need(uniform.length * 4 >= (k.uniform?.size ?? 0), `${it}: short uniform`);
+  const grid = readGrid(field(x, 'grid', it), it);
+  const patches = list(x.patches ?? [], `${it} patches`).map((p) => {
+    need(Array.isArray(p) && p.length === 3, `${it}: a uniform patch is not [offset, type, expression]`);
+    const value = ex(p[2], `${it} patch`);
+    const [lo, hi] = expr.bounds(value, symbols);
+    const ok = isInt(p[0]) && p[0] >= 0 && p[0] <= 4 * uniform.length - 4 && p[0] % 4 === 0 && SCALARS.includes(p[1]) &&
+      SCALAR_RANGE[/** @type {Scalar} */ (p[1])][0] <= lo && hi <= SCALAR_RANGE[/** @type {Scalar} */ (p[1])][1];
+    need(ok, `${it}: bad uniform patch`);
+    return { offset: p[0], type: p[1], value };
+  });
+  const count = x.count === undefined ? null : ex(x.count, `${it} count`);
+  if (count !== null) {
+    const [lo, hi] = expr.bounds(count, symbols);
+    need(lo >= 0 && (hi === 0 || (hi <= MAX_GRID * MAX_GRID && notAfter(foldGrid(hi), grid))), `${it}: bad workgroup count`);
+  }
+  const options = list(x.options ?? [], `${it} options`).map((raw, j) => {
+    const o = object(raw, `${it} option ${j}`);
+    const ok = isInt(o.kernel) && o.kernel >= 0 && o.kernel < kernels.length;
+    need(ok, `${it}: bad option`);
+    const alt = kernels[o.kernel];
+    const words = readWords(field(o, 'uniform', `${it} option`), it);
+    need(sameInterface(alt, k) && words.length >= uniform.length, `${it}: option ${alt.name} differs in bindings or Params`);
+    return { kernel: o.kernel, uniform: words, grid: readGrid(field(o, 'grid', `${it} option`), it) };
+  });
+  need(!options.length || (count === null && !patches.length), `${it}: a dynamic one has options`);
+  const follows = int(x.follows ?? 0, `${it} follows`);
+  need(follows >= 0, `${it}: follows no group leader with as many options`);
+  return { kernel, buffers: bound, uniform, grid, node, patches, count, options, follows };
+}
+
+/**
+ * @param {DispatchSpec[]} dispatches
+ * @param {DispatchSpec} d
+ * @param {number} i
+ */
+function checkGroup(dispatches, d, i) {
+  if (!d.follows) return;
+  const lead = d.follows <= i ? dispatches[i - d.follows] : null;
+  const chained = d.follows === 1 || dispatches[i - 1].follows === d.follows - 1;
+  need(lead !== null && chained && !lead.follows && lead.options.length > 0 && lead.options.length === d.options.length,
+    `dispatch ${i}: follows no group leader with as many options`);
+}
+
+/**
+ * Whether two kernels bind alike and have the same Params layout.
+ * @param {KernelSpec} a
+ * @param {KernelSpec} b
+ */
+function sameInterface(a, b) {
+  return a.bindings.join() === b.bindings.join() && JSON.stringify(a.uniform) === JSON.stringify(b.uniform);
+}
+
+/**
+ * @param {unknown} w
+ * @param {string} it
+ * @returns {Uint32Array}
+ */
+function readWords(w, it) {
+  const words = list(w, `${it} uniform`);
+  need(words.every((v) => isInt(v) && v >= 0 && v <= 0xffffffff), `${it}: a uniform word is not a u32`);
+  return Uint32Array.from(words);
+}
+
+/**
+ * @param {unknown} g
+ * @param {string} it
+ * @returns {Grid}
+ */
+function readGrid(g, it) {
+  const ok = Array.isArray(g) && g.length === 3 && g.every((n) => isInt(n) && n >= 1 && n <= MAX_GRID) && g[0] * g[1] * g[2] <= MAX_WORKGROUPS;
+  need(ok, `${it}: bad grid ${JSON.stringify(g).slice(0, 60)}`);
+  return /** @type {Grid} */ (g);
+}
+
+/**
+ * A 1-D count of workgroups as an (x, y, 1) grid (docs/artifact.md, `count`); kernels number workgroups
+ * x-fastest and those past the count exit at once.
+ * @param {number} n
+ * @returns {Grid}
+ */
+export function foldGrid(n) {
+  if (n <= MAX_GRID) return [n, 1, 1];
+  const y = Math.ceil(n / MAX_GRID);
+  return [Math.ceil(n / y), y, 1];
+}
+
+/**
+ * Whether grid `a` comes no later than `b` in lexicographic order (the Python reader's test that a count's
+ * largest fold fits the dispatch's grid).
+ * @param {Grid} a
+ * @param {Grid} b
+ */
+function notAfter(a, b) {
+  for (let k = 0; k < 3; k++) if (a[k] !== b[k]) return a[k] < b[k];
+  return true;
+}

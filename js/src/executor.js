@@ -1,0 +1,545 @@
+// Running a program: everything is built once here, so a call only writes inputs, encodes and reads back.
+//
+// At construction (the spec already fitted to the device's features and tuned): checks against the
+// device's limits, buffers (constants uploaded, float16 ones widened where the device lacks shader-f16),
+// one shader module per source a dispatch uses, explicit bind group and pipeline layouts from each kernel's
+// `bindings`, one pipeline per kernel a dispatch runs, every dispatch's uniform in one uniform buffer, one
+// bind group per dispatch, and one mappable staging buffer for all outputs. A failure is a DeviceError.
+// A call: write the inputs, encode every dispatch into one compute pass of one command encoder, copy the
+// outputs' byte ranges into the staging buffer, submit once, map once.
+//
+// Dynamic sizes: buffers are sized for the largest values. When a call's sizes differ from the last call's,
+// prepare() rewrites the uniform words that depend on them (one write per such dispatch), folds those
+// dispatches' grids and evaluates the output views; calls at the same sizes repeat nothing.
+
+import { foldGrid } from './artifact.js';
+import { DeviceTensor } from './device_tensor.js';
+import { gather, ITEMSIZE, widenHalf } from './dtypes.js';
+import { DeviceError, DeviceIndexError } from './errors.js';
+import { envVar } from './env.js';
+import * as expr from './expr.js';
+import { bufferSize, sourceFor } from './kernels.js';
+import { MAX_UNAWAITED, stateOf } from './pool.js';
+
+/** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
+/** @typedef {import('./device.js').Gpu} Gpu */
+/** @typedef {import('./dtypes.js').ModelDtype} ModelDtype */
+/** @typedef {import('./device_tensor.js').HostTensor} HostTensor */
+/** @typedef {import('./expr.js').Env} Env */
+/**
+ * An output at the current sizes: `size` bytes from byte `start` of `buffer` go to byte `slot` of the
+ * staging buffer; the view's strides count elements from there.
+ * @typedef {{buffer: GPUBuffer, start: number, size: number, slot: number, shape: number[], strides: number[],
+ *   dtype: ModelDtype}} Readback
+ */
+/**
+ * @typedef {object} ExecutorOptions
+ * @property {number} [timeout] seconds a call may take (default: WEBGPU_TORCH_TIMEOUT, else 300)
+ * @property {number} [maxMemory] bytes of buffers a program may ask for (default: WEBGPU_TORCH_MAX_MEMORY, else 32 GiB)
+ */
+
+export const TIMEOUT_VAR = 'WEBGPU_TORCH_TIMEOUT';
+export const MEMORY_VAR = 'WEBGPU_TORCH_MAX_MEMORY';
+const DEFAULT_TIMEOUT = 300; // seconds; lavapipe's first run of a large kernel compiles it for tens of seconds
+const DEFAULT_MEMORY = 32 * 2 ** 30;
+const BUFFER_TYPE = /** @type {const} */ ({ read: 'read-only-storage', read_write: 'storage', uniform: 'uniform' });
+
+/**
+ * @param {number} n
+ * @param {number} k
+ */
+const roundUp = (n, k) => Math.ceil(n / k) * k;
+
+/** @param {number} n */
+const count = (n) => n.toLocaleString('en');
+
+/**
+ * An engine's error as one line: its first line, with a count of the lines left out (compiler output).
+ * @param {unknown} e
+ */
+export function oneLine(e) {
+  const lines = String(/** @type {Error} */ (e)?.message ?? e).split('\n').filter((l) => l.trim());
+  const rest = lines.length > 1 ? ` (and ${lines.length - 1} more lines)` : '';
+  return (lines[0] ?? 'unknown error').slice(0, 300) + rest;
+}
+
+/**
+ * A number from an option or an environment variable.
+ * @param {number | undefined} option
+ * @param {string} name
+ * @param {number} fallback
+ * @param {string} unit
+ */
+function setting(option, name, fallback, unit) {
+  if (option !== undefined) return option;
+  const value = envVar(name);
+  if (!value) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new DeviceError(`${name}=${JSON.stringify(value)}: give a number of ${unit}`);
+  return n;
+}
+
+export class Executor {
+  /**
+   * Build everything for `spec`, whose dispatches run as written (fitted to `features` and tuned).
+   * @param {ProgramSpec} spec
+   * @param {Gpu} gpu
+   * @param {Set<string>} features the optional features this program may use
+   * @param {ExecutorOptions} [options]
+   * @returns {Promise<Executor>}
+   */
+  static async create(spec, gpu, features, options = {}) {
+    const ex = new Executor(spec, gpu, features, options);
+    const { device } = gpu;
+    device.pushErrorScope('out-of-memory');
+    device.pushErrorScope('validation');
+    let built = false;
+    try {
+      ex.buildBuffers();
+      await ex.buildPipelines();
+      ex.buildBindGroups();
+      ex.buildReadback();
+      ex.buildPlan();
+      built = true;
+    } finally {
+      const invalid = await device.popErrorScope();
+      const oom = await device.popErrorScope();
+      if (!built) ex.destroy();
+      if (built && (invalid || oom)) {
+        ex.destroy();
+        const why = oom ? `it is out of memory: ${oneLine(oom.message)}` : oneLine(invalid?.message);
+        throw new DeviceError(`the ${gpu.engine} engine refused this program: ${why}`);
+      }
+    }
+    if (!Object.keys(spec.symbols).length) ex.prepare({});
+    return ex;
+  }
+
+  /**
+   * @param {ProgramSpec} spec
+   * @param {Gpu} gpu
+   * @param {Set<string>} features
+   * @param {ExecutorOptions} options
+   */
+  constructor(spec, gpu, features, options) {
+    this.spec = spec;
+    this.gpu = gpu;
+    this.device = gpu.device;
+    this.features = features;
+    this.timeout = setting(options.timeout, TIMEOUT_VAR, DEFAULT_TIMEOUT, 'seconds');
+    this.maxMemory = setting(options.maxMemory, MEMORY_VAR, DEFAULT_MEMORY, 'bytes');
+    /** Fill scratch buffers with NaN before each call (tests: an unwritten output element cannot pass). */
+    this.poisonScratch = false;
+    /** Why this program refuses calls (a call that timed out); "" while usable. */
+    this.failed = '';
+    /** @type {GPUBuffer[]} */
+    this.buffers = [];
+    /** @type {GPUBuffer[]} */
+    this.scratch = [];
+    /** @type {Uint8Array | null} */
+    this.nan = null;
+    /** @type {(GPUComputePipeline | null)[]} */
+    this.pipelines = [];
+    /** @type {Map<string, GPUBindGroupLayout>} by the kernel's bindings, joined */
+    this.groupLayouts = new Map();
+    /** @type {GPUBindGroup[]} */
+    this.bindGroups = [];
+    /** @type {number[]} byte offset of each dispatch's uniform in `uniforms` */
+    this.uniformOffsets = [];
+    /** @type {GPUBuffer | null} */
+    this.uniforms = null;
+    /** the uniform buffer's contents, kept on the host for patching */
+    this.uniformWords = new Uint32Array(0);
+    /** @type {GPUBuffer | null} */
+    this.staging = null;
+    /** @type {number[]} byte offset of each output's slot in `staging` */
+    this.slots = [];
+    /** byte offset of the status words in `staging` (after the outputs) */
+    this.statusSlot = 0;
+    /** @type {number[] | null} the symbol values of the last call, in the order of spec.symbols */
+    this.sizes = null;
+    // The plan at the current sizes: per dispatch its pipeline, bind group and grid (x = 0: skipped); the
+    // dispatches whose uniform or grid depends on the sizes.
+    /** @type {GPUComputePipeline[]} */
+    this.planPipelines = [];
+    /** @type {GPUBindGroup[]} */
+    this.planGroups = [];
+    this.planGrids = new Uint32Array(0);
+    /** @type {{index: number, patches: {word: number, type: string, value: (env: Env) => number}[], count: ((env: Env) => number) | null}[]} */
+    this.dynamic = [];
+    /** @type {{shape: ((env: Env) => number)[], strides: ((env: Env) => number)[], offset: (env: Env) => number}[]} the outputs' views */
+    this.views = [];
+    /** @type {Readback[]} */
+    this.readbacks = [];
+    this.checkDevice();
+  }
+
+  /** Refuse by name, before anything is allocated, what this device cannot hold or run. */
+  checkDevice() {
+    const { spec, device, features } = this;
+    const limits = device.limits;
+    const maxBinding = limits.maxStorageBufferBindingSize;
+    const maxBuffer = limits.maxBufferSize;
+    let total = 0;
+    spec.buffers.forEach((b, i) => {
+      const size = bufferSize(spec, i, features);
+      total += size;
+      if (size > Math.min(maxBinding, maxBuffer)) {
+        const what = `${b.role} buffer ${i}` + (b.name ? ` (${b.name})` : '');
+        throw new DeviceError(`${what} needs ${count(size)} bytes; this adapter binds at most ${count(maxBinding)} ` +
+          `(maxStorageBufferBindingSize; maxBufferSize ${count(maxBuffer)})`);
+      }
+    });
+    if (total > this.maxMemory) {
+      throw new DeviceError(`the program needs ${(total / 2 ** 30).toFixed(2)} GiB of buffers, over the ` +
+        `${(this.maxMemory / 2 ** 30).toFixed(2)} GiB this process allows (${MEMORY_VAR}, in bytes, or the maxMemory option)`);
+    }
+    for (const k of new Set(spec.dispatches.map((d) => spec.kernels[d.kernel]))) {
+      const lacking = k.requires.filter((f) => !features.has(f));
+      if (lacking.length) {
+        throw new DeviceError(`kernel ${k.name} needs the ${lacking.join(', ')} feature, which this ${this.gpu.engine} ` +
+          'device lacks (a compiled program\'s default dispatches need none: this file was saved with a choice forced)');
+      }
+      const storage = k.bindings.filter((b) => b !== 'uniform').length;
+      if (storage > limits.maxStorageBuffersPerShaderStage) {
+        throw new DeviceError(`kernel ${k.name} binds ${storage} storage buffers; this adapter allows ` +
+          `${limits.maxStorageBuffersPerShaderStage} per shader stage (maxStorageBuffersPerShaderStage)`);
+      }
+      if (k.uniform && k.uniform.size > limits.maxUniformBufferBindingSize) {
+        throw new DeviceError(`kernel ${k.name}: its ${k.uniform.size}-byte Params exceed this adapter's ` +
+          `${limits.maxUniformBufferBindingSize}-byte uniform bindings (maxUniformBufferBindingSize)`);
+      }
+    }
+  }
+
+  /** Buffers, and every constant written to its own: float16 widened to float32 where the device lacks shader-f16. */
+  buildBuffers() {
+    const { spec, device, features } = this;
+    const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+    this.buffers = spec.buffers.map((b, i) => device.createBuffer({ size: bufferSize(spec, i, features), usage, label: b.name || b.role }));
+    this.scratch = this.buffers.filter((_, i) => spec.buffers[i].role === 'scratch');
+    for (const [i, c] of spec.constants) {
+      if (!c.bytes.length) continue;
+      let bytes = c.bytes;
+      if (c.dtype === 'f16' && !features.has('shader-f16')) {
+        const aligned = bytes.byteOffset % 2 ? bytes.slice() : bytes;
+        bytes = new Uint8Array(widenHalf(new Uint16Array(aligned.buffer, aligned.byteOffset, aligned.length / 2)).buffer);
+      }
+      if (bytes.length % 4) { // writes are 4-byte multiples: an odd count of float16 values gets a zero pad
+        const padded = new Uint8Array(roundUp(bytes.length, 4));
+        padded.set(bytes);
+        bytes = padded;
+      }
+      device.queue.writeBuffer(this.buffers[i], 0, bytes);
+    }
+  }
+
+  /** One module per source a dispatch uses, layouts from the kernels' bindings, one pipeline per kernel run. */
+  async buildPipelines() {
+    const { spec, device, gpu } = this;
+    const used = new Set(spec.dispatches.map((d) => d.kernel));
+    /** @type {Map<number, GPUShaderModule>} */
+    const modules = new Map();
+    /** @type {Map<string, GPUPipelineLayout>} */
+    const layouts = new Map();
+    const built = spec.kernels.map(async (k, index) => {
+      if (!used.has(index)) return null;
+      const s = sourceFor(k, gpu.engine);
+      let module = modules.get(s);
+      if (!module) {
+        module = device.createShaderModule({ code: spec.sources[s], label: `source ${s}` });
+        modules.set(s, module);
+      }
+      const signature = k.bindings.join();
+      let layout = layouts.get(signature);
+      if (!layout) { // explicit, never "auto": an operand a variant never reads still has its slot
+        const group = device.createBindGroupLayout({
+          entries: k.bindings.map((kind, binding) => ({ binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: BUFFER_TYPE[kind] } })),
+        });
+        this.groupLayouts.set(signature, group);
+        layout = device.createPipelineLayout({ bindGroupLayouts: [group] });
+        layouts.set(signature, layout);
+      }
+      try {
+        return await device.createComputePipelineAsync({
+          layout, label: k.name, compute: { module, entryPoint: k.entry, constants: k.overrides },
+        });
+      } catch (e) {
+        const info = await module.getCompilationInfo();
+        const error = info.messages.find((m) => m.type === 'error');
+        if (error) {
+          throw new DeviceError(`WGSL source ${s} (kernel ${k.name}) does not compile on the ${gpu.engine} engine: ` +
+            `line ${error.lineNum}: ${oneLine(error.message)}`);
+        }
+        throw new DeviceError(`kernel ${k.name}: the ${gpu.engine} engine rejected it: ${oneLine(e)}`);
+      }
+    });
+    this.pipelines = await Promise.all(built);
+  }
+
+  /** Every dispatch's uniform in one buffer (written once), and one bind group per dispatch. */
+  buildBindGroups() {
+    const { spec, device } = this;
+    const align = device.limits.minUniformBufferOffsetAlignment;
+    let total = 0;
+    this.uniformOffsets = spec.dispatches.map((d) => {
+      const at = total;
+      total += d.uniform.length ? roundUp(d.uniform.length * 4, align) : 0;
+      return at;
+    });
+    const uniforms = device.createBuffer({ size: Math.max(total, 16), usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: 'uniforms' });
+    this.uniforms = uniforms;
+    const blob = new Uint32Array(Math.max(total, 16) / 4);
+    spec.dispatches.forEach((d, i) => blob.set(d.uniform, this.uniformOffsets[i] / 4));
+    device.queue.writeBuffer(uniforms, 0, blob);
+    this.uniformWords = blob;
+    this.bindGroups = spec.dispatches.map((d, i) => {
+      const k = spec.kernels[d.kernel];
+      let next = 0;
+      const entries = k.bindings.map((kind, binding) => ({
+        binding,
+        resource: kind === 'uniform'
+          ? { buffer: uniforms, offset: this.uniformOffsets[i], size: roundUp(d.uniform.length * 4, 16) }
+          : { buffer: this.buffers[d.buffers[next++]] },
+      }));
+      const layout = /** @type {GPUBindGroupLayout} */ (this.groupLayouts.get(k.bindings.join()));
+      return device.createBindGroup({ layout, entries, label: d.node });
+    });
+  }
+
+  /** One staging buffer with a slot per output, each as large as its output can get, then the status words. */
+  buildReadback() {
+    const { spec } = this;
+    let total = 0;
+    this.slots = spec.outputs.map((t) => {
+      const at = total;
+      const span = /** @type {import('./expr.js').Expr} */ (['+', 1, ...t.shape.map((n, k) => ['*', ['+', n, -1], t.strides[k]])]);
+      total += Math.max(0, expr.bound(span, spec.symbols)) * ITEMSIZE;
+      return at;
+    });
+    this.statusSlot = total;
+    total += 4 * spec.checks.length;
+    this.staging = this.device.createBuffer({ size: Math.max(total, 4), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'staging' });
+  }
+
+  /**
+   * Make the dispatch plan and output reads for these dynamic sizes (nothing when they are the last
+   * call's); `env` comes from binding the inputs.
+   * @param {Env} env
+   */
+  prepare(env) {
+    const { spec, device } = this;
+    const sizes = Object.keys(spec.symbols).map((n) => env[n]);
+    const last = this.sizes;
+    if (last && sizes.every((v, i) => v === last[i])) return;
+    // Patches go into the host copy of the uniform buffer, and from there to the device in one write.
+    const words = this.uniformWords;
+    let first = Infinity;
+    let end = 0;
+    for (const d of this.dynamic) {
+      for (const p of d.patches) {
+        if (p.type === 'f32') scalar.f32[0] = p.value(env);
+        else scalar.i32[0] = p.value(env); // u32 and i32 alike: the value's low 32 bits
+        words[p.word] = scalar.u32[0];
+        first = Math.min(first, p.word);
+        end = Math.max(end, p.word + 1);
+      }
+      if (d.count) this.planGrids.set(foldGrid(d.count(env)), 3 * d.index); // x = 0: no workgroups
+    }
+    if (end) device.queue.writeBuffer(/** @type {GPUBuffer} */ (this.uniforms), 4 * first, words, first, end - first);
+    this.readbacks = this.views.map((v, i) => {
+      const shape = v.shape.map((f) => f(env));
+      const strides = v.strides.map((f) => f(env));
+      const numel = shape.reduce((a, b) => a * b, 1);
+      const span = numel ? 1 + shape.reduce((s, m, k) => s + (m - 1) * strides[k], 0) : 0;
+      return { buffer: this.buffers[spec.outputs[i].buffer], start: v.offset(env) * ITEMSIZE, size: span * ITEMSIZE,
+        slot: this.slots[i], shape, strides, dtype: spec.outputs[i].dtype };
+    });
+    this.sizes = sizes;
+  }
+
+  /**
+   * The plan as far as it holds at any sizes (each dispatch's pipeline, bind group and static grid), and
+   * what depends on the sizes compiled: the patched uniform words, the counted grids, the output views.
+   */
+  buildPlan() {
+    const ds = this.spec.dispatches;
+    this.planPipelines = ds.map((d) => /** @type {GPUComputePipeline} */ (this.pipelines[d.kernel]));
+    this.planGroups = this.bindGroups;
+    this.planGrids = new Uint32Array(3 * ds.length);
+    ds.forEach((d, i) => this.planGrids.set(d.grid, 3 * i));
+    this.dynamic = ds.flatMap((d, i) => (d.patches.length || d.count !== null ? [{
+      index: i,
+      patches: d.patches.map((p) => ({ word: (this.uniformOffsets[i] + p.offset) / 4, type: p.type, value: expr.compile(p.value) })),
+      count: d.count === null ? null : expr.compile(d.count),
+    }] : []));
+    this.views = this.spec.outputs.map((t) => ({
+      shape: t.shape.map(expr.compile), strides: t.strides.map(expr.compile), offset: expr.compile(t.offset),
+    }));
+  }
+
+  /**
+   * Encode every dispatch of one call into one compute pass of `encoder`.
+   * @param {GPUCommandEncoder} encoder
+   * @param {GPUComputePassTimestampWrites} [timestampWrites]
+   */
+  encode(encoder, timestampWrites) {
+    const pass = encoder.beginComputePass(timestampWrites ? { timestampWrites } : undefined);
+    const pipelines = this.planPipelines;
+    const groups = this.planGroups;
+    const grids = this.planGrids;
+    let current = null;
+    for (let i = 0; i < pipelines.length; i++) {
+      const x = grids[3 * i];
+      if (x === 0) continue;
+      if (pipelines[i] !== current) {
+        current = pipelines[i];
+        pass.setPipeline(current);
+      }
+      pass.setBindGroup(0, groups[i]);
+      pass.dispatchWorkgroups(x, grids[3 * i + 1], grids[3 * i + 2]);
+    }
+    pass.end();
+  }
+
+  /**
+   * One call: `inputs` in spec.inputs order, each in device form (a typed array of its words, checked) or a
+   * contiguous DeviceTensor of this device; `env` the dynamic sizes. An output whose `keep` flag is set stays
+   * on the GPU as a DeviceTensor; the others are read back through one map.
+   * @param {(ArrayBufferView | DeviceTensor)[]} inputs
+   * @param {Env} env
+   * @param {boolean[]} keep
+   * @returns {Promise<(HostTensor | DeviceTensor)[]>}
+   */
+  async run(inputs, env, keep) {
+    if (this.failed) throw new DeviceError(`this program cannot run again: ${this.failed}`);
+    this.prepare(env);
+    const { device, spec } = this;
+    const staging = /** @type {GPUBuffer} */ (this.staging);
+    const encoder = device.createCommandEncoder();
+    for (let i = 0; i < inputs.length; i++) {
+      const value = inputs[i];
+      const target = this.buffers[spec.inputs[i].buffer];
+      if (value instanceof DeviceTensor) {
+        if (value.device !== device) throw new DeviceError(`${value} lives on another device than this program`);
+        const nbytes = value.numel * ITEMSIZE;
+        if (nbytes) encoder.copyBufferToBuffer(value.buffer, value.offset * ITEMSIZE, target, 0, nbytes);
+      } else if (value.byteLength) {
+        device.queue.writeBuffer(target, 0, value);
+      }
+    }
+    if (this.poisonScratch) this.poison();
+    this.encode(encoder);
+    /** @type {(HostTensor | DeviceTensor)[]} */
+    const out = new Array(this.readbacks.length);
+    const reading = !keep.every(Boolean); // a call that reads an output reads the status words with it
+    for (let i = 0; i < this.readbacks.length; i++) {
+      const r = this.readbacks[i];
+      if (keep[i]) {
+        const kept = new DeviceTensor(device, Math.max(r.size, 4), r.shape.slice(), r.strides.slice(), 0, r.dtype);
+        if (r.size) encoder.copyBufferToBuffer(r.buffer, r.start, kept.buffer, 0, r.size);
+        out[i] = kept;
+      } else if (r.size) {
+        encoder.copyBufferToBuffer(r.buffer, r.start, staging, r.slot, r.size);
+      }
+    }
+    if (spec.checks.length && reading) {
+      encoder.copyBufferToBuffer(this.buffers[/** @type {number} */ (spec.status)], 0, staging, this.statusSlot, 4 * spec.checks.length);
+    }
+    device.queue.submit([encoder.finish()]);
+    const state = stateOf(device);
+    if (!reading) {
+      // Work nobody waits for runs ahead at most MAX_UNAWAITED submissions: a host that out-runs the GPU
+      // would otherwise queue without bound.
+      if (++state.unawaited >= MAX_UNAWAITED) {
+        await this.settle(device.queue.onSubmittedWorkDone(), 'work submitted without waiting');
+        state.unawaited = 0;
+      }
+      return fill(out, keep, this.readbacks, new Uint32Array(0));
+    }
+    await this.settle(staging.mapAsync(GPUMapMode.READ), 'the call');
+    state.unawaited = 0;
+    let failed = -1;
+    try {
+      const words = new Uint32Array(staging.getMappedRange());
+      failed = spec.checks.findIndex((_, i) => words[this.statusSlot / 4 + i] !== 0);
+      if (failed < 0) return fill(out, keep, this.readbacks, words);
+    } finally {
+      staging.unmap();
+    }
+    this.raiseCheck(failed, out);
+  }
+
+  /**
+   * Check `i` failed (its status word set, by this call or a device-only call since the last read): clear
+   * the status words, release the outputs kept on the device, and raise the check's error.
+   * @param {number} i
+   * @param {(HostTensor | DeviceTensor | undefined)[]} out
+   * @returns {never}
+   */
+  raiseCheck(i, out) {
+    const { spec } = this;
+    this.device.queue.writeBuffer(this.buffers[/** @type {number} */ (spec.status)], 0, new Uint32Array(spec.checks.length));
+    for (const t of out) if (t instanceof DeviceTensor) t.release();
+    throw new DeviceIndexError(`node '${spec.checks[i].node}': ${spec.checks[i].message}`);
+  }
+
+  /**
+   * Wait for `promise` at most `timeout` seconds; past that the program refuses further calls (the GPU
+   * work itself cannot be cancelled, and the map may still complete).
+   * @param {Promise<unknown>} promise
+   * @param {string} what
+   */
+  async settle(promise, what) {
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    let timer;
+    const limit = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new DeviceError(`${what} did not finish within ${this.timeout} s (${TIMEOUT_VAR} ` +
+        'or the timeout option sets the limit); the device may still be running it')), this.timeout * 1000);
+    });
+    try {
+      await Promise.race([promise, limit]);
+    } catch (e) {
+      this.failed = `an earlier call failed (${oneLine(e)})`;
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  poison() {
+    const largest = Math.max(0, ...this.scratch.map((b) => b.size));
+    if (!this.nan || this.nan.length < largest) this.nan = new Uint8Array(largest).fill(0xff);
+    for (const b of this.scratch) this.device.queue.writeBuffer(b, 0, this.nan, 0, b.size);
+  }
+
+  /** Free the program's GPU memory (DeviceTensors it returned stay valid). */
+  destroy() {
+    for (const b of this.buffers) b.destroy();
+    this.uniforms?.destroy();
+    this.staging?.destroy();
+    this.failed = 'it was destroyed';
+  }
+}
+
+/**
+ * The outputs read back, gathered out of the mapped staging words into host arrays.
+ * @param {(HostTensor | DeviceTensor)[]} out
+ * @param {boolean[]} keep
+ * @param {Readback[]} readbacks
+ * @param {Uint32Array} words
+ */
+function fill(out, keep, readbacks, words) {
+  for (let i = 0; i < readbacks.length; i++) {
+    if (keep[i]) continue;
+    const r = readbacks[i];
+    out[i] = { data: gather(words, r.dtype, r.shape, r.strides, r.slot / ITEMSIZE), shape: r.shape.slice(), dtype: r.dtype };
+  }
+  return out;
+}
+
+/** One word seen as each scalar type, to take a value's bit pattern. */
+const scalar = (() => {
+  const u32 = new Uint32Array(1);
+  return { u32, i32: new Int32Array(u32.buffer), f32: new Float32Array(u32.buffer) };
+})();

@@ -1,0 +1,156 @@
+// GPU time from timestamp queries: per dispatch (what tuning compares) and per call (benchmarks).
+
+/** @typedef {import('./executor.js').Executor} Executor */
+
+const MAX_QUERIES = 4096; // WebGPU's largest query set
+
+/**
+ * @param {number[]} xs
+ */
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** A query set and the buffers that read it back. */
+class Timestamps {
+  /**
+   * @param {GPUDevice} device
+   * @param {number} count
+   */
+  constructor(device, count) {
+    this.device = device;
+    this.count = count;
+    this.querySet = device.createQuerySet({ type: 'timestamp', count });
+    this.resolve = device.createBuffer({ size: 8 * count, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+    this.read = device.createBuffer({ size: 8 * count, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  }
+
+  /**
+   * @param {number | undefined} begin
+   * @param {number | undefined} end
+   * @returns {GPUComputePassTimestampWrites | undefined}
+   */
+  writes(begin, end) {
+    if (begin === undefined && end === undefined) return undefined;
+    return { querySet: this.querySet, beginningOfPassWriteIndex: begin, endOfPassWriteIndex: end };
+  }
+
+  /**
+   * Resolve the first `used` queries, submit `encoder` and return the timestamps in nanoseconds.
+   * @param {GPUCommandEncoder} encoder
+   * @param {number} used
+   * @returns {Promise<BigUint64Array>}
+   */
+  async finish(encoder, used = this.count) {
+    encoder.resolveQuerySet(this.querySet, 0, used, this.resolve, 0);
+    encoder.copyBufferToBuffer(this.resolve, 0, this.read, 0, 8 * used);
+    this.device.queue.submit([encoder.finish()]);
+    await this.read.mapAsync(GPUMapMode.READ, 0, 8 * used);
+    try {
+      return new BigUint64Array(this.read.getMappedRange(0, 8 * used).slice(0));
+    } finally {
+      this.read.unmap();
+    }
+  }
+
+  destroy() {
+    this.querySet.destroy();
+    this.resolve.destroy();
+    this.read.destroy();
+  }
+}
+
+/**
+ * GPU seconds of each dispatch of `executor`'s current plan, median over `samples` runs after a warm-up.
+ * Each dispatch runs `repeats` times back to back in a compute pass of its own, timed by timestamps.
+ * Needs the device's `timestamp-query` feature.
+ * @param {Executor} executor
+ * @param {number} samples
+ * @param {number} repeats
+ * @returns {Promise<number[]>}
+ */
+export async function dispatchTimes(executor, samples = 3, repeats = 1) {
+  const n = executor.planPipelines.length;
+  const perPass = MAX_QUERIES / 2;
+  const stamps = new Timestamps(executor.device, 2 * Math.min(Math.max(n, 1), perPass));
+  /** @type {number[][]} */
+  const runs = Array.from({ length: n }, () => []);
+  try {
+    for (let sample = 0; sample <= samples; sample++) { // sample 0 is the warm-up
+      for (let first = 0; first < n; first += perPass) {
+        const count = Math.min(perPass, n - first);
+        const encoder = executor.device.createCommandEncoder();
+        for (let j = 0; j < count; j++) {
+          const i = first + j;
+          const pass = encoder.beginComputePass({ timestampWrites: stamps.writes(2 * j, 2 * j + 1) });
+          pass.setPipeline(executor.planPipelines[i]);
+          pass.setBindGroup(0, executor.planGroups[i]);
+          const g = executor.planGrids.subarray(3 * i, 3 * i + 3);
+          if (g[0]) for (let r = 0; r < repeats; r++) pass.dispatchWorkgroups(g[0], g[1], g[2]);
+          pass.end();
+        }
+        const t = await stamps.finish(encoder, 2 * count);
+        if (sample) for (let j = 0; j < count; j++) runs[first + j].push(Number(t[2 * j + 1] - t[2 * j]) * 1e-9 / repeats);
+      }
+    }
+  } finally {
+    stamps.destroy();
+  }
+  return runs.map(median);
+}
+
+/** Seconds a timed submit should last: timestamps are quantised (Dawn: to 65.5 µs on some GPUs). */
+const MIN_SPAN = 2e-3;
+
+/**
+ * GPU seconds per call of `executor` at its current sizes: at least `repeats` back-to-back calls per submit
+ * (more for short programs, so a submit spans MIN_SPAN), median over `samples` submits. Inputs are whatever
+ * the buffers hold. Uses timestamps where the device has them, else the wall clock around submit-and-wait.
+ * @param {Executor} executor
+ * @param {number} repeats
+ * @param {number} samples
+ * @returns {Promise<{seconds: number, method: 'timestamps' | 'wall clock'}>}
+ */
+export async function gpuTime(executor, repeats = 10, samples = 5) {
+  for (;;) {
+    const t = await timeCalls(executor, repeats, 1);
+    if (t.seconds * repeats >= MIN_SPAN || repeats >= 4096) break;
+    repeats *= 4;
+  }
+  return timeCalls(executor, repeats, samples);
+}
+
+/**
+ * @param {Executor} executor
+ * @param {number} repeats
+ * @param {number} samples
+ * @returns {Promise<{seconds: number, method: 'timestamps' | 'wall clock'}>}
+ */
+async function timeCalls(executor, repeats, samples) {
+  const { device } = executor;
+  const stamps = device.features.has('timestamp-query') ? new Timestamps(device, 2) : null;
+  const perCall = [];
+  try {
+    for (let sample = 0; sample <= samples; sample++) {
+      const encoder = device.createCommandEncoder();
+      let seconds;
+      if (stamps) {
+        for (let r = 0; r < repeats; r++) executor.encode(encoder, stamps.writes(r === 0 ? 0 : undefined, r === repeats - 1 ? 1 : undefined));
+        const t = await stamps.finish(encoder);
+        seconds = Number(t[1] - t[0]) * 1e-9;
+      } else {
+        for (let r = 0; r < repeats; r++) executor.encode(encoder);
+        const start = performance.now();
+        device.queue.submit([encoder.finish()]);
+        await device.queue.onSubmittedWorkDone();
+        seconds = (performance.now() - start) * 1e-3;
+      }
+      if (sample) perCall.push(seconds / repeats);
+    }
+  } finally {
+    stamps?.destroy();
+  }
+  return { seconds: median(perCall), method: stamps ? 'timestamps' : 'wall clock' };
+}

@@ -1,0 +1,407 @@
+// Per-device autotuning: a dispatch that offers options (equivalent kernels over the same buffers: GEMM
+// tile configurations, attention thread layouts, a row kernel's subgroup twin) runs the one that is fastest
+// on this device. A group (a leader and the dispatches that `follow` it: a split GEMM and the reduction of
+// its slices) is chosen as a whole, by the sum of its members' times. The Python runtime's
+// runtime/tuning.py does the same, with the same settings.
+//
+// At load, groups whose choice is not cached are timed in probe programs (each dispatch of each candidate
+// REPEATS times in a compute pass of its own, on zero-filled copies of the buffers it binds: tile shapes,
+// not values, set the speed), the most work first, GROUPS_PER_PROBE groups per probe, until the time budget
+// is spent. In each group only the `top` best-ranked candidates are timed (compiling a candidate is most of
+// the cost on a software adapter): the default, then the others by how close their grids are to its grid.
+// A candidate whose kernel needs a feature the device lacks is neither timed nor chosen. Groups the budget
+// leaves untimed run their default and are timed at a later load. Choices persist per adapter and engine,
+// keyed by what the candidates are (source, entry, overrides, uniform words, grid), in a JSON file on Node
+// (WEBGPU_TORCH_JS_CACHE, default ~/.cache/webgpu_torch/tuning-js.json) or IndexedDB in a browser.
+// Settings: the load options `tune` (WEBGPU_TORCH_TUNE=0: off), `tuneBudget` (WEBGPU_TORCH_TUNE_BUDGET,
+// seconds, default 5), `tuneTop` (WEBGPU_TORCH_TUNE_TOP, default 4; 0 for all). A device without timestamp
+// queries keeps the defaults.
+
+import { envVar, isNode } from './env.js';
+import { Executor } from './executor.js';
+import { bufferSize, sourceFor } from './kernels.js';
+import { dispatchTimes } from './timing.js';
+
+/** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
+/** @typedef {import('./artifact.js').DispatchSpec} DispatchSpec */
+/** @typedef {import('./artifact.js').Option} Option */
+/** @typedef {import('./device.js').Gpu} Gpu */
+/** @typedef {Record<string, number>} Choices */
+/** @typedef {{load(device: string): Promise<Choices>, save(device: string, choices: Choices): Promise<void>}} Cache */
+
+export const TUNE_VAR = 'WEBGPU_TORCH_TUNE';
+export const CACHE_VAR = 'WEBGPU_TORCH_JS_CACHE';
+export const BUDGET_VAR = 'WEBGPU_TORCH_TUNE_BUDGET';
+export const TOP_VAR = 'WEBGPU_TORCH_TUNE_TOP';
+const REPEATS = 8;
+const SAMPLES = 3;
+const GROUPS_PER_PROBE = 8;
+
+/**
+ * @typedef {object} TuningOptions
+ * @property {boolean} [tune] time the options (default: on, unless WEBGPU_TORCH_TUNE=0)
+ * @property {string | false} [cache] where choices persist: a file path (Node) or IndexedDB database name
+ *   (browser); false keeps them for this load only
+ * @property {number} [tuneBudget] seconds of timing at one load (default 5)
+ * @property {number} [tuneTop] candidates timed per group (default 4; 0 for all)
+ */
+
+/**
+ * A number from an option or an environment variable.
+ * @param {number | undefined} option
+ * @param {string} name
+ * @param {number} fallback
+ */
+function setting(option, name, fallback) {
+  if (option !== undefined) return option;
+  const value = envVar(name);
+  if (!value) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n)) throw new Error(`${name}=${JSON.stringify(value)}: give a number`);
+  return n;
+}
+
+/**
+ * @param {DispatchSpec} d
+ * @returns {Option[]} the dispatch as written first, then its options
+ */
+export function candidates(d) {
+  return [{ kernel: d.kernel, uniform: d.uniform, grid: d.grid }, ...d.options];
+}
+
+/**
+ * The dispatch indices of each group with options: its leader, then the dispatches that follow it.
+ * @param {ProgramSpec} spec
+ * @returns {number[][]}
+ */
+export function groups(spec) {
+  const out = [];
+  const ds = spec.dispatches;
+  for (let i = 0; i < ds.length; i++) {
+    if (!ds[i].options.length || ds[i].follows) continue;
+    let last = i;
+    while (last + 1 < ds.length && ds[last + 1].follows === last + 1 - i) last++;
+    out.push(Array.from({ length: last - i + 1 }, (_, k) => i + k));
+  }
+  return out;
+}
+
+/**
+ * `spec` with each group of dispatches running candidate `choice(group)`; the chosen dispatches offer no
+ * options.
+ * @param {ProgramSpec} spec
+ * @param {number[][]} which
+ * @param {number[]} chosen
+ * @returns {ProgramSpec}
+ */
+export function choose(spec, which, chosen) {
+  const dispatches = spec.dispatches.slice();
+  which.forEach((members, g) => {
+    for (const i of members) {
+      const d = dispatches[i];
+      dispatches[i] = { ...d, ...candidates(d)[chosen[g]], options: [], follows: 0 };
+    }
+  });
+  return { ...spec, dispatches };
+}
+
+/**
+ * `spec` with every group running its fastest candidate on this device (timing those not cached, within the
+ * budget); `spec` itself when it has no options, tuning is off or the device has no timestamp queries.
+ * @param {ProgramSpec} spec
+ * @param {Gpu} gpu
+ * @param {Set<string>} features
+ * @param {TuningOptions} options
+ * @returns {Promise<ProgramSpec>}
+ */
+export async function resolve(spec, gpu, features, options = {}) {
+  const which = groups(spec);
+  const on = options.tune ?? envVar(TUNE_VAR) !== '0';
+  if (!which.length || !on || !features.has('timestamp-query')) return spec;
+  const cache = options.cache === false ? null : await openCache(options.cache);
+  const device = `${gpu.key} | ${[...features].sort().join(',')}`;
+  const chosen = cache ? await cache.load(device) : {};
+  const keys = await Promise.all(which.map((members) => choiceKey(spec, members, gpu.engine)));
+  /** @type {Map<string, number[]>} one group per key: equal keys time alike */
+  const missing = new Map();
+  keys.forEach((key, g) => {
+    const valid = Number.isInteger(chosen[key]) && chosen[key] >= 0 && chosen[key] <= spec.dispatches[which[g][0]].options.length;
+    if (!valid && !missing.has(key)) missing.set(key, which[g]); // a hand-edited entry is timed again
+  });
+  if (missing.size) {
+    const timed = await measure(spec, gpu, features, missing, options);
+    if (Object.keys(timed).length) {
+      Object.assign(chosen, timed);
+      await cache?.save(device, chosen);
+    }
+  }
+  return choose(spec, which, keys.map((key) => chosen[key] ?? 0)); // a group left untimed runs its default
+}
+
+/**
+ * For each key timed within the budget, the index of its group's fastest candidate this device can run (a
+ * group left with one such candidate takes it untimed).
+ * @param {ProgramSpec} spec
+ * @param {Gpu} gpu
+ * @param {Set<string>} features
+ * @param {Map<string, number[]>} which
+ * @param {TuningOptions} options
+ * @returns {Promise<Choices>}
+ */
+async function measure(spec, gpu, features, which, options) {
+  const top = setting(options.tuneTop, TOP_VAR, 4) || Infinity;
+  const budget = setting(options.tuneBudget, BUDGET_VAR, 5) * 1000;
+  /** @type {Choices} */
+  const chosen = {};
+  /** @type {Map<string, number[]>} */
+  const ranked = new Map();
+  for (const [key, members] of which) {
+    const r = rank(spec, members, features).slice(0, top);
+    if (r.length === 1) chosen[key] = r[0]; // nothing to compare
+    else ranked.set(key, r);
+  }
+  const order = [...ranked.keys()].sort((a, b) => work(spec, /** @type {number[]} */ (which.get(b))) - work(spec, /** @type {number[]} */ (which.get(a))));
+  const start = performance.now();
+  const progress = new Progress(order.length);
+  let timed = 0;
+  for (let first = 0; first < order.length && performance.now() - start < budget; first += GROUPS_PER_PROBE) {
+    const keys = order.slice(first, first + GROUPS_PER_PROBE);
+    progress.show(first, spec.dispatches[/** @type {number[]} */ (which.get(keys[0]))[0]].node, performance.now() - start);
+    const { probe, starts } = probeSpec(spec, features, keys.map((key) => [/** @type {number[]} */ (which.get(key)), /** @type {number[]} */ (ranked.get(key))]));
+    const executor = await Executor.create(probe, gpu, features);
+    try {
+      const times = await dispatchTimes(executor, SAMPLES, REPEATS);
+      keys.forEach((key, g) => {
+        const members = /** @type {number[]} */ (which.get(key));
+        const cands = /** @type {number[]} */ (ranked.get(key));
+        const totals = cands.map((_, c) => {
+          const at = starts[g] + c * members.length;
+          return times.slice(at, at + members.length).reduce((a, b) => a + b, 0);
+        });
+        chosen[key] = cands[totals.indexOf(Math.min(...totals))];
+      });
+      timed += keys.length;
+    } finally {
+      executor.destroy();
+    }
+  }
+  progress.done(timed, order.length, performance.now() - start);
+  return chosen;
+}
+
+/**
+ * The group's candidates this device can run: the default first, then by how far (in log2) the leader's
+ * workgroup count is from the default's.
+ * @param {ProgramSpec} spec
+ * @param {number[]} members
+ * @param {Set<string>} features
+ */
+function rank(spec, members, features) {
+  const leader = candidates(spec.dispatches[members[0]]);
+  const count = leader.length;
+  const size = (/** @type {number} */ c) => leader[c].grid[0] * leader[c].grid[1] * leader[c].grid[2];
+  const distance = (/** @type {number} */ c) => Math.abs(Math.log2(size(c) / size(0)));
+  const usable = [...Array(count).keys()].filter((c) => members.every((i) =>
+    spec.kernels[candidates(spec.dispatches[i])[c].kernel].requires.every((f) => features.has(f))));
+  return usable.sort((a, b) => (a === 0 ? -1 : b === 0 ? 1 : distance(a) - distance(b)));
+}
+
+/**
+ * How much a group computes, roughly: its default's workgroups.
+ * @param {ProgramSpec} spec
+ * @param {number[]} members
+ */
+function work(spec, members) {
+  return members.reduce((n, i) => n + spec.dispatches[i].grid.reduce((a, b) => a * b, 1), 0);
+}
+
+/** One updating line on a terminal's stderr while tuning (Node); a summary line after a long tuning. */
+class Progress {
+  /** @param {number} groups */
+  constructor(groups) {
+    this.groups = groups;
+    this.live = isNode && Boolean(process.stderr.isTTY);
+  }
+
+  /**
+   * @param {number} done
+   * @param {string} node
+   * @param {number} elapsed milliseconds
+   */
+  show(done, node, elapsed) {
+    if (this.live) process.stderr.write(`\rtuning ${done}/${this.groups} groups of dispatches (${(elapsed / 1000).toFixed(1)} s): timing the kernels for ${node}\x1b[K`);
+  }
+
+  /**
+   * @param {number} timed
+   * @param {number} groups
+   * @param {number} elapsed milliseconds
+   */
+  done(timed, groups, elapsed) {
+    if (!isNode || !(this.live || elapsed > 10000) || !groups) return;
+    const left = timed < groups ? `; ${groups - timed} left at their defaults (${BUDGET_VAR})` : '';
+    const line = `tuned ${timed}/${groups} groups of dispatches in ${(elapsed / 1000).toFixed(1)} s${left}`;
+    process.stderr.write(this.live ? `\r${line}\x1b[K\n` : `${line}\n`);
+  }
+}
+
+/**
+ * A program of the usable candidates of each group (each candidate's members in order) over zero-filled
+ * scratch copies of the buffers they bind, and each group's first dispatch in it.
+ * @param {ProgramSpec} spec
+ * @param {Set<string>} features
+ * @param {[number[], number[]][]} which members and usable candidates of each group
+ * @returns {{probe: ProgramSpec, starts: number[]}}
+ */
+function probeSpec(spec, features, which) {
+  /** @type {Map<number, number>} */
+  const used = new Map();
+  /** @type {DispatchSpec[]} */
+  const dispatches = [];
+  const starts = [];
+  for (const [members, usable] of which) {
+    starts.push(dispatches.length);
+    for (const c of usable) {
+      for (const i of members) {
+        const d = spec.dispatches[i];
+        const buffers = d.buffers.map((b) => {
+          if (!used.has(b)) used.set(b, used.size);
+          return /** @type {number} */ (used.get(b));
+        });
+        dispatches.push({ ...d, ...candidates(d)[c], buffers, patches: [], count: null, options: [], follows: 0 });
+      }
+    }
+  }
+  const empty = /** @type {import('./tree.js').TreeSpec} */ ({ type: 'tuple', items: [] });
+  const probe = {
+    ...spec, symbols: {}, constants: new Map(), inputs: [], outputs: [], inputTree: empty, outputTree: empty, dispatches, checks: [], status: null,
+    buffers: [...used.keys()].map((b) => ({ size: bufferSize(spec, b, features), role: /** @type {const} */ ('scratch'), name: '' })),
+  };
+  return { probe, starts };
+}
+
+/**
+ * What a group's candidates are, independent of buffer numbering: equal keys time alike.
+ * @param {ProgramSpec} spec
+ * @param {number[]} members
+ * @param {string} engine
+ */
+async function choiceKey(spec, members, engine) {
+  const parts = [];
+  for (const i of members) {
+    for (const o of candidates(spec.dispatches[i])) {
+      const k = spec.kernels[o.kernel];
+      const source = await sha1(spec.sources[sourceFor(k, engine)]);
+      parts.push([source, k.entry, Object.entries(k.overrides).sort(), Array.from(o.uniform), o.grid]);
+    }
+  }
+  return sha1(JSON.stringify(parts));
+}
+
+/** @type {Map<string, Promise<string>>} */
+const digests = new Map();
+
+/**
+ * The SHA-1 of `text` as hex (each distinct text hashed once per process).
+ * @param {string} text
+ */
+function sha1(text) {
+  let d = digests.get(text);
+  if (!d) {
+    d = crypto.subtle.digest('SHA-1', new TextEncoder().encode(text)).then((h) =>
+      Array.from(new Uint8Array(h), (b) => b.toString(16).padStart(2, '0')).join(''));
+    if (text.length > 256) digests.set(text, d); // sources recur across groups; small keys do not
+  }
+  return d;
+}
+
+/**
+ * @param {string | undefined} where
+ * @returns {Promise<Cache>}
+ */
+async function openCache(where) {
+  return isNode ? fileCache(where ?? envVar(CACHE_VAR) ?? await defaultPath()) : indexedDbCache(where ?? 'webgpu_torch');
+}
+
+async function defaultPath() {
+  const { homedir } = await import('node:os');
+  const { join } = await import('node:path');
+  return join(homedir(), '.cache', 'webgpu_torch', 'tuning-js.json');
+}
+
+/**
+ * A JSON file {device: {choice key: candidate}}; unreadable means empty, unwritable means this process only.
+ * @param {string} path
+ * @returns {Cache}
+ */
+function fileCache(path) {
+  const read = async () => {
+    const fs = await import('node:fs/promises');
+    try {
+      const data = JSON.parse(await fs.readFile(path, 'utf8'));
+      return data !== null && typeof data === 'object' && !Array.isArray(data) ? data : {};
+    } catch {
+      return {};
+    }
+  };
+  return {
+    async load(device) {
+      const entry = (await read())[device];
+      return entry !== null && typeof entry === 'object' ? entry : {};
+    },
+    async save(device, choices) {
+      const fs = await import('node:fs/promises');
+      const { dirname } = await import('node:path');
+      const all = await read(); // merged afresh: another process may have written meanwhile
+      all[device] = { ...all[device], ...choices };
+      try {
+        await fs.mkdir(dirname(path), { recursive: true });
+        const tmp = `${path}.${process.pid}.tmp`;
+        await fs.writeFile(tmp, JSON.stringify(all, null, 1));
+        await fs.rename(tmp, path); // atomic: a concurrent load never reads half a file
+      } catch {
+        // a read-only home: the choices hold for this load only
+      }
+    },
+  };
+}
+
+/**
+ * An IndexedDB database with one store, "tuning": device → choices.
+ * @param {string} name
+ * @returns {Cache}
+ */
+function indexedDbCache(name) {
+  /** @returns {Promise<IDBDatabase | null>} */
+  const open = () => new Promise((done) => {
+    if (typeof indexedDB === 'undefined') return done(null);
+    const request = indexedDB.open(name, 1);
+    request.onupgradeneeded = () => request.result.createObjectStore('tuning');
+    request.onsuccess = () => done(request.result);
+    request.onerror = () => done(null); // private browsing and the like: no persistence
+  });
+  /**
+   * @template T
+   * @param {IDBRequest<T>} r
+   * @returns {Promise<T | undefined>}
+   */
+  const settle = (r) => new Promise((done) => {
+    r.onsuccess = () => done(r.result);
+    r.onerror = () => done(undefined);
+  });
+  return {
+    async load(device) {
+      const db = await open();
+      if (!db) return {};
+      const entry = await settle(db.transaction('tuning').objectStore('tuning').get(device));
+      db.close();
+      return entry ?? {};
+    },
+    async save(device, choices) {
+      const db = await open();
+      if (!db) return;
+      await settle(db.transaction('tuning', 'readwrite').objectStore('tuning').put(choices, device));
+      db.close();
+    },
+  };
+}

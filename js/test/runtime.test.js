@@ -1,0 +1,208 @@
+// The runtime on small programs written by hand (helpers/programs.js): dynamic sizes, strided outputs,
+// int64 and bool, float16 with and without shader-f16, tuning and its cache, device tensors between
+// programs, and the errors a call or a device raises.
+
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+import { DeviceError, DeviceIndexError, DeviceTensor, InputError, InputTypeError, load, openDevice, requestAdapter } from '../src/index.js';
+import { artifact, container, splitArtifact } from '../testkit/build.js';
+import { TABLE, W, affine, grouped, ints, lookup } from '../testkit/programs.js';
+
+/** x·w + 1 row by row, as the affine programs compute it (in float32). */
+function affineRef(/** @type {Float32Array} */ x) {
+  return Float32Array.from(x, (v, i) => Math.fround(Math.fround(v * W[i % 3]) + 1));
+}
+
+/** @param {number} rows */
+const rowsOf = (rows) => Float32Array.from({ length: 3 * rows }, (_, i) => ((i * 7919) % 113) / 17 - 3);
+
+test('dynamic sizes: patched uniforms, counted grids and strided views, at changing and repeated sizes', async () => {
+  const program = await load(affine(), { tune: false });
+  program.executor.poisonScratch = true;
+  for (const rows of [5, 29, 300, 1, 29, 29]) {
+    const x = rowsOf(rows);
+    const [y, t] = await program.run([{ data: x, shape: [rows, 3] }]);
+    assert.deepEqual(y.shape, [rows, 3]);
+    assert.deepEqual(Array.from(y.data), Array.from(affineRef(x)));
+    assert.deepEqual(t.shape, [3, rows]);
+    for (let i = 0; i < rows; i++) for (let j = 0; j < 3; j++) assert.equal(t.data[j * rows + i], y.data[i * 3 + j]);
+  }
+  program.destroy();
+});
+
+test('a count past 65,535 workgroups is folded into two grid dimensions', async () => {
+  const rows = 40000; // 120,000 workgroups of one thread: a [60000, 2, 1] grid
+  const program = await load(affine({ wg: 1, hi: rows }), { tune: false });
+  const x = rowsOf(rows);
+  const [y] = await program.run([{ data: x, shape: [rows, 3] }]);
+  assert.deepEqual(Array.from(y.data), Array.from(affineRef(x)));
+  program.destroy();
+});
+
+test('int64 and bool inputs and outputs, a keyword argument, a constant in the outputs', async () => {
+  const program = await load(ints(), { tune: false });
+  const ids = BigInt64Array.from([1n, 2n, 3n, 4n, -5n, 6n, -(2n ** 31n)]);
+  const flags = Uint8Array.from([1, 1, 1, 0, 1, 1, 1]);
+  const out = await program.run({ args: [ids], kwargs: { flags } });
+  assert.equal(out.mode, 'fast');
+  assert.deepEqual(out.twice.data, BigInt64Array.from(ids, (v) => BigInt.asIntN(32, 2n * v)));
+  assert.equal(out.twice.dtype, 'int64');
+  assert.deepEqual(out.big, { data: Uint8Array.from([0, 0, 1, 0, 0, 1, 0]), shape: [7], dtype: 'bool' });
+  // Other integer arrays are int64's kind too; a const keyword may be given as exported.
+  const again = await program.run({ args: [Int32Array.from(ids, (v) => Number(v))], kwargs: { flags, mode: 'fast' } });
+  assert.deepEqual(again.twice.data, out.twice.data);
+  await assert.rejects(program.run({ args: [BigInt64Array.from([1n, 2n, 3n, 4n, 5n, 6n, 2n ** 31n])], kwargs: { flags } }),
+    (e) => e instanceof InputError && e.message === "input 'ids': int64 values must fit in int32 on WebGPU (which has no 64-bit integers); range is [1, 2147483648]");
+  await assert.rejects(program.run({ args: [ids], kwargs: { flags, mode: 'slow' } }),
+    (e) => e instanceof InputError && e.message.startsWith("input[1]['mode']: the program was exported with \"fast\" here"));
+  program.destroy();
+});
+
+test('float16 constants: as written with shader-f16, widened for the fallback kernel without it', async () => {
+  const x = rowsOf(7);
+  const want = affineRef(x); // the weights are exact in float16
+  for (const disableFeatures of [[], ['shader-f16']]) {
+    const program = await load(affine({ dtype: 'f16' }), { tune: false, disableFeatures });
+    const used = program.spec.kernels[program.spec.dispatches[0].kernel].name;
+    assert.equal(used, disableFeatures.length ? 'affine[f16 widened]' : 'affine[f16]');
+    const [y] = await program.run([{ data: x, shape: [7, 3] }]);
+    assert.deepEqual(Array.from(y.data), Array.from(want));
+    program.destroy();
+  }
+});
+
+test('tuning times a group as a whole, skips candidates the device cannot run, and caches its choice', async () => {
+  const cache = join(mkdtempSync(join(tmpdir(), 'wgpt-')), 'tuning.json');
+  const x = Float32Array.from({ length: 37 }, (_, i) => i - 18);
+  const want = Array.from(x, (v) => Math.fround(Math.fround(v * 2) + 1) + v);
+  const first = await load(grouped(), { tune: true, cache, disableFeatures: ['subgroups'] });
+  const [lead, follower] = first.spec.dispatches.map((d) => d.kernel);
+  assert.ok([0, 1].includes(lead), 'the subgroups option is not chosen without subgroups');
+  assert.equal(follower, lead + 3, 'the follower takes the leader\'s option');
+  assert.deepEqual(Array.from((await first.run([x])).data), want);
+  const saved = JSON.parse(readFileSync(cache, 'utf8'));
+  const [device] = Object.keys(saved);
+  const [key] = Object.keys(saved[device]);
+  // A later load reads the cache: make it say option 1 and it runs option 1 without timing.
+  saved[device][key] = 1;
+  writeFileSync(cache, JSON.stringify(saved));
+  const second = await load(grouped(), { tune: true, cache, disableFeatures: ['subgroups'] });
+  assert.deepEqual(second.spec.dispatches.map((d) => d.kernel), [1, 4]);
+  const fresh = join(mkdtempSync(join(tmpdir(), 'wgpt-')), 'tuning.json');
+  const unspent = await load(grouped(), { tune: true, cache: fresh, tuneBudget: 0 });
+  assert.deepEqual(unspent.spec.dispatches.map((d) => d.kernel), [0, 3], 'no budget: the defaults, timed at a later load');
+  assert.ok(!existsSync(fresh));
+  unspent.destroy();
+  const untuned = await load(grouped(), { tune: false });
+  assert.deepEqual(untuned.spec.dispatches.map((d) => d.kernel), [0, 3]);
+  for (const p of [first, second, untuned]) p.destroy();
+});
+
+test('device tensors stay on the GPU, pass between programs and read back', async () => {
+  const a = await load(affine(), { tune: false });
+  const b = await load(affine(), { tune: false });
+  const x = rowsOf(11);
+  const [y, t] = await a.runOnDevice([{ data: x, shape: [11, 3] }]);
+  assert.ok(y instanceof DeviceTensor && t instanceof DeviceTensor);
+  const back = await t.read();
+  assert.deepEqual(back.shape, [3, 11]);
+  assert.deepEqual(Array.from(back.data.subarray(0, 11), Number), Array.from({ length: 11 }, (_, i) => affineRef(x)[3 * i]));
+  const [z] = await b.run([y]); // a GPU-to-GPU copy into b's input
+  assert.deepEqual(Array.from(z.data), Array.from(affineRef(affineRef(x))));
+  await assert.rejects(b.run([t]), (e) => e instanceof InputError && /strided view/.test(e.message));
+  // Mixed: the transposed view read back in the same submit, the other kept.
+  const [kept, read] = await a.runOnDevice([{ data: x, shape: [11, 3] }], { read: [1] });
+  assert.ok(kept instanceof DeviceTensor && !(read instanceof DeviceTensor));
+  assert.deepEqual(read.shape, [3, 11]);
+  for (const d of [y, t, kept]) d.release();
+  await assert.rejects(b.run([y]), (e) => e instanceof InputError && /released/.test(e.message));
+  a.destroy();
+  b.destroy();
+});
+
+test('inputs of the wrong dtype, shape, size or structure are refused by name', async () => {
+  const program = await load(affine(), { tune: false });
+  const x = rowsOf(5);
+  const cases = /** @type {[unknown, Function, RegExp][]} */ ([
+    [[{ data: Float64Array.from(x), shape: [5, 3] }], InputTypeError, /^input 'x': expected dtype float32, got float64$/],
+    [[{ data: x, shape: [3, 5] }], InputError, /^input 'x': expected shape \[s0, 3\] = \[3, 3\], got \[3, 5\]$/],
+    [[{ data: x, shape: [15] }], InputError, /^input 'x': expected shape \[s0, 3\], got \[15\]$/],
+    [[{ data: new Float32Array(3 * 301), shape: [301, 3] }], InputError, /^input 'x' dim 0 \(dynamic dimension s0\) must be in \[1, 300\], got 301$/],
+    [[x], InputError, /dynamic shape \[s0, 3\]: pass \{data, shape\}/],
+    [[{ data: x, shape: [4, 3] }], InputError, /15 values for shape \[4, 3\]/],
+    [[x, x], InputTypeError, /^input\[0\]: expected a tuple of 1 items, got an array of 2 items$/],
+    [{ args: [x], kwargs: { y: x } }, InputTypeError, /^input\[1\]: expected an object with keys \[\], got \["y"\]$/],
+    [['x'], InputTypeError, /expected a typed array, \{data, shape, dtype\} or a DeviceTensor/],
+  ]);
+  for (const [inputs, type, message] of cases) {
+    await assert.rejects(program.run(/** @type {any} */ (inputs)), (e) => e instanceof type && message.test(/** @type {Error} */ (e).message), String(message));
+  }
+  program.destroy();
+});
+
+test('what a device cannot hold or run is refused by name before anything is allocated', async () => {
+  const { device: shared } = await openDevice();
+  const small = await (await requestAdapter()).requestDevice(); // WebGPU's default limits: 8 storage buffers, 128 MiB bindings
+  const nine = `@group(0) @binding(0) var<storage, read_write> o: array<f32>;\n${
+    Array.from({ length: 8 }, (_, i) => `@group(0) @binding(${i + 1}) var<storage, read> i${i}: array<f32>;`).join('\n')}
+@compute @workgroup_size(1) fn main() { o[0] = ${Array.from({ length: 8 }, (_, i) => `i${i}[0]`).join(' + ')}; }\n`;
+  const wide = artifact({
+    format: 2, meta: {}, symbols: {}, sources: [nine],
+    kernels: [{ name: 'nine', source: 0, entry: 'main', overrides: {}, bindings: ['read_write', ...Array(8).fill('read')] }],
+    buffers: [{ size: 4, role: 'scratch', name: '' }, { size: 4, role: 'input', name: 'x' }],
+    inputs: [{ name: 'x', shape: [1], dtype: 'float32', buffer: 1 }],
+    outputs: [{ buffer: 0, shape: [1], strides: [1], offset: 0, dtype: 'float32' }],
+    input_tree: { type: 'tuple', items: [{ type: 'tuple', items: [{ type: 'leaf' }] }, { type: 'dict', keys: [], items: [] }] },
+    output_tree: { type: 'leaf' },
+    dispatches: [{ kernel: 0, buffers: [0, 1, 1, 1, 1, 1, 1, 1, 1], uniform: [], grid: [1, 1, 1], node: 'sum' }],
+    checks: [],
+  });
+  await assert.rejects(load(wide, { device: small }), (e) => e instanceof DeviceError &&
+    e.message === 'kernel nine binds 9 storage buffers; this adapter allows 8 per shader stage (maxStorageBuffersPerShaderStage)');
+  const sum = await (await load(wide, { device: shared })).run([Float32Array.of(0.5)]);
+  assert.deepEqual(Array.from(sum.data), [4]);
+  await assert.rejects(load(affine({ hi: 12 * 2 ** 20 }), { device: small }), (e) => e instanceof DeviceError &&
+    /^input buffer 0 \(x\) needs 150,994,944 bytes; this adapter binds at most 134,217,728/.test(e.message));
+  await assert.rejects(load(affine(), { maxMemory: 1000 }), (e) => e instanceof DeviceError && /over the 0.00 GiB this process allows/.test(e.message));
+  small.destroy();
+  const storage = shared.limits.maxComputeWorkgroupStorageSize;
+  const big = artifact({
+    format: 2, meta: {}, symbols: {},
+    sources: [`var<workgroup> big: array<f32, ${storage / 4 + 1}>;\n@group(0) @binding(0) var<storage, read_write> o: array<f32>;
+@compute @workgroup_size(1) fn main() { big[0] = 1.0; workgroupBarrier(); o[0] = big[${storage / 4}]; }\n`],
+    kernels: [{ name: 'big', source: 0, entry: 'main', overrides: {}, bindings: ['read_write'] }],
+    buffers: [{ size: 4, role: 'scratch', name: '' }],
+    inputs: [], outputs: [{ buffer: 0, shape: [1], strides: [1], offset: 0, dtype: 'float32' }],
+    input_tree: { type: 'tuple', items: [{ type: 'tuple', items: [] }, { type: 'dict', keys: [], items: [] }] },
+    output_tree: { type: 'leaf' },
+    dispatches: [{ kernel: 0, buffers: [0], uniform: [], grid: [1, 1, 1], node: 'big' }],
+    checks: [],
+  });
+  await assert.rejects(load(big), (e) => e instanceof DeviceError &&
+    /^kernel big: the dawn engine rejected it: .*workgroup storage/.test(e.message) && !e.message.includes('\n'));
+  const { header, data } = splitArtifact(grouped());
+  header.dispatches = [{ ...header.dispatches[0], kernel: 2, options: undefined }, { ...header.dispatches[1], follows: undefined, options: undefined }];
+  const forced = container(new TextEncoder().encode(JSON.stringify(header)), data);
+  await assert.rejects(load(forced, { disableFeatures: ['subgroups'] }), (e) => e instanceof DeviceError &&
+    e.message.startsWith('kernel affine128 needs the subgroups feature, which this dawn device lacks'));
+});
+
+test('a device-side check that fails raises, naming its node, at the call that reads back', async () => {
+  const program = await load(lookup(), { tune: false });
+  const good = BigInt64Array.of(0n, 4n, 2n, 1n);
+  const bad = BigInt64Array.of(0n, 5n, 2n, 1n);
+  const refused = (/** @type {unknown} */ e) => e instanceof DeviceIndexError && e.message === "node 'embedding': index out of range for a table of 5 rows";
+  assert.deepEqual(Array.from((await program.run([good])).data), [TABLE[0], TABLE[4], TABLE[2], TABLE[1]]);
+  await assert.rejects(program.run([bad]), refused);
+  assert.deepEqual(Array.from((await program.run([good])).data), [10, 14, 12, 11], 'the status words were cleared');
+  const kept = await program.runOnDevice([bad]); // nothing read back: the failure waits for the next read
+  assert.ok(kept instanceof DeviceTensor);
+  await assert.rejects(program.run([good]), refused);
+  assert.deepEqual(Array.from((await program.run([good])).data), [10, 14, 12, 11]);
+  kept.release();
+  program.destroy();
+});

@@ -1,0 +1,158 @@
+// The corpora's files, read the same in Node and in a browser (tests/golden/README.md): tensors as
+// {"dtype", "shape", "data"} with base64 little-endian bytes, calls as {"args", "kwargs", "outputs"}, and the
+// comparison both runtimes' tests make: floats within 1e-5 of the output's largest magnitude, integers and
+// bools exactly.
+
+export const TOLERANCE = 1e-5;
+
+/** @typedef {{data: ArrayBufferView & ArrayLike<number | bigint>, shape: number[], dtype: string}} Tensor */
+/** @typedef {{args: unknown[], kwargs: Record<string, unknown>, outputs: Tensor[], error?: string}} Call */
+
+const ARRAYS = /** @type {Record<string, any>} */ ({
+  float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array, bool: Uint8Array, uint8: Uint8Array,
+});
+
+/**
+ * @param {unknown} v
+ * @returns {v is {dtype: string, shape: number[], data: string}}
+ */
+function isTensorJson(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).sort().join() === 'data,dtype,shape';
+}
+
+/**
+ * A tensor of the corpus as {data, shape, dtype} with a typed array of its dtype.
+ * @param {{dtype: string, shape: number[], data: string}} j
+ * @returns {Tensor}
+ */
+export function tensor(j) {
+  const Array_ = ARRAYS[j.dtype];
+  if (!Array_) throw new Error(`corpus tensor of unknown dtype ${j.dtype}`);
+  const binary = atob(j.data);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return { data: new Array_(bytes.buffer), shape: j.shape, dtype: j.dtype };
+}
+
+/**
+ * A call's argument: tensors decoded, containers walked, anything else a constant as the model took it.
+ * @param {unknown} v
+ * @returns {unknown}
+ */
+export function value(v) {
+  if (isTensorJson(v)) return tensor(v);
+  if (Array.isArray(v)) return v.map(value);
+  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, value(x)]));
+  return v;
+}
+
+/**
+ * The calls of a NAME.json file's text.
+ * @param {string} text
+ * @returns {Call[]}
+ */
+export function parseCalls(text) {
+  return JSON.parse(text).calls.map((/** @type {any} */ c) => ({
+    args: value(c.args), kwargs: value(c.kwargs), outputs: (c.outputs ?? []).map(tensor), error: c.error,
+  }));
+}
+
+/**
+ * The tensor leaves of an output structure, in order (constants skipped), as the program's tree lists them.
+ * @param {import('../src/tree.js').TreeSpec} spec
+ * @param {any} out
+ * @returns {any[]}
+ */
+export function leaves(spec, out) {
+  if (spec.type === 'leaf') return [out];
+  if (spec.type === 'const') return [];
+  if (spec.type === 'dict') return spec.keys.flatMap((k, i) => leaves(spec.items[i], out[k]));
+  return spec.items.flatMap((s, i) => leaves(s, out[i]));
+}
+
+/**
+ * Why `got` does not match `want` (shape, dtype, values), or null when it does.
+ * @param {{data: ArrayLike<number | bigint>, shape: number[], dtype: string}} got
+ * @param {Tensor} want
+ * @param {string} what
+ * @returns {string | null}
+ */
+export function mismatch(got, want, what) {
+  if (got.shape.join() !== want.shape.join()) return `${what}: shape [${got.shape}] != [${want.shape}]`;
+  if (got.dtype !== want.dtype) return `${what}: dtype ${got.dtype} != ${want.dtype}`;
+  if (got.data.length !== want.data.length) return `${what}: ${got.data.length} elements != ${want.data.length}`;
+  if (want.dtype !== 'float32') {
+    let differ = 0;
+    for (let i = 0; i < want.data.length; i++) if (got.data[i] !== want.data[i]) differ++;
+    return differ ? `${what}: ${differ} of ${want.data.length} elements differ` : null;
+  }
+  let scale = 0;
+  let err = 0;
+  for (let i = 0; i < want.data.length; i++) {
+    const w = Number(want.data[i]);
+    const g = Number(got.data[i]);
+    if (Number.isNaN(w)) continue;
+    if (Number.isNaN(g)) return `${what}: NaN at ${i} where the reference has ${w}`;
+    scale = Math.max(scale, Math.abs(w));
+    err = Math.max(err, Math.abs(g - w));
+  }
+  const rel = scale ? err / scale : err;
+  return rel <= TOLERANCE ? null
+    : `${what}: max error ${err.toPrecision(3)} is ${rel.toPrecision(3)} of the scale ${scale.toPrecision(3)} (tolerance ${TOLERANCE})`;
+}
+
+/**
+ * Run a program's recorded calls; the mismatches found.
+ * @param {import('../src/program.js').Program} program
+ * @param {Call[]} calls
+ * @param {string} name
+ * @returns {Promise<string[]>}
+ */
+export async function replay(program, calls, name) {
+  const problems = [];
+  for (const [n, call] of calls.entries()) {
+    if (call.error !== undefined) {  // the call must raise an index error saying `error`
+      const why = await program.run({ args: call.args, kwargs: call.kwargs }).then(
+        () => 'ran', (/** @type {Error} */ e) => (e.name === 'DeviceIndexError' && e.message.includes(/** @type {string} */ (call.error)) ? null : `${e.name}: ${e.message}`));
+      if (why) problems.push(`${name} call ${n}: expected an index error saying "${call.error}", got: ${why}`);
+      continue;
+    }
+    const got = leaves(program.spec.outputTree, await program.run({ args: call.args, kwargs: call.kwargs }));
+    if (got.length !== call.outputs.length) problems.push(`${name} call ${n}: ${got.length} outputs for ${call.outputs.length}`);
+    got.forEach((g, k) => {
+      const m = mismatch(g, call.outputs[k], `${name} call ${n} output ${k}`);
+      if (m) problems.push(m);
+    });
+  }
+  return problems;
+}
+
+/**
+ * Generate as a corpus generate.json recorded it (tests/corpus.py): the same ids, and with those ids as the
+ * teacher, each step's logits within 1e-5 of Python's (of the step's largest magnitude); the mismatches found.
+ * @param {import('../src/generation.js').Seq2Seq} model
+ * @param {any} record {pixel_values, prompt_ids, max_new_tokens, ids, logits}
+ * @returns {Promise<string[]>}
+ */
+export async function regenerate(model, record) {
+  const pixels = tensor(record.pixel_values);
+  const prompt = tensor(record.prompt_ids);
+  const n = record.max_new_tokens;
+  const { ids } = await model.generate(pixels, prompt, { maxNewTokens: n });
+  if (ids.join() !== record.ids.join()) return [`generated [${ids}], Python generated [${record.ids}]`];
+  const { logits } = await model.generate(pixels, prompt, { maxNewTokens: n, teacher: record.ids });
+  const want = tensor(record.logits);
+  const vocab = want.shape[1];
+  const problems = [];
+  if (logits.length !== want.shape[0]) problems.push(`${logits.length} steps of logits for ${want.shape[0]}`);
+  logits.forEach((got, step) => {
+    const row = /** @type {Float32Array} */ (want.data).subarray(step * vocab, (step + 1) * vocab);
+    let scale = 0, error = 0;
+    for (let i = 0; i < vocab; i++) {
+      scale = Math.max(scale, Math.abs(row[i]));
+      error = Math.max(error, Math.abs(got[i] - row[i]));
+    }
+    if (!(error <= 1e-5 * scale)) problems.push(`step ${step}: logits off by ${error} of a scale of ${scale}`);
+  });
+  return problems;
+}
