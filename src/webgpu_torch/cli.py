@@ -108,7 +108,7 @@ def _florence2(args) -> int:
     from .models import florence2
 
     ok = florence2.run(args.size, args.image_size, args.new_tokens, args.seeds, args.prompt_length, args.save,
-                       args.engine)
+                       args.engine, args.precision)
     return 0 if ok else 1
 
 
@@ -178,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prompt-length", type=int, default=8)
     p.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
     p.add_argument("--save", metavar="DIR", help="also save the three compiled stages there")
+    p.add_argument("--precision", choices=["float32", "float16"], default="float32",
+                   help="compile option precision= (float16: matrix-unit products where the device has them)")
     p.set_defaults(fn=_florence2)
     p = sub.add_parser("bench", help="benchmark suites, each against a baseline measured in the same run")
     suites = p.add_subparsers(dest="suite_name", required=True)
