@@ -66,9 +66,8 @@ def test_unknown_engine_and_unsupported_gemm_variant():
 
 def test_unknown_compile_options_are_refused():
     ep = torch.export.export(torch.nn.Linear(3, 4), (torch.randn(5, 3),))
-    with pytest.raises(TypeError,
-                       match="unknown option 'conv_kernel'; options: gemm, attention, conv, precision, scatter, "
-                             "weights"):
+    with pytest.raises(TypeError, match="unknown option 'conv_kernel'; options: gemm, attention, conv, "
+                                        "norm_chunks, precision, scatter, weights"):
         webgpu_torch.compile(ep, conv_kernel="direct")
 
 
@@ -102,3 +101,67 @@ def test_a_tensor_over_the_binding_limit_that_cannot_be_split_is_refused():
 
     with pytest.raises(UnsupportedError, match=r"binds .* of 400,000 bytes; the binding limit is 65,536"):
         webgpu_torch.compile_module(Big(), (torch.randn(100, 1000),), max_binding_size=65536)
+
+
+def test_token_inputs_do_not_hide_the_unsupported_nodes():
+    """linalg.inv checks its result with an effectful op, so the decomposed graph threads a token through it."""
+    ep = torch.export.export(Unsupported2(), (torch.randn(4, 4),))
+    assert any(s.kind.name == "TOKEN" for s in ep.run_decompositions().graph_signature.input_specs)
+    with pytest.raises(UnsupportedError) as info:
+        webgpu_torch.compile(ep)
+    msg = str(info.value)
+    assert "3 unsupported nodes" in msg and "(aten.linalg_inv_ex.default)" in msg and "(aten.cumprod.default)" in msg
+    assert "(aten._linalg_check_errors.default)" in msg and "raises, prints or mutates state" in msg
+
+
+class Unsupported2(torch.nn.Module):
+    def forward(self, x):
+        return torch.linalg.inv(x) + x.cumprod(0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_half_precision_model_is_refused_in_one_line(dtype):
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)).to(dtype)
+    with pytest.raises(UnsupportedError) as info:
+        webgpu_torch.compile_module(model, (torch.randn(2, 3, dtype=dtype),))
+    assert info.value.problems == [info.value.problems[0]]
+    assert str(dtype).removeprefix("torch.") in str(info.value) and "model.float()" in str(info.value)
+
+
+def test_a_sparse_input_is_refused_in_one_line():
+    from .helpers import Fn
+
+    ep = torch.export.export(Fn(lambda x: x + x), (torch.randn(3, 3).to_sparse(),))
+    with pytest.raises(UnsupportedError, match="1 problem\n  input 'args_0' is a sparse tensor"):
+        webgpu_torch.compile(ep)
+
+
+def test_weights_without_values_are_refused_in_one_line():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 5)).to("meta")
+    ep = torch.export.export(model, (torch.randn(2, 3, device="meta"),))
+    with pytest.raises(UnsupportedError, match=r"1 problem\n  constants .* and 1 more are on the meta device"):
+        webgpu_torch.compile(ep)
+
+
+def test_batch_norm_in_training_mode_says_to_call_eval():
+    with pytest.raises(UnsupportedError, match=r"running_mean.* in place.*call model.eval\(\)"):
+        webgpu_torch.compile_module(torch.nn.BatchNorm1d(3).train(), (torch.randn(4, 3),))
+
+
+def test_a_lowering_that_fails_is_refused_naming_its_node(monkeypatch):
+    from dataclasses import replace
+
+    from webgpu_torch.ops import OPS
+
+    def broken(ctx, node):
+        raise IndexError("tuple index out of range")
+
+    monkeypatch.setitem(OPS, "aten.exp.default", replace(OPS["aten.exp.default"], lower=broken))
+    with pytest.raises(UnsupportedError, match=r"node 'exp' \(aten.exp.default\)(.|\n)*internal error in the lowering "
+                                               r"of aten.exp.default \(IndexError: tuple index out of range\)"):
+        webgpu_torch.compile_module(Exp(), (torch.randn(3),))
+
+
+class Exp(torch.nn.Module):
+    def forward(self, x):
+        return torch.exp(x)

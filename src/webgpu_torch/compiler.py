@@ -38,19 +38,24 @@ def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDI
     touches a GPU. Returns a Session: calling it runs the program on the default WebGPU engine (opened on the
     first call); `.program` is the compiled Program (plain data), `.save(path)` writes the artifact.
     """
-    from . import attention_fusion, conv_folding, frontend, fusion
-
     if gemm not in ("auto", "gemv", *GEMM_CONFIGS):
         raise ValueError(f"gemm={gemm!r}: choose 'auto', 'gemv' or one of {sorted(GEMM_CONFIGS)}")
     _check_options(extra)
-    with _quiet_torch():
-        graph = frontend.import_program(ep)
-        graph = fusion.fuse_epilogues(attention_fusion.fuse_attention(conv_folding.fold(graph)))
+    graph = import_graph(ep)
     if max_binding_size < 2**16:
         raise ValueError(f"max_binding_size={max_binding_size}: must be at least 64 KiB")
     program = lowering.lower(graph, CompileOptions(gemm=gemm, max_binding=max_binding_size,
                                                    contiguous_outputs=contiguous_outputs, extra=extra))
     return Session(program)
+
+
+def import_graph(ep):
+    """The graph lowering sees: `ep` through the frontend, then the graph rewrites."""
+    from . import attention_fusion, conv_folding, frontend, fusion
+
+    with _quiet_torch():
+        graph = frontend.import_program(ep)
+    return fusion.fuse_epilogues(attention_fusion.fuse_attention(conv_folding.fold(graph)))
 
 
 def _check_options(extra: dict[str, Any]) -> None:

@@ -22,6 +22,8 @@ from .row import row_threads
 FILE = "reduce.wgsl"
 MAX_DIMS = 8
 WORKGROUP = 256
+# Reductions whose kernel gives the right value over an empty dim: its accumulator's start, 0 (false for any).
+EMPTY_OK = ("aten.sum.", "aten.any.", "aten.linalg_vector_norm.")
 OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 
@@ -76,10 +78,10 @@ def _check(node: NodeView) -> str | None:
         return f"input has {x.ndim} dims; at most {MAX_DIMS} are supported"
     if node.target.startswith(FLOAT_ONLY) and node.outputs[0].dtype != "float32":
         return f"{node.target} producing {node.outputs[0].dtype} is not supported (float32 only)"
-    if node.target == "aten.linalg_vector_norm.default" and node.args["ord"] != 2:
-        return f"vector norm of ord {node.args['ord']} is not supported (ord 2 only)"
-    if x.numel == 0:
-        return "reducing an empty tensor is not supported"
+    if node.target == "aten.linalg_vector_norm.default" and (node.args["ord"] != 2 or x.dtype != "float32"):
+        return f"vector norm of ord {node.args['ord']} over {x.dtype} is not supported (ord 2 of float32 only)"
+    if x.numel == 0 and not node.target.startswith(EMPTY_OK):
+        return "reducing over an empty dim is supported for sum, any and the 2-norm only"
     correction = node.args.get("correction")
     if correction is not None and not isinstance(correction, (int, float)):
         return f"correction {correction!r} is not supported"
@@ -93,6 +95,8 @@ def _lower(op: str, dim_arg: str | None):
     max / min over everything), or the index (argmax, argmin)."""
     def lower(ctx: Builder, node: NodeView) -> Tensor:
         x = node.args["self"]
+        if x.ndim == 0:  # a 0-d tensor reduces as one element along dim 0 (or -1), torch's rule
+            x = layout.unsqueeze(x, 0)
         dims = _dims(node.args.get(dim_arg) if dim_arg else None, x.ndim)
         if op.startswith("arg"):
             return reduce(ctx, op[3:], x, dims, node.out.shape, out_dtype=None, aux_dtype=node.out.dtype)[1]
@@ -196,6 +200,8 @@ def cases() -> list[OpCase]:
                [(37, 384, 3)]),
         OpCase("any_all_of_masks", lambda m: (m.any(dim=-1), m.all(dim=0), m.any(), m[:, :3].all(1, keepdim=True)),
                [lambda: torch.rand(37, 41, generator=torch.Generator().manual_seed(2)) > 0.1]),
+        OpCase("any_all_whole_and_over_dims", lambda m: (m.all(), m.all(dim=(0, 2)), m.any(dim=(1, 2))),
+               [lambda: torch.rand(7, 37, 5, generator=torch.Generator().manual_seed(3)) > 0.05]),
         OpCase("sum_of_mask_and_ints", lambda m, i: (m.sum(-1), m.sum(), i.sum(0), m.sum(-1, dtype=torch.float32)),
                [lambda: torch.rand(37, 4001, generator=torch.Generator().manual_seed(4)) > 0.5,
                 lambda: torch.randint(-2**20, 2**20, (89, 37), generator=torch.Generator().manual_seed(4))]),
