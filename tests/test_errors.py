@@ -165,3 +165,14 @@ def test_a_lowering_that_fails_is_refused_naming_its_node(monkeypatch):
 class Exp(torch.nn.Module):
     def forward(self, x):
         return torch.exp(x)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: torch.randn(5, 3, device="meta"), "meta device"),
+    (lambda: torch.randn(5, 3).to_sparse(), "sparse_coo tensor"),
+    (lambda: torch.randn(5, 3).bfloat16(), "expected dtype float32, got bfloat16"),
+])
+def test_inputs_without_dense_values_are_refused_at_call_time(make, message):
+    session = webgpu_torch.compile_module(torch.nn.Linear(3, 4), (torch.randn(5, 3),))
+    with pytest.raises(webgpu_torch.WebGPUTorchError, match=message):
+        session(make())

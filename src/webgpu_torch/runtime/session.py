@@ -101,7 +101,7 @@ def check_input(spec: Input, value: Any):
         if len(value.shape) != len(spec.shape) or value.dtype != spec.dtype:
             raise InputError(f"input {spec.name!r}: expected {spec.dtype}{_show(spec.shape)}, got {value}")
         return value
-    array = value.detach().cpu().numpy() if _is_torch(value) else np.asarray(value)
+    array = _torch_to_numpy(spec, value) if _is_torch(value) else np.asarray(value)
     static = not any(isinstance(s, symbolic.Expr) for s in spec.shape)
     if array.ndim != len(spec.shape) or (static and tuple(array.shape) != spec.shape):
         raise InputError(f"input {spec.name!r}: expected shape {_show(spec.shape)}, got {list(array.shape)}")
@@ -109,6 +109,18 @@ def check_input(spec: Input, value: Any):
     if not (array.dtype == want or (array.dtype.kind in "iu" and want.kind in "iu")):
         raise InputTypeError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {array.dtype}")
     return dtypes.to_device(array, spec.dtype, f"input {spec.name!r}")
+
+
+def _torch_to_numpy(spec: Input, value) -> np.ndarray:
+    """A dense torch tensor's values; meta, sparse and dtypes numpy lacks (bfloat16) refused in one line."""
+    if value.device.type == "meta":
+        raise InputTypeError(f"input {spec.name!r}: a tensor on the meta device has no values to run on")
+    if str(value.layout) != "torch.strided":
+        raise InputTypeError(f"input {spec.name!r}: a {value.layout} tensor; pass a dense one (.to_dense())")
+    name = str(value.dtype).removeprefix("torch.")
+    if name not in dtypes.DTYPES:
+        raise InputTypeError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {name}")
+    return value.detach().cpu().numpy()
 
 
 def _to_host(array: np.ndarray, dtype: str, as_torch: bool):
