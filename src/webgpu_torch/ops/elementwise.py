@@ -478,7 +478,7 @@ def cases() -> list[OpCase]:
         OpCase("arange_and_full_of_dynamic_size",
                lambda a: (a + torch.arange(a.shape[0]), torch.arange(3, a.shape[0] + 3, dtype=torch.float32) * a,
                           torch.arange(1, 2 * a.shape[0] + 1, 2) + a, torch.full((a.shape[0],), 2.5) * a,
-                          torch.full_like(a, 7.0)),
+                          torch.full_like(a, 7.0), a * torch.scalar_tensor(a.shape[0])),
                [(37,)], dynamic_shapes=({0: torch.export.Dim("n", min=2, max=64)},)),
         OpCase("fill", lambda a: (a.clone().fill_(2.5) * a, torch.ops.aten.fill.Scalar(a, -1.0)), [(37, 41)]),
         OpCase("cast_of_transposed", lambda i: i.t().float() * 0.5, [ints((37, 41))]),

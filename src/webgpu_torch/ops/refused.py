@@ -15,7 +15,9 @@ refuse("aten.convolution_backward.default", "aten.avg_pool2d_backward.default",
        reason="a gradient op, for training only: webgpu_torch compiles inference graphs (export the model's "
               "forward in eval mode)")
 
-refuse("aten.rand.default", "aten.randn.default", "aten.randperm.default",
+refuse("aten.rand.default", "aten.randn.default", "aten.randperm.default", "aten.rand_like.default",
+       "aten.randn_like.default", "aten.randint.default", "aten.randint.low", "aten.randint_like.default",
+       "aten.bernoulli.default", "aten.bernoulli.p",
        reason="random number generation: a compiled program has no random state to match torch's generator; make "
               "the random tensor outside and pass it in as an input")
 

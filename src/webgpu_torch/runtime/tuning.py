@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import DeviceError
 from ..program import Buffer, Dispatch, Kernel, Option, Program
-from .engine import Engine
+from .engine import CallTimeout, Engine
 
 TUNE_VAR = "WEBGPU_TORCH_TUNE"
 CACHE_VAR = "WEBGPU_TORCH_CACHE"
@@ -160,7 +160,7 @@ def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], rank
              ) -> dict[str, int]:
     """Each group's fastest candidate, timed in one probe. A candidate the engine refuses (a kernel its shader
     compiler rejects) is never chosen: when the probe fails, its groups are timed one by one, and a group that
-    still fails, one candidate at a time, dropping those that fail."""
+    still fails, one candidate at a time, dropping those that fail. A probe that times out ends the tuning."""
     from .executor import Executor
     from .timing import dispatch_times
 
@@ -168,6 +168,8 @@ def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], rank
     probe, starts = _probe(program, [which[key] for key in keys], [ranked[key] for key in keys])
     try:
         times = dispatch_times(Executor(probe, engine.name), samples=SAMPLES, repeats=REPEATS)
+    except CallTimeout:
+        raise  # the device is still running the probe: retrying candidates would queue behind it
     except DeviceError:
         if len(keys) > 1:
             return {k: v for key in keys for k, v in _fastest(program, engine, {key: which[key]}, ranked).items()}
