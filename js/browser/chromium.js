@@ -1,33 +1,23 @@
-// How headless Chromium is started on a software adapter, for the browser tests, the page's test and the
-// side-by-side benchmark.
+// How headless Chromium is started on a software adapter: the flags and feature levels in
+// src/webgpu_torch/web/chromium.json, which the Python side (webgpu_torch/headless.py) reads too.
 
-/**
- * The adapters a test may ask for: Chromium's flags for each and the feature level its page requests.
- * `lavapipe`: Chromium blocks Mesa's software Vulkan driver for core WebGPU; Dawn's OpenGL ES backend over
- * ANGLE on Vulkan reaches it in compatibility mode, which offers no optional features and WebGPU's
- * compatibility defaults unless the device requests the adapter's limits.
- * @type {Record<string, {flags: string[], featureLevel: 'core' | 'compatibility'}>}
- */
-export const ADAPTERS = {
-  swiftshader: { flags: ['--enable-features=Vulkan'], featureLevel: 'core' },
-  lavapipe: {
-    flags: ['--enable-features=Vulkan', '--use-vulkan=native', '--use-angle=vulkan', '--use-webgpu-adapter=opengles'],
-    featureLevel: 'compatibility',
-  },
-};
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
-/** Nothing reaches out of 127.0.0.1: no updates, metrics, sync or first-run pages. */
-const QUIET = ['--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps',
-  '--no-first-run', '--no-default-browser-check', '--metrics-recording-only', '--disable-breakpad'];
+import { REPO } from '../testkit/io.js';
+
+/** @type {{common: string[], adapters: Record<string, {flags: string[], featureLevel: 'core' | 'compatibility'}>}} */
+const CONFIG = JSON.parse(readFileSync(join(REPO, 'src', 'webgpu_torch', 'web', 'chromium.json'), 'utf8'));
+
+/** The adapters a run may ask for, each with its flags and the feature level its page requests. */
+export const ADAPTERS = CONFIG.adapters;
 
 /**
  * The command line for headless Chromium showing `url` on `adapter`, with a profile folder of its own.
  * @param {string} adapter a key of ADAPTERS
  * @param {string} profile
  * @param {string} url
- * @param {string[]} [extra] more flags
  */
-export function chromiumArgs(adapter, profile, url, extra = []) {
-  return ['--headless=new', '--no-sandbox', '--enable-unsafe-webgpu', ...QUIET, ...ADAPTERS[adapter].flags,
-    `--user-data-dir=${profile}`, ...extra, url];
+export function chromiumArgs(adapter, profile, url) {
+  return [...CONFIG.common, ...ADAPTERS[adapter].flags, `--user-data-dir=${profile}`, url];
 }
