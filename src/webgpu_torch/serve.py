@@ -26,7 +26,7 @@ import posixpath
 import shutil
 import threading
 import webbrowser
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -44,10 +44,14 @@ IMAGE_MEAN, IMAGE_STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 @dataclass
 class Site:
-    """What the server serves besides the page: a folder under /model/ and the page's configuration."""
+    """What the server serves besides the page (web/): /config.json, and folders under URL prefixes."""
 
     config: dict
-    model: Path | None = None
+    mounts: dict[str, Path] = field(default_factory=dict)  # "/model/" -> the artifact's folder
+
+    @property
+    def model(self) -> Path | None:
+        return self.mounts.get("/model/")
 
 
 def site_for_file(path: str | Path) -> Site:
@@ -57,10 +61,10 @@ def site_for_file(path: str | Path) -> Site:
         if not (path / "seq2seq.json").is_file():
             raise SystemExit(f"webgpu-torch serve: {path} is a folder without seq2seq.json")
         return Site({"kind": "seq2seq", "name": path.name, "folder": "/model/", "mean": IMAGE_MEAN,
-                     "std": IMAGE_STD}, path)
+                     "std": IMAGE_STD}, {"/model/": path})
     if not path.is_file():
         raise SystemExit(f"webgpu-torch serve: no file {path}")
-    return Site({"kind": "program", "name": path.name, "artifact": f"/model/{path.name}"}, path.parent)
+    return Site({"kind": "program", "name": path.name, "artifact": f"/model/{path.name}"}, {"/model/": path.parent})
 
 
 def site_for_model(name: str, size: str = "tiny", image_size: int = 96, new_tokens: int = 20,
@@ -73,7 +77,7 @@ def site_for_model(name: str, size: str = "tiny", image_size: int = 96, new_toke
         folder = _cached(cache, f"florence2-{size}", options, _build_florence2)
     else:
         raise SystemExit(f"webgpu-torch serve: --model {name}: choose minilm or florence2")
-    return Site(json.loads((folder / "page.json").read_text()), folder)
+    return Site(json.loads((folder / "page.json").read_text()), {"/model/": folder})
 
 
 def _cached(cache: Path, name: str, options: dict, build) -> Path:
@@ -132,7 +136,7 @@ def _build_florence2(folder: Path, size: str, image_size: int, new_tokens: int) 
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
-    """GET only: the page, the runtime, /config.json and the model's folder; nothing outside them."""
+    """GET only: the page, the runtime, /config.json and the site's folders; nothing outside them."""
 
     site: Site  # set on a subclass per server
 
@@ -140,8 +144,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = posixpath.normpath(unquote(urlsplit(self.path).path))
         if path == "/config.json":
             return self._send(json.dumps(self.site.config).encode(), "application/json")
-        if path.startswith("/model/") and self.site.model is not None:
-            return self._file(self.site.model, path[len("/model/"):])
+        for prefix, folder in self.site.mounts.items():
+            if path.startswith(prefix):
+                return self._file(folder, path[len(prefix):])
         return self._file(WEB, "index.html" if path == "/" else path.lstrip("/"))
 
     def _file(self, root: Path, relative: str):
