@@ -229,7 +229,7 @@ export async function compare(manifest, env) {
       env.log(`${entry.name}: ours ${row.ours.toFixed(2)} ms, ORT ${row.ort.toFixed(2)} ms per ${row.unit} (${(row.ort / row.ours).toFixed(2)}×)`);
       rows.push(row);
     } catch (e) {
-      env.log(`${entry.name}: failed: ${/** @type {Error} */ (e)?.message ?? e}`);
+      env.log(`${entry.name}: failed: ${/** @type {Error} */ (e)?.stack ?? e}`);
       rows.push({ name: entry.name, error: String(/** @type {Error} */ (e)?.message ?? e) });
     }
   }

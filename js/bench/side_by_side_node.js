@@ -28,8 +28,24 @@ const gpu = create([]);
 /** @type {any} */ (globalThis).navigator ??= {};
 /** @type {any} */ (globalThis).navigator.gpu = gpu;
 const { device } = await openDevice({ engine: 'dawn' });
+// ORT's wasm memory is shared (its threaded build), and Dawn for Node refuses a write from a view of a
+// SharedArrayBuffer ("Invalid argument"): such writes go through a copy.
+const queue = Object.getPrototypeOf(device.queue);
+const writeBuffer = queue.writeBuffer;
+queue.writeBuffer = function (/** @type {any[]} */ ...a) {
+  const data = a[2];
+  if (ArrayBuffer.isView(data) && data.buffer instanceof SharedArrayBuffer) {
+    const [offset = 0, size] = [a[3], a[4]];
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    const unit = /** @type {any} */ (data).BYTES_PER_ELEMENT ?? 1;
+    a[2] = bytes.slice(offset * unit, size === undefined ? undefined : (offset + size) * unit);
+    a.length = 3;
+  }
+  return writeBuffer.apply(this, a);
+};
 const ort = await import(pathToFileURL(join(dist, 'ort.webgpu.min.mjs')).href);
 ort.env.wasm.numThreads = 1;
+ort.env.webgpu.adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
 ort.env.wasm.wasmPaths = pathToFileURL(dist + '/').href;
 const info = device.adapterInfo ?? {};
 const adapter = [info.vendor, info.architecture, info.description].filter(Boolean).join(' ');

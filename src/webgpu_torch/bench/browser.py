@@ -119,7 +119,7 @@ def run(args) -> tuple[list[dict], dict]:
         server.shutdown()
     rows = [_row(r) for r in result["rows"]]
     return rows, {"title": "Ours vs onnxruntime-web's WebGPU EP, one Chromium page, alternating",
-                  "baseline": f"onnxruntime-web {result['ort']} (WebGPU EP), same device",
+                  "baseline": f"onnxruntime-web {result['ort']} (WebGPU EP), same adapter",
                   "device": f"{result['adapter']} ({args.adapter}, {browser.feature_level}), {result['browser']}"}
 
 

@@ -251,7 +251,7 @@ async function anyProgram(program, name) {
   const spec = program.spec;
   const random = seeded(0);
   const leaves = spec.inputs.map((x) => {
-    const shape = x.shape.map((d) => (typeof d === 'number' ? d : spec.symbols[d].hint));
+    const shape = x.shape.map((d) => (typeof d === 'number' ? d : spec.symbols[/** @type {string} */ (d)].hint));
     const n = shape.reduce((a, b) => a * b, 1);
     const data = x.dtype === 'float32' ? Float32Array.from({ length: n }, () => random.normal())
       : x.dtype === 'bool' ? Uint8Array.from({ length: n }, () => Math.floor(random.uniform() * 2))
@@ -277,7 +277,8 @@ async function anyProgram(program, name) {
     timing('first call', ms(firstMs));
     if (times.length) timing(`per call (median of ${times.length})`, ms(median(times)));
     /** @type {any} */ (window).result = { outputs: outputs.map(([path, t]) => ({ path, dtype: t.dtype, shape: t.shape })), callMs: median([firstMs, ...times]) };
-    status('done', `${spec.dispatches.length} dispatches, ${countLeaves(spec.outputTree)} outputs`);
+    const n = countLeaves(spec.outputTree);
+    status('done', `${spec.dispatches.length} dispatches, ${n} output${n === 1 ? '' : 's'}`);
     button.disabled = false;
   };
   button.onclick = () => run().catch(fail);
