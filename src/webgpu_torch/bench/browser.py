@@ -102,12 +102,12 @@ def prepare(folder: Path, names: list[str], steps: int) -> dict:
 def run(args) -> tuple[list[dict], dict]:
     from ..headless import Chromium
 
-    if not (REPO / ORT_DIST).is_dir():
-        raise SystemExit(f"bench browser: no onnxruntime-web in {REPO / ORT_DIST}: run npm ci in js/bench/ort")
     folder = Path(args.folder)
     prepare(folder, args.models, args.steps)
     if args.prepare_only:
         return [], {"title": f"prepared {folder}", "device": "none", "baseline": "none"}
+    if not (REPO / ORT_DIST).is_dir():
+        raise SystemExit(f"bench browser: no onnxruntime-web in {REPO / ORT_DIST}: run npm ci in js/bench/ort")
     site = serve.Site({}, {"/js/": REPO / "js", "/model/": folder})
     server = serve.start(site)
     try:
