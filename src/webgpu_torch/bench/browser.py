@@ -103,9 +103,11 @@ def run(args) -> tuple[list[dict], dict]:
     from ..headless import Chromium
 
     folder = Path(args.folder)
-    prepare(folder, args.models, args.steps)
+    manifest = prepare(folder, args.models, args.steps)
     if args.prepare_only:
-        return [], {"title": f"prepared {folder}", "device": "none", "baseline": "none"}
+        per = {"call": "call", "decoder": "token"}
+        rows = [{"model": e["name"], "per": per[e["kind"]]} for e in manifest["models"]]
+        return rows, {"title": f"Prepared in {folder} (run nothing)", "device": "none", "baseline": "none"}
     if not (REPO / ORT_DIST).is_dir():
         raise SystemExit(f"bench browser: no onnxruntime-web in {REPO / ORT_DIST}: run npm ci in js/bench/ort")
     site = serve.Site({}, {"/js/": REPO / "js", "/model/": folder})
