@@ -38,17 +38,28 @@ gemm_wgpu() {
   stage gemm_wgpu 60 env WEBGPU_TORCH_ENGINE=wgpu $cli bench gemm --sizes 256x256x256 1024x1024x1024 \
     2048x2048x2048 4096x4096x4096 --variants pr auto --json "$out/gemm_wgpu.json"
 }
-f16() {  # weights="float16" where the adapter has shader-f16 (wgpu-native on the H200), against float32
-  for w in float32 float16; do
-    stage "f16_wgpu_$w" 90 env WEBGPU_TORCH_ENGINE=wgpu $cli bench gemm --linear --variants auto --weights $w \
-      --sizes 1x768x768 1x3072x768 1x768x3072 8x3072x768 128x3072x768 593x768x3072 593x3072x768 1x51289x768 \
-      4096x4096x4096
+f16() {  # weights="float16" against float32, on both engines (Dawn has shader-f16 with the engine's toggle)
+  for e in dawn wgpu; do
+    for w in float32 float16; do
+      stage "f16_${e}_$w" 90 env WEBGPU_TORCH_ENGINE=$e $cli bench gemm --linear --variants auto --weights $w \
+        --sizes 1x768x768 1x3072x768 1x768x3072 8x3072x768 128x3072x768 593x768x3072 593x3072x768 1x51289x768 \
+        4096x4096x4096
+    done
   done
+}
+matrix() {  # the matrix-unit kernels: checks and 4096³ vs cuBLAS, precision="float16" on GEMMs, models, Florence-2
+  stage matrix_units 120 python3 benchmarks/matrix_units.py "$out/matrix_units.json"
+  stage linear_f16 60 $cli bench gemm --linear --variants auto --error --precision float16 \
+    --sizes 4096x4096x4096 593x3072x768 593x768x3072 128x3072x768 --json "$out/linear_f16.json"
+  stage models_f16 150 $cli bench models --precision float16 --models vit_b16 resnet50 florence2_vision \
+    --json "$out/models_f16.json"
+  stage florence2_f16 150 $cli florence2 --size base --seeds 0 1 --precision float16
 }
 conv() { stage conv 90 $cli bench conv; }
 rows() { stage rows 60 $cli bench rows; }
 attention() { stage attention 120 $cli bench attention --json "$out/attention.json"; }
 host() { stage host 30 $cli bench host --dispatches 100 1000; }
+transfer() { stage transfer 300 $cli bench transfer --json "$out/transfer.json"; }
 florence2() { stage florence2 150 $cli florence2 --size base --seeds 0 1 --save /tmp/florence2; }
 profile() { stage profile 60 $cli bench profile --file /tmp/florence2/decoder.wgpt --top 15; }
 model_profile() {
@@ -59,6 +70,6 @@ model_profile() {
 models() { stage models 240 $cli bench models --ort --repeat 5 --models resnet50 mobilenet_v2 vit_b16 \
   florence2_vision; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt"
-for s in "${@:-tests gemm linear gemm_wgpu f16 conv attention host florence2 profile models}"; do
+for s in "${@:-tests gemm linear gemm_wgpu f16 matrix conv attention host florence2 profile models}"; do
   for name in $s; do "$name"; done
 done

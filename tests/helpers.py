@@ -26,8 +26,13 @@ def assert_close(out, ref, tol: float | None = None, what: str = "output") -> fl
         assert mismatch == 0, f"{what}: {mismatch} of {ref.size} elements differ"
         return 0.0
     tol = TOLERANCE["float32"] if tol is None else tol
-    assert not np.isnan(out[~np.isnan(ref)]).any(), f"{what}: NaN where the reference has none"
-    ok = ~np.isnan(ref)
+    # NaN and ±inf exactly where the reference has them (torch's semantics, not the GPU's), the rest within tol.
+    nan = np.isnan(ref)
+    assert not np.isnan(out[~nan]).any(), f"{what}: NaN where the reference has none"
+    assert np.isnan(out[nan]).all(), f"{what}: {int((~np.isnan(out[nan])).sum())} numbers where the reference is NaN"
+    inf = np.isinf(ref)
+    assert np.array_equal(out[inf], ref[inf]), f"{what}: {out[inf]} where the reference is {ref[inf]}"
+    ok = np.isfinite(ref)
     scale = float(np.abs(ref[ok]).max()) if ok.any() else 0.0
     err = float(np.abs(out[ok].astype(np.float64) - ref[ok]).max()) if ok.any() else 0.0
     rel = err / scale if scale else err

@@ -68,3 +68,27 @@ def test_run_with_a_wrong_input_or_a_missing_file_says_what_is_wrong(tmp_path):
                           ((str(tmp_path / "absent.wgpt"),), "no such file")]:
         r = cli("run", *args)
         assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.fixture(scope="module")
+def saved_linear(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "m.wgpt"
+    webgpu_torch.compile_module(torch.nn.Linear(7, 5), (torch.randn(3, 7),)).save(path)
+    return path
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["run", "{m}", "--save-outputs", "{tmp}/absent/y"], "--save-outputs {tmp}/absent/y: there is no directory"),
+    (["run", "{tmp}/picture.png"], "picture.png: not a webgpu_torch program (it does not start with WGPUTRCH)"),
+    (["run", "{tmp}"], ": not a file"),
+    (["run", "{m}", "--input", "{tmp}/picture.png"], "picture.png: not a NumPy array file"),
+    (["run", "{m}", "--input", "{tmp}/absent.npy"], "--input {tmp}/absent.npy: no such file"),
+    (["run", "{m}", "--repeat", "-2"], "'-2' is not a count"),
+    (["demo", "--model", "resnet9000"], "demo --model resnet9000: choose one of minilm, mlp"),
+])
+def test_user_errors_get_one_line_and_no_traceback(args, message, saved_linear, tmp_path):
+    (tmp_path / "picture.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    fill = {"m": str(saved_linear), "tmp": str(tmp_path)}
+    r = cli(*(a.format(**fill) for a in args))
+    assert r.returncode == 2 and message.format(**fill) in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and "PNG" not in r.stderr and "\\x" not in r.stderr, r.stderr

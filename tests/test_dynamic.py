@@ -102,3 +102,17 @@ def test_dynamic_program_round_trips_through_a_file(tmp_path):
 def test_a_dimension_without_an_upper_bound_is_refused():
     with pytest.raises(webgpu_torch.UnsupportedError, match="no upper bound"):
         webgpu_torch.compile_module(torch.nn.Linear(3, 4), (torch.randn(5, 3),), dynamic_shapes=({0: Dim("n")},))
+
+
+def test_a_scalar_tensor_of_a_dynamic_size_is_computed_on_the_device(poisoned):
+    """torch.scalar_tensor of a size folds at compile time when the size is static; of a dynamic one it runs."""
+
+    class Scaled(torch.nn.Module):
+        def forward(self, x):
+            return x * torch.scalar_tensor(x.shape[0])
+
+    batch = Dim("batch", min=1, max=64)
+    program = webgpu_torch.compile_module(Scaled(), (torch.randn(5, 7),), dynamic_shapes=({0: batch},))
+    for n in (1, 9, 64):
+        x = torch.randn(n, 7)
+        assert_close(poisoned(program, x), x * n, what=f"batch {n}")

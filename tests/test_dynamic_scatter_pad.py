@@ -15,11 +15,11 @@ F = torch.nn.functional
 
 
 def _check_sizes(fn, make, dims, sizes, poisoned, **options):
-    program = webgpu_torch.compile(torch.export.export(Fn(fn), make(sizes[0]), dynamic_shapes=(dims,)), **options)
-    assert program.symbols
+    session = webgpu_torch.compile(torch.export.export(Fn(fn), make(sizes[0]), dynamic_shapes=(dims,)), **options)
+    assert session.program.symbols
     for n in sizes:
         inputs = make(n)
-        for i, (g, w) in enumerate(zip(poisoned(program, *inputs), reference(fn, list(inputs)), strict=True)):
+        for i, (g, w) in enumerate(zip(poisoned(session, *inputs), reference(fn, list(inputs)), strict=True)):
             assert_close(g, w, what=f"output {i} at size {n}")
 
 

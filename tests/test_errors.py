@@ -14,7 +14,7 @@ from webgpu_torch.ops import register
 
 class Unsupported(torch.nn.Module):
     def forward(self, x):
-        y = torch.cumprod(x, dim=1)
+        y = torch.logcumsumexp(x, dim=1)
         return torch.relu(y) + torch.cummax(x, dim=0).values
 
 
@@ -23,9 +23,9 @@ def test_unsupported_nodes_are_all_named_with_op_shapes_and_reason():
         webgpu_torch.compile_module(Unsupported(), (torch.randn(5, 37),))
     msg = str(info.value)
     assert "2 unsupported nodes" in msg
-    assert "node 'cumprod' (aten.cumprod.default)" in msg
+    assert "node 'logcumsumexp' (aten.logcumsumexp.default)" in msg
     assert "float32[5, 37]" in msg and "dim=1" in msg
-    assert "reason: no WebGPU kernel for aten.cumprod.default" in msg
+    assert "reason: no WebGPU kernel for aten.logcumsumexp.default" in msg
     assert "aten.cummax.default" in msg
     assert "test_errors.py" in msg  # the user's source line
 
@@ -66,8 +66,8 @@ def test_unknown_engine_and_unsupported_gemm_variant():
 
 def test_unknown_compile_options_are_refused():
     ep = torch.export.export(torch.nn.Linear(3, 4), (torch.randn(5, 3),))
-    with pytest.raises(TypeError,
-                       match="unknown option 'conv_kernel'; options: gemm, attention, conv, scatter, weights"):
+    with pytest.raises(TypeError, match="unknown option 'conv_kernel'; options: gemm, attention, conv, "
+                                        "norm_chunks, precision, scatter, weights"):
         webgpu_torch.compile(ep, conv_kernel="direct")
 
 
@@ -77,7 +77,7 @@ def test_registering_an_overload_twice_is_an_error():
 
 
 @pytest.mark.parametrize(("fn", "inputs", "reason"), [
-    (lambda i: torch.div(i, 3, rounding_mode="floor"), [torch.arange(7)], "no WebGPU kernel for aten.div.Tensor_mode"),
+    (lambda x: torch.kthvalue(x, 2, 1), [torch.randn(5, 7)], "no WebGPU kernel for aten.kthvalue.default"),
     (lambda x, i, j: x[i, :, j], [torch.randn(5, 6, 7), torch.tensor([1, 2]), torch.tensor([0, 3])],
      "index tensors separated by full slices"),
     (lambda q: torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.5),
@@ -101,3 +101,78 @@ def test_a_tensor_over_the_binding_limit_that_cannot_be_split_is_refused():
 
     with pytest.raises(UnsupportedError, match=r"binds .* of 400,000 bytes; the binding limit is 65,536"):
         webgpu_torch.compile_module(Big(), (torch.randn(100, 1000),), max_binding_size=65536)
+
+
+def test_token_inputs_do_not_hide_the_unsupported_nodes():
+    """linalg.inv checks its result with an effectful op, so the decomposed graph threads a token through it."""
+    ep = torch.export.export(Unsupported2(), (torch.randn(4, 4),))
+    assert any(s.kind.name == "TOKEN" for s in ep.run_decompositions().graph_signature.input_specs)
+    with pytest.raises(UnsupportedError) as info:
+        webgpu_torch.compile(ep)
+    msg = str(info.value)
+    assert "3 unsupported nodes" in msg and "(aten.linalg_inv_ex.default)" in msg and "(aten.cumprod.default)" in msg
+    assert "(aten._linalg_check_errors.default)" in msg and "raises, prints or mutates state" in msg
+
+
+class Unsupported2(torch.nn.Module):
+    def forward(self, x):
+        return torch.linalg.inv(x) + x.cumprod(0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_half_precision_model_is_refused_in_one_line(dtype):
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)).to(dtype)
+    with pytest.raises(UnsupportedError) as info:
+        webgpu_torch.compile_module(model, (torch.randn(2, 3, dtype=dtype),))
+    assert info.value.problems == [info.value.problems[0]]
+    assert str(dtype).removeprefix("torch.") in str(info.value) and "model.float()" in str(info.value)
+
+
+def test_a_sparse_input_is_refused_in_one_line():
+    from .helpers import Fn
+
+    ep = torch.export.export(Fn(lambda x: x + x), (torch.randn(3, 3).to_sparse(),))
+    with pytest.raises(UnsupportedError, match="1 problem\n  input 'args_0' is a sparse tensor"):
+        webgpu_torch.compile(ep)
+
+
+def test_weights_without_values_are_refused_in_one_line():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 5)).to("meta")
+    ep = torch.export.export(model, (torch.randn(2, 3, device="meta"),))
+    with pytest.raises(UnsupportedError, match=r"1 problem\n  constants .* and 1 more are on the meta device"):
+        webgpu_torch.compile(ep)
+
+
+def test_batch_norm_in_training_mode_says_to_call_eval():
+    with pytest.raises(UnsupportedError, match=r"running_mean.* in place.*call model.eval\(\)"):
+        webgpu_torch.compile_module(torch.nn.BatchNorm1d(3).train(), (torch.randn(4, 3),))
+
+
+def test_a_lowering_that_fails_is_refused_naming_its_node(monkeypatch):
+    from dataclasses import replace
+
+    from webgpu_torch.ops import OPS
+
+    def broken(ctx, node):
+        raise IndexError("tuple index out of range")
+
+    monkeypatch.setitem(OPS, "aten.exp.default", replace(OPS["aten.exp.default"], lower=broken))
+    with pytest.raises(UnsupportedError, match=r"node 'exp' \(aten.exp.default\)(.|\n)*internal error in the lowering "
+                                               r"of aten.exp.default \(IndexError: tuple index out of range\)"):
+        webgpu_torch.compile_module(Exp(), (torch.randn(3),))
+
+
+class Exp(torch.nn.Module):
+    def forward(self, x):
+        return torch.exp(x)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: torch.randn(5, 3, device="meta"), "meta device"),
+    (lambda: torch.randn(5, 3).to_sparse(), "sparse_coo tensor"),
+    (lambda: torch.randn(5, 3).bfloat16(), "expected dtype float32, got bfloat16"),
+])
+def test_inputs_without_dense_values_are_refused_at_call_time(make, message):
+    session = webgpu_torch.compile_module(torch.nn.Linear(3, 4), (torch.randn(5, 3),))
+    with pytest.raises(webgpu_torch.WebGPUTorchError, match=message):
+        session(make())

@@ -3,6 +3,7 @@ which must stay dispatches of their own, and that the fused programs still match
 
 from __future__ import annotations
 
+import copy
 import re
 
 import pytest
@@ -82,3 +83,27 @@ def test_adds_that_must_stay_dispatches_of_their_own(fn, why, poisoned):
     for g, e in zip(*((t if isinstance(t, tuple) else (t,)) for t in (got, want)), strict=True):
         assert_close(g, e, what=why)
 
+
+
+@pytest.mark.parametrize("act", [F.relu, F.relu6, torch.tanh, lambda y: F.leaky_relu(y, 0.1),
+                                 lambda y: torch.clamp(y, -0.5, 0.5), F.gelu, torch.sigmoid],
+                         ids=["relu", "relu6", "tanh", "leaky_relu", "clamp", "gelu", "sigmoid"])
+def test_fused_activations_propagate_nan_as_torch_does(act, poisoned):
+    """An activation fused into a GEMM's or a conv's epilogue returns NaN where its input is NaN (WGSL's max
+    and clamp need not), like the same activation as a dispatch of its own (test_ops)."""
+    x = torch.randn(13, 20, generator=seeded("nan-gemm"))
+    x[3, 4] = x[7, 0] = float("nan")  # two whole rows of the product become NaN
+    image = torch.randn(1, 3, 9, 9, generator=seeded("nan-conv"))
+    image[0, 1, 4, 4] = float("nan")  # a 3x3 patch of every output channel
+    linear, conv = nn.Linear(20, 24), nn.Conv2d(3, 8, 3, padding=1)
+
+    def fn(x, image, linear=linear, conv=conv):
+        return act(linear(x)), act(conv(image))
+
+    program = webgpu_torch.compile(torch.export.export(Fn(fn), (x, image)))
+    assert all("+" in n for n in kernels(program) if n.startswith(("gemm", "conv"))), kernels(program)
+    want = reference(lambda x, image: fn(x, image, copy.deepcopy(linear).double(), copy.deepcopy(conv).double()),
+                     [x, image])
+    for got, expected in zip(poisoned(program, x, image), want, strict=True):
+        assert torch.equal(got.isnan(), expected.isnan())
+        assert_close(got, expected, what="non-NaN outputs")

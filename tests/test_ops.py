@@ -16,15 +16,14 @@ from webgpu_torch.runtime import tuning
 from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.session import Session
 
-from .helpers import Fn, assert_close, reference, seeded
+from .helpers import Fn, assert_close, reference
 
 CASES = [pytest.param(case, id=f"{family}-{case.name}", marks=[getattr(pytest.mark, m) for m in case.marks])
          for family, family_cases in all_cases().items() for case in family_cases]
 
 
 def make_inputs(case):
-    gen = seeded(case.name)
-    return [spec() if callable(spec) else torch.randn(spec, generator=gen) for spec in case.inputs]
+    return case.example_inputs()
 
 
 def _twinned(family: str) -> bool:
@@ -40,7 +39,9 @@ TWINNED = [pytest.param(case, id=f"{family}-{case.name}") for family, family_cas
 
 def _check(case, poisoned, subgroups: bool = False):
     inputs = make_inputs(case)
-    session = webgpu_torch.compile(torch.export.export(Fn(case.fn), tuple(inputs)), **case.kwargs)
+    dynamic = None if case.dynamic_shapes is None else (case.dynamic_shapes,)  # Fn takes *args
+    ep = torch.export.export(Fn(case.fn), tuple(inputs), dynamic_shapes=dynamic)
+    session = webgpu_torch.compile(ep, **case.kwargs)
     if subgroups:
         session = Session(tuning.force(session.program, lambda k: wgsl.SUBGROUPS in k.requires))
         program = session.program

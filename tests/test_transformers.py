@@ -170,3 +170,20 @@ def test_llama_kv_cache_decode_step(poisoned):
     for i, (g, w) in enumerate(zip(got[1:], want[1:], strict=True)):
         assert g.shape == (2, 2, past_len + 1, 16)
         assert_close(g, w, what=f"cache tensor {i}")
+
+
+def test_wav2vec2_ctc_from_config(poisoned):
+    """The feature encoder's first conv is followed by GroupNorm(channels, channels) over the whole sequence
+    (feat_extract_norm="group", as wav2vec2-base), the positional conv is weight-normed and grouped."""
+    torch.manual_seed(0)
+    cfg = transformers.Wav2Vec2Config(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=97,
+                                      conv_dim=(32, 32, 32), conv_kernel=(10, 3, 3), conv_stride=(5, 2, 2),
+                                      num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                                      feat_extract_norm="group", vocab_size=37)
+    model = transformers.Wav2Vec2ForCTC(cfg).eval()
+    audio = torch.randn(2, 4001, generator=torch.Generator().manual_seed(1))
+    session = webgpu_torch.compile_module(model, (audio,))
+    program = session.program
+    assert any(program.kernels[d.kernel].name.startswith("group_norm") for d in program.dispatches)
+    got = poisoned(session, audio)
+    assert_close(got.logits, reference(model.double(), [audio]).logits, what="logits")

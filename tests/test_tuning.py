@@ -5,6 +5,7 @@ a whole among splits of K (and none)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -201,3 +202,22 @@ def test_only_the_best_ranked_candidates_are_timed(monkeypatch, tmp_path):
     monkeypatch.setattr(tuning, "_probe", spy)
     Session(program).executor()
     assert timed and all(len(c) == 3 and c[0] == 0 for c in timed)  # the default, then two neighbours
+
+
+def test_an_option_the_engine_refuses_is_never_chosen(monkeypatch, tmp_path):
+    """A candidate whose kernel does not compile on this engine (a device-specific compiler bug, say) is
+    dropped; the others are still timed and the program loads."""
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    monkeypatch.setenv(tuning.TOP_VAR, "0")
+    program, args, ref = _split_program()
+    leader = program.dispatches[0]
+    bad = leader.options[-1].kernel
+    sources = list(program.sources)
+    sources.append(sources[program.kernels[bad].source].replace("fn main(", "fn main(oops: , "))
+    kernels = list(program.kernels)
+    kernels[bad] = replace(kernels[bad], source=len(sources) - 1)
+    broken = replace(program, sources=sources, kernels=kernels)
+    session = Session(broken)
+    chosen = session.executor().program.dispatches[0].kernel
+    assert chosen != bad
+    assert_close(session(*args), ref)

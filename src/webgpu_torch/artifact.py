@@ -135,7 +135,7 @@ def load(path: str | Path) -> Program:
     """Read and fully validate a saved program; raises ArtifactError naming what is wrong."""
     path = Path(path)
     if not path.is_file():
-        raise ArtifactError(f"{path}: no such file")
+        raise ArtifactError(f"{path}: {'not a file' if path.exists() else 'no such file'}")
     return from_bytes(path.read_bytes(), str(path))
 
 

@@ -219,7 +219,8 @@ class Builder:
 
     def _make_kernel(self, spec: KernelSpec, source: str, kinds: tuple, layout, widen: bool = False) -> Kernel:
         """The Kernel of `spec` over `source` (with `widen`, every source in its float32 form); a kernel that
-        reads float16 gets its float32 twin as its fallback."""
+        reads float16 gets its float32 twin as its fallback, except a matrix-unit kernel, which runs only as a
+        tuning option or when forced."""
         form = wgsl.without_f16 if widen else str
         engine_sources = tuple((engine, self._source(form(_specialized(file, spec.consts))))
                                for engine, file in spec.engine_files)
@@ -228,6 +229,9 @@ class Builder:
                 raise RuntimeError(f"{spec.name}: its engine sources differ in bindings or Params")
         source = form(source)
         name = spec.name.replace(",f16", ",f16 widened") if widen else spec.name
+        if wgsl.uses_subgroup_matrix(source):
+            return Kernel(name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources,
+                          wgsl.SUBGROUP_MATRIX_FEATURES)
         if not wgsl.uses_f16(source):
             return Kernel(name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources)
         fallback = self._kernel_index(self._make_kernel(spec, source, kinds, layout, widen=True))

@@ -7,10 +7,23 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from .errors import WebGPUTorchError
+
+
+class UsageError(Exception):
+    """A command given something it cannot use (a missing file or directory, a wrong choice): one line, no
+    traceback."""
+
+
+def _count(text: str) -> int:
+    """A count for --repeat: an integer >= 0."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count (an integer >= 0)")
+    return int(text)
 
 
 def _info(args) -> int:
@@ -45,16 +58,15 @@ def _run(args) -> int:
     from .runtime.session import Session
     from .tree import unflatten
 
+    if args.save_outputs and not Path(args.save_outputs).parent.is_dir():
+        raise UsageError(f"--save-outputs {args.save_outputs}: there is no directory {Path(args.save_outputs).parent}")
     session = Session.load(args.file, args.engine)
     program = session.program
     if args.input and len(args.input) != len(program.inputs):
-        raise SystemExit(f"{args.file} takes {len(program.inputs)} inputs "
+        raise UsageError(f"{args.file} takes {len(program.inputs)} inputs "
                          f"({', '.join(i.name for i in program.inputs)}); {len(args.input)} given")
     rng = np.random.default_rng(0)
-    try:
-        arrays = [np.load(p) for p in args.input] if args.input else [_random_input(s, rng) for s in program.inputs]
-    except (OSError, ValueError) as e:
-        raise SystemExit(f"webgpu-torch run: cannot read an --input file: {e}") from None
+    arrays = [_load_npy(p) for p in args.input] if args.input else [_random_input(s, rng) for s in program.inputs]
     args_tree = unflatten(program.input_tree, arrays)
     outputs = session(*args_tree[0], **args_tree[1])
     times = []
@@ -75,9 +87,20 @@ def _run(args) -> int:
     return 0
 
 
+def _load_npy(path: str) -> np.ndarray:
+    if not Path(path).is_file():
+        raise UsageError(f"--input {path}: no such file")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        raise UsageError(f"--input {path}: not a NumPy array file (.npy, as numpy.save writes)") from None
+
+
 def _demo(args) -> int:
     from . import demo
 
+    if args.model not in demo.MODELS:
+        raise UsageError(f"demo --model {args.model}: choose one of {', '.join(demo.MODELS)}")
     return 0 if demo.run(args.model, args.engine, args.repeat) else 1
 
 
@@ -85,7 +108,7 @@ def _florence2(args) -> int:
     from .models import florence2
 
     ok = florence2.run(args.size, args.image_size, args.new_tokens, args.seeds, args.prompt_length, args.save,
-                       args.engine)
+                       args.engine, args.precision)
     return 0 if ok else 1
 
 
@@ -146,12 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("run", help="run a saved program (random inputs unless --input is given)")
     p.add_argument("file")
     p.add_argument("--input", action="append", default=[], metavar="X.npy", help="one per input, in order")
-    p.add_argument("--repeat", type=int, default=10, help="timed calls after the first")
+    p.add_argument("--repeat", type=_count, default=10, help="timed calls after the first")
     p.add_argument("--save-outputs", metavar="PREFIX", help="write PREFIX_<i>.npy for each output")
     p.set_defaults(fn=_run)
     p = sub.add_parser("demo", help="compile a model, run it, check it against PyTorch, print timings")
     p.add_argument("--model", default="minilm", help="minilm (all-MiniLM-L6-v2, real weights) or mlp")
-    p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--repeat", type=_count, default=20)
     p.set_defaults(fn=_demo)
     p = sub.add_parser("florence2", help="Florence-2 (random weights): compile its stages, generate, check "
                                          "against transformers, print timings")
@@ -161,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prompt-length", type=int, default=8)
     p.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
     p.add_argument("--save", metavar="DIR", help="also save the three compiled stages there")
+    p.add_argument("--precision", choices=["float32", "float16"], default="float32",
+                   help="compile option precision= (float16: matrix-unit products where the device has them)")
     p.set_defaults(fn=_florence2)
     p = sub.add_parser("serve", help="a page on 127.0.0.1 that runs an artifact in the browser (the JS runtime)")
     from . import serve
@@ -171,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     suites = p.add_subparsers(dest="suite_name", required=True)
     for name, module in _bench_suites().items():
         s = suites.add_parser(name, help=module.__doc__.splitlines()[0])
-        s.add_argument("--repeat", type=int, default=5)
+        s.add_argument("--repeat", type=_count, default=5)
         s.add_argument("--markdown", action="store_true", help="print the table as Markdown")
         s.add_argument("--json", metavar="FILE", help="also write the rows and their headline as JSON")
         module.add_arguments(s)
@@ -179,8 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.fn(args)
-    except WebGPUTorchError as e:
+    except (WebGPUTorchError, UsageError) as e:
         print(f"webgpu-torch: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a file the command reads or writes: its name and what the system said
+        print(f"webgpu-torch: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 2
 
 

@@ -31,24 +31,31 @@ def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDI
     extra: the op families' own options (ops.OPTIONS), e.g. conv="auto" | "im2col" | "direct", and
           weights="float32" | "float16": float16 stores every constant a GEMM reads as its B operand (Linear
           and conv weights) in half precision, with float32 products; adapters without `shader-f16` run the
-          same numbers from float32 copies made at load.
+          same numbers from float32 copies made at load; precision="float32" | "float16": float16 lets GEMMs
+          and channels-last convs multiply float16 operands (float32 sums) on the GPU's matrix units, where
+          the device has them and tuning finds them faster (docs/design.md, "GEMM on matrix units").
     Raises UnsupportedError naming every node that cannot run, its op, shapes and the reason, before anything
     touches a GPU. Returns a Session: calling it runs the program on the default WebGPU engine (opened on the
     first call); `.program` is the compiled Program (plain data), `.save(path)` writes the artifact.
     """
-    from . import attention_fusion, conv_folding, frontend, fusion
-
     if gemm not in ("auto", "gemv", *GEMM_CONFIGS):
         raise ValueError(f"gemm={gemm!r}: choose 'auto', 'gemv' or one of {sorted(GEMM_CONFIGS)}")
     _check_options(extra)
-    with _quiet_torch():
-        graph = frontend.import_program(ep)
-        graph = fusion.fuse_epilogues(attention_fusion.fuse_attention(conv_folding.fold(graph)))
+    graph = import_graph(ep)
     if max_binding_size < 2**16:
         raise ValueError(f"max_binding_size={max_binding_size}: must be at least 64 KiB")
     program = lowering.lower(graph, CompileOptions(gemm=gemm, max_binding=max_binding_size,
                                                    contiguous_outputs=contiguous_outputs, extra=extra))
     return Session(program)
+
+
+def import_graph(ep):
+    """The graph lowering sees: `ep` through the frontend, then the graph rewrites."""
+    from . import attention_fusion, conv_folding, frontend, fusion
+
+    with _quiet_torch():
+        graph = frontend.import_program(ep)
+    return fusion.fuse_epilogues(attention_fusion.fuse_attention(conv_folding.fold(graph)))
 
 
 def _check_options(extra: dict[str, Any]) -> None:

@@ -15,9 +15,9 @@ class WebGPUTorchError(Exception):
 class UnsupportedError(WebGPUTorchError):
     """The exported program uses an op, dtype or shape that has no WebGPU lowering; found at compile time."""
 
-    def __init__(self, problems: list[str]):
+    def __init__(self, problems: list[str], subject: str = "unsupported node"):
         self.problems = problems
-        head = f"cannot compile for WebGPU: {len(problems)} unsupported node{'s' * (len(problems) != 1)}"
+        head = f"cannot compile for WebGPU: {len(problems)} {subject}{'s' * (len(problems) != 1)}"
         super().__init__("\n".join([head, *problems]))
 
 

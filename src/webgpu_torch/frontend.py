@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,7 +25,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from . import symbolic
 from .errors import UnsupportedError
 from .graph import Graph, Node, Ref, TensorMeta, drop_dead, refs_in, values_in
-from .ops import OPS
+from .ops import OPS, REFUSED
 from .symbolic import Expr, Symbol
 
 # Folding a constant subgraph must not inflate the artifact. A folded value is stored as the smallest tensor
@@ -50,36 +54,46 @@ def import_program(ep: ExportedProgram) -> Graph:
     sizes = _Sizes(ep)
     constants: dict[str, torch.Tensor] = {}
     inputs: list[tuple[str, TensorMeta]] = []
+    problems: list[str] = []
     baked: list[Any] = []  # per user input leaf: _TENSOR, or the non-tensor value export fixed it to
     for spec in sig.input_specs:
         name = spec.arg.name
         if spec.kind == InputKind.USER_INPUT:
             val = _placeholder_val(ep, name)
             if isinstance(val, torch.Tensor):
-                inputs.append((name, sizes.meta(val, f"input {name!r}")))
+                problem = _tensor_problem(val, f"input {name!r}")
+                if problem:
+                    problems.append(problem)
+                else:
+                    inputs.append((name, sizes.meta(val, f"input {name!r}")))
+                baked.append(_TENSOR)
             elif val is None or isinstance(val, (bool, int, float, str)):
                 baked.append(val)
-                continue
             else:
-                raise UnsupportedError([f"  input {name!r}: a {type(val).__name__}; inputs are tensors or "
-                                        "None/bool/int/float/str values (fixed at export)"])
-            baked.append(_TENSOR)
+                problems.append(f"  input {name!r}: a {type(val).__name__}; inputs are tensors or "
+                                "None/bool/int/float/str values (fixed at export)")
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
             constants[name] = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[
                 spec.target]
         elif spec.kind == InputKind.CONSTANT_TENSOR:
             constants[name] = ep.constants[spec.target]
-        else:
-            raise UnsupportedError([f"  input {name!r}: {spec.kind.name} inputs are not supported"])
-    mutated = [s.target for s in sig.output_specs if s.kind != OutputKind.USER_OUTPUT]
+        elif spec.kind != InputKind.TOKEN:  # a token only orders effectful ops (with_effects): nothing to carry
+            problems.append(f"  input {name!r}: a {spec.kind.name.lower().replace('_', ' ')} input (only tensors, "
+                            "parameters and buffers are supported)")
+    mutated = [s.target for s in sig.output_specs if s.kind not in (OutputKind.USER_OUTPUT, OutputKind.TOKEN)]
     if mutated:
-        raise UnsupportedError([f"  the program mutates {mutated} ({len(mutated)} non-user outputs); WebGPU "
-                                "programs are functional: export the model in eval() mode"])
+        problems.append(f"  the program updates {', '.join(map(str, mutated))} in place, as a model in training mode "
+                        "does (batch norm's running statistics): WebGPU programs run inference: call model.eval() "
+                        "before torch.export")
+    problems += _constant_problems(constants)
+    if problems:
+        raise UnsupportedError(problems, "problem")
     nodes, outputs = _convert_nodes(ep, constants, sizes)
     nodes = drop_dead(nodes, outputs)
     used = _referenced(nodes, outputs)
     defined = {node.name for node in nodes}  # folded values that nodes re-expand from their base
     kept = {k: v for k, v in constants.items() if Ref(k) in used and k not in defined}
+    _check_model_dtype(inputs, kept)
     return Graph(
         inputs=inputs,
         constants={k: _to_numpy(v) for k, v in kept.items()},
@@ -92,6 +106,54 @@ def import_program(ep: ExportedProgram) -> Graph:
         symbols=sizes.table,
     )
 
+
+def _tensor_problem(val: torch.Tensor, what: str) -> str | None:
+    """Why a tensor input cannot be one of a WebGPU program, in one line; None when it can. Its example may be
+    on the meta device: only its shape and dtype are read."""
+    if val.layout != torch.strided:
+        return (f"  {what} is a sparse tensor ({val.layout}); WebGPU programs take dense tensors: convert it "
+                "with .to_dense()")
+    return None
+
+
+def _constant_problems(constants: dict[str, torch.Tensor]) -> list[str]:
+    """Parameters and buffers without values (on the meta device) or not dense: one line for each kind."""
+    meta = [k for k, v in constants.items() if v.device.type == "meta"]
+    sparse = [k for k, v in constants.items() if v.layout != torch.strided]
+    problems = []
+    if meta:
+        problems.append(f"  {_some(meta)} on the meta device, so without values: load the weights (e.g. "
+                        "model.to_empty(device='cpu'), then load_state_dict) before export")
+    if sparse:
+        problems.append(f"  {_some(sparse)} sparse; WebGPU programs take dense tensors: convert them with "
+                        ".to_dense() before export")
+    return problems
+
+
+def _some(names: list[str]) -> str:
+    """`constants 'a', 'b', 'c' and 4 more are` (or `constant 'a' is`)."""
+    shown = ", ".join(map(repr, names[:3])) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"constant {shown} is" if len(names) == 1 else f"constants {shown} are"
+
+
+def _check_model_dtype(inputs: list[tuple[str, TensorMeta]], constants: dict[str, torch.Tensor]) -> None:
+    """A model whose inputs or weights are floating point of another width than float32 is refused in one line
+    (rather than at every node that computes in that dtype)."""
+    other = [(f"input {name!r}", m.dtype) for name, m in inputs if m.dtype in FLOAT_DTYPES]
+    other += [(f"constant {name!r}", str(v.dtype).removeprefix("torch.")) for name, v in constants.items()
+              if v.is_floating_point() and v.dtype != torch.float32]
+    if not other:
+        return
+    dtypes = sorted({d for _, d in other})
+    names = ", ".join(w for w, _ in other[:3]) + (f" and {len(other) - 3} more" if len(other) > 3 else "")
+    raise UnsupportedError([
+        f"  the model computes in {' and '.join(dtypes)} ({names}); WebGPU programs compute in float32: export "
+        "model.float() with float32 inputs (compile(..., weights='float16') then stores the GEMM and conv "
+        "weights in float16)"], "problem")
+
+
+# Floating dtypes a model may have that the device does not compute in (float32 is the one it does).
+FLOAT_DTYPES = ("float16", "bfloat16", "float64")
 
 _TENSOR = object()
 
@@ -107,14 +169,45 @@ def _bake(spec: dict, leaves) -> dict:
 
 
 def _decomposition_table() -> dict:
+    """torch.export's core-ATen decompositions, but for the overloads the registry lowers or refuses: those
+    stay whole, to run on their kernel or to be refused with their reason."""
     table = torch.export.default_decompositions()
-    for target in OPS:
+    for target in [*OPS, *REFUSED]:
         if not target.startswith("aten."):  # our own ops (graph rewrites make them): nothing to keep
             continue
         op = resolve_target(target)
         if op in table:
             del table[op]
+    seen = _DECOMPOSED.get()
+    if seen is not None:
+        for op, fn in table.items():
+            if isinstance(op, torch._ops.OpOverload) and torch.Tag.core in op.tags:
+                table[op] = _recording(fn, target_name(op), seen)
     return table
+
+
+# While recording_decompositions() is active: the set that collects the core overloads decomposed.
+_DECOMPOSED: ContextVar[set[str] | None] = ContextVar("decomposed", default=None)
+
+
+@contextmanager
+def recording_decompositions() -> Iterator[set[str]]:
+    """Within it, import_program adds to the set it yields every core ATen overload that torch.export
+    decomposed into other ops (coverage.py proves by test cases that such an overload compiles)."""
+    seen: set[str] = set()
+    token = _DECOMPOSED.set(seen)
+    try:
+        yield seen
+    finally:
+        _DECOMPOSED.reset(token)
+
+
+def _recording(fn, target: str, seen: set[str]):
+    def decompose(*args, **kwargs):
+        seen.add(target)
+        return fn(*args, **kwargs)
+
+    return decompose
 
 
 def resolve_target(target: str):
@@ -148,7 +241,7 @@ class _Sizes:
             for s in getattr(val, "shape", ()):
                 if isinstance(s, torch.SymInt):
                     env = s.node.shape_env  # backed_var_to_val: torch >= 2.13; var_to_val before
-                    hints = getattr(env, "backed_var_to_val", None) or env.var_to_val
+                    hints = env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
                     self._hints = {str(k): int(v) for k, v in hints.items()}
                     break
 
@@ -158,7 +251,7 @@ class _Sizes:
 
     def value(self, x: Any, what: str) -> int | Expr:
         if isinstance(x, bool) or not isinstance(x, (int, torch.SymInt)):
-            raise UnsupportedError([f"  {what}: {x!r} is not an integer size"])
+            raise UnsupportedError([f"  {what}: {x!r} is not an integer size"], "problem")
         if isinstance(x, int):
             return x
         return self._expr(x.node.expr, what)
@@ -189,47 +282,72 @@ class _Sizes:
             for a in args[1:]:
                 out = pick(out, a)
             return out
-        raise UnsupportedError([f"  {what}: the dynamic size {e} uses {type(e).__name__}, which is not supported"])
+        raise UnsupportedError([f"  {what}: the dynamic size {e} uses {type(e).__name__}, which is not supported"],
+                               "problem")
 
     def _symbol(self, name: str, what: str) -> Symbol:
         if name not in self.table:
             r = self.ranges.get(name)
             lo, hi = (int(r.lower), r.upper) if r is not None else (0, None)
+            if (hi is None or not getattr(hi, "is_finite", True) or str(hi) in ("oo", "int_oo")) and _unbacked(name):
+                raise UnsupportedError([f"  {what}: the size {name} depends on tensor values (.item(), nonzero, "
+                                        "indexing by a boolean mask) and has no upper bound: WebGPU programs need "
+                                        "sizes bounded at compile time"], "problem")
             if hi is None or not getattr(hi, "is_finite", True) or str(hi) in ("oo", "int_oo"):
                 raise UnsupportedError([f"  {what}: the dynamic dimension {name} has no upper bound; give it one "
-                                        "(torch.export.Dim(name, max=...)) so buffers can be sized"])
+                                        "(torch.export.Dim(name, max=...)) so buffers can be sized"], "problem")
             self.table[name] = Symbol(name, lo, int(hi), self._hints.get(name, lo), what)
         return self.table[name]
 
 
+def _unbacked(name: str) -> bool:
+    """Whether a size symbol stands for a value computed from data (torch names those u0, u1, …)."""
+    import sympy
+    from torch.utils._sympy.symbol import SymT, symbol_is_type
+
+    return symbol_is_type(sympy.Symbol(name), SymT.UNBACKED_INT)
+
+
 def _to_numpy(t: torch.Tensor) -> np.ndarray:
-    t = t.detach().cpu().contiguous()
-    if t.dtype == torch.bfloat16:
-        t = t.float()
-    return t.numpy()
+    return t.detach().cpu().contiguous().numpy()
 
 
 # -- nodes -------------------------------------------------------------------------------------------------------
 
 def _convert_nodes(ep: ExportedProgram, constants: dict[str, torch.Tensor],
                    sizes: _Sizes) -> tuple[list[Node], list[Ref]]:
-    refs: dict[torch.fx.Node, Ref | int | Expr] = {}  # a tensor's Ref, or a size node's value
+    refs: dict[torch.fx.Node, Ref | int | Expr | None] = {}  # a tensor's Ref, a size node's value; None: a token
     nodes: list[Node] = []
     outputs: list[Ref] = []
+    tokens = {s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.TOKEN}
     for n in ep.graph.nodes:
         val = n.meta.get("val")
         if n.op == "placeholder":
+            refs[n] = None if n.name in tokens else Ref(n.name)
+        elif n.op == "call_function" and _name(n) == "_local_scalar_dense":
+            # A tensor's value read on the host (.item()): a node, refused by name, that stands for the 0-d
+            # tensor it reads, so the nodes that use the value still have shapes.
             refs[n] = Ref(n.name)
+            read = sizes.meta(n.args[0].meta["val"], f"node {n.name!r} input")
+            nodes.append(Node(n.name, target_name(n.target), _normalize_args(n.name, n.target, n.args, n.kwargs, refs),
+                              (read,), _source_line(n)))
         elif n.op == "call_function" and isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
             refs[n] = sizes.value(val, f"size {n.name!r}")  # sym_size, operator.add, …: only a value
         elif n.op == "call_function" and (isinstance(val, torch.SymBool) or _name(n) in SIZE_ASSERTIONS):
             continue  # a fact about sizes, already checked by export
         elif n.op == "call_function" and n.target is operator.getitem:
             src, index = n.args
-            refs[n] = Ref(refs[src].node, index)
+            refs[n] = _getitem(refs[src], index)
+        elif n.op == "call_function" and n.target is torch.ops.higher_order.with_effects:
+            # with_effects(token, op, *args) runs op in the token's order; the result is (token, *op's outputs).
+            refs[n] = _Effect(n.name)
+            op, args, kwargs = n.args[1], n.args[2:], n.kwargs
+            outs = _output_metas(n, sizes)[1:]
+            nodes.append(Node(n.name, target_name(op), _normalize_args(n.name, op, args, kwargs, refs), outs,
+                              _source_line(n), effect=True))
         elif n.op == "call_function":
             refs[n] = Ref(n.name)
-            args = _normalize_args(n, refs)
+            args = _normalize_args(n.name, n.target, n.args, n.kwargs, refs)
             reader = STORAGE_READERS.get(target_name(n.target))
             if reader is not None:
                 args[f"{reader}_storage_order"] = _storage_order(_arg_node(n, reader).meta["val"])
@@ -248,11 +366,24 @@ def _convert_nodes(ep: ExportedProgram, constants: dict[str, torch.Tensor],
                 if spec.kind != OutputKind.USER_OUTPUT:
                     continue
                 if not isinstance(v, torch.fx.Node):
-                    raise UnsupportedError([f"  output {v!r}: non-tensor outputs are not supported"])
+                    raise UnsupportedError([f"  output {v!r}: non-tensor outputs are not supported"], "problem")
                 outputs.append(refs[v])
         else:
             raise UnsupportedError([f"  node {n.name!r}: graph op {n.op!r} is not supported"])
     return nodes, outputs
+
+
+@dataclass(frozen=True)
+class _Effect:
+    """The value of a with_effects node: output 0 is the token, output i + 1 the op's output i."""
+
+    node: str
+
+
+def _getitem(src: Ref | _Effect | None, index: int) -> Ref | None:
+    if isinstance(src, _Effect):
+        return None if index == 0 else Ref(src.node, index - 1)
+    return Ref(src.node, index)
 
 
 def _name(n: torch.fx.Node) -> str:
@@ -283,17 +414,17 @@ def _storage_order(t: torch.Tensor) -> list[int] | None:
     return order
 
 
-def _normalize_args(n: torch.fx.Node, refs: dict) -> dict[str, Any]:
+def _normalize_args(name: str, op, args: tuple, kwargs: dict, refs: dict) -> dict[str, Any]:
     """Arguments by schema name, in schema order, with defaults filled in."""
-    schema = getattr(n.target, "_schema", None)
+    schema = getattr(op, "_schema", None)
     if schema is None:
-        raise UnsupportedError([f"  node {n.name!r}: {n.target} is not an ATen operator"])
+        raise UnsupportedError([f"  node {name!r}: {op} is not an ATen operator"])
     out: dict[str, Any] = {}
     for i, arg in enumerate(schema.arguments):
-        if i < len(n.args) and not arg.kwarg_only:
-            value = n.args[i]
-        elif arg.name in n.kwargs:
-            value = n.kwargs[arg.name]
+        if i < len(args) and not arg.kwarg_only:
+            value = args[i]
+        elif arg.name in kwargs:
+            value = kwargs[arg.name]
         elif arg.has_default_value():
             value = arg.default_value
         else:

@@ -40,12 +40,14 @@ class Seq2Seq:
         token, ids, logits, steps = info["decoder_start_token_id"], [], [], []
         for step in range(max_new_tokens):
             t0 = time.perf_counter()
-            out, chosen, past = self.decoder.on_device(np.array([[token]], np.int64), past, cross)
+            # The caches stay on the GPU; the token (and with a teacher, the logits) come back in the same submit.
+            keep = [1 if teacher is not None else 0, *range(2, 2 + len(past))]  # outputs: logits, token, caches
+            out, chosen, past = self.decoder.run((np.array([[token]], np.int64), past, cross), keep_on_device=keep)
             if teacher is not None:
-                logits.append(out.numpy().reshape(-1))
+                logits.append(np.asarray(out).reshape(-1))
                 token = teacher[step]
             else:
-                token = self._forced(step, max_new_tokens, int(chosen.numpy().reshape(-1)[0]))
+                token = self._forced(step, max_new_tokens, int(np.asarray(chosen).reshape(-1)[0]))
             steps.append(time.perf_counter() - t0)
             ids.append(token)
             if teacher is None and token == info["eos_token_id"]:

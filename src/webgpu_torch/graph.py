@@ -64,6 +64,7 @@ class Node:
     outputs: tuple[TensorMeta | None, ...]  # one entry per output; None for a non-tensor output
     source: str = ""  # the user's line that produced it, for error messages
     epilogue: Epilogue | None = None  # set by fusion.py: a residual add and/or activation folded into this node
+    effect: bool = False  # an effectful op (torch.export's with_effects): it acts beyond its outputs, never dead
 
 
 @dataclass
@@ -100,11 +101,11 @@ def refs_in(value: Any) -> Iterator[Ref]:
 
 def drop_dead(nodes: list[Node], outputs: list[Ref]) -> list[Node]:
     """`nodes` without those whose values nothing reads (assertion-only ops such as `_assert_tensor_metadata`
-    go too: export already checked them), in their order."""
+    go too: export already checked them), in their order. Effectful nodes stay."""
     live = {r.node for r in outputs}
     kept = []
     for node in reversed(nodes):
-        if node.name in live:
+        if node.name in live or node.effect:
             kept.append(node)
             live.update(r.node for r in refs_in(node.args))
     return kept[::-1]

@@ -11,16 +11,16 @@ from . import dtypes, planner, symbolic
 from .builder import Builder, CompileOptions
 from .errors import InputError, UnsupportedError, describe_node
 from .graph import Graph, Node, Ref, map_refs, refs_in, values_in
-from .ops import OPS, NodeView
+from .ops import OPS, REFUSED, NodeView
 from .program import Buffer, Input, Program, Tensor, contiguous_strides
 from .symbolic import Expr
 
 
 def check_support(graph: Graph) -> None:
-    """Every unsupported node at once, each with its op, shapes and reason."""
+    """Every unsupported node at once, each with its op, shapes and reason (a refused op's declared reason)."""
     problems = []
     metas = graph.metas()
-    read = _outputs_read(graph)
+    read = outputs_read(graph)
     for node in graph.nodes:
         reason = _unsupported_reason(metas, node, read[node.name])
         if reason:
@@ -29,7 +29,7 @@ def check_support(graph: Graph) -> None:
         raise UnsupportedError(problems)
 
 
-def _outputs_read(graph: Graph) -> dict[str, frozenset[int]]:
+def outputs_read(graph: Graph) -> dict[str, frozenset[int]]:
     """For each node, the indices of its outputs that other nodes or the graph's outputs read."""
     read: dict[str, set[int]] = {n.name: set() for n in graph.nodes}
     for r in [*(r for n in graph.nodes for r in refs_in(n.args)), *graph.outputs]:
@@ -47,11 +47,19 @@ def _unsupported_reason(metas: dict, node: Node, read: frozenset[int]) -> str | 
         return f"output size depends on the data ({', '.join(unbacked)} is known only after running it)"
     op = OPS.get(node.target)
     if op is None:
+        refusal = REFUSED.get(node.target)
+        if refusal:
+            return refusal.reason
+        if node.effect:
+            return (f"{node.target} acts beyond its outputs (torch.export orders it as an effect: it raises, "
+                    "prints or mutates state on the host), which a WebGPU program cannot do")
         return f"no WebGPU kernel for {node.target}"
     tensors = [m for m in [metas[r] for r in refs_in(node.args)] + list(node.outputs) if m is not None]
     for m in tensors:
         if m.dtype not in dtypes.DTYPES:
             return f"dtype {m.dtype} is not supported on WebGPU (supported: {', '.join(dtypes.DTYPES)})"
+    if _computes_nothing(node):
+        return None  # every output is empty: nothing runs, so no kernel's limits apply
     if not op.dynamic:
         dims = {str(s) for m in tensors for s in m.shape if isinstance(s, Expr)}
         dims |= {str(v) for v in values_in(node.args) if isinstance(v, Expr)}
@@ -77,9 +85,12 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
         env[Ref(name)] = Tensor(index, meta.shape, contiguous_strides(meta.shape), 0, meta.dtype)
     for name, array in graph.constants.items():
         env[Ref(name)] = ctx.constant(name, array, graph.constant_meta[name].dtype)
-    read = _outputs_read(graph)
+    read = outputs_read(graph)
     for node in graph.nodes:
         ctx.node = node.name
+        if _computes_nothing(node):
+            _bind_outputs(env, node, [ctx.new(m.shape, m.dtype) if m is not None else None for m in node.outputs])
+            continue
         view = NodeView(node.name, node.target, map_refs(node.args, env.__getitem__), node.outputs,
                         node.epilogue, read[node.name])
         try:
@@ -88,12 +99,21 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
             raise
         except InputError as e:  # a constant the device cannot hold as this lowering needs it
             raise UnsupportedError([describe_node(graph, node, str(e))]) from None
-        except Exception as e:  # a lowering that fails after its check passed is a bug: say where
-            raise RuntimeError(describe_node(graph, node, f"lowering failed: {e}")) from e
+        except Exception as e:  # a lowering that fails after its check passed is a bug: refuse the node, by name
+            reason = (f"internal error in the lowering of {node.target} ({type(e).__name__}: {e}); please "
+                      "report it with this message")
+            raise UnsupportedError([describe_node(graph, node, reason)]) from e
         _bind_outputs(env, node, result)
     ctx.node = "output"
     outputs = [ctx.contiguous(env[r]) if options.contiguous_outputs else env[r] for r in graph.outputs]
     return _finish(ctx, inputs, outputs, graph)
+
+
+def _computes_nothing(node: Node) -> bool:
+    """Whether every output of `node` is empty (of static size 0): such a node emits no dispatch, and its
+    outputs are fresh empty tensors, whatever the op (a kernel would have no element to write)."""
+    metas = [m for m in node.outputs if m is not None]
+    return bool(metas) and all(isinstance(m.numel, int) and m.numel == 0 for m in metas)
 
 
 def _bind_outputs(env: dict[Ref, Tensor], node: Node, result: Any) -> None:
@@ -119,6 +139,7 @@ def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Gra
             first.setdefault(b, i)
             last[b] = i
     for t in outputs:
+        first.setdefault(t.buffer, n)  # an empty output no dispatch writes still gets a buffer
         last[t.buffer] = n  # read back after the last dispatch
     scratch = [i for i, b in enumerate(ctx.buffers) if b.role == "scratch" and i in first]
     plan = planner.plan([planner.Lifetime(i, ctx.buffers[i].size, first[i], last[i]) for i in scratch])

@@ -1,6 +1,7 @@
-"""Generates docs/ops.md, the op coverage table, from the registry: `python -m webgpu_torch.opsdoc [--check]`.
+"""Generates docs/ops.md from the registry: the registered overloads, then the status of every overload of
+PyTorch's core ATen opset (coverage.py). `python -m webgpu_torch.opsdoc [--check]`.
 
-The test suite runs the check, so the table can never drift from what is registered.
+The test suite runs the check, so the tables can never drift from what is registered, refused and tested.
 """
 
 from __future__ import annotations
@@ -39,7 +40,42 @@ def render() -> str:
         fuses = " + ".join(["residual add"] * op.residual + ["activation"] * op.epilogue)
         lines.append(f"| `{target}` | `ops/{family}.py` | {kernel} | {dynamic} | {fuses} | {cases.get(family, 0)} |")
     lines += ["", f"{len(OPS)} overloads in {len({o.module for o in OPS.values()})} families.", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + _core_coverage())
+
+
+def _core_coverage() -> list[str]:
+    """The core ATen opset, overload by overload, and the share of it that compiles (coverage.py)."""
+    import torch
+
+    from . import coverage
+
+    rows = coverage.statuses()
+    relevant = [r for r in rows if r.inference]
+    compiles = [r for r in relevant if r.kind in coverage.COMPILES]
+    count = {kind: sum(r.kind == kind for r in relevant) for kind in coverage.KINDS}
+    lines = [
+        "## Core ATen coverage",
+        "",
+        f"torch {torch.__version__.split('+')[0]} tags {len(rows)} overloads core (`torch.Tag.core`): the opset",
+        "torch.export decomposes models into. An exported inference graph can hold "
+        f"{len(relevant)} of them (the other {len(rows) - len(relevant)} are",
+        "training-only or non-functional forms, refused below), and "
+        f"**{len(compiles)} of those {len(relevant)} ({100 * len(compiles) / len(relevant):.0f}%) compile**:",
+        f"{count[coverage.LOWERED] + count[coverage.PARTIAL]} lowered to kernels or views "
+        f"({count[coverage.PARTIAL]} of them for some dtypes only), {count[coverage.DECOMPOSED]} decomposed by",
+        f"torch.export into ops that lower, {count[coverage.FOLDED]} computed at compile time. "
+        f"{count[coverage.REFUSED_]} are refused with a reason, {count[coverage.MISSING]} not lowered yet.",
+        "",
+        "Lowered: the dtypes of its operands in the test cases that reach it; \"for some dtypes\": torch's CPU",
+        "kernel also takes the dtypes named where the cases have float32 operands, and the op's check refuses",
+        "them (its reason follows). Decomposed: a test case compiles it through torch.export's decomposition.",
+        "A refused overload's reason is what the compile-time error says.",
+        "",
+        "| core overload | status | details |",
+        "|---|---|---|",
+    ]
+    lines += [f"| `{r.target}` | {r.kind} | {r.detail} |" for r in rows]
+    return lines + [""]
 
 
 def main(argv: list[str]) -> int:

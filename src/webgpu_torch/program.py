@@ -21,8 +21,9 @@ from . import dtypes, symbolic, tree
 FORMAT_VERSION = 2
 BINDING_KINDS = ("read", "read_write", "uniform")
 SCALARS = ("u32", "i32", "f32")
-FEATURES = ("shader-f16", "subgroups")  # the optional WebGPU features a kernel may require
 F16 = "shader-f16"
+SUBGROUP_MATRIX = "chromium-experimental-subgroup-matrix"  # the matrix units (docs/artifact.md, "requires")
+FEATURES = (F16, "subgroups", SUBGROUP_MATRIX)  # the optional WebGPU features a kernel may require
 ROLES = ("input", "constant", "scratch", "status")
 # Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
 # finishes, deep nesting crashes some WGSL compilers).
@@ -130,9 +131,10 @@ class Kernel:
 
     `engine_sources` names a different source for some engines: the same computation in a style that
     engine's shader compiler handles better, with identical bindings and Params. `requires` names the
-    optional WebGPU features its source uses: a kernel needing `subgroups` is only ever an option beside one
-    that needs none (tuning takes it where the device has them and it runs faster); one needing `shader-f16`
-    names a `fallback` kernel, the same one in float32, for devices without the feature."""
+    optional WebGPU features its source uses: a kernel needing `subgroups` or subgroup matrices is only ever
+    an option beside one that needs neither (tuning takes it where the device has them and it runs faster);
+    any other needing `shader-f16` names a `fallback` kernel, the same one in float32, for devices without
+    the feature."""
 
     name: str  # readable variant name, e.g. "gemm[128x128]"; shown in profiles
     source: int  # index into Program.sources
@@ -303,7 +305,7 @@ def _kernel_problems(p: Program, k: Kernel):
             f.scalar in SCALARS and f.count >= 1 and f.offset >= 0 and f.offset + 4 * f.count <= k.uniform.size
             for f in k.uniform.fields)
     yield f"kernel {k.name}: requires unknown features {list(k.requires)}", set(k.requires) <= set(FEATURES)
-    if F16 in k.requires:
+    if F16 in k.requires and SUBGROUP_MATRIX not in k.requires:  # a matrix kernel is only ever an option
         yield f"kernel {k.name}: needs shader-f16 but has no fallback", (
             _is_int(k.fallback) and 0 <= k.fallback < len(p.kernels))
         alt = p.kernels[k.fallback]

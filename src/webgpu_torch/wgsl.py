@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from .program import Patch, UniformField, UniformLayout
+from .program import F16, SUBGROUP_MATRIX, Patch, UniformField, UniformLayout
 from .symbolic import Expr
 
 _CONST = re.compile(r"\bconst\s+(\w+)\s*:\s*(\w+)\s*=\s*[^;]+;")
@@ -94,15 +94,21 @@ def specialize(source: str, consts: dict[str, int | float | bool | str]) -> str:
     out = _ALIAS.sub(replace_alias, _CONST.sub(replace_const, source))
     if missing:
         raise KeyError(f"kernel has no const declaration for {sorted(missing)}")
-    return ENABLE_F16 + out if _F16_ALIAS.search(out) else out
+    return ENABLE_F16 + out if _F16_ALIAS.search(out) and not uses_f16(out) else out
 
 
 ENABLE_F16 = "enable f16;\n"
 _F16_ALIAS = re.compile(r"\balias\s+(\w+)\s*=\s*f16\s*;")
+_SUBGROUP_MATRIX = re.compile(r"^enable chromium_experimental_subgroup_matrix;$", re.MULTILINE)
+SUBGROUP_MATRIX_FEATURES = (F16, SUBGROUPS, SUBGROUP_MATRIX)  # what a source with subgroup matrices requires
 
 
 def uses_f16(source: str) -> bool:
     return source.startswith(ENABLE_F16)
+
+
+def uses_subgroup_matrix(source: str) -> bool:
+    return _SUBGROUP_MATRIX.search(source) is not None
 
 
 def without_f16(source: str) -> str:

@@ -1,9 +1,12 @@
 """Whole models: ours against torch eager and ONNX Runtime's WebGPU EP, measured in the same run.
 
 Ours: GPU time of one call (timestamp queries, inputs already on the device) and the wall time of a call with
-inputs from and outputs to the host. torch eager: CUDA fp32 with TF32 off when a GPU is there (CUDA events),
-else the CPU. ORT: the same module exported to ONNX, on the WebGPU EP, host in and out — the same I/O
-conditions as our wall time. Weights are random and seeded except MiniLM's (the real checkpoint).
+inputs from and outputs to the host; --precision float16 compiles with precision="float16" (GEMMs and im2col
+convs may multiply float16 operands on matrix units), and --weights float16 stores the weights in float16.
+torch eager: CUDA fp32 with TF32 off when a GPU is there (CUDA events), and fp16 autocast beside it, else the
+CPU. Each row's `error` is our output's largest difference from torch's fp32 output, relative to its largest
+value. ORT: the same module exported to ONNX, on the WebGPU EP, host in and out — the same I/O conditions as
+our wall time. Weights are random and seeded except MiniLM's (the real checkpoint).
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ import webgpu_torch
 from ..runtime import timing
 from . import _ort, baseline_seconds
 
-COLUMNS = ["model", "dispatches", "ours GPU ms", "ours wall ms", "torch ms", "vs torch", "ORT wall ms",
-           "vs ORT (wall)"]
+COLUMNS = ["model", "dispatches", "ours GPU ms", "ours wall ms", "torch ms", "vs torch", "torch fp16 ms",
+           "vs torch fp16", "error", "ORT wall ms", "vs ORT (wall)"]
 
 
 def _resnet():
@@ -60,6 +63,10 @@ MODELS: dict[str, Callable[[], tuple[torch.nn.Module, tuple]]] = {
 def add_arguments(parser) -> None:
     parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--ort", action="store_true", help="also ONNX Runtime's WebGPU EP (host in and out)")
+    parser.add_argument("--precision", choices=["float32", "float16"], default="float32",
+                        help="compile option precision= (float16: matrix-unit products where the device has them)")
+    parser.add_argument("--weights", choices=["float32", "float16"], default="float32",
+                        help="compile option weights=")
 
 
 def run(args) -> tuple[list[dict], dict]:
@@ -76,25 +83,45 @@ def run(args) -> tuple[list[dict], dict]:
             rows.append({"model": name, "dispatches": f"n/a: {e.name} not installed"})
             continue
         model = model.eval()
-        program = webgpu_torch.compile_module(model, inputs)
+        program = webgpu_torch.compile_module(model, inputs, precision=args.precision, weights=args.weights)
         host = [x.numpy() for x in inputs]
         ours_wall = timing.wall_time(lambda p=program, h=host: p(*h), args.repeat)
         gpu = timing.gpu_time(program.executor(args.engine), repeats=args.repeat).seconds
+        ours = _first_tensor(program(*inputs))
         with torch.no_grad():
             device = "cuda" if cuda else "cpu"
             m, xs = model.to(device), [x.to(device) for x in inputs]
             eager = baseline_seconds(lambda m=m, xs=xs: m(*xs), args.repeat, cuda=cuda)
+            want = _first_tensor(m(*xs)).cpu()
+            half = {}
+            if cuda:
+                def autocast(m=m, xs=xs):
+                    with torch.autocast("cuda", dtype=torch.float16):
+                        return m(*xs)
+
+                fp16 = baseline_seconds(autocast, args.repeat, cuda=True)
+                half = {"torch fp16 ms": fp16 * 1e3, "vs torch fp16": fp16 / gpu}
             model.cpu()
+        error = float((ours - want).abs().max() / want.abs().max())
         row = {"model": name, "dispatches": len(program.program.dispatches), "ours GPU ms": gpu * 1e3,
-               "ours wall ms": ours_wall * 1e3, "torch ms": eager * 1e3, "vs torch": eager / gpu}
+               "ours wall ms": ours_wall * 1e3, "torch ms": eager * 1e3, "vs torch": eager / gpu, **half,
+               "error": error}
         if args.ort:
             row.update(_ort_columns(model, inputs, ours_wall, args.repeat))
         rows.append(row)
     info = webgpu_torch.device_info(args.engine)
-    torch_name = f"torch {torch.__version__} eager " + ("CUDA fp32 (TF32 off)" if cuda else "CPU")
-    return rows, {"title": "Whole models (vs torch: ours GPU ms against torch's time)",
+    torch_name = f"torch {torch.__version__} eager " + ("CUDA fp32 (TF32 off), fp16 autocast" if cuda else "CPU")
+    return rows, {"title": f"Whole models, precision={args.precision}, weights={args.weights} (vs torch: ours "
+                           "GPU ms against torch's time)",
                   "baseline": torch_name + (", ORT WebGPU EP host in/out" if args.ort else ""),
                   "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']})"}
+
+
+def _first_tensor(out) -> torch.Tensor:
+    """A model's first output tensor (transformers' outputs are dataclasses or tuples of tensors)."""
+    while not isinstance(out, torch.Tensor):
+        out = out[0] if isinstance(out, (tuple, list)) else next(iter(out.values()))
+    return out.detach().float()
 
 
 def _ort_columns(model, inputs, ours_wall: float, repeats: int) -> dict:

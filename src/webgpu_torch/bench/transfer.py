@@ -3,23 +3,26 @@ moving the same bytes (`.cuda()` of the inputs, the model on the GPU, `.cpu()` o
 
 Each phase is awaited before the next starts (runtime/timing.call_phases), so the phases show what each
 costs alone; `wall` is a whole call as a user makes it (host arrays in, host arrays out), and `wall - GPU`
-the host-side cost the issue's target compares (ours ≤ 1.25× torch's). Cases: GEMMs (A and B uploaded),
+the host-side cost compared (target: ours ≤ 1.25× torch's); `wall (plain)` is our call with
+runtime/transfer.py's staging and threaded copies switched off. Cases: GEMMs (A and B uploaded),
 a chain of 16 dependent GEMMs with constant weights, and whole models (`bench models`' list).
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 
 import webgpu_torch
 
-from ..runtime import timing
+from ..runtime import timing, transfer
 from ..runtime.session import bind, check_input
 from . import models
 
 COLUMNS = ["case", "MB in", "MB out", "ours upload", "ours GPU", "ours map", "ours copy", "ours wall",
-           "ours wall-GPU", "torch up", "torch GPU", "torch down", "torch wall", "torch wall-GPU",
-           "host cost vs torch"]
+           "ours wall (plain)", "ours wall-GPU", "torch up", "torch GPU", "torch down", "torch wall",
+           "torch wall-GPU", "host cost vs torch"]
 
 
 class _Chain(torch.nn.Module):
@@ -70,12 +73,15 @@ def run(args) -> tuple[list[dict], dict]:
         ex = session.executor(args.engine)
         ours = timing.call_phases(ex, values, bind(session.program, values), samples=args.repeat)
         ours["wall"] = timing.wall_time(lambda s=session, h=host: s(*h), args.repeat)
+        with _plain_transfers():  # the same call through queue.write_buffer and one-thread copies
+            plain = webgpu_torch.Session(session.program, args.engine)
+            plain_wall = timing.wall_time(lambda s=plain, h=host: s(*h), args.repeat)
         ours["gpu"] = timing.gpu_time(ex, repeats=args.repeat).seconds  # timestamps, not the drained phase
         outs = session(*host)
         out_bytes = sum(o.nbytes for o in torch.utils._pytree.tree_leaves(outs) if hasattr(o, "nbytes"))
         row = {"case": name, "MB in": sum(x.nbytes for x in host) / 1e6, "MB out": out_bytes / 1e6,
                **{f"ours {k if k != 'gpu' else 'GPU'}": v * 1e3 for k, v in ours.items()},
-               "ours wall-GPU": (ours["wall"] - ours["gpu"]) * 1e3}
+               "ours wall (plain)": plain_wall * 1e3, "ours wall-GPU": (ours["wall"] - ours["gpu"]) * 1e3}
         if cuda:
             theirs = _torch_phases(model, inputs, args.repeat)
             row.update({f"torch {k}": v * 1e3 for k, v in theirs.items()})
@@ -86,6 +92,18 @@ def run(args) -> tuple[list[dict], dict]:
     base = f"torch {torch.__version__} CUDA fp32 (TF32 off), pageable host tensors" if cuda else "none (no CUDA)"
     return rows, {"title": "A call's wall time by phase (ms)", "baseline": base,
                   "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']})"}
+
+
+@contextmanager
+def _plain_transfers():
+    """runtime/transfer.py's paths switched off: every input through queue.write_buffer, every output copied
+    by one thread (what they are measured against)."""
+    saved = transfer.STAGED_BYTES, transfer.PARALLEL_BYTES
+    transfer.STAGED_BYTES = transfer.PARALLEL_BYTES = 1 << 62
+    try:
+        yield
+    finally:
+        transfer.STAGED_BYTES, transfer.PARALLEL_BYTES = saved
 
 
 def _torch_phases(model, inputs, repeats: int) -> dict[str, float]:

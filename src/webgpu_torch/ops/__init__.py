@@ -8,9 +8,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from .registry import OPS, OPTIONS, NodeView, OpCase, OpDef, register, register_option
+from .registry import OPS, OPTIONS, REFUSED, NodeView, OpCase, OpDef, Refusal, refuse, register, register_option
 
-__all__ = ["OPS", "OPTIONS", "NodeView", "OpCase", "OpDef", "all_cases", "register", "register_option"]
+__all__ = ["OPS", "OPTIONS", "REFUSED", "NodeView", "OpCase", "OpDef", "Refusal", "all_cases", "refuse", "register",
+           "register_option"]
 
 FAMILIES = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != "registry")
 for _name in FAMILIES:

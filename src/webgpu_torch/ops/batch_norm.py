@@ -3,6 +3,8 @@
 conv_folding.py folds a BN into the conv before it whenever that conv and every BN parameter are constants;
 what reaches this kernel is a BN of an input, of a value other nodes also read, or with parameters that are
 inputs. Only output 0 (the normalised tensor) is produced: outputs 1 and 2 are empty in inference.
+Batch statistics (`_native_batch_norm_legit.no_stats`: InstanceNorm, BatchNorm without running statistics)
+are group_norm.py's; batch norm that updates its running statistics is training, refused.
 """
 
 from __future__ import annotations
@@ -11,10 +13,14 @@ from math import prod
 
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
-from .registry import NodeView, OpCase, register
+from .registry import NodeView, OpCase, refuse, register
 
 FILE = "batch_norm.wgsl"
 WORKGROUP = 256
+
+refuse("aten._native_batch_norm_legit.default", inference=False,
+       reason="batch norm in training mode (it updates its running statistics from the batch); WebGPU programs "
+              "run inference: call model.eval() before torch.export")
 
 
 def _check(node: NodeView) -> str | None:

@@ -1,10 +1,13 @@
 """Elementwise ops with broadcasting: one strided kernel, the op an override constant, the dtypes aliases.
 
-Arithmetic, activations, pow, comparisons, logical ops, `where` and casts all run through `emit`. Operands
-are read in place through their strides (a transposed or broadcast operand costs no copy); adjacent dims that
-every operand and the output traverse contiguously are merged first, so the common dense case indexes
-directly. Type promotion follows torch: arithmetic computes in the result's dtype, comparisons in their
-inputs' promoted dtype (dtypes.promote). Integers compute in i32 (int64 travels as int32).
+Arithmetic, activations, pow, the float functions (math.wgsl), rounding, comparisons, logical and bitwise
+ops, clamp, `where` and casts all run through `emit`. Operands are read in place through their strides (a
+transposed or broadcast operand costs no copy); adjacent dims that every operand and the output traverse
+contiguously are merged first, so the common dense case indexes directly. Type promotion follows torch:
+arithmetic computes in the result's dtype, comparisons in their inputs' promoted dtype (dtypes.promote).
+Integers compute in i32 (int64 travels as int32); a Python number travels in Params as f32, or as a 0-d
+constant where f32 cannot hold it exactly. NaN follows torch, not the GPU: it propagates through maximum,
+minimum, clamp and the activations, counts as true, and is what the float functions give outside their domain.
 """
 
 from __future__ import annotations
@@ -29,27 +32,47 @@ MAX_DIMS = 8
 WORKGROUP = 256
 OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
-EXACT_F32_INT = 2**24  # integer scalars travel in Params as f32: exact up to this magnitude
+EXACT_F32_INT = 2**24  # integer scalars travel in Params as f32: exact up to this magnitude (larger: a constant)
+INT32 = 2**31
 
-BINARY = {"add": "aten.add.Tensor", "sub": "aten.sub.Tensor", "mul": "aten.mul.Tensor",
-          "div": "aten.div.Tensor", "maximum": "aten.maximum.default", "minimum": "aten.minimum.default",
-          "pow": "aten.pow.Tensor_Tensor"}
-WITH_SCALAR = {"add": "aten.add.Scalar", "sub": "aten.sub.Scalar", "mul": "aten.mul.Scalar",
-               "div": "aten.div.Scalar", "rsub": "aten.rsub.Scalar", "pow": "aten.pow.Tensor_Scalar"}
-UNARY = {name: f"aten.{name}.default" for name in
-         ("neg", "abs", "reciprocal", "exp", "log", "sqrt", "rsqrt", "sin", "cos")}
+# Binary arithmetic, a tensor and a tensor or a number (either side), computed in the result's dtype.
+ARITHMETIC = {
+    "aten.add.Tensor": "add", "aten.sub.Tensor": "sub", "aten.mul.Tensor": "mul", "aten.div.Tensor": "div",
+    "aten.maximum.default": "maximum", "aten.minimum.default": "minimum", "aten.pow.Tensor_Tensor": "pow",
+    "aten.add.Scalar": "add", "aten.sub.Scalar": "sub", "aten.mul.Scalar": "mul", "aten.div.Scalar": "div",
+    "aten.rsub.Scalar": "rsub", "aten.pow.Tensor_Scalar": "pow",
+    "aten.atan2.default": "atan2",
+    "aten.remainder.Tensor": "remainder", "aten.remainder.Scalar": "remainder",
+    "aten.remainder.Scalar_Tensor": "remainder",
+    "aten.fmod.Tensor": "fmod", "aten.fmod.Scalar": "fmod",
+    "aten.bitwise_and.Tensor": "bitand", "aten.bitwise_and.Scalar": "bitand",
+    "aten.bitwise_or.Tensor": "bitor", "aten.bitwise_or.Scalar": "bitor",
+    "aten.bitwise_xor.Tensor": "bitxor", "aten.bitwise_xor.Scalar": "bitxor",
+}
+# Functions of one operand: neg and abs keep integers; the float functions convert an integer or bool operand
+# (torch gives float32 for them).
+UNARY = {f"aten.{name}.default": name for name in
+         ("neg", "abs", "reciprocal", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin",
+          "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfinv")}
+# Rounding: float only in the kernel; of an integer tensor, the tensor itself.
+ROUNDING = {f"aten.{name}.default": name for name in ("ceil", "floor", "round", "trunc")}
 COMPARISONS = {name: (f"aten.{name}.Tensor", f"aten.{name}.Scalar") for name in ("eq", "ne", "lt", "le", "gt", "ge")}
-# Logical ops treat any nonzero as true; the bitwise ones equal them on bool, the only dtype they accept here.
-LOGICAL = {"aten.logical_and.default": "and", "aten.logical_or.default": "or", "aten.logical_not.default": "not",
-           "aten.bitwise_and.Tensor": "and", "aten.bitwise_or.Tensor": "or", "aten.bitwise_not.default": "not"}
-INTEGER_OPS = {"copy", "add", "sub", "rsub", "mul", "neg", "abs", "maximum", "minimum"}
+# Logical ops treat any nonzero (NaN too) as true.
+LOGICAL = {"aten.logical_and.default": "and", "aten.logical_or.default": "or", "aten.logical_xor.default": "xor",
+           "aten.logical_not.default": "not"}
+# Ops the kernel computes in integer types too (the rest are float-only: their integer forms promote to float).
+INTEGER_OPS = {"copy", "add", "sub", "rsub", "mul", "neg", "abs", "maximum", "minimum", "clamp", "remainder",
+               "fmod", "div_floor", "div_trunc", "bitand", "bitor", "bitxor", "sign", "pow"}
+# Ops on bools with a bool result (u32 0 and 1 in the kernel): add is `or`, the rest keep 0 and 1 as they are.
+BOOL_OPS = {"add", "mul", "maximum", "minimum", "bitand", "bitor", "bitxor"}
+DIV_MODES = {None: "div", "floor": "div_floor", "trunc": "div_trunc"}
 # Activations run as a copy with the activation as its epilogue (ops/epilogue.py maps each to its code).
 ACTIVATIONS = ("aten.relu.default", "aten.sigmoid.default", "aten.tanh.default", "aten.gelu.default",
-               "aten.hardtanh.default", "aten.clamp.default")
+               "aten.hardtanh.default", "aten.clamp.default", "aten.leaky_relu.default")
 
 
 def emit(ctx: Builder, op: str, operands: list[Tensor | Number], shape: tuple[int, ...], *,
-         out_dtype: str = "float32", compute: str | None = None, alpha: float = 1.0,
+         out_dtype: str = "float32", compute: str | None = None, alpha: float = 1.0, beta: float = 0.0,
          ep: Epilogue | None = None, out: Tensor | None = None) -> Tensor:
     """act(op(*operands)) over `shape`, computed in dtype `compute` (default: `out_dtype`). Operands broadcast
     to `shape`; the second may be a Python number. The result is written to `out` (a view of `shape`, such
@@ -62,6 +85,7 @@ def emit(ctx: Builder, op: str, operands: list[Tensor | Number], shape: tuple[in
     contiguous = len(dims) <= 1 and all(s == (1,) * len(dims) for s in strides)
     params = {"numel": out.numel, "ndim": len(dims), "a_offset": slots[0].offset, "b_offset": slots[1].offset,
               "c_offset": slots[2].offset, "out_offset": out.offset, "alpha": float(alpha),
+              "beta": float(beta),
               "scalar": 0.0 if scalar is None else scalar if isinstance(scalar, Expr) else float(scalar),
               "shape": dims, "a_strides": strides[0],
               "b_strides": strides[1], "c_strides": strides[2], "out_strides": strides[3], **epilogue.params(ep)}
@@ -111,30 +135,28 @@ def _limits(node: NodeView) -> str | None:
 
 
 def _scalar_fits(value: object, compute: str) -> str | None:
+    """Why a Python number cannot take part in `compute` arithmetic (None when it can): integer arithmetic is
+    i32 arithmetic."""
     if not isinstance(value, Number) or dtypes.category(compute) == 2:
         return None
-    if not math.isfinite(float(value)) or float(value) != int(value) or abs(int(value)) > EXACT_F32_INT:
-        return f"scalar {value} in {compute} arithmetic must be an integer of magnitude <= 2**24"
+    if not math.isfinite(float(value)) or float(value) != int(value) or not -INT32 <= int(value) < INT32:
+        return f"scalar {value} in {compute} arithmetic must be an integer that fits in int32"
     return None
 
 
 def _check_arithmetic(op: str):
     def check(node: NodeView) -> str | None:
         out = node.out.dtype
-        if out == "bool":
+        if out == "bool" and op not in BOOL_OPS:
             return f"{op} producing bool is not supported"
         if dtypes.category(out) == 1 and op not in INTEGER_OPS:
             return f"{op} producing {out} is not supported (integer {op} is float32 only here)"
-        scalars = (node.args.get("other"), node.args.get("alpha"))
+        alpha = node.args.get("alpha", 1)
+        if dtypes.category(out) < 2 and isinstance(alpha, Number) and abs(alpha) > EXACT_F32_INT:
+            return f"alpha {alpha} in {out} arithmetic must have magnitude <= 2**24"
+        scalars = (node.args.get("self"), node.args.get("other"), alpha)
         return _limits(node) or next(filter(None, (_scalar_fits(v, out) for v in scalars)), None)
     return check
-
-
-def _float32_only(node: NodeView) -> str | None:
-    for name, v in node.args.items():
-        if hasattr(v, "dtype") and v.dtype != "float32":
-            return f"argument {name} is {v.dtype}; activations are float32 only"
-    return _limits(node)
 
 
 def _dtype_of(v) -> object:
@@ -146,14 +168,6 @@ def _dtype_of(v) -> object:
 def _check_comparison(node: NodeView) -> str | None:
     a, b = node.args["self"], node.args["other"]
     return _limits(node) or _scalar_fits(b, dtypes.promote(a.dtype, _dtype_of(b)))
-
-
-def _check_logical(node: NodeView) -> str | None:
-    if node.target.startswith("aten.bitwise"):
-        bad = [n for n, v in node.args.items() if hasattr(v, "dtype") and v.dtype != "bool"]
-        if bad:
-            return f"{node.target} on {node.args[bad[0]].dtype} is not supported (bool only)"
-    return _limits(node)
 
 
 def _check_where(node: NodeView) -> str | None:
@@ -169,21 +183,47 @@ def _check_cast(node: NodeView) -> str | None:
     return _limits(node)
 
 
+def _check_activation(node: NodeView) -> str | None:
+    """Float results run as activations (any input dtype, converted on load); integer relu, clamp and hardtanh
+    as integer maximum / minimum / clamp with integer bounds."""
+    bounds = [node.args.get(k) for k in ("min", "max", "min_val", "max_val")]
+    if any(isinstance(v, bool) for v in bounds):
+        return f"{node.target} with boolean bounds is not supported"
+    if node.out.dtype != "float32":
+        if node.target not in ("aten.relu.default", "aten.clamp.default", "aten.hardtanh.default"):
+            return f"{node.target} producing {node.out.dtype} is not supported"
+        return _limits(node) or next(filter(None, (_scalar_fits(v, node.out.dtype) for v in bounds)), None)
+    return _limits(node)
+
+
 # -- lowerings -------------------------------------------------------------------------------------------------
+
+def _number(ctx: Builder, node: NodeView, value: Number, dtype: str) -> Tensor | Number:
+    """A Python number as an operand in `dtype` arithmetic: as itself (it travels in Params as f32) where f32
+    holds it exactly, else as a 0-d constant."""
+    if dtypes.category(dtype) == 2 or abs(value) <= EXACT_F32_INT:
+        return value
+    return ctx.constant(f"{node.name}_scalar", np.full((), value, dtypes.dtype(dtype).host), dtype)
+
 
 def _lower_binary(op: str):
     def lower(ctx: Builder, node: NodeView) -> Tensor:
         a, b = node.args["self"], node.args["other"] if "other" in node.args else node.args["exponent"]
         alpha = node.args.get("alpha", 1)
         out = node.out
+        op_ = DIV_MODES[node.args["rounding_mode"]] if op == "div_mode" else op
+        if op_ == "add" and out.dtype == "bool":
+            op_, alpha = "or", 1
+        if isinstance(b, Number):
+            b = _number(ctx, node, b, out.dtype)
         if isinstance(a, Number):  # a scalar on the left: only add and mul are commutative
-            if op in ("add", "mul"):
+            if op_ in ("add", "mul"):
                 a, b = b, a
-            elif op == "sub":
+            elif op_ == "sub":
                 return emit(ctx, "rsub", [b, a], out.shape, out_dtype=out.dtype, alpha=alpha, ep=node.epilogue)
             else:
                 a = ctx.constant(f"{node.name}_scalar", np.full((), a, dtypes.dtype(out.dtype).host), out.dtype)
-        return emit(ctx, op, [a, b], out.shape, out_dtype=out.dtype, alpha=alpha, ep=node.epilogue)
+        return emit(ctx, op_, [a, b], out.shape, out_dtype=out.dtype, alpha=alpha, ep=node.epilogue)
 
     return lower
 
@@ -199,23 +239,97 @@ def _lower_predicate(op: str):
     """Comparisons and logical ops: a bool result, computed in the inputs' promoted dtype."""
     def lower(ctx: Builder, node: NodeView) -> Tensor:
         a, b = node.args["self"], node.args.get("other")
-        if b is None:  # logical_not
+        if b is None:  # logical_not, isnan, isinf
             return emit(ctx, op, [a, 0], node.out.shape, out_dtype="bool", compute=a.dtype)
         compute = dtypes.promote(a.dtype, _dtype_of(b))
+        if isinstance(b, Number):
+            b = _number(ctx, node, b, compute)
         return emit(ctx, op, [a, b], node.out.shape, out_dtype="bool", compute=compute)
 
     return lower
 
 
-def _check_activation(node: NodeView) -> str | None:
-    if node.target == "aten.clamp.default" and any(isinstance(node.args[k], bool) for k in ("min", "max")):
-        return "clamp with boolean bounds is not supported"
-    return _float32_only(node)
+def _bounds(node: NodeView) -> tuple:
+    a = node.args
+    if node.target == "aten.relu.default":
+        return 0, None
+    if node.target == "aten.hardtanh.default":
+        return a["min_val"], a["max_val"]
+    return a["min"], a["max"]
+
+
+def _clamp(ctx: Builder, node: NodeView, lo, hi) -> Tensor:
+    """x clamped to [lo, hi] (either may be None: unbounded), as maximum, minimum or clamp; bounds are tensors or
+    numbers. NaN in x or a bound gives NaN."""
+    x, out = node.args["self"], node.out
+    lo, hi = (_number(ctx, node, v, out.dtype) if isinstance(v, Number) else v for v in (lo, hi))
+    if lo is None or hi is None:
+        op, bound = ("minimum", hi) if lo is None else ("maximum", lo)
+        return emit(ctx, op, [x, bound] if bound is not None else [x], out.shape, out_dtype=out.dtype)
+    if isinstance(hi, Number):
+        hi = ctx.constant(f"{node.name}_max", np.full((), hi, dtypes.dtype(out.dtype).host), out.dtype)
+    if isinstance(lo, Number):  # the kernel takes a scalar in b's slot only
+        lo = ctx.constant(f"{node.name}_min", np.full((), lo, dtypes.dtype(out.dtype).host), out.dtype)
+    return emit(ctx, "clamp", [x, lo, hi], out.shape, out_dtype=out.dtype)
 
 
 @register(*ACTIVATIONS, check=_check_activation, dynamic=True)
 def activation(ctx: Builder, node: NodeView) -> Tensor:
+    if node.out.dtype != "float32":  # integer relu / clamp / hardtanh
+        return _clamp(ctx, node, *_bounds(node))
     return emit(ctx, "copy", [node.args["self"]], node.out.shape, ep=epilogue.of_node(node.target, node.args))
+
+
+@register("aten.clamp.Tensor", check=_limits, dynamic=True)
+def clamp_tensor(ctx: Builder, node: NodeView) -> Tensor:
+    return _clamp(ctx, node, node.args["min"], node.args["max"])
+
+
+@register(*ROUNDING, check=_limits, dynamic=True)
+def rounding(ctx: Builder, node: NodeView) -> Tensor:
+    x = node.args["self"]
+    if x.dtype != "float32":  # integers are their own ceil, floor, round and trunc
+        return x
+    return emit(ctx, ROUNDING[node.target], [x, 0.0], x.shape)
+
+
+def _check_round_decimals(node: NodeView) -> str | None:
+    if abs(node.args["decimals"]) > 38:
+        return f"round with {node.args['decimals']} decimals is not supported (float32 spans 10**±38)"
+    return _limits(node)
+
+
+@register("aten.round.decimals", check=_check_round_decimals, dynamic=True)
+def round_decimals(ctx: Builder, node: NodeView) -> Tensor:
+    """torch's float32 formula: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d for d < 0."""
+    d = node.args["decimals"]
+    op = "round" if d >= 0 else "round_tens"
+    return emit(ctx, op, [node.args["self"], 0.0], node.out.shape, alpha=float(np.float32(10.0 ** abs(d))))
+
+
+@register("aten.sign.default", check=_limits, dynamic=True)
+def sign(ctx: Builder, node: NodeView) -> Tensor:
+    return emit(ctx, "sign", [node.args["self"], 0], node.out.shape, out_dtype=node.out.dtype)
+
+
+def _check_elu(node: NodeView) -> str | None:
+    if node.out.dtype != "float32":
+        return f"elu producing {node.out.dtype} is not supported"
+    return _limits(node)
+
+
+@register("aten.elu.default", check=_check_elu, epilogue=True, dynamic=True)
+def elu(ctx: Builder, node: NodeView) -> Tensor:
+    """scale * (x > 0 ? x : alpha * expm1(input_scale * x)); selu is elu with its constants."""
+    a = node.args
+    return emit(ctx, "elu", [a["self"], float(a["scale"])], node.out.shape, alpha=float(a["alpha"]),
+                beta=float(a["input_scale"]), ep=node.epilogue)
+
+
+@register("aten.bitwise_not.default", check=_limits, dynamic=True)
+def bitwise_not(ctx: Builder, node: NodeView) -> Tensor:
+    x = node.args["self"]
+    return emit(ctx, "not" if x.dtype == "bool" else "bitnot", [x, 0], x.shape, out_dtype=x.dtype)
 
 
 def _check_creation(node: NodeView) -> str | None:
@@ -230,13 +344,13 @@ def _check_creation(node: NodeView) -> str | None:
 
 # Creation ops reach lowering only when their sizes or values are dynamic (otherwise they fold to constants).
 @register("aten.arange.default", "aten.arange.start", "aten.arange.start_step", "aten.full.default",
-          "aten.full_like.default", check=_check_creation, dynamic=True)
+          "aten.full_like.default", "aten.scalar_tensor.default", check=_check_creation, dynamic=True)
 def arange_or_full(ctx: Builder, node: NodeView) -> Tensor:
-    """arange: start + step * i; full: fill_value (a step of 0). No operand is read (a 0-d view of the dummy
-    buffer stands in for one)."""
+    """arange: start + step * i; full and scalar_tensor: the value (a step of 0). No operand is read (a 0-d
+    view of the dummy buffer stands in for one)."""
     a = node.args
-    fill = a.get("fill_value")
-    start, step = (fill, 0) if "fill_value" in a else (a.get("start", 0), a.get("step", 1))
+    fill = a.get("fill_value", a.get("s"))
+    start, step = (fill, 0) if fill is not None else (a.get("start", 0), a.get("step", 1))
     nothing = Tensor(ctx.dummy().buffer, (), (), 0, "float32")
     return emit(ctx, "arange", [nothing, start], node.out.shape, out_dtype=node.out.dtype, alpha=step)
 
@@ -265,14 +379,19 @@ def to_copy(ctx: Builder, node: NodeView) -> Tensor:
     return emit(ctx, "copy", [x], x.shape, out_dtype=want, compute=x.dtype)
 
 
-for _op, _target in [*BINARY.items(), *WITH_SCALAR.items()]:
-    register(_target, check=_check_arithmetic(_op), epilogue=_op != "pow", dynamic=True)(_lower_binary(_op))
-for _op, _target in UNARY.items():
+_FUSES_ACTIVATION = {"add", "sub", "rsub", "mul", "div", "maximum", "minimum"}
+for _target, _op in ARITHMETIC.items():
+    register(_target, check=_check_arithmetic(_op), epilogue=_op in _FUSES_ACTIVATION, dynamic=True)(
+        _lower_binary(_op))
+for _target, _mode in [("aten.div.Tensor_mode", "div_mode"), ("aten.div.Scalar_mode", "div_mode")]:
+    register(_target, check=lambda node: _check_arithmetic(DIV_MODES[node.args["rounding_mode"]])(node),
+             dynamic=True)(_lower_binary(_mode))
+for _target, _op in UNARY.items():
     register(_target, check=_check_arithmetic(_op), epilogue=True, dynamic=True)(_lower_unary(_op))
 for _op, _targets in COMPARISONS.items():
     register(*_targets, check=_check_comparison, dynamic=True)(_lower_predicate(_op))
-for _target, _op in LOGICAL.items():
-    register(_target, check=_check_logical, dynamic=True)(_lower_predicate(_op))
+for _target, _op in [*LOGICAL.items(), ("aten.isnan.default", "isnan"), ("aten.isinf.default", "isinf")]:
+    register(_target, check=_limits, dynamic=True)(_lower_predicate(_op))
 
 
 def cases() -> list[OpCase]:
@@ -284,6 +403,19 @@ def cases() -> list[OpCase]:
     def mask(shape, seed=0):
         return lambda: torch.rand(shape, generator=torch.Generator().manual_seed(seed)) > 0.5
 
+    def uniform(lo, hi, shape=(37, 41), seed=0, specials=()):
+        """Uniform floats in [lo, hi), the `specials` (NaN, ±inf, ±0, domain edges) written over the first few."""
+        def make():
+            x = lo + (hi - lo) * torch.rand(shape, generator=torch.Generator().manual_seed(seed))
+            x.view(-1)[:len(specials)] = torch.tensor(specials, dtype=torch.float32)
+            return x
+        return make
+
+    nan, inf = float("nan"), float("inf")
+    below_one = [1.0 - 2.0**-k for k in (24, 20, 16, 12, 8, 4, 1)]  # float32 values approaching 1
+    edges = [nan, inf, -inf, 0.0, -0.0, 1.0, -1.0, *below_one, *(-v for v in below_one)]
+    halves = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.125, 1234.5678]
+    F = torch.nn.functional
     return [
         OpCase("add_broadcast_row", lambda a, b: a + b, [(37, 41), (41,)]),
         OpCase("add_alpha_col", lambda a, b: torch.add(a, b, alpha=-2.5), [(3, 37, 41), (37, 1)]),
@@ -300,6 +432,9 @@ def cases() -> list[OpCase]:
         OpCase("relu_permuted", lambda a: torch.relu(a.permute(2, 0, 1)), [(5, 7, 3)]),
         OpCase("sigmoid_wide_range", lambda a: torch.sigmoid(a * 60.0), [(1031,)]),
         OpCase("tanh_wide_range", lambda a: torch.tanh(a * 30.0), [(1031,)]),
+        # An activation of an input has no producer to fuse into: its own lowering runs.
+        OpCase("activations_unfused", lambda a: (torch.sigmoid(a), torch.tanh(a), torch.nn.functional.gelu(a)),
+               [(37, 41)]),
         OpCase("add_many_workgroups", lambda a, b: a + b, [(66_001 * 256 + 3,), (1,)]),
         OpCase("add_8d", lambda a, b: a + b, [(2, 1, 3, 1, 2, 3, 1, 2), (1, 2, 3, 1, 1, 3, 2, 1)]),
         OpCase("gelu_erf_and_tanh", lambda a: (torch.nn.functional.gelu(a * 4.0),
@@ -316,12 +451,17 @@ def cases() -> list[OpCase]:
         OpCase("pow_scalar_tensor_and_tensor_tensor", lambda a, b: (torch.pow(2.0, a), a.abs().pow(b)),
                [(37, 41), (37, 41)]),
         # Integer arithmetic stays exact in int32 (int64 on the host).
-        OpCase("int_arithmetic", lambda i, j: (i + j * 3 - 7, (i - j).abs(), -i, torch.maximum(i, j)),
+        OpCase("int_arithmetic", lambda i, j: (i + j * 3 - 7, (i - j).abs(), -i, torch.maximum(i, j), i ** 2,
+                                               (i % 5) ** (j % 4), i.int() ** 3, torch.pow(i, j.abs() % 3 - 1)),
                [ints((37, 41)), ints((41,), seed=1)]),
         OpCase("int_plus_float_promotes", lambda i, x: i + x, [ints((37, 41)), (37, 41)]),
         OpCase("int_true_divide", lambda i: i / 4, [ints((89,))]),
         OpCase("comparisons", lambda a, b: (a < b, a <= 1.0, a > b.t(), a >= b, a == b, a != b, a == 2),
                [lambda: ints((37, 37), 0, 3)().float(), lambda: ints((37, 37), 0, 3, seed=1)().float()]),
+        OpCase("scalar_overloads", lambda a: (torch.ops.aten.add.Scalar(a, 2.5), torch.ops.aten.sub.Scalar(a, 0.5),
+                                              torch.ops.aten.mul.Scalar(a, -3.0), torch.ops.aten.div.Scalar(a, 7.0)),
+               [(37, 41)]),
+        OpCase("comparisons_tensor_le_scalar_lt", lambda a, b: (a <= b, a < 0.5), [(37, 41), (41,)]),
         OpCase("int_comparisons", lambda i, j: (i == j, i != 3, i < j, i >= 0), [ints((37, 41), 0, 4),
                                                                                    ints((37, 41), 0, 4, seed=1)]),
         OpCase("logical_and_bitwise_on_masks", lambda m, n: (m & n, m | n, ~m, torch.logical_and(m, n.t()),
@@ -334,5 +474,103 @@ def cases() -> list[OpCase]:
         OpCase("casts", lambda x, i, m: (x.to(torch.int64), (x * 3).to(torch.int32), i.float(), m.float(),
                                          m.long(), x.bool(), i.bool(), i.to(torch.int32)),
                [(37, 41), ints((37, 41)), mask((37, 41))]),
+        # Creation ops reach their kernel only with dynamic sizes (static ones fold into constants).
+        OpCase("arange_and_full_of_dynamic_size",
+               lambda a: (a + torch.arange(a.shape[0]), torch.arange(3, a.shape[0] + 3, dtype=torch.float32) * a,
+                          torch.arange(1, 2 * a.shape[0] + 1, 2) + a, torch.full((a.shape[0],), 2.5) * a,
+                          torch.full_like(a, 7.0)),
+               [(37,)], dynamic_shapes=({0: torch.export.Dim("n", min=2, max=64)},)),
+        OpCase("fill", lambda a: (a.clone().fill_(2.5) * a, torch.ops.aten.fill.Scalar(a, -1.0)), [(37, 41)]),
         OpCase("cast_of_transposed", lambda i: i.t().float() * 0.5, [ints((37, 41))]),
+        # Float functions: their domain edges, NaN and ±inf give torch's values; ints and bools promote to float.
+        OpCase("inverse_trig", lambda x: (torch.asin(x), torch.acos(x), torch.atan(x * 5.0), torch.atanh(x)),
+               [uniform(-1.1, 1.1, specials=edges)]),
+        OpCase("hyperbolic", lambda x: (torch.sinh(x), torch.cosh(x), torch.asinh(x), torch.acosh(x.abs() + 1.0)),
+               [uniform(-12.0, 12.0, specials=[nan, inf, -inf, 0.0, -0.0, 1e-30])]),
+        OpCase("hyperbolic_extremes", lambda x: (torch.sinh(x), torch.cosh(x), torch.asinh(x), torch.acosh(x.abs())),
+               [lambda: torch.tensor([88.5, -88.5, 89.0, -89.0, 3e38, -3e38, 1e20, -1e20, 5000.0, -4000.0, 1.0])]),
+        # Near 0 (near 1 for the logs), where only relative accuracy tells a good implementation from WGSL's.
+        OpCase("functions_near_zero", lambda x, y: (torch.sinh(x), torch.asinh(x), torch.atanh(x), torch.tan(x),
+                                                    torch.asin(x), torch.atan(x), torch.log(y), torch.log2(y),
+                                                    torch.log10(y)),
+               [uniform(-1e-3, 1e-3), uniform(0.999, 1.001, seed=1)]),
+        OpCase("tan_and_atan2_with_zeros", lambda x, y, z: (torch.tan(x), torch.atan2(y, z), torch.atan2(z, y)),
+               [uniform(-1.4, 1.4), uniform(-3, 3, seed=1, specials=[0.0, -0.0, 0.0, -0.0, 1.0, -1.0, nan]),
+                uniform(-3, 3, seed=2, specials=[0.0, 0.0, -0.0, -0.0, 0.0, -0.0, 1.0])]),
+        OpCase("exp_log_family", lambda x: (torch.expm1(x), torch.log1p(x), torch.log2(x), torch.log10(x)),
+               [uniform(-0.99, 4.0, specials=[nan, inf, -inf, 0.0, -1.0, -1.5, 1e-30, 1e30])]),
+        OpCase("expm1_log1p_near_zero", lambda x: (torch.expm1(x), torch.log1p(x)), [uniform(-1e-4, 1e-4)]),
+        OpCase("erf_and_erfinv", lambda x, y: (torch.erf(x), torch.erfinv(y)),
+               [uniform(-4.0, 4.0, specials=[nan, inf, -inf, 1e-30]), uniform(-1.0, 1.0, seed=1, specials=edges)]),
+        OpCase("erf_near_zero", lambda x: torch.erf(x), [uniform(-1e-4, 1e-4)]),
+        OpCase("erfinv_near_one", lambda x: torch.erfinv(x), [uniform(0.999, 1.0, (1031,), specials=below_one)]),
+        OpCase("float_functions_of_ints_and_bools",
+               lambda i, m: (torch.atan2(i, i.t()), torch.sinh(i.clamp(-5, 5)), torch.erf(m), torch.log1p(m),
+                             torch.sigmoid(i), torch.tanh(m)), [ints((37, 37), -9, 9), mask((37, 41))]),
+        OpCase("rounding", lambda x, i: (torch.ceil(x), torch.floor(x), torch.round(x), torch.trunc(x),
+                                         torch.round(i), torch.floor(i), torch.round(x, decimals=1),
+                                         torch.round(i * 50.0, decimals=-2), torch.frac(x)),
+               [uniform(-9.0, 9.0, (89,), specials=[*halves, nan, inf, -inf]), ints((89,))]),
+        OpCase("sign_of_every_dtype", lambda x, i, m: (torch.sign(x), torch.sign(i), torch.sign(m), torch.sgn(x)),
+               [uniform(-2, 2, specials=[nan, inf, -inf, 0.0, -0.0]), ints((37, 41), -2, 3), mask((37, 41))]),
+        OpCase("isnan_isinf_isfinite", lambda x, i: (torch.isnan(x), torch.isinf(x), torch.isfinite(x), torch.isnan(i),
+                                                     torch.isinf(i), torch.nan_to_num(x, 9.0, 5.0, -5.0),
+                                                     x != x, x != 1.0, x.bool(), x == x),
+               [uniform(-2, 2, specials=[nan, inf, -inf, 0.0, 3e38, -nan]), ints((37, 41))]),
+        OpCase("logical_xor_of_every_dtype", lambda x, i, m: (torch.logical_xor(x, i), torch.logical_xor(m, i),
+                                                              torch.logical_xor(m, m.t())),
+               [uniform(-1, 1, (37, 37), specials=[0.0, nan, 0.0]), ints((37, 37), -1, 2), mask((37, 37))]),
+        OpCase("elu_selu_celu_leaky_relu", lambda x: (F.elu(x), F.selu(x), F.celu(x, 0.7), F.leaky_relu(x, 0.2),
+                                                      F.elu(x, alpha=0.5), torch.ops.aten.elu(x, 1.3, 0.9, 2.0)),
+               [uniform(-6, 6, specials=[nan, inf, -inf, -0.0])]),
+        OpCase("bitwise_ints_and_bools", lambda i, j, m, n: (i & j, i | 5, i ^ j, ~i, j & 0x7FFFFFF0, 3 ^ i,
+                                                             m ^ n, m & n, m | True, ~m, m ^ 1, i | m),
+               [ints((37, 41), -2**20, 2**20), ints((41,), 0, 2**31 - 1, seed=1), mask((37, 41)),
+                mask((41,), seed=1)]),
+        OpCase("bitwise_int32", lambda i, j: (i & j, i | j, i ^ 7, ~j),
+               [lambda: ints((37, 41), -2**31, 2**31 - 1)().int(), lambda: ints((41,), -99, 99, seed=1)().int()]),
+        # remainder follows the divisor's sign, fmod the dividend's; both ways round for ints and floats.
+        OpCase("remainder_and_fmod_signs", lambda x, y, i, j: (
+            torch.remainder(x, y), torch.fmod(x, y), x % 1.5, torch.fmod(x, -1.5), 2.5 % y,
+            torch.remainder(i, j), torch.fmod(i, j), i % 7, torch.fmod(i, -7), i % -7, 7 % j,
+            torch.remainder(i, 2.5), torch.fmod(i.int(), j.int())),
+            [uniform(-20, 20, specials=[-7.0, 7.0, -7.0, 7.0, 5.0, -0.0, 6.0]),
+             uniform(-4, 4, seed=1, specials=[3.0, -3.0, -3.0, 3.0, 0.0, 2.0, 1.5]),
+             ints((37, 41), -100, 100), lambda: ints((37, 41), 1, 9, seed=1)() * (1 - 2 * mask((37, 41))().long())]),
+        OpCase("floor_and_trunc_division", lambda x, y, i, j: (
+            torch.div(x, y, rounding_mode="floor"), torch.div(x, y, rounding_mode="trunc"), x // y, x // 0.75,
+            torch.div(x, 3.0, rounding_mode="trunc"), i // j, torch.div(i, j, rounding_mode="trunc"),
+            torch.div(i, -3, rounding_mode="floor"), i // 4, torch.div(i, 2.5, rounding_mode="floor"),
+            torch.div(i, j, rounding_mode=None), torch.ops.aten.div.Scalar_mode(i, -3, rounding_mode="floor"),
+            torch.ops.aten.div.Scalar_mode(x, 0.75, rounding_mode="trunc")),
+            [uniform(-20, 20, specials=[-7.0, 7.0, -7.0, 7.0, 1.0, -0.0, 6.0]),
+             uniform(-4, 4, seed=1, specials=[3.0, -3.0, -3.0, 3.0, 0.0, 2.0, 1.5]),
+             ints((37, 41), -100, 100), lambda: ints((37, 41), 1, 9, seed=1)() * (1 - 2 * mask((37, 41))().long())]),
+        OpCase("clamp_tensor_bounds_and_ints", lambda x, lo, hi, i, m: (
+            torch.clamp(x, lo, hi), torch.clamp(x, max=hi), torch.clamp(x, min=lo.t()), torch.clamp(i, -3, 4),
+            torch.clamp(i, min=2), torch.clamp_max(i, -1), torch.relu(i), F.hardtanh(i), torch.clamp(m, 0, 1),
+            torch.clamp(i, -2.5, 2.5), torch.clamp(i, i.t() - 3, i.t() + 2), torch.clamp(i.int(), -2**30, 2**30)),
+            [uniform(-3, 3, (37, 37), specials=[nan, 0.5, 0.5]), uniform(-2, 0, (37, 37), seed=1, specials=[0.0, nan]),
+             uniform(0, 2, (37, 37), seed=2, specials=[1.0, 1.0, nan]), ints((37, 37), -9, 9), mask((37, 37))]),
+        OpCase("where_mixed_dtypes", lambda m, x, i: (torch.where(m, x, i), torch.where(m, i, 7),
+                                                      torch.where(m, x, 0.5), torch.where(m, i.int(), i)),
+               [mask((37, 41)), (37, 41), ints((37, 41))]),
+        # fill_ decomposes to full_like (folded at compile time); clamp_min / clamp_max to clamp.
+        OpCase("fill_and_clamp_min_max", lambda x: (torch.zeros_like(x).fill_(3.0) + x, torch.clamp_min(x, 0.1),
+                                                    torch.clamp_max(x, -0.2)), [(37, 41)]),
+        OpCase("int_scalars_beyond_float_precision", lambda i: (i + 2**30, i * 40_000_001, i == 2**30 + 1, i - 2**29),
+               [ints((37, 41), -9, 9)]),
+        # NaN propagates as in torch (WGSL's max, clamp and tanh need not return it), huge values stay finite.
+        OpCase("nan_through_activations", lambda x: (torch.relu(x), torch.clamp(x, -0.5, 0.5), F.relu6(x),
+                                                     F.hardtanh(x), torch.tanh(x), torch.sigmoid(x), F.gelu(x),
+                                                     F.gelu(x, approximate="tanh"), F.leaky_relu(x), F.silu(x)),
+               [uniform(-3, 3, specials=[nan, -nan, 0.0, -0.0])]),
+        OpCase("huge_through_activations", lambda x: (torch.relu(x), torch.tanh(x), torch.sigmoid(x), F.gelu(x),
+                                                      F.gelu(x, approximate="tanh"), F.silu(x), F.elu(x)),
+               [lambda: torch.tensor([1e30, -1e30, 3e38, -3e38, 1e20, -1e20, 100.0, -100.0, inf, -inf])]),
+        OpCase("nan_through_maximum_minimum", lambda x, y: (torch.maximum(x, y), torch.minimum(x, y),
+                                                            torch.clamp(x, min=y)),
+               [uniform(-3, 3, specials=[nan, 1.0, nan, -inf]), uniform(-3, 3, seed=1, specials=[1.0, nan, nan, nan])]),
+        OpCase("nan_through_fused_activation", lambda x, y: (torch.relu(x + y), torch.tanh(x * y)),
+               [uniform(-3, 3, specials=[nan, 1.0]), uniform(-3, 3, seed=1, specials=[1.0, nan])]),
     ]

@@ -73,6 +73,9 @@ def cases() -> list[OpCase]:
                                                                                    padding_idx=5)),
             [(41, 37), lambda: torch.randint(0, 41, (89,), generator=torch.Generator().manual_seed(3)) % 7 + 2,
              offsets, (89,)]),
+        # A trainable table (export's graph then keeps the bags' bookkeeping outputs: _embedding_bag).
+        OpCase("embedding_bag_training_overload", lambda w, i, o: torch.ops.aten._embedding_bag.default(w, i, o)[0],
+               [(1031, 37), ints((89,), 1031), offsets]),
         OpCase("embedding_bag_module", torch.nn.EmbeddingBag.from_pretrained(
             torch.randn(1031, 37, generator=torch.Generator().manual_seed(5)), mode="max"),
             [ints((5, 11), 1031, seed=4)]),

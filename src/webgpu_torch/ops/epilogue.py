@@ -28,6 +28,8 @@ def of_node(target: str, args: dict) -> Epilogue | None:
         return Epilogue(target.split(".")[1])
     if target == "aten.gelu.default":
         return Epilogue("gelu_tanh" if args.get("approximate") == "tanh" else "gelu")
+    if target == "aten.leaky_relu.default":
+        return Epilogue("leaky_relu", float(args["negative_slope"]))
     if target == "aten.hardtanh.default":
         return Epilogue("clamp", float(args["min_val"]), float(args["max_val"]))
     if target == "aten.clamp.default":

@@ -100,6 +100,62 @@ class Vec4Config:
                 "WG_M": self.wg_m, "WG_N": self.wg_n, "ROW_PAD": int(self.pad)}
 
 
+MATRIX_WORKGROUP_BYTES = 32768  # what every adapter that offers subgroup matrices gives (docs/artifact.md)
+MATRIX_FRAG = 16  # gemm_subgroup_matrix.wgsl's subgroup matrices are 16 x 16 x 16
+MATRIX_BLOCK = (64, 32)  # … and a subgroup owns a 64 x 32 block of outputs
+MATRIX_SUBGROUP = 32  # … laid out for subgroups of 32 invocations
+MATRIX_PAD = 8  # f16s of padding per row of its workgroup tiles
+
+
+@dataclass(frozen=True)
+class MatrixConfig:
+    """A configuration of gemm_subgroup_matrix.wgsl, which multiplies on the GPU's matrix units (WGSL subgroup
+    matrices): sg_m x sg_n subgroups, each a 64 x 32 block of outputs; k-steps of tile_k through `stages`
+    stages of workgroup memory; `parts` f16 parts per operand: 1 (float16 products) or 2 (split operands,
+    float32-accurate). Its kernel needs the chromium-experimental-subgroup-matrix feature, so it runs only
+    where tuning picks it on a device that has it, or when forced."""
+
+    sg_m: int
+    sg_n: int
+    tile_k: int
+    stages: int
+    parts: int
+    file: ClassVar[str] = "gemm_subgroup_matrix.wgsl"
+    vec4: ClassVar[bool] = True
+    engine_files: ClassVar[dict[str, str]] = {}
+
+    @property
+    def tile_m(self) -> int:
+        return MATRIX_BLOCK[0] * self.sg_m
+
+    @property
+    def tile_n(self) -> int:
+        return MATRIX_BLOCK[1] * self.sg_n
+
+    @property
+    def workgroup_bytes(self) -> int:
+        """Its tiles (f16) and the staging of one accumulator per subgroup (f32), as the kernel declares them."""
+        tm, tn, tk, pad = self.tile_m, self.tile_n, self.tile_k, MATRIX_PAD
+        a_part, b_part = max(tm * (tk + pad), tk * (tm + pad)), max(tk * (tn + pad), tn * (tk + pad))
+        return 2 * self.stages * self.parts * (a_part + b_part) + 4 * self.sg_m * self.sg_n * MATRIX_FRAG ** 2
+
+    def __post_init__(self):
+        threads = MATRIX_SUBGROUP * self.sg_m * self.sg_n
+        if self.tile_k % MATRIX_FRAG or self.stages not in (1, 2) or self.parts not in (1, 2):
+            raise ValueError(f"{self}: tile_k must be a multiple of {MATRIX_FRAG}, stages and parts 1 or 2")
+        if threads > MAX_THREADS or (self.tile_m * self.tile_k) % (4 * threads) or (
+                self.tile_n * self.tile_k) % (4 * threads):
+            raise ValueError(f"{self}: {threads} threads must be <= {MAX_THREADS} and divide each tile load")
+        if self.workgroup_bytes > MATRIX_WORKGROUP_BYTES:
+            raise ValueError(f"{self}: {self.workgroup_bytes} bytes of workgroup memory exceed "
+                             f"{MATRIX_WORKGROUP_BYTES}")
+
+    @property
+    def consts(self) -> dict[str, int]:
+        return {"SG_M": self.sg_m, "SG_N": self.sg_n, "TILE_K": self.tile_k, "STAGES": self.stages,
+                "PARTS": self.parts}
+
+
 CONFIGS = {
     "pr": GemmConfig(32, 32, 32, 4, 4),
     "64x64": GemmConfig(64, 64, 16, 4, 4),
@@ -111,6 +167,11 @@ CONFIGS = {
     "vec4_32x64": Vec4Config(32, 64, 8, 8, 8),
     "vec4_64x64_k16": Vec4Config(64, 64, 16, 8, 8),
     "vec4_32x64_k16": Vec4Config(32, 64, 16, 8, 8),
+    # One stage of k-steps of 32 measured faster here than two of 16 (71.6 against 58.7 TFLOP/s at 4096³).
+    "sm_f16_128x128": MatrixConfig(2, 4, 32, 1, 1),
+    "sm_f16_128x64": MatrixConfig(2, 2, 16, 2, 1),
+    "sm_f16_64x64": MatrixConfig(1, 2, 32, 2, 1),
+    "sm_f16x3_128x128": MatrixConfig(2, 4, 16, 1, 2),
 }
 
 
@@ -131,6 +192,12 @@ VEC4_BY_SIZE = ("vec4_128x128", "vec4_128x64", "vec4_64x64", "vec4_32x64")
 # so half as many per FMA, which 64-thread workgroups feel most).
 VEC4_TUNED_ONLY = ("vec4_64x64_k16", "vec4_32x64_k16")
 SCALAR_BY_SIZE = ("128x128", "64x64", "pr")
+# Matrix-unit configurations: under precision="float16", tuning options beside the float32 ones wherever both
+# operands are vec4-readable. The split, float32-accurate configuration is offered nowhere (only forced): on an
+# H200 it ran 4096³ slower than the float32 kernel (37.0 against 42.0 TFLOP/s) with 2.2x its error.
+PRECISIONS = ("float32", "float16")  # compile option `precision`: what the GEMM family may multiply in
+register_option("precision", *PRECISIONS)
+MATRIX_F16 = ("sm_f16_128x128", "sm_f16_128x64", "sm_f16_64x64")
 ENOUGH_BLOCKS = 256
 GEMV_MAX_ROWS = 8
 SPLIT_K_MIN_DEPTH = 256  # each split keeps at least this much of K
@@ -173,7 +240,7 @@ def split_k(batch: int, m: int, n: int, k: int, name: str) -> tuple[int, int]:
 @dataclass(frozen=True)
 class Im2col:
     """The A operand of a convolution as a GEMM: the implicit im2col matrix [batch·OH·OW, KH·KW·C] of a
-    channels-last image, which the vec4 kernels sample per tile (gemm_vec4_io.wgsl's fetch_im2col) and
+    channels-last image, which the vec4 kernels sample per tile (gemm_operands.wgsl's fetch_im2col) and
     nothing materialises. `image` is [batch, H, W, C] with C contiguous and a multiple of 4 (see `fits`)."""
 
     image: Tensor
@@ -264,6 +331,11 @@ def _stored(ctx: Builder, b3: Tensor) -> Tensor:
     return b3
 
 
+def _matrix_options(ctx: Builder) -> tuple[str, ...]:
+    """The matrix-unit configurations a vec4 GEMM offers for tuning: MATRIX_F16 under precision="float16"."""
+    return MATRIX_F16 if ctx.options.extra.get("precision", PRECISIONS[0]) == "float16" else ()
+
+
 def _b_type(b3: Tensor) -> tuple[dict[str, str], str]:
     """The B_T alias for B's stored dtype, and what a kernel's label adds for it."""
     wgsl = dtypes.dtype(b3.dtype).wgsl
@@ -281,7 +353,7 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     # Tile sizes and K splits only change speed, so dynamic sizes are judged by their hints.
     hb, hm, hn = (symbolic.hint(v) for v in (batch, m, n))
     name = choose_config(hb, hm, hn, None not in axes, "auto" if forced == "gemv" else forced)
-    family = VEC4_BY_SIZE + VEC4_TUNED_ONLY if CONFIGS[name].vec4 else SCALAR_BY_SIZE
+    family = (*VEC4_BY_SIZE, *VEC4_TUNED_ONLY, *_matrix_options(ctx)) if CONFIGS[name].vec4 else SCALAR_BY_SIZE
     others = [c for c in family if c != name] if forced == "auto" else []
     static = isinstance(k, int) and isinstance(batch, int)
     splits, part = split_k(hb, hm, hn, k, name) if forced == "auto" and CONFIGS[name].vec4 and static else (1, k)

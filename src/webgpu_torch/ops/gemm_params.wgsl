@@ -5,15 +5,17 @@
 // residual[z, m, n] likewise (element strides; 0 broadcasts); C is contiguous [batch, M, N]. Workgroups cover
 // tiles_m x tiles_n output blocks per z (gemv.wgsl: tiles_m = 1, tiles_n column blocks).
 // act_lo / act_hi are the clamp bounds of the fused activation (activation.wgsl).
-// Split-K (the vec4 kernels only; 1 and K elsewhere): `splits` slices of K, `k_part` long (a multiple of
-// TILE_K), each a block of its own; slice s writes its partial product to C[s * batch + z], and carries
-// neither bias, residual nor activation (gemm_split_sum.wgsl sums the slices, then applies them).
-// Implicit im2col (gemm_vec4_io.wgsl's A_IM2COL only; 0 elsewhere): A is read from a channels-last image of
-// im_h x im_w pixels and im_c channels with element strides a_strides (b, h, w, -), for a conv of
+// Split-K (the vec4 and subgroup-matrix kernels only; 1 and K elsewhere): `splits` slices of K, `k_part`
+// long (a multiple of TILE_K), each a block of its own; slice s writes its partial product to
+// C[s * batch + z], and carries neither bias, residual nor activation (gemm_split_sum.wgsl sums the slices,
+// then applies them).
+// Implicit im2col (gemm_operands.wgsl's A_IM2COL only; 0 elsewhere): A is read from a channels-last image
+// of im_h x im_w pixels and im_c channels with element strides a_strides (b, h, w, -), for a conv of
 // im_kw-wide taps, output rows im_ow wide and im_ohw pixels per image.
 
 // B_T: the element type of B as stored: f32, or f16 for constant weights kept in half precision (compile
-// option weights="float16"). Each kernel widens what it reads to f32; products accumulate in f32 either way.
+// option weights="float16"). The float32 kernels widen what they read to f32; products accumulate in f32
+// in every kernel.
 alias B_T = f32;
 
 struct Params {

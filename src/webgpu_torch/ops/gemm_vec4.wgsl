@@ -1,5 +1,5 @@
 // gemm_vec4.wgsl — batched C = act(beta * bias + alpha * (A @ B)), float32, 16-byte loads (interface,
-// layouts, tiling and loads: gemm_vec4_io.wgsl).
+// layouts, loads: gemm_operands.wgsl; tiling: gemm_vec4_io.wgsl).
 //
 // Accumulators: a private array of GM*4*GN vec4s, indexed in loops with constant bounds. Tint's output keeps
 // it in registers (the driver unrolls the loops); this is the faster style on Dawn. On wgpu-native, naga

@@ -1,5 +1,6 @@
 // gemm_vec4_regs.wgsl — batched C = act(beta * bias + alpha * (A @ B)), float32, 16-byte loads (interface,
-// layouts, tiling and loads: gemm_vec4_io.wgsl). The same computation as gemm_vec4.wgsl, for wgpu-native.
+// layouts, loads: gemm_operands.wgsl; tiling: gemm_vec4_io.wgsl). The same computation as gemm_vec4.wgsl,
+// for wgpu-native.
 //
 // Accumulators: named vec4 variables, never an indexed array. naga (wgpu-native's compiler) emits loops the
 // driver does not unroll, so gemm_vec4.wgsl's indexed accumulator array lands in local memory there (13x

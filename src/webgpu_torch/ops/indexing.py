@@ -109,6 +109,8 @@ def embedding(ctx: Builder, node: NodeView) -> Tensor:
 @register("aten.index_select.default", check=_check, dynamic=True)
 def index_select(ctx: Builder, node: NodeView) -> Tensor:
     x, index = node.args["self"], node.args["index"]
+    if x.ndim == 0:  # a 0-d source is its one element along dim 0; the index holds one value
+        return gather(ctx, x, (), [], [(_along(index, (), 0), 0, 1)], check=_out_of_range(ctx, 0, 1))
     dim = layout.normalize_dim(node.args["dim"], x.ndim)
     shape = node.out.shape
     direct = [0 if d == dim else s for d, s in enumerate(x.strides)]
@@ -119,6 +121,8 @@ def index_select(ctx: Builder, node: NodeView) -> Tensor:
 @register("aten.gather.default", check=_check, dynamic=True)
 def gather_(ctx: Builder, node: NodeView) -> Tensor:
     x, index = node.args["self"], node.args["index"]
+    if x.ndim == 0:  # a 0-d source is its one element along dim 0; the index is 0-d too
+        return gather(ctx, x, (), [], [(index, 0, 1)], check=_out_of_range(ctx, 0, 1))
     dim = layout.normalize_dim(node.args["dim"], x.ndim)
     direct = [0 if d == dim else s for d, s in enumerate(x.strides)]
     return gather(ctx, x, index.shape, direct, [(index, x.strides[dim], x.shape[dim])],

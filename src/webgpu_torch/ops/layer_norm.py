@@ -51,6 +51,12 @@ def cases() -> list[OpCase]:
     import torch
 
     ln = torch.nn.functional.layer_norm
+
+    def nan_row():
+        x = torch.randn(7, 41, generator=torch.Generator().manual_seed(1))
+        x[2, 5] = float("nan")
+        return x
+
     return [
         OpCase("layer_norm_rows", lambda x, w, b: ln(x, (384,), w, b, 1e-12), [(3, 37, 384), (384,), (384,)]),
         OpCase("layer_norm_two_dims_no_affine", lambda x: ln(x, (7, 41)), [(5, 7, 41)]),
@@ -59,4 +65,10 @@ def cases() -> list[OpCase]:
         OpCase("layer_norm_wide_row_and_stats",
                lambda x: torch.ops.aten.native_layer_norm.default(x, [5003], None, None, 1e-5), [(3, 5003)]),
         OpCase("layer_norm_tiny_rows", lambda x, w, b: ln(x, (3,), w, b), [(1031, 3), (3,), (3,)]),
+        # Rows whose squares overflow float32 normalise as in float64; constant rows give rstd = 1/sqrt(eps).
+        OpCase("layer_norm_huge_rows_and_stats", lambda x, c: (
+            torch.ops.aten.native_layer_norm.default(x * 1e30, [384], None, None, 1e-5),
+            ln(x * 3e35, (384,)), ln(x * 1e-30, (384,), eps=1e-12), ln(c, (384,)), ln(c * 1e35, (384,))),
+            [(5, 384), lambda: torch.full((3, 384), 7.0)]),
+        OpCase("layer_norm_nan_row", lambda x: ln(x, (41,)), [nan_row]),
     ]

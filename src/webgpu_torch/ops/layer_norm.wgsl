@@ -5,10 +5,13 @@
 //   (read only with HAS_WEIGHT / HAS_BIAS); out is contiguous [rows, N]; mean and rstd contiguous [rows].
 // Geometry: ROW threads (a power of two <= 256, about N / 4: the lowering picks it) share a row, a workgroup
 //   of 256 threads handles 256 / ROW rows; the grid is folded to fit 65,535 workgroups per dimension. Two
-//   passes over the row in f32: the mean, then the variance of the deviations (biased, as torch's), so a
-//   large common offset does not cancel.
+//   passes over the row in f32: the sum and max |x|, then the variance of the deviations (biased, as torch's),
+//   so a large common offset does not cancel. The deviations are divided by a power of two near max |x|
+//   before squaring (exact; 1 for rows under 2), so a row of values near 1e30, whose squares overflow
+//   float32, still normalises: finite wherever the row's sum is (|x| < 3.4e38 / N).
 
 //! include row.wgsl
+//! include ieee.wgsl
 
 override ROW: u32 = 256u;
 override HAS_WEIGHT: bool = true;
@@ -46,16 +49,23 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let base = p.x_offset + select(0u, r, live) * p.row_stride;
 
   var s = 0.0;
+  var big = 0.0;
   for (var c = lane; live && c < p.n; c += ROW) {
-    s += x[base + c * p.col_stride];
+    let v = x[base + c * p.col_stride];
+    s += v;
+    big = max(big, abs(v));
   }
-  let mean = row_sum(li, lane, s) / f32(p.n);
+  let sum_max = row_sum_max(li, lane, s, big);
+  let mean = sum_max.x / f32(p.n);
+  let inv = 1.0 / power_of_two_scale(sum_max.y);
   var d2 = 0.0;
   for (var c = lane; live && c < p.n; c += ROW) {
-    let d = x[base + c * p.col_stride] - mean;
+    let d = (x[base + c * p.col_stride] - mean) * inv;
     d2 += d * d;
   }
-  let rstd = inverseSqrt(row_sum(li, lane, d2) / f32(p.n) + p.eps);
+  // var = q / inv², so rstd = inv / sqrt(q + eps·inv²); eps·inv² may underflow where q is 0 (a constant row).
+  let q = row_sum(li, lane, d2) / f32(p.n);
+  let rstd = select(inv * inverseSqrt(q + p.eps * inv * inv), inverseSqrt(p.eps), q == 0.0);
   if (!live) {
     return;
   }

@@ -145,6 +145,11 @@ def cases() -> list[OpCase]:
                [ints(3, 7, 37)]),
         # Circular padding reaches us as slices, copy and slice_scatter.
         OpCase("circular_2d", lambda x: F.pad(x, (2, 3, 1, 4), mode="circular"), [(2, 3, 13, 11)]),
+        # Uninitialised tensors reach their kernel only with dynamic sizes (static ones fold into zeros).
+        OpCase("empty_of_dynamic_size", lambda x: (torch.empty(x.shape[0]).zero_() + x[:, 0],
+                                                   torch.empty_strided((x.shape[0], 3), (1, 37)).zero_() * x,
+                                                   torch.empty_permuted((x.shape[0], 3), (1, 0)).zero_() - x),
+               [(37, 3)], dynamic_shapes=({0: torch.export.Dim("n", min=2, max=64)},)),
         OpCase("flip_dims", lambda x, i, m: (x.flip(0, -1), i.flip(1), m.flip(0)),
                [(37, 5, 41), ints(37, 41), mask(89)]),
         OpCase("roll_dims_and_flat", lambda x, i: (x.roll(3, 1), x.roll((-2, 40), (0, 2)), x.transpose(0, 2).roll(7),

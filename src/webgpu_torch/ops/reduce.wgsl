@@ -1,33 +1,62 @@
-// reduce.wgsl — out[o] = reduce_r x[o, r]: sum, mean, max, min, argmax, argmin over some dims of a tensor
-// (any and all are max and min over bool), and the 2-norm.
+// reduce.wgsl — out[o] = reduce_r x[o, r] over some dims of a tensor: sum, mean, prod, max, min (with the index
+// of the winner: argmax, argmin, max.dim, min.dim), any, all, the 2-norm, var / std (with the mean), logsumexp.
 //
-// Layout: the input is a strided view whose dims split into kept dims (enumerating o; the output is
+// Layout: the input is a strided view whose dims split into kept dims (enumerating o; the outputs are
 //   contiguous over them) and reduced dims (enumerating r, R = reduce_size elements per output), up to 8 of
-//   each, each with its element stride in Params. argmax/argmin return r as a flat index over the reduced dims.
+//   each, each with its element stride in Params. `out` receives the value (under WRITE_OUT) and `aux` the
+//   second result (under WRITE_AUX): the winner's r for max / min, a flat index over the reduced dims, or the
+//   mean for var / std. An output a node does not need is bound to a placeholder and never written.
 // Geometry: ROW threads (a power of two, <= 256) reduce one output element; a workgroup of 256 threads
-//   handles 256 / ROW outputs; the grid is folded to fit 65,535 workgroups per dimension. Each thread folds a
-//   strided share of its row, then the row's threads combine in workgroup memory by halving. Ties in
-//   argmax/argmin keep the smallest index, as torch does.
+//   handles 256 / ROW outputs; the grid is folded to fit 65,535 workgroups per dimension. A pass over a row
+//   (reduce_row) has each thread fold a strided share of it, then the row's threads combine in workgroup
+//   memory by halving. Most ops take one pass; var / std take three (max |x|, the mean, the squared
+//   deviations), logsumexp two (the max, the sum of exponentials).
+// Semantics are torch's: max and min return NaN where the row has one, with the index of the first NaN; ties
+//   go to the smallest index; any / all count NaN as true; var / std scale the row by a power of two near
+//   max |x| before squaring, so they stay finite wherever the result is (std of values near 1e30); logsumexp
+//   subtracts the max (0 where it is ±inf).
 // Types: InT (input), AccT (accumulation: f32 for float results, i32 for integer ones, so an integer sum or a
-//   count of a mask is exact; u32 for any/all) and OutT (output; i32 for the arg ops) are set by alias
-//   substitution.
+//   count of a mask is exact; u32 for bool max / min / any / all), OutT and AuxT are set by alias substitution.
+
+//! include ieee.wgsl
+//! include strided.wgsl
 
 const OP_SUM: u32 = 0u;
 const OP_MEAN: u32 = 1u;
-const OP_MAX: u32 = 2u;
-const OP_MIN: u32 = 3u;
-const OP_ARGMAX: u32 = 4u;
-const OP_ARGMIN: u32 = 5u;
-const OP_NORM2: u32 = 6u;     // sqrt(sum x²): linalg_vector_norm with ord 2
+const OP_PROD: u32 = 2u;
+const OP_MAX: u32 = 3u;
+const OP_MIN: u32 = 4u;
+const OP_ANY: u32 = 5u;
+const OP_ALL: u32 = 6u;
+const OP_NORM2: u32 = 7u;      // sqrt(sum x²): linalg_vector_norm with ord 2
+const OP_VAR: u32 = 8u;        // sum (x - mean)² / max(R - correction, 0)
+const OP_STD: u32 = 9u;        // sqrt of it
+const OP_LOGSUMEXP: u32 = 10u;
 
-//! include strided.wgsl
+// How a pass folds its terms, and which term of an element it folds.
+const K_SUM: u32 = 0u;
+const K_PROD: u32 = 1u;
+const K_MAX: u32 = 2u;
+const K_MIN: u32 = 3u;
+const E_VALUE: u32 = 0u;       // x
+const E_TRUTH: u32 = 1u;       // x != 0 (NaN is true)
+const E_SQUARE: u32 = 2u;      // x²
+const E_ABS: u32 = 3u;         // |x|
+const E_SCALED: u32 = 4u;      // x·s
+const E_DEVIATION: u32 = 5u;   // (x·s - c)²
+const E_EXP: u32 = 6u;         // exp(x - c)
+
+const EMPTY: u32 = 0xffffffffu;  // the index of a lane that has no element
 
 alias InT = f32;
 alias AccT = f32;
 alias OutT = f32;
+alias AuxT = i32;
 
 override OP: u32 = OP_SUM;
 override ROW: u32 = 256u;
+override WRITE_OUT: bool = true;
+override WRITE_AUX: bool = false;
 
 const WORKGROUP: u32 = 256u;
 
@@ -37,6 +66,7 @@ struct Params {
   kept_ndim: u32,
   red_ndim: u32,
   offset: u32,
+  correction: f32,
   kept_shape: array<vec4<u32>, 2>,
   kept_strides: array<vec4<u32>, 2>,
   red_shape: array<vec4<u32>, 2>,
@@ -45,74 +75,142 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> x: array<InT>;
 @group(0) @binding(1) var<storage, read_write> out: array<OutT>;
-@group(0) @binding(2) var<uniform> p: Params;
+@group(0) @binding(2) var<storage, read_write> aux: array<AuxT>;
+@group(0) @binding(3) var<uniform> p: Params;
 
 var<workgroup> vals: array<AccT, WORKGROUP>;
 var<workgroup> idxs: array<u32, WORKGROUP>;
 
-fn element(base: u32, r: u32) -> AccT {
-  let v = AccT(x[base + strided_offset(r, p.red_ndim, p.red_shape, p.red_strides)]);
-  return select(v, v * v, OP == OP_NORM2);
+struct Partial {
+  v: AccT,
+  i: u32,  // for max / min: the index of v in its row, EMPTY for none
 }
 
-// Whether (v, i) beats (best, best_i) for the op; ties go to the smaller index.
-fn better(v: AccT, i: u32, best: AccT, best_i: u32) -> bool {
-  if (OP == OP_MAX || OP == OP_ARGMAX) {
-    return v > best || (v == best && i < best_i);
+fn term(what: u32, v: InT, c: f32, s: f32) -> AccT {
+  switch what {
+    case E_TRUTH: { return AccT(v != InT(0) || is_nan(f32(v))); }
+    case E_SQUARE: { return AccT(v * v); }
+    case E_ABS: { return AccT(abs(v)); }
+    case E_SCALED: { return AccT(f32(v) * s); }
+    case E_DEVIATION: {
+      let d = f32(v) * s - c;
+      return AccT(d * d);
+    }
+    case E_EXP: { return AccT(exp(f32(v) - c)); }
+    default: { return AccT(v); }
   }
-  return v < best || (v == best && i < best_i);
+}
+
+// Whether (v, i) beats (w, j) for max (or min): NaN beats every number, as in torch; ties (NaN and NaN too)
+// go to the smaller index; an empty lane never wins.
+fn wins(kind: u32, v: AccT, i: u32, w: AccT, j: u32) -> bool {
+  if (i == EMPTY || j == EMPTY) {
+    return j == EMPTY && i != EMPTY;
+  }
+  let v_nan = is_nan(f32(v));
+  let w_nan = is_nan(f32(w));
+  if (v_nan || w_nan) {
+    return v_nan && (!w_nan || i < j);
+  }
+  if (v == w) {
+    return i < j;
+  }
+  return (v > w) == (kind == K_MAX);
+}
+
+fn fold(kind: u32, a: Partial, b: Partial) -> Partial {
+  if (kind == K_SUM) {
+    return Partial(a.v + b.v, 0u);
+  }
+  if (kind == K_PROD) {
+    return Partial(a.v * b.v, 0u);
+  }
+  if (wins(kind, b.v, b.i, a.v, a.i)) {
+    return b;
+  }
+  return a;
+}
+
+// One pass over row o (at `base`): every thread of the workgroup calls it (it holds barriers); the row's
+// result reaches all of the row's threads. c and s parametrise the term (E_SCALED, E_DEVIATION, E_EXP).
+fn reduce_row(kind: u32, what: u32, base: u32, live: bool, li: u32, lane: u32, c: f32, s: f32) -> Partial {
+  var acc = Partial(select(AccT(0), AccT(1), kind == K_PROD), select(0u, EMPTY, kind >= K_MAX));
+  for (var r = lane; live && r < p.reduce_size; r += ROW) {
+    let t = Partial(term(what, x[base + strided_offset(r, p.red_ndim, p.red_shape, p.red_strides)], c, s), r);
+    acc = fold(kind, acc, t);
+  }
+  workgroupBarrier();  // the previous pass's readers are done with vals and idxs
+  vals[li] = acc.v;
+  idxs[li] = acc.i;
+  workgroupBarrier();
+  for (var half = ROW / 2u; half > 0u; half /= 2u) {
+    if (lane < half) {
+      let merged = fold(kind, Partial(vals[li], idxs[li]), Partial(vals[li + half], idxs[li + half]));
+      vals[li] = merged.v;
+      idxs[li] = merged.i;
+    }
+    workgroupBarrier();
+  }
+  return Partial(vals[li - lane], idxs[li - lane]);
 }
 
 @compute @workgroup_size(WORKGROUP)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) li: u32) {
-  let rows_per_wg = WORKGROUP / ROW;
-  let o = (wid.x + wid.y * nwg.x) * rows_per_wg + li / ROW;
+  let o = (wid.x + wid.y * nwg.x) * (WORKGROUP / ROW) + li / ROW;
   let lane = li % ROW;
   let live = o < p.num_out;
-  let summing = OP == OP_SUM || OP == OP_MEAN || OP == OP_NORM2;
+  let base = p.offset + strided_offset(select(0u, o, live), p.kept_ndim, p.kept_shape, p.kept_strides);
+  let n = f32(p.reduce_size);
 
-  var acc = AccT(0);
-  var acc_i = 0u;
-  if (live && lane < p.reduce_size) {
-    let base = p.offset + strided_offset(o, p.kept_ndim, p.kept_shape, p.kept_strides);
-    acc = element(base, lane);
-    acc_i = lane;
-    for (var r = lane + ROW; r < p.reduce_size; r += ROW) {
-      let v = element(base, r);
-      if (summing) {
-        acc += v;
-      } else if (better(v, r, acc, acc_i)) {
-        acc = v;
-        acc_i = r;
-      }
+  var value: f32;
+  var second: f32;
+  var result: Partial;
+  if (OP == OP_VAR || OP == OP_STD) {
+    let scale = power_of_two_scale(f32(reduce_row(K_MAX, E_ABS, base, live, li, lane, 0.0, 1.0).v));
+    let mean_scaled = f32(reduce_row(K_SUM, E_SCALED, base, live, li, lane, 0.0, 1.0 / scale).v) / n;
+    let m2 = f32(reduce_row(K_SUM, E_DEVIATION, base, live, li, lane, mean_scaled, 1.0 / scale).v);
+    let q = m2 / max(n - p.correction, 0.0);
+    value = select(q * scale * scale, sqrt(q) * scale, OP == OP_STD);
+    second = mean_scaled * scale;
+  } else if (OP == OP_LOGSUMEXP) {
+    let m = f32(reduce_row(K_MAX, E_VALUE, base, live, li, lane, 0.0, 1.0).v);
+    let shift = select(m, 0.0, is_inf(m));  // a row of -inf gives -inf, one with +inf gives +inf
+    value = log(f32(reduce_row(K_SUM, E_EXP, base, live, li, lane, shift, 1.0).v)) + shift;
+  } else {
+    var kind = K_SUM;
+    var what = E_VALUE;
+    switch OP {
+      case OP_PROD: { kind = K_PROD; }
+      case OP_MAX: { kind = K_MAX; }
+      case OP_MIN: { kind = K_MIN; }
+      case OP_ANY: { kind = K_MAX; what = E_TRUTH; }
+      case OP_ALL: { kind = K_MIN; what = E_TRUTH; }
+      case OP_NORM2: { what = E_SQUARE; }
+      default: {}
+    }
+    result = reduce_row(kind, what, base, live, li, lane, 0.0, 1.0);
+  }
+  if (!live || lane != 0u) {
+    return;
+  }
+  if (OP == OP_VAR || OP == OP_STD || OP == OP_LOGSUMEXP) {
+    if (WRITE_OUT) {
+      out[o] = OutT(value);
+    }
+    if (WRITE_AUX) {
+      aux[o] = AuxT(second);
+    }
+    return;
+  }
+  if (WRITE_OUT) {
+    switch OP {
+      case OP_MEAN: { out[o] = OutT(f32(result.v) / n); }
+      case OP_NORM2: { out[o] = OutT(sqrt(f32(result.v))); }
+      default: { out[o] = OutT(result.v); }
     }
   }
-  vals[li] = acc;
-  idxs[li] = select(0xffffffffu, acc_i, live && lane < p.reduce_size);  // an empty lane never wins
-  workgroupBarrier();
-  for (var half = ROW / 2u; half > 0u; half /= 2u) {
-    if (lane < half) {
-      let v = vals[li + half];
-      let i = idxs[li + half];
-      if (summing) {
-        vals[li] += v;
-      } else if (i != 0xffffffffu && (idxs[li] == 0xffffffffu || better(v, i, vals[li], idxs[li]))) {
-        vals[li] = v;
-        idxs[li] = i;
-      }
-    }
-    workgroupBarrier();
-  }
-  if (live && lane == 0u) {
-    if (OP == OP_ARGMAX || OP == OP_ARGMIN) {
-      out[o] = OutT(idxs[li]);
-    } else if (OP == OP_NORM2) {
-      out[o] = OutT(sqrt(f32(vals[li])));
-    } else if (OP == OP_MEAN) {
-      out[o] = OutT(f32(vals[li]) / f32(p.reduce_size));
-    } else {
-      out[o] = OutT(vals[li]);
-    }
+  if (WRITE_AUX) {
+    aux[o] = AuxT(result.i);
   }
 }

@@ -5,10 +5,16 @@ the reason a particular node cannot run (None when it can), and lists its test c
 Registering one overload twice is an error. An op registered here is also kept whole by the frontend's
 decomposition (a kernel for the fused op beats its decomposition). A family may also declare a compile option
 that picks among its kernels (`register_option`).
+
+An overload that will never have a kernel is declared refused (`refuse`) with the reason users then read in
+the compile-time error, and in docs/ops.md: beside the family it concerns (batch norm in training mode, in
+batch_norm.py), or, when the reason is a policy of the compiler as a whole (training-only ops, random numbers,
+data-dependent sizes), in `ops/refused.py`. An overload is registered or refused, never both.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +61,7 @@ class OpCase:
     inputs: one entry per positional input: a shape (float32 randn), or a zero-argument callable returning
     a torch tensor (for integer, boolean or specially distributed inputs).
     tol: replaces the dtype's tolerance; `reason` must then say why in one line.
+    kwargs: compile options. dynamic_shapes: torch.export's, for the inputs (the case runs at their sizes).
     """
 
     name: str
@@ -64,13 +71,28 @@ class OpCase:
     reason: str = ""
     marks: tuple[str, ...] = ()
     kwargs: dict = field(default_factory=dict)
+    dynamic_shapes: Any = None
 
     def __post_init__(self):
         if self.tol is not None and not self.reason:
             raise ValueError(f"case {self.name}: a tolerance override needs a reason")
 
+    def example_inputs(self) -> list:
+        """The inputs, seeded by the case's name: the same in every run."""
+        import torch
+
+        gen = torch.Generator().manual_seed(zlib.crc32(self.name.encode()))
+        return [spec() if callable(spec) else torch.randn(spec, generator=gen) for spec in self.inputs]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    reason: str  # what the compile-time error says, after the node's op and shapes
+    inference: bool  # whether an exported inference graph can hold the op (False: training-only, out= forms)
+
 
 OPS: dict[str, OpDef] = {}
+REFUSED: dict[str, Refusal] = {}
 # Compile options that families read from CompileOptions.extra (`compile(ep, conv="direct")`): name -> its
 # choices, the first being the default. compile() rejects unknown names and values.
 OPTIONS: dict[str, tuple[str, ...]] = {}
@@ -82,10 +104,20 @@ def register_option(name: str, *choices: str) -> None:
     OPTIONS[name] = choices
 
 
+def refuse(*targets: str, reason: str, inference: bool = True) -> None:
+    """Declare `targets` as overloads no kernel runs, with the reason every node of them is refused for."""
+    for target in targets:
+        if target in REFUSED or target in OPS:
+            raise RuntimeError(f"{target} is refused twice, or both registered and refused")
+        REFUSED[target] = Refusal(reason, inference)
+
+
 def register(*targets: str, check: Check | None = None, view: bool = False, epilogue: bool = False,
              residual: bool = False, dynamic: bool = False) -> Callable[[Lower], Lower]:
     def deco(fn: Lower) -> Lower:
         for target in targets:
+            if target in REFUSED:
+                raise RuntimeError(f"{target} is registered in {fn.__module__} but refused: {REFUSED[target].reason}")
             if target in OPS:
                 raise RuntimeError(f"{target} is registered twice ({OPS[target].module} and {fn.__module__})")
             OPS[target] = OpDef(target, fn, check, fn.__module__, view, epilogue, residual, dynamic)

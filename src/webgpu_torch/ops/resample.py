@@ -175,6 +175,8 @@ def cases() -> list[OpCase]:
         OpCase("max_pool_indices", lambda x: F.max_pool2d(x, (3, 2), (2, 3), (1, 0), (2, 1), ceil_mode=True,
                                                          return_indices=True), [(2, 7, 23, 19)]),
         OpCase("max_pool_indices_unpooled", unpool, [(2, 3, 17, 19)]),
+        # torch.export decomposes the 1-d average pools into the 2-d ones over a height of 1.
+        OpCase("avg_pools_1d", lambda x: (F.avg_pool1d(x, 3, 2, 1), F.adaptive_avg_pool1d(x, 5)), [(3, 7, 41)]),
         OpCase("max_pool_int_ties", lambda i, j: (F.max_pool2d(i, 3, 2, 1, return_indices=True),
                                                   F.max_pool2d(j, (2, 3), return_indices=True)),
                [ints(2, 3, 17, 19), ints(3, 13, 11, dtype=torch.int32)]),

@@ -1,6 +1,6 @@
-// row.subgroups.wgsl — row.wgsl's row_sum / row_max written with subgroup operations: the same contract
-// (ROW consecutive local indices share a row; every thread of the workgroup calls; the result reaches every
-// thread of the row), for devices with the `subgroups` feature.
+// row.subgroups.wgsl — row.wgsl's row_sum / row_max / row_sum_max written with subgroup operations: the same
+// contract (ROW consecutive local indices share a row; every thread of the workgroup calls; the result
+// reaches every thread of the row), for devices with the `subgroups` feature.
 //
 // Assumes what Vulkan, Metal and D3D12 drivers do for a one-dimensional workgroup: a subgroup is SG
 // consecutive local indices starting at a multiple of SG, SG a power of two, at least 4 (WebGPU's least
@@ -13,15 +13,15 @@
 
 enable subgroups;
 
-var<workgroup> row_scratch: array<f32, WORKGROUP>;
+var<workgroup> row_scratch: array<vec2<f32>, WORKGROUP>;
 
-fn row_fold(a: f32, b: f32, is_max: bool) -> f32 {
+fn row_fold(a: vec2<f32>, b: vec2<f32>, is_max: vec2<bool>) -> vec2<f32> {
   return select(a + b, max(a, b), is_max);
 }
 
 override ROW_PART: u32 = min(ROW, 32u);  // PART's bound but for SG
 
-fn row_combine(li: u32, lane: u32, v: f32, is_max: bool) -> f32 {
+fn row_combine(li: u32, lane: u32, v: vec2<f32>, is_max: vec2<bool>) -> vec2<f32> {
   let ballot = subgroupBallot(true);  // every lane of the subgroup is active here
   let size = countOneBits(ballot.x) + countOneBits(ballot.y) + countOneBits(ballot.z) + countOneBits(ballot.w);
   let part = min(size, ROW_PART);  // PART
@@ -47,9 +47,13 @@ fn row_combine(li: u32, lane: u32, v: f32, is_max: bool) -> f32 {
 }
 
 fn row_sum(li: u32, lane: u32, v: f32) -> f32 {
-  return row_combine(li, lane, v, false);
+  return row_combine(li, lane, vec2(v, 0.0), vec2(false)).x;
 }
 
 fn row_max(li: u32, lane: u32, v: f32) -> f32 {
-  return row_combine(li, lane, v, true);
+  return row_combine(li, lane, vec2(v, 0.0), vec2(true)).x;
+}
+
+fn row_sum_max(li: u32, lane: u32, s: f32, m: f32) -> vec2<f32> {
+  return row_combine(li, lane, vec2(s, m), vec2(false, true));
 }

@@ -28,6 +28,7 @@ structure where a later device-side error flag is raised). Negative indices coun
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, replace
 from math import prod
 
@@ -370,6 +371,11 @@ def cases() -> list[OpCase]:
     def put(x, indices, v, accumulate=False):  # x[indices] = v (or +=), with None for a full slice
         return torch.ops.aten.index_put.default(x, list(indices), v, accumulate)
 
+    def legacy_reduce(x, i, s):  # the scatter.reduce overloads torch deprecates (with a warning) but still has
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return x.scatter(1, i, s, reduce="add"), x.scatter(1, i, 2.0, reduce="multiply")
+
     cases = [
         # scatter without a reduction: distinct targets per row (torch leaves duplicates' order undefined).
         OpCase("scatter_src_permutation_rows", lambda x, i, s: x.scatter(1, i[:, :29], s),
@@ -386,6 +392,7 @@ def cases() -> list[OpCase]:
                [(37, 13), ints((37, 257), 0, 13), (37, 257)]),
         OpCase("scatter_add_int_bool", lambda x, i, m: (x.scatter_add(0, i, x[:5]), m.scatter_add(0, i, m[:5])),
                [ints((41, 3), -9, 9), ints((5, 3), 0, 41), mask((41, 3))]),
+        OpCase("scatter_legacy_reduce", legacy_reduce, [(7, 13), ints((7, 41), 0, 13), (7, 41)]),
         OpCase("scatter_reduce_float", lambda x, i, s: tuple(
             x.scatter_reduce(1, i, s, r, include_self=inc) for r in ("sum", "prod", "mean", "amax", "amin")
             for inc in (True, False)), [(7, 13), ints((7, 41), 0, 13), lambda: torch.rand(7, 41) + 0.5]),

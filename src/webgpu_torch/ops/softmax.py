@@ -61,6 +61,13 @@ def cases() -> list[OpCase]:
         x[1, 3] = float("-inf")  # a fully masked row
         return x
 
+    def nan_and_inf_rows():
+        x = torch.randn(7, 41, generator=torch.Generator().manual_seed(9))
+        x[1, 3] = float("nan")
+        x[2, 0] = float("inf")
+        x[3, 7] = float("-inf")
+        return x
+
     return [
         OpCase("softmax_last", lambda x: torch.softmax(x * 10.0, dim=-1), [(3, 37, 41)]),
         OpCase("softmax_middle_of_transposed", lambda x: torch.softmax(x.transpose(0, 2), dim=1), [(5, 37, 7)]),
@@ -69,4 +76,11 @@ def cases() -> list[OpCase]:
         OpCase("softmax_masked_rows", lambda x: torch.softmax(x[:, :, :] + 0.0, dim=-1), [masked_rows]),
         OpCase("safe_softmax_masked_rows", lambda x: torch.ops.aten._safe_softmax.default(x, -1), [masked_rows]),
         OpCase("softmax_single_element_rows", lambda x: torch.softmax(x, dim=-1), [(1031, 1)]),
+        # Finite wherever eager float32 is: rows of huge values; NaN (and +inf, whose x - max is NaN) as torch.
+        OpCase("softmax_huge_rows", lambda x: (torch.softmax(x * 1e30, -1), torch.log_softmax(x * 1e30, -1),
+                                               torch.softmax(x.clamp(-3, 3) * 1e38, 0),
+                                               torch.log_softmax(x * 3e37, 0)),
+               [(37, 41)]),
+        OpCase("softmax_nan_and_inf_rows", lambda x: (torch.softmax(x, -1), torch.log_softmax(x, -1)),
+               [nan_and_inf_rows]),
     ]

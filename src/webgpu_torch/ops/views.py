@@ -20,7 +20,7 @@ from .elementwise import emit
 from .registry import NodeView, OpCase, register
 
 
-@register("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", view=True, dynamic=True)
+@register("aten.view.default", "aten._unsafe_view.default", view=True, dynamic=True)
 def reshape(ctx: Builder, node: NodeView) -> Tensor:
     t = node.args["self"]
     return ctx.reshaped(t, node.out.shape)
@@ -88,8 +88,7 @@ def unbind(ctx: Builder, node: NodeView) -> list[Tensor]:
 
 
 # The graph is functional (nothing is mutated after export), so a clone can share its source's storage.
-@register("aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default",
-          view=True, dynamic=True)
+@register("aten.clone.default", "aten.alias.default", "aten.detach.default", view=True, dynamic=True)
 def alias(ctx: Builder, node: NodeView) -> Tensor:
     return node.args["self"]
 
@@ -162,11 +161,6 @@ def native_dropout(ctx: Builder, node: NodeView) -> list[Tensor]:
     return [x, replace(ones, shape=x.shape, strides=(0,) * x.ndim)]
 
 
-@register("aten._assert_tensor_metadata.default", view=True, dynamic=True)
-def assert_metadata(ctx: Builder, node: NodeView) -> None:
-    return None
-
-
 def cases() -> list[OpCase]:
     import torch
 
@@ -191,9 +185,11 @@ def cases() -> list[OpCase]:
         OpCase("transpose_then_view", lambda a: a.transpose(0, 1).contiguous().view(5, 21), [(3, 5, 7)]),
         OpCase("expand_unsqueeze", lambda a, b: a.unsqueeze(1).expand(37, 41, 3) * b, [(37, 3), (41, 3)]),
         OpCase("squeeze_dims", lambda a: torch.relu(a.squeeze(1).squeeze(-1)), [(37, 1, 41, 1)]),
+        OpCase("squeeze_all_and_several", lambda a: (a.squeeze() * 1.0, a.squeeze((1, 3)) * 1.0), [(37, 1, 41, 1)]),
         OpCase("slice_step", lambda a: a[3:30:4, 1:] * 1.0, [(37, 41)]),
         OpCase("select_negative", lambda a: a[:, -2] + 0.0, [(37, 41)]),
         OpCase("clone_of_t", lambda a: a.t().clone(), [(37, 41)]),
+        OpCase("detach", lambda a: a.detach() * 2.0, [(37, 41)]),
         OpCase("split_chunk_unbind", lambda a: [t * 1.0 for t in (*a.split(5, dim=1), *a.split([3, 30, 4]),
                                                                  *a.chunk(3, dim=-1), *a[:4].unbind(0))],
                [(37, 41)]),

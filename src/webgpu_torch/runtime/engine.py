@@ -40,7 +40,15 @@ DEFAULT_TIMEOUT = 300.0  # seconds; lavapipe's first run of a large kernel compi
 SPIN = 2e-3  # seconds of polling without sleeping before a wait backs off (a short call's latency)
 MAX_UNAWAITED = 32
 MODULES = {"dawn": "wgpudawn", "wgpu": "wgpu"}
-OPTIONAL_FEATURES = ("timestamp-query", "shader-f16", "subgroups")
+OPTIONAL_FEATURES = ("timestamp-query", "shader-f16", "subgroups", "chromium-experimental-subgroup-matrix")
+# Dawn offers subgroup matrices only with unsafe APIs allowed, and shader-f16 on NVIDIA's Vulkan driver only
+# when asked; both are toggles of its instance, set before the first adapter is requested.
+DAWN_TOGGLES = ("allow_unsafe_apis", "vulkan_enable_f16_on_nvidia")
+# What the matrix-unit kernels need of subgroup matrices (docs/artifact.md, "requires"): f16 operands and f32
+# results 16 x 16 x 16, in subgroups of at most 32 invocations, and 32 KiB of workgroup memory.
+MATRIX_SHAPE = {"component_type": "f16", "result_component_type": "f32", "m": 16, "n": 16, "k": 16}
+MATRIX_MAX_SUBGROUP = 32
+MATRIX_WORKGROUP_BYTES = 32768
 
 NO_ADAPTER_HELP = (
     "No WebGPU adapter was found. On a machine without a GPU, install the software Vulkan driver "
@@ -144,11 +152,15 @@ def get_engine(choice: str | None = None) -> Engine:
 @cache
 def _open(name: str) -> Engine:
     wgpu = importlib.import_module(MODULES[name])
+    if name == "dawn":
+        _set_dawn_toggles()
     with _without_known_warnings():
         adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     if adapter is None:
         raise DeviceError("the engine found no adapter")
     features = [f for f in OPTIONAL_FEATURES if f in adapter.features]
+    if "chromium-experimental-subgroup-matrix" in features and not _matrix_units(adapter):
+        features.remove("chromium-experimental-subgroup-matrix")
     # Every limit the adapter offers, except dynamic-offset bindings (unused here; Dawn warns when asked).
     limits = {k: v for k, v in adapter.limits.items()
               if v and k.startswith(("max", "min")) and not k.startswith("max-dynamic")}
@@ -179,6 +191,25 @@ def _without_known_warnings():
             rest = KNOWN_WARNINGS.sub(b"", captured.read())
             if rest:
                 os.write(2, rest)
+
+
+def _set_dawn_toggles() -> None:
+    from wgpudawn.backends.dawn import extras
+
+    known = extras.all_toggles()
+    # RuntimeError: the instance exists already (made by another user of wgpudawn); it keeps its toggles.
+    with contextlib.suppress(RuntimeError):
+        extras.set_instance_extras(enable_toggles=[t for t in DAWN_TOGGLES if t in known])
+
+
+def _matrix_units(adapter) -> bool:
+    """Whether Dawn's adapter offers subgroup matrices of MATRIX_SHAPE as the matrix-unit kernels need them."""
+    from wgpudawn.backends.dawn import extras
+
+    configs = extras.get_adapter_properties(adapter).get("subgroup_matrix_configs", [])
+    fits = any(all(c.get(k) == v for k, v in MATRIX_SHAPE.items()) and c["max_subgroup_size"] <= MATRIX_MAX_SUBGROUP
+               for c in configs)
+    return fits and adapter.limits.get("max-compute-workgroup-storage-size", 0) >= MATRIX_WORKGROUP_BYTES
 
 
 def device_info(engine: str | None = None) -> dict:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -216,10 +217,11 @@ class Executor:
         self._env = dict(env)
 
     # -- call time --------------------------------------------------------------------------------------------
-    def run(self, inputs: list, env: dict[str, int] | None = None, keep_on_device: bool = False) -> list:
+    def run(self, inputs: list, env: dict[str, int] | None = None, keep: Collection[int] = ()) -> list:
         """Outputs for `inputs` (in Program.inputs order, each a device-format array or a DeviceTensor) at the
-        dynamic sizes `env`: as device-format arrays, or with `keep_on_device` as DeviceTensors (nothing read
-        back). Holds the device's lock throughout (runtime/engine.py)."""
+        dynamic sizes `env`, in one submit: those whose index is in `keep` as DeviceTensors, the others read
+        back as device-format arrays (when every output is kept, nothing is mapped or waited for). Holds the
+        device's lock throughout (runtime/engine.py)."""
         with self.engine.lock:
             if self._failed:
                 raise DeviceError(f"this program cannot run again: {self._failed}")
@@ -227,9 +229,17 @@ class Executor:
             encoder = self.engine.device.create_command_encoder()
             self.write_inputs(encoder, inputs)
             self.encode(encoder)
-            if keep_on_device:
-                return self._submit_kept(encoder)
-            return self._submit_and_read(encoder)
+            kept = {i: self._copy_out(encoder, self._readbacks[i]) for i in keep}
+            read = [i for i in range(len(self._readbacks)) if i not in kept]
+            if not read:
+                self.submit(encoder, awaited=False)
+                self.engine.device._poll()  # lets the engine retire finished submissions: no map will
+            else:
+                self.stage(encoder, read)
+                self.submit(encoder, awaited=True)
+                self.map()
+                kept.update(zip(read, self.copy_mapped(read), strict=True))
+            return [kept[i] for i in range(len(self._readbacks))]
 
     def write_inputs(self, encoder, inputs: list) -> None:
         """Write host inputs and encode device-tensor copies; submit() remaps the staging buffers used."""
@@ -245,18 +255,6 @@ class Executor:
             for buf in self._scratch:
                 device.queue.write_buffer(buf, 0, b"\xff" * buf.size)
 
-    def _submit_kept(self, encoder) -> list[DeviceTensor]:
-        kept = [self._copy_out(encoder, r) for r in self._readbacks]
-        self.submit(encoder, awaited=False)
-        self.engine.device._poll()  # lets the engine retire finished submissions: no map will
-        return kept
-
-    def _submit_and_read(self, encoder) -> list[np.ndarray]:
-        self.stage(encoder)
-        self.submit(encoder, awaited=True)
-        self.map()
-        return self.copy_mapped()
-
     def submit(self, encoder, awaited: bool) -> None:
         """Submit `encoder`'s work (Engine.submit), then map again the input staging buffers it read."""
         self.engine.submit(encoder.finish(), awaited)
@@ -264,9 +262,10 @@ class Executor:
             staged.remap()
 
     # The steps of reading back, apart so that timing.call_phases can time each.
-    def stage(self, encoder) -> None:
-        """Encode the copies of the outputs' byte ranges into the staging buffer."""
-        for r in self._readbacks:
+    def stage(self, encoder, which: Collection[int] | None = None) -> None:
+        """Encode the copies of the outputs' byte ranges (those whose indices are in `which`, or all) into the
+        staging buffer, and of the status words."""
+        for r in self._readbacks if which is None else [self._readbacks[i] for i in which]:
             if r.size:
                 encoder.copy_buffer_to_buffer(self.buffers[r.tensor.buffer], r.src_offset, self.staging,
                                               r.dst_offset, r.size)
@@ -282,13 +281,15 @@ class Executor:
             self._failed = f"an earlier call was interrupted ({type(e).__name__}: {e})"
             raise
 
-    def copy_mapped(self) -> list[np.ndarray]:
-        """Each output copied out of the mapped staging buffer (one copy each), then unmap. A failed device
-        check (its status word set, by this call or an on_device call since the last read) raises."""
+    def copy_mapped(self, which: Collection[int] | None = None) -> list[np.ndarray]:
+        """The outputs staged (`which`, or all) copied out of the mapped staging buffer (one copy each), then
+        unmap. A failed device check (its status word set, by this call or an on_device call since the last
+        read) raises instead."""
+        staged = self._readbacks if which is None else [self._readbacks[i] for i in which]
         try:
             data = np.frombuffer(self.staging.read_mapped(copy=False), dtype=np.uint8)
             failed = np.flatnonzero(data[self._status_offset:].view("<u4")) if self.program.checks else ()
-            outputs = [self._view(data, r) for r in self._readbacks] if not len(failed) else []
+            outputs = [self._view(data, r) for r in staged] if not len(failed) else []
         finally:
             self.staging.unmap()
         if len(failed):

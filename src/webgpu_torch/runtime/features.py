@@ -2,8 +2,8 @@
 
 A device without `shader-f16` runs each kernel that needs it as its `fallback` kernel (the same kernel in
 float32, with the same bindings and Params) over float32 copies of the float16 constants (exact): strides and
-offsets count elements, so views and uniforms are unchanged. Kernels that need `subgroups` are only ever
-options, which tuning skips on a device without them.
+offsets count elements, so views and uniforms are unchanged. Kernels that need `subgroups` or subgroup
+matrices are only ever options, which tuning skips on a device without them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def without_f16(program: Program) -> Program:
     """`program` with no dispatch or constant that needs `shader-f16`."""
     def swap(k: int) -> int:
         kernel = program.kernels[k]
-        return kernel.fallback if F16 in kernel.requires else k
+        return k if kernel.fallback is None else kernel.fallback  # a matrix kernel (an option) has none
 
     half = {i for i, a in program.constants.items() if a.dtype == np.float16}
     constants = {i: a.astype(np.float32) if i in half else a for i, a in program.constants.items()}

@@ -9,6 +9,7 @@ one, else numpy arrays; with `on_device`, DeviceTensors that stay in GPU memory.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -45,23 +46,24 @@ class Session:
 
     def __call__(self, *args, **kwargs):
         """Run on the GPU; inputs as torch tensors, numpy arrays or DeviceTensors."""
-        leaves = tree.flatten(self.program.input_tree, (args, kwargs))
-        as_torch = any(_is_torch(x) for x in leaves)
-        values = [check_input(spec, x) for spec, x in zip(self.program.inputs, leaves, strict=True)]
-        outs = self.executor().run(values, bind(self.program, values))
-        outs = [dtypes.from_device(a, t.dtype) for a, t in zip(outs, self.program.outputs, strict=True)]
-        if as_torch:
-            import torch  # the caller passed torch tensors, so torch is already imported
-
-            outs = [torch.from_numpy(np.asarray(o, order="C")) for o in outs]
-        return tree.unflatten(self.program.output_tree, outs)
+        return self.run(args, kwargs)
 
     def on_device(self, *args, **kwargs):
         """Like a call, but the outputs stay in GPU memory as DeviceTensors (nothing is read back); pass them
         to later calls of any program on the same device, or read one with `.numpy()`."""
-        leaves = tree.flatten(self.program.input_tree, (args, kwargs))
+        return self.run(args, kwargs, keep_on_device=range(len(self.program.outputs)))
+
+    def run(self, args: tuple = (), kwargs: dict | None = None, keep_on_device: Iterable[int] = ()):
+        """A call with its arguments spelled out: the outputs whose indices (in the flat order of the output
+        tree's leaves) are in `keep_on_device` stay on the GPU as DeviceTensors, the others are read back —
+        all in one submit (a decoder step keeps its caches and reads its next token). Read outputs are torch
+        tensors when any input was one, else numpy arrays."""
+        leaves = tree.flatten(self.program.input_tree, (tuple(args), dict(kwargs or {})))
+        as_torch = any(_is_torch(x) for x in leaves)
         values = [check_input(spec, x) for spec, x in zip(self.program.inputs, leaves, strict=True)]
-        outs = self.executor().run(values, bind(self.program, values), keep_on_device=True)
+        outs = self.executor().run(values, bind(self.program, values), frozenset(keep_on_device))
+        outs = [o if isinstance(o, DeviceTensor) else _to_host(o, t.dtype, as_torch)
+                for o, t in zip(outs, self.program.outputs, strict=True)]
         return tree.unflatten(self.program.output_tree, outs)
 
     def summary(self) -> str:
@@ -99,7 +101,7 @@ def check_input(spec: Input, value: Any):
         if len(value.shape) != len(spec.shape) or value.dtype != spec.dtype:
             raise InputError(f"input {spec.name!r}: expected {spec.dtype}{_show(spec.shape)}, got {value}")
         return value
-    array = value.detach().cpu().numpy() if _is_torch(value) else np.asarray(value)
+    array = _torch_to_numpy(spec, value) if _is_torch(value) else np.asarray(value)
     static = not any(isinstance(s, symbolic.Expr) for s in spec.shape)
     if array.ndim != len(spec.shape) or (static and tuple(array.shape) != spec.shape):
         raise InputError(f"input {spec.name!r}: expected shape {_show(spec.shape)}, got {list(array.shape)}")
@@ -107,6 +109,27 @@ def check_input(spec: Input, value: Any):
     if not (array.dtype == want or (array.dtype.kind in "iu" and want.kind in "iu")):
         raise InputTypeError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {array.dtype}")
     return dtypes.to_device(array, spec.dtype, f"input {spec.name!r}")
+
+
+def _torch_to_numpy(spec: Input, value) -> np.ndarray:
+    """A dense torch tensor's values; meta, sparse and dtypes numpy lacks (bfloat16) refused in one line."""
+    if value.device.type == "meta":
+        raise InputTypeError(f"input {spec.name!r}: a tensor on the meta device has no values to run on")
+    if str(value.layout) != "torch.strided":
+        raise InputTypeError(f"input {spec.name!r}: a {value.layout} tensor; pass a dense one (.to_dense())")
+    name = str(value.dtype).removeprefix("torch.")
+    if name not in dtypes.DTYPES:
+        raise InputTypeError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {name}")
+    return value.detach().cpu().numpy()
+
+
+def _to_host(array: np.ndarray, dtype: str, as_torch: bool):
+    array = dtypes.from_device(array, dtype)
+    if not as_torch:
+        return array
+    import torch  # the caller passed torch tensors, so torch is already imported
+
+    return torch.from_numpy(np.asarray(array, order="C"))
 
 
 def _show(shape: tuple) -> str:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import DeviceError
 from ..program import Buffer, Dispatch, Kernel, Option, Program
 from .engine import Engine
 
@@ -139,9 +140,6 @@ def resolve(program: Program, engine: Engine) -> Program:
 def _measure(program: Program, engine: Engine, which: dict[str, list[int]]) -> dict[str, int]:
     """For each key timed within the budget, the index of its group's fastest candidate that this device can
     run (a group left with one such candidate takes it untimed)."""
-    from .executor import Executor
-    from .timing import dispatch_times
-
     top = int(_number(TOP_VAR, 4)) or None
     ranked = {key: _ranked(program, members, engine.device.features)[:top] for key, members in which.items()}
     chosen = {key: c[0] for key, c in ranked.items() if len(c) == 1}
@@ -153,13 +151,39 @@ def _measure(program: Program, engine: Engine, which: dict[str, list[int]]) -> d
             break
         keys = order[first:first + GROUPS_PER_PROBE]
         progress.show(first, program.dispatches[which[keys[0]][0]].node, time.perf_counter() - start)
-        probe, starts = _probe(program, [which[key] for key in keys], [ranked[key] for key in keys])
-        times = dispatch_times(Executor(probe, engine.name), samples=SAMPLES, repeats=REPEATS)
-        for key, at in zip(keys, starts, strict=True):
-            c, members = ranked[key], which[key]
-            per = np.reshape(times[at:at + len(c) * len(members)], (len(c), len(members))).sum(axis=1)
-            chosen[key] = c[int(np.argmin(per))]
+        chosen.update(_fastest(program, engine, {key: which[key] for key in keys}, ranked))
     progress.done(sum(key in chosen for key in order), len(order), time.perf_counter() - start)
+    return chosen
+
+
+def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], ranked: dict[str, list[int]]
+             ) -> dict[str, int]:
+    """Each group's fastest candidate, timed in one probe. A candidate the engine refuses (a kernel its shader
+    compiler rejects) is never chosen: when the probe fails, its groups are timed one by one, and a group that
+    still fails, one candidate at a time, dropping those that fail."""
+    from .executor import Executor
+    from .timing import dispatch_times
+
+    keys = list(which)
+    probe, starts = _probe(program, [which[key] for key in keys], [ranked[key] for key in keys])
+    try:
+        times = dispatch_times(Executor(probe, engine.name), samples=SAMPLES, repeats=REPEATS)
+    except DeviceError:
+        if len(keys) > 1:
+            return {k: v for key in keys for k, v in _fastest(program, engine, {key: which[key]}, ranked).items()}
+        (key,) = keys
+        if len(ranked[key]) == 1:
+            return {}  # its only candidate fails: the load will say why
+        runnable = [c for c in ranked[key] if _fastest(program, engine, which, {key: [c]})]
+        return _fastest(program, engine, which, {key: runnable}) if runnable else {}
+    chosen = {}
+    for key, at in zip(keys, starts, strict=True):
+        c, members = ranked[key], which[key]
+        if len(c) == 1:
+            chosen[key] = c[0]
+            continue
+        per = np.reshape(times[at:at + len(c) * len(members)], (len(c), len(members))).sum(axis=1)
+        chosen[key] = c[int(np.argmin(per))]
     return chosen
 
 
