@@ -8,21 +8,49 @@
 # An ARTIFACT is NAME.wgpt beside NAME.json (tests/golden/README.md) or a Seq2Seq folder with generate.json.
 # Both runtimes run every dispatch's default (no tuning), in two interleaved rounds; CALLS (default 200)
 # calls each.
+#
+# Ours against onnxruntime-web's WebGPU EP (side_by_side_node.js), on the H200 machine's Dawn, in two runs
+# made back to back (the machine keeps build/ between calls while it is warm):
+#   bash js/bench/device.sh prepare      here, also after npm ci in js/bench/ort: ORT's WebGPU build too
+#   ../shared/device/prepare onnx==1.23.2 onnxscript==0.7.2 onnx-ir==1.1.0 ml-dtypes==0.7.0 protobuf==7.36.2
+#   run(command="source .device/enter.sh && python3 -m webgpu_torch.cli bench browser --prepare-only
+#       --folder build/side-by-side --models minilm mobilenet_v2 vit_b16 florence2_decoder florence2_base_decoder",
+#       carry=[".device"])        (compiles ours and exports the ONNX there: big models do not travel)
+#   run(command="bash js/bench/device.sh side-by-side build/side-by-side", carry=[".device/js"])
 set -euo pipefail
+unxz() { python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" "$@"; }
+unpack() {  # Node to /tmp/node, Dawn for Node into js/node_modules/webgpu
+  unxz .device/js/node.xz /tmp/node && chmod +x /tmp/node
+  mkdir -p js/node_modules/webgpu/dist/linux-x64
+  cp .device/js/webgpu/* js/node_modules/webgpu/
+  unxz .device/js/dawn.node.xz js/node_modules/webgpu/dist/linux-x64/dawn.node
+}
 case ${1:-} in
 prepare)
   mkdir -p .device/js/webgpu
   xz -T0 -c "$(command -v node)" > .device/js/node.xz
   cp js/node_modules/webgpu/index.js js/node_modules/webgpu/package.json .device/js/webgpu/
   xz -T0 -c js/node_modules/webgpu/dist/linux-x64/dawn.node > .device/js/dawn.node.xz
+  dist=js/bench/ort/node_modules/onnxruntime-web/dist
+  if [ -d "$dist" ]; then
+    mkdir -p .device/js/ort
+    cp "$dist/ort.webgpu.min.mjs" "$dist/ort-wasm-simd-threaded.asyncify.mjs" .device/js/ort/
+    xz -T0 -c "$dist/ort-wasm-simd-threaded.asyncify.wasm" > .device/js/ort/ort-wasm-simd-threaded.asyncify.wasm.xz
+  fi
   du -sh .device/js ;;
+side-by-side)
+  unpack
+  mkdir -p /tmp/ort
+  cp .device/js/ort/*.mjs /tmp/ort/
+  unxz .device/js/ort/ort-wasm-simd-threaded.asyncify.wasm.xz /tmp/ort/ort-wasm-simd-threaded.asyncify.wasm
+  for round in 1 2; do
+    echo "=== round $round"
+    /tmp/node js/bench/side_by_side_node.js "${2:?the folder bench browser --prepare-only wrote}" --ort /tmp/ort \
+      --calls "${CALLS:-20}" 2>&1 | grep -v Warning
+  done ;;
 run)
   shift
-  unxz() { python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" "$@"; }
-  unxz .device/js/node.xz /tmp/node && chmod +x /tmp/node
-  mkdir -p js/node_modules/webgpu/dist/linux-x64
-  cp .device/js/webgpu/* js/node_modules/webgpu/
-  unxz .device/js/dawn.node.xz js/node_modules/webgpu/dist/linux-x64/dawn.node
+  unpack
   export WEBGPU_TORCH_TUNE=0
   calls=${CALLS:-200}
   for round in 1 2; do
@@ -31,6 +59,6 @@ run)
     /tmp/node js/bench/bench.js --calls "$calls" "$@" 2>&1 | grep -v Warning
   done ;;
 *)
-  echo "usage: bash js/bench/device.sh prepare | run ARTIFACT ..." >&2
+  echo "usage: bash js/bench/device.sh prepare | run ARTIFACT ... | side-by-side FOLDER" >&2
   exit 2 ;;
 esac

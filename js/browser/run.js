@@ -1,8 +1,12 @@
-// The corpora in a browser: headless Chromium (WebGPU on its SwiftShader adapter, which has no shader-f16)
-// loads tests.html from a server on 127.0.0.1 that serves js/, tests/golden and the model corpus; the page
-// runs the same checks as test/golden.test.js and test/corpus.test.js and posts its results back.
+// The corpora in a browser: headless Chromium loads tests.html from a server on 127.0.0.1 that serves js/,
+// tests/golden and the model corpus; the page runs the same checks as test/golden.test.js and
+// test/corpus.test.js and posts its results back.
 //
-//   node browser/run.js [--chromium PATH] [--timeout SECONDS]     (CHROMIUM names the browser too)
+//   node browser/run.js [--adapter swiftshader|lavapipe] [--chromium PATH] [--timeout SECONDS]
+//
+// The adapter (chromium.js): SwiftShader, Chromium's own software Vulkan (core WebGPU, no shader-f16, 10
+// storage buffers per stage); or lavapipe, Mesa's software Vulkan, which Chromium blocks for core WebGPU and
+// reaches in compatibility mode through ANGLE's OpenGL ES on Vulkan. CHROMIUM names the browser too.
 //
 // Prints one line per check and "N passed, M failed"; exits 1 on a failure or a timeout.
 
@@ -12,12 +16,15 @@ import http from 'node:http';
 import { extname, join, normalize, sep } from 'node:path';
 
 import { CORPUS, GOLDEN, REPO, artifacts, generations } from '../testkit/io.js';
+import { ADAPTERS, chromiumArgs } from './chromium.js';
 
 const args = process.argv.slice(2);
 /** @param {string} flag @param {string} fallback */
 const option = (flag, fallback) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : fallback);
 const chromium = option('--chromium', process.env.CHROMIUM || 'chromium');
 const timeout = Number(option('--timeout', '900'));
+const adapter = option('--adapter', 'swiftshader');
+if (!(adapter in ADAPTERS)) throw new Error(`--adapter: one of ${Object.keys(ADAPTERS).join(', ')}`);
 
 /** URL prefix → folder served under it. */
 const ROOTS = /** @type {[string, string][]} */ ([['/js/', join(REPO, 'js')], ['/golden/', GOLDEN], ['/corpus/', CORPUS]]);
@@ -87,9 +94,8 @@ function report(result) {
 
 server.listen(0, '127.0.0.1', async () => {
   const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
-  const browser = spawn(chromium, ['--headless=new', '--no-sandbox', '--enable-unsafe-webgpu', '--enable-features=Vulkan',
-    '--user-data-dir=' + join(REPO, 'build', 'chromium-profile'), `http://127.0.0.1:${port}/js/browser/tests.html`],
-  { stdio: 'ignore' });
+  const page = `http://127.0.0.1:${port}/js/browser/tests.html?featureLevel=${ADAPTERS[adapter].featureLevel}`;
+  const browser = spawn(chromium, chromiumArgs(adapter, join(REPO, 'build', `chromium-profile-${adapter}`), page), { stdio: 'ignore' });
   browser.on('error', (e) => {
     console.log(`cannot start ${chromium}: ${e.message} (install Chromium, or name it with --chromium or CHROMIUM)`);
     finish(1);

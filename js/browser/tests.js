@@ -42,16 +42,20 @@ async function replayFile(url, name, options) {
 }
 
 const manifest = await (await fetch('/manifest.json')).json();
-const { device } = await openDevice();
-await log(`# device: features ${[...device.features].join(', ')}; ${device.limits.maxStorageBuffersPerShaderStage} storage buffers per stage`);
+/** The adapter's feature level (run.js's --adapter), for every program this page loads. */
+const featureLevel = /** @type {'core' | 'compatibility'} */ (new URLSearchParams(location.search).get('featureLevel') ?? 'core');
+const { device } = await openDevice({ featureLevel });
+await log(`# device (${featureLevel}): features ${[...device.features].join(', ') || 'none'}; ` +
+  `${device.limits.maxStorageBuffersPerShaderStage} storage buffers per stage, ` +
+  `${device.limits.maxComputeInvocationsPerWorkgroup} invocations per workgroup`);
 
 await test('the golden corpus is there', async () => (manifest.golden.length ? [] : ['tests/golden has no artifacts']));
-for (const name of manifest.golden) await test(`golden ${name}`, () => replayFile(`/golden/${name}.wgpt`, name, { tune: false }));
-for (const name of ['options', 'mlp']) await test(`golden ${name}, tuned`, () => replayFile(`/golden/${name}.wgpt`, name, { tune: true }));
+for (const name of manifest.golden) await test(`golden ${name}`, () => replayFile(`/golden/${name}.wgpt`, name, { tune: false, featureLevel }));
+for (const name of ['options', 'mlp']) await test(`golden ${name}, tuned`, () => replayFile(`/golden/${name}.wgpt`, name, { tune: true, featureLevel }));
 for (const [name, phrase] of Object.entries(manifest.bad)) {
   await test(`damaged ${name}`, async () => {
     try {
-      await load(`/golden/bad/${name}.wgpt`);
+      await load(`/golden/bad/${name}.wgpt`, { featureLevel });
     } catch (e) {
       return e instanceof ArtifactError && e.message.includes(/** @type {string} */ (phrase)) ? [] : [`refused with ${e}, not "${phrase}"`];
     }
@@ -59,11 +63,11 @@ for (const [name, phrase] of Object.entries(manifest.bad)) {
   });
 }
 await test('the model corpus is there', async () => (manifest.models.length && manifest.generations.length ? [] : ['the model corpus is missing']));
-for (const name of manifest.models) await test(`corpus ${name}`, () => replayFile(`/corpus/${name}.wgpt`, name, { tune: false }));
+for (const name of manifest.models) await test(`corpus ${name}`, () => replayFile(`/corpus/${name}.wgpt`, name, { tune: false, featureLevel }));
 for (const name of manifest.generations) {
   await test(`corpus ${name}, generated`, async () => {
     const record = await (await fetch(`/corpus/${name}/generate.json`)).json();
-    const model = await loadSeq2Seq(new URL(`/corpus/${name}`, location.href), { tune: false });
+    const model = await loadSeq2Seq(new URL(`/corpus/${name}`, location.href), { tune: false, featureLevel });
     try {
       return await regenerate(model, record);
     } finally {

@@ -1,7 +1,9 @@
 // Opening a WebGPU device: `navigator.gpu` in a browser, Dawn (the `webgpu` package) in Node. One device
 // per adapter preference is shared by every program loaded without an explicit device, so device tensors
 // pass between them. The device gets the optional features we use and the adapter's own limits (WebGPU's
-// defaults cap a binding at 128 MiB and a shader stage at 8 storage buffers).
+// defaults cap a binding at 128 MiB and a shader stage at 8 storage buffers). A compatibility-mode adapter
+// (`featureLevel: "compatibility"`: WebGPU over OpenGL ES or D3D11) defaults to still lower limits (4 storage
+// buffers per stage, 128 invocations per workgroup), so requesting its own limits matters more there.
 
 import { DeviceError } from './errors.js';
 import { isNode } from './env.js';
@@ -30,6 +32,8 @@ let runtimeName = isNode ? `node ${process.versions.node}` : /** @type {any} */ 
  * @property {GPUDevice} [device] run on this device (its features and limits are what it was opened with)
  * @property {GPUPowerPreference} [powerPreference] the adapter to ask for (default "high-performance")
  * @property {string} [engine] the engine name that picks a kernel's `engine_sources` (default: detected)
+ * @property {'core' | 'compatibility'} [featureLevel] the adapter's feature level (default "core");
+ *   "compatibility" reaches adapters that only support WebGPU's compatibility mode
  */
 
 /**
@@ -44,10 +48,11 @@ export async function openDevice(options = {}) {
     return { device: options.device, engine, key: deviceKey(engine, info) };
   }
   const preference = options.powerPreference ?? 'high-performance';
-  const id = `${preference}/${options.engine ?? ''}`;
+  const level = options.featureLevel ?? 'core';
+  const id = `${preference}/${level}/${options.engine ?? ''}`;
   let gpu = shared.get(id);
   if (!gpu) {
-    gpu = open(preference, options.engine);
+    gpu = open(preference, level, options.engine);
     shared.set(id, gpu);
     const forget = () => shared.delete(id); // a later call opens a new device
     gpu.then((g) => g.device.lost.then(forget), forget); // a failure is reported to this caller
@@ -57,12 +62,13 @@ export async function openDevice(options = {}) {
 
 /**
  * @param {GPUPowerPreference} preference
+ * @param {'core' | 'compatibility'} featureLevel
  * @param {string | undefined} engine
  * @returns {Promise<Gpu>}
  */
-async function open(preference, engine) {
+async function open(preference, featureLevel, engine) {
   const gpu = await navigatorGpu();
-  const adapter = await gpu.requestAdapter({ powerPreference: preference });
+  const adapter = await gpu.requestAdapter({ powerPreference: preference, featureLevel });
   if (!adapter) {
     throw new DeviceError('No WebGPU adapter was found' + (isNode
       ? ': Dawn needs a Vulkan driver; on a machine without a GPU install lavapipe (Mesa >= 25, `scripts/setup` does it)'
@@ -82,7 +88,7 @@ async function open(preference, engine) {
     throw new DeviceError(`the WebGPU adapter refused a device: ${/** @type {Error} */ (e).message}`);
   }
   const name = engine ?? detectEngine();
-  return { device, engine: name, key: deviceKey(name, adapter.info) };
+  return { device, engine: name, key: deviceKey(name, adapter.info) + (featureLevel === 'core' ? '' : ` | ${featureLevel}`) };
 }
 
 /**

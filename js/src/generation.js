@@ -65,11 +65,12 @@ export class Seq2Seq {
    * the model's own choices, for a parity check) the logits of every step.
    * @param {import('./inputs.js').InputValue} pixelValues [1, 3, H, W] float32
    * @param {import('./inputs.js').InputValue} promptIds [1, T] integers
-   * @param {{maxNewTokens?: number, teacher?: number[]}} [options]
+   * @param {{maxNewTokens?: number, teacher?: number[], onToken?: (id: number, seconds: number) => void}} [options]
+   *   `onToken`: called with each token as it comes, and the step's wall seconds
    * @returns {Promise<{ids: number[], logits: Float32Array[]}>}
    */
   async generate(pixelValues, promptIds, options = {}) {
-    const { maxNewTokens = 20, teacher } = options;
+    const { maxNewTokens = 20, teacher, onToken } = options;
     const info = this.info;
     const features = await this.vision.runOnDevice([pixelValues]); // queued: the first step's read waits for both
     const cross = /** @type {DeviceTensor[]} */ (await this.encoder.runOnDevice([features, promptIds]));
@@ -100,6 +101,7 @@ export class Seq2Seq {
         }
         steps.push((performance.now() - start) * 1e-3);
         ids.push(token);
+        onToken?.(token, steps[step]);
         if (!teacher && token === (info.eos_token_id ?? null)) break;
       }
     } finally {

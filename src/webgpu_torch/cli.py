@@ -1,4 +1,4 @@
-"""The `webgpu-torch` command: info, run, demo, bench."""
+"""The `webgpu-torch` command: info, run, demo, florence2, serve, bench."""
 
 from __future__ import annotations
 
@@ -112,6 +112,12 @@ def _florence2(args) -> int:
     return 0 if ok else 1
 
 
+def _serve(args) -> int:
+    from . import serve
+
+    return serve.main(args)
+
+
 def _bench(args) -> int:
     from .bench.table import format_table
 
@@ -181,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--precision", choices=["float32", "float16"], default="float32",
                    help="compile option precision= (float16: matrix-unit products where the device has them)")
     p.set_defaults(fn=_florence2)
+    p = sub.add_parser("serve", help="a page on 127.0.0.1 that runs an artifact in the browser (the JS runtime)")
+    from . import serve
+
+    serve.add_arguments(p)
+    p.set_defaults(fn=_serve)
     p = sub.add_parser("bench", help="benchmark suites, each against a baseline measured in the same run")
     suites = p.add_subparsers(dest="suite_name", required=True)
     for name, module in _bench_suites().items():

@@ -28,15 +28,23 @@ def available() -> str | None:
     return None
 
 
+def export(module: torch.nn.Module, args: tuple, path: str | Path, dynamic_shapes=None) -> tuple[list[str], list[str]]:
+    """`module` as ONNX at `path` (torch.onnx's exporter, through torch.export); its input and output names."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(module, args, dynamo=True, verbose=False, dynamic_shapes=dynamic_shapes)
+    program.save(str(path))
+    graph = program.model.graph
+    return [v.name for v in graph.inputs], [v.name for v in graph.outputs]
+
+
 class OrtModel:
     def __init__(self, module: torch.nn.Module, args: tuple):
         import onnxruntime as ort
 
         self.version = ort.__version__
         path = Path(tempfile.mkdtemp()) / "model.onnx"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(module, args, dynamo=True, verbose=False).save(str(path))
+        export(module, args, path)
         self.session = ort.InferenceSession(str(path), providers=[PROVIDER])
         if self.session.get_providers()[0] != PROVIDER:
             raise RuntimeError(f"ORT did not place the model on {PROVIDER}: {self.session.get_providers()}")
