@@ -215,7 +215,7 @@ def test_an_option_the_engine_refuses_is_never_chosen(monkeypatch, tmp_path):
     sources = list(program.sources)
     sources.append(sources[program.kernels[bad].source].replace("fn main(", "fn main(oops: , "))
     kernels = list(program.kernels)
-    kernels[bad] = replace(kernels[bad], source=len(sources) - 1)
+    kernels[bad] = replace(kernels[bad], source=len(sources) - 1, engine_sources=())  # broken on every engine
     broken = replace(program, sources=sources, kernels=kernels)
     session = Session(broken)
     chosen = session.executor().program.dispatches[0].kernel

@@ -150,6 +150,11 @@ class _LazySuite:
         self.name = name
         self._module = None
 
+    @property
+    def summary(self) -> str:
+        """The first line of the module's docstring."""
+        return self.__getattr__("__doc__").splitlines()[0]
+
     def __getattr__(self, attr):
         if self._module is None:
             import importlib
@@ -195,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("bench", help="benchmark suites, each against a baseline measured in the same run")
     suites = p.add_subparsers(dest="suite_name", required=True)
     for name, module in _bench_suites().items():
-        s = suites.add_parser(name, help=module.__doc__.splitlines()[0])
+        s = suites.add_parser(name, help=module.summary)
         s.add_argument("--repeat", type=_count, default=5)
         s.add_argument("--markdown", action="store_true", help="print the table as Markdown")
         s.add_argument("--json", metavar="FILE", help="also write the rows and their headline as JSON")

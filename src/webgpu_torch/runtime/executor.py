@@ -109,9 +109,10 @@ class Executor:
         for k in sorted(used):
             lacking = [f for f in self.program.kernels[k].requires if f not in device.features]
             if lacking:
-                raise DeviceError(f"kernel {self.program.kernels[k].name} needs the {', '.join(lacking)} "
-                                  f"feature, which this {self.engine.name} device lacks; run the compiled "
-                                  f"program as saved (its dispatches' defaults need no optional feature)")
+                features = " and ".join(lacking) + (" features" if len(lacking) > 1 else " feature")
+                raise DeviceError(f"kernel {self.program.kernels[k].name} needs the {features}, which this "
+                                  f"{self.engine.name} device lacks; run the compiled program as saved (its "
+                                  "dispatches' defaults need no optional feature)")
         # One bind group layout per distinct binding list (explicit, never "auto": an operand a variant never
         # reads still has its slot).
         self._group_layouts, pipeline_layouts, modules = {}, {}, {}
