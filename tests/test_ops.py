@@ -37,17 +37,19 @@ TWINNED = [pytest.param(case, id=f"{family}-{case.name}") for family, family_cas
            if _twinned(family) for case in family_cases]
 
 
-def _check(case, poisoned, subgroups: bool = False):
+def _check(case, poisoned, pick=None):
+    """Run `case`; with `pick`, every dispatch offering an option whose kernel `pick` accepts runs that option."""
     inputs = make_inputs(case)
     dynamic = None if case.dynamic_shapes is None else (case.dynamic_shapes,)  # Fn takes *args
     ep = torch.export.export(Fn(case.fn), tuple(inputs), dynamic_shapes=dynamic)
     session = webgpu_torch.compile(ep, **case.kwargs)
-    if subgroups:
-        session = Session(tuning.force(session.program, lambda k: wgsl.SUBGROUPS in k.requires))
+    if pick is not None:
+        session = Session(tuning.force(session.program, pick))
         program = session.program
-        assert any(wgsl.SUBGROUPS in program.kernels[d.kernel].requires for d in program.dispatches)
-        if wgsl.SUBGROUPS not in get_engine().device.features:  # wgpu-native: refused, by name, at load
-            with pytest.raises(DeviceError, match="needs the subgroups feature"):
+        assert any(pick(program.kernels[d.kernel]) for d in program.dispatches)
+        needs = {f for d in program.dispatches for f in program.kernels[d.kernel].requires}
+        if wgsl.SUBGROUPS in needs and wgsl.SUBGROUPS not in get_engine().device.features:
+            with pytest.raises(DeviceError, match="needs the subgroups feature"):  # wgpu-native: refused at load
                 session(*inputs)
             return
     got = pytree.tree_leaves(poisoned(session, *inputs))
@@ -66,4 +68,17 @@ def test_op(case, poisoned):
 def test_op_on_subgroup_twins(case, poisoned):
     """test_op runs each dispatch's default kernel (tuning is off in tests); here the kernels that offer a
     subgroup twin (row.subgroups.wgsl) run it instead. Dawn on lavapipe has subgroups (8 lanes)."""
-    _check(case, poisoned, subgroups=True)
+    _check(case, poisoned, pick=lambda k: wgsl.SUBGROUPS in k.requires)
+
+
+# The gemv cases whose B is contiguous along K (a linear's weight), where dot_k runs: N = 1031 straddles its
+# 256-column blocks, N = 37 fills part of one.
+GEMV_TEAM1 = [pytest.param(case, id=case.name) for case in all_cases()["gemm"]
+              if case.name in ("gemv_linear_rows3", "gemv_8_rows", "gemv_residual")]
+
+
+@pytest.mark.gemm
+@pytest.mark.parametrize("case", GEMV_TEAM1)
+def test_gemv_one_thread_per_column(case, poisoned):
+    """gemv.wgsl's dot_k with a team of one lane per column (the option tuning picks on CPU adapters)."""
+    _check(case, poisoned, pick=lambda k: "team1" in k.name)

@@ -200,6 +200,7 @@ register_option("precision", *PRECISIONS)
 MATRIX_F16 = ("sm_f16_128x128", "sm_f16_128x64", "sm_f16_64x64")
 ENOUGH_BLOCKS = 256
 GEMV_MAX_ROWS = 8
+GEMV_WORKGROUP = 256  # gemv.wgsl's WORKGROUP
 SPLIT_K_MIN_DEPTH = 256  # each split keeps at least this much of K
 SPLIT_K_MAX = 64
 SUM_WORKGROUP = 256  # gemm_split_sum.wgsl: one thread per output (per_element.wgsl)
@@ -407,23 +408,37 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
                  tiles_m * tiles_n * batch * splits)
 
 
+GEMV_TEAMS = (32, 1)  # dot_k's lanes per column: the default for GPUs, then one per column (CPU adapters)
+
+
 def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None, alpha: float,
           beta: float, out_shape: tuple[int, ...], ep: Epilogue | None, b_k_contiguous: bool) -> Tensor:
+    """gemv.wgsl; with B contiguous along K, each team size of GEMV_TEAMS is an alternative to time."""
+    out = ctx.new(out_shape)
+    teams = GEMV_TEAMS if b_k_contiguous and ctx.options.gemm == "auto" else GEMV_TEAMS[:1]
+    ctx.alternatives([partial(_gemv_dispatch, ctx, a3, b3, bias3, res3, alpha, beta, out, ep, b_k_contiguous, t)
+                      for t in teams])
+    return out
+
+
+def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None,
+                   alpha: float, beta: float, out: Tensor, ep: Epilogue | None, b_k_contiguous: bool,
+                   team: int) -> None:
     batch, m, k = a3.shape
     n = b3.shape[2]
     rows = 1 << (symbolic.bound(m) - 1).bit_length()  # the register rows: M (at most) up to a power of two
-    per_block = 8 if b_k_contiguous else 32  # dot_k: 8 columns per workgroup; sweep_n: 8 vec4 of columns
+    per_block = GEMV_WORKGROUP // team if b_k_contiguous else 32  # sweep_n: 8 vec4 of columns
     blocks_n = -(-n // per_block)
-    out = ctx.new(out_shape)
     entry = "dot_k" if b_k_contiguous else "sweep_n"
     b_type, b_label = _b_type(b3)
-    spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}]{epilogue.suffix(ep)}", entry=entry,
-                         consts={"ROWS": rows, **b_type},
-                         overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep)})
+    team_label = f",team{team}" if team != GEMV_TEAMS[0] else ""
+    spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}{team_label}]{epilogue.suffix(ep)}",
+                         entry=entry, consts={"ROWS": rows, **b_type},
+                         overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep),
+                                    **({"TEAM": team} if b_k_contiguous else {})})
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 1, "tiles_n": blocks_n, "splits": 1,
               "k_part": k, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}
     ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out, res3 or ctx.dummy()], params, blocks_n * batch)
-    return out
 
 
 def _addend_overrides(bias3: Tensor | None, res3: Tensor | None) -> dict[str, bool]:

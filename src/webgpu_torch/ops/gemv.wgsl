@@ -9,9 +9,10 @@
 //     of two contiguous rows); entry `sweep_n` for B contiguous along n (row-major [K, N]).
 //   bias[z, m, n] and residual[z, m, n] through arbitrary strides (0 = broadcast) when HAS_BIAS /
 //   HAS_RESIDUAL. C contiguous [batch, M, N].
-// Geometry, dot_k: a workgroup of 256 threads = 8 teams of 32; team t computes column n = 8*wg + t for all
-//   M rows: lane l reads B[k = 4*(l + 32*i) .. +3, n], summing into ROWS partial sums; the 32 lanes then
-//   combine in workgroup memory.
+// Geometry, dot_k: a workgroup of 256 threads = 256/TEAM teams of TEAM lanes; team t computes column
+//   n = (256/TEAM)*wg + t for all M rows: lane l reads B[k = 4*(l + TEAM*i) .. +3, n], summing into ROWS
+//   partial sums; the lanes then combine in workgroup memory. TEAM = 32 suits a GPU (a warp's loads of a row
+//   coalesce); TEAM = 1 suits a CPU adapter (each invocation streams its own row, no combining).
 // Geometry, sweep_n: a workgroup covers 8 vec4 = 32 columns: 8 threads along n (one vec4 each) x 32
 //   k-slices; slice s sums the k-quads s, s+32, …; the 32 slices then combine in workgroup memory. (Many
 //   slices rather than many columns, so that N = 768 still makes 24 workgroups.)
@@ -21,8 +22,7 @@
 
 const ROWS: u32 = 1u;
 const WORKGROUP: u32 = 256u;
-const TEAM: u32 = 32u;                     // dot_k: lanes per output column
-const COLS_DOT: u32 = WORKGROUP / TEAM;    // dot_k: columns per workgroup
+override TEAM: u32 = 32u;                  // dot_k: lanes per output column, a power of two <= WORKGROUP
 const SLICES: u32 = 32u;                   // sweep_n: k-slices per column group
 const VEC_SWEEP: u32 = WORKGROUP / SLICES; // sweep_n: vec4 column groups per workgroup
 
@@ -57,7 +57,7 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let z = block / p.tiles_n;
   let team = li / TEAM;
   let lane = li % TEAM;
-  let n = (block % p.tiles_n) * COLS_DOT + team;
+  let n = (block % p.tiles_n) * (WORKGROUP / TEAM) + team;
   var sums: array<f32, ROWS>;
   if (n < p.N) {
     let col = p.b_offset + z * p.b_strides.x + n * p.b_strides.z;
