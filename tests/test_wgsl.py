@@ -98,3 +98,20 @@ def test_a_kernel_that_includes_a_twinned_helper_gets_a_subgroup_source():
     assert "subgroupShuffleXor" not in plain and "enable" not in plain
     assert twin.startswith("enable subgroups;\n") and "subgroupShuffleXor" in twin
     assert wgsl.kernel_source("gemm.wgsl", subgroups=True) == wgsl.kernel_source("gemm.wgsl")  # no twin inside
+
+
+def test_workgroup_invocations_resolve_literals_consts_and_overrides():
+    src = """
+const W: u32 = 64u;
+override H: u32 = 4u;
+@compute @workgroup_size(W, H) fn a() {}
+@compute @workgroup_size(8, 2u, 3) fn b() {}
+@compute @workgroup_size(H * 2) fn c() {}
+"""
+    assert wgsl.workgroup_invocations(src, "a", {}) == 256
+    assert wgsl.workgroup_invocations(src, "a", {"H": 2.0}) == 128
+    assert wgsl.workgroup_invocations(src, "b", {}) == 48
+    with pytest.raises(ValueError, match="H \\* 2 is not an integer declaration"):
+        wgsl.workgroup_invocations(src, "c", {})
+    with pytest.raises(ValueError, match="no @workgroup_size on entry point d"):
+        wgsl.workgroup_invocations(src, "d", {})

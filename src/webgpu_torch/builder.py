@@ -166,9 +166,14 @@ class Builder:
         """`t` viewed as `shape` (same element count), through `contiguous` only where its strides forbid it."""
         return layout.view(t, shape) or layout.view(self.contiguous(t), shape)
 
-    def dispatch(self, spec: KernelSpec, tensors: list[Tensor], params: dict | None, workgroups) -> None:
-        """Emit one dispatch of `workgroups` workgroups (an int, or an Expr of dynamic sizes: then the runtime
-        folds the grid per call); `tensors` bind in binding order, Params after them."""
+    def dispatch(self, spec: KernelSpec, tensors: list[Tensor], params: dict | None, workgroups=None, *,
+                 elements=None) -> None:
+        """Emit one dispatch of `workgroups` workgroups, or of enough for one invocation per element of
+        `elements` (ceil(elements / the entry's workgroup size)); either an int or an Expr of dynamic sizes
+        (then the runtime folds the grid per call). `tensors` bind in binding order, Params after them."""
+        if elements is not None:
+            per = wgsl.workgroup_invocations(_specialized(spec.file, spec.consts), spec.entry, dict(spec.overrides))
+            workgroups = -(-elements // per)
         if workgroups == 0:
             return
         kernel, uniform, patches = self._kernel(spec, params, len(tensors))

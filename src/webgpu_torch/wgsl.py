@@ -155,6 +155,26 @@ def bindings(source: str) -> tuple[Binding, ...]:
     return tuple(found)
 
 
+_WORKGROUP_SIZE = re.compile(r"@workgroup_size\(([^)]*)\)\s*fn\s+(\w+)\s*\(")
+_SCALAR_DECL = re.compile(r"\b(?:const|override)\s+(\w+)\s*(?::\s*\w+)?\s*=\s*(\d+)u?\s*;")
+
+
+def workgroup_invocations(source: str, entry: str, overrides: dict[str, float]) -> int:
+    """How many invocations a workgroup of `entry` has: its @workgroup_size's product, each name resolved to
+    the pipeline's override value or the module's integer const or override declaration."""
+    sizes = {name: args for args, name in _WORKGROUP_SIZE.findall(source)}
+    if entry not in sizes:
+        raise ValueError(f"no @workgroup_size on entry point {entry}")
+    values = {name: int(v) for name, v in _SCALAR_DECL.findall(source)} | {k: int(v) for k, v in overrides.items()}
+    total = 1
+    for arg in filter(None, (a.strip() for a in sizes[entry].split(","))):
+        number = arg.rstrip("u")
+        if not number.isdigit() and arg not in values:
+            raise ValueError(f"entry point {entry}: workgroup size {arg} is not an integer declaration")
+        total *= int(number) if number.isdigit() else values[arg]
+    return total
+
+
 # (size, alignment) of the types a Params struct may hold, in the uniform address space.
 _SCALARS = {"u32", "i32", "f32"}
 _TYPE_LAYOUT = {

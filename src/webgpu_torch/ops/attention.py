@@ -55,8 +55,7 @@ class Config:
 # One lane per row is the plain flash kernel; more lanes split each row's keys (for short
 # sequences over few heads, where rows alone leave the GPU idle). 64 threads, but 8x4 (32) for the longest heads.
 CONFIGS = {c.name: c for c in (Config(64, 1), Config(32, 2), Config(16, 4), Config(8, 8), Config(8, 4))}
-CHOICES = ("auto", *CONFIGS)
-register_option("attention", *CHOICES)
+ATTENTION = register_option("attention", "auto", *CONFIGS)
 
 
 def layouts_for(d4: int, dv4: int) -> list[Config]:
@@ -93,7 +92,7 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
     d4, dv4 = -(-d // 4), -(-dv // 4)
     mask_kind = 0 if mask is None else 2 if mask.dtype == "bool" else 1
     fits = layouts_for(d4, dv4)
-    forced = ctx.options.extra.get("attention", CHOICES[0])
+    forced = ATTENTION.of(ctx.options)
     if forced != "auto":
         fits = [c for c in fits if c.name == forced] or fits  # a layout that cannot hold these heads: the rest
     first = _default(fits, symbolic.hint(b) * h * symbolic.hint(sq))  # a speed choice: judged at the hints

@@ -16,7 +16,6 @@ from ..program import Tensor
 from .registry import NodeView, OpCase, refuse, register
 
 FILE = "batch_norm.wgsl"
-WORKGROUP = 256
 
 refuse("aten._native_batch_norm_legit.default", inference=False,
        reason="batch norm in training mode (it updates its running statistics from the batch); WebGPU programs "
@@ -46,7 +45,7 @@ def batch_norm(ctx: Builder, node: NodeView) -> tuple[Tensor, None, None]:
     per_channel = [ctx.contiguous(t) if t is not None else ctx.dummy()
                    for t in (a["running_mean"], a["running_var"], weight, bias)]
     params = {"numel": out.numel, "C": x.shape[1], "inner": prod(x.shape[2:]), "eps": float(a["eps"])}
-    ctx.dispatch(spec, [x, *per_channel, out], params, -(-out.numel // WORKGROUP))
+    ctx.dispatch(spec, [x, *per_channel, out], params, elements=out.numel)
     return out, None, None
 
 

@@ -10,7 +10,6 @@ from ..program import Tensor
 from .registry import NodeView, OpCase, register
 
 FILE = "col2im.wgsl"
-WORKGROUP = 256  # per_element.wgsl
 
 
 def _check(node: NodeView) -> str | None:
@@ -39,7 +38,7 @@ def col2im(ctx: Builder, node: NodeView) -> Tensor:
               "cols_strides": x.strides}
     spec = KernelSpec.of(FILE, f"col2im[{x.dtype}]", consts={"T": dtypes.dtype(x.dtype).wgsl},
                          overrides={"SATURATE": x.dtype == "bool"})
-    ctx.dispatch(spec, [x, out], params, -(-out.numel // WORKGROUP))
+    ctx.dispatch(spec, [x, out], params, elements=out.numel)
     return layout.view(out, node.out.shape)
 
 

@@ -39,9 +39,7 @@ from . import epilogue, gemm
 from .registry import NodeView, OpCase, register, register_option
 
 FILE = "conv.wgsl"
-WORKGROUP = 256  # per_element.wgsl, for the direct kernel
-CHOICES = ("auto", "im2col", "direct")
-register_option("conv", *CHOICES)
+CONV = register_option("conv", "auto", "im2col", "direct")
 
 
 @dataclass(frozen=True)
@@ -148,7 +146,7 @@ def convolution(ctx: Builder, node: NodeView) -> Tensor:
     out_shape = (g.batch, g.oc, g.oh, g.ow)
     res = epilogue.residual(node)
     fin = Finish(node.args["bias"], None if res is None else ctx.reshaped(res, out_shape), node.epilogue)
-    forced = ctx.options.extra.get("conv", CHOICES[0])
+    forced = CONV.of(ctx.options)
     out = _channels_last(ctx, g, x, w, fin) if forced == "auto" else None
     if out is not None:
         return layout.view(out, node.out.shape)
@@ -259,7 +257,7 @@ def _depthwise_channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fi
     spec = KernelSpec.of("depthwise_nhwc.wgsl", f"conv[depthwise_nhwc]{epilogue.suffix(fin.ep)}",
                          overrides=fin.overrides())
     params = {**_params(g, x, w, fin, out, (0, 0)), "w_offset": taps.offset}  # w_strides unused
-    ctx.dispatch(spec, _buffers(ctx, x, taps, fin, out), params, -(-out.numel // 4 // WORKGROUP))
+    ctx.dispatch(spec, _buffers(ctx, x, taps, fin, out), params, elements=-(-out.numel // 4))
     return layout.permute(out, [0, 3, 1, 2])
 
 
@@ -276,7 +274,7 @@ def _direct(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Ten
     name = ",".join(["direct"] + ["transposed"] * g.transposed + ["vec4"] * vec4 + ["nhwc"] * channels_last)
     spec = KernelSpec.of(FILE, f"conv[{name}]{epilogue.suffix(fin.ep)}", entry="direct", overrides={
         "TRANSPOSED": g.transposed, "VEC4": vec4, "CHANNELS_LAST": channels_last, **fin.overrides()})
-    ctx.dispatch(spec, _buffers(ctx, x, w, fin, out), _params(g, x, w, fin, out, (0, 0)), -(-out.numel // WORKGROUP))
+    ctx.dispatch(spec, _buffers(ctx, x, w, fin, out), _params(g, x, w, fin, out, (0, 0)), elements=out.numel)
     return out
 
 

@@ -29,7 +29,6 @@ from .registry import NodeView, OpCase, register
 
 FILE = "elementwise.wgsl"
 MAX_DIMS = 8
-WORKGROUP = 256
 OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 EXACT_F32_INT = 2**24  # integer scalars travel in Params as f32: exact up to this magnitude (larger: a constant)
@@ -98,7 +97,7 @@ def emit(ctx: Builder, op: str, operands: list[Tensor | Number], shape: tuple[in
                          consts={k: dtypes.dtype(v).wgsl for k, v in types.items()},
                          overrides={"OP": OP_CODES[op], "B_SCALAR": scalar is not None, "CONTIGUOUS": contiguous,
                                     **epilogue.overrides(ep)})
-    ctx.dispatch(spec, slots + [out], params, -(-out.numel // WORKGROUP))
+    ctx.dispatch(spec, slots + [out], params, elements=out.numel)
     return out
 
 

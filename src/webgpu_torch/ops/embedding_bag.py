@@ -13,7 +13,6 @@ from ..program import Tensor
 from .registry import NodeView, OpCase, register
 
 FILE = "embedding_bag.wgsl"
-WORKGROUP = 256  # per_element.wgsl
 MODES = ("sum", "mean", "max")  # torch's mode numbers
 
 
@@ -44,7 +43,7 @@ def embedding_bag(ctx: Builder, node: NodeView) -> list[Tensor | None]:
     mode = MODES[a["mode"]]
     spec = KernelSpec.of(FILE, f"embedding_bag[{mode}{',weighted' * (psw is not None)}]",
                          overrides={"MODE": a["mode"], "HAS_WEIGHTS": psw is not None})
-    ctx.dispatch(spec, [weight, indices, offsets, psw or weight, out], params, -(-out.numel // WORKGROUP))
+    ctx.dispatch(spec, [weight, indices, offsets, psw or weight, out], params, elements=out.numel)
     return [out, None, None, None]
 
 

@@ -33,8 +33,7 @@ from .registry import NodeView, OpCase, register, register_option
 FILE = "gemm.wgsl"
 MAX_THREADS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
 WORKGROUP_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize (one stage of tiles must fit)
-WEIGHTS = ("float32", "float16")  # how constant B operands are stored (compile option `weights`)
-register_option("weights", *WEIGHTS)
+WEIGHTS = register_option("weights", "float32", "float16")  # how constant B operands are stored
 
 
 @dataclass(frozen=True)
@@ -195,15 +194,13 @@ SCALAR_BY_SIZE = ("128x128", "64x64", "pr")
 # Matrix-unit configurations: under precision="float16", tuning options beside the float32 ones wherever both
 # operands are vec4-readable. The split, float32-accurate configuration is offered nowhere (only forced): on an
 # H200 it ran 4096³ slower than the float32 kernel (37.0 against 42.0 TFLOP/s) with 2.2x its error.
-PRECISIONS = ("float32", "float16")  # compile option `precision`: what the GEMM family may multiply in
-register_option("precision", *PRECISIONS)
+PRECISION = register_option("precision", "float32", "float16")  # what the GEMM family may multiply in
 MATRIX_F16 = ("sm_f16_128x128", "sm_f16_128x64", "sm_f16_64x64")
 ENOUGH_BLOCKS = 256
 GEMV_MAX_ROWS = 8
 GEMV_WORKGROUP = 256  # gemv.wgsl's WORKGROUP
 SPLIT_K_MIN_DEPTH = 256  # each split keeps at least this much of K
 SPLIT_K_MAX = 64
-SUM_WORKGROUP = 256  # gemm_split_sum.wgsl: one thread per output (per_element.wgsl)
 
 
 def _blocks(cfg, batch: int, m: int, n: int) -> int:
@@ -326,7 +323,7 @@ def im2col_gemm(ctx: Builder, a: Im2col, b: Tensor, bias: Tensor | None, out_sha
 def _stored(ctx: Builder, b3: Tensor) -> Tensor:
     """B as the kernels read it: under weights="float16" a float32 constant's float16 copy
     (Builder.half), else b3 itself."""
-    half = ctx.options.extra.get("weights", WEIGHTS[0]) == "float16"
+    half = WEIGHTS.of(ctx.options) == "float16"
     if half and b3.dtype == "float32" and ctx.buffers[b3.buffer].role == "constant":
         return ctx.half(b3)
     return b3
@@ -334,7 +331,7 @@ def _stored(ctx: Builder, b3: Tensor) -> Tensor:
 
 def _matrix_options(ctx: Builder) -> tuple[str, ...]:
     """The matrix-unit configurations a vec4 GEMM offers for tuning: MATRIX_F16 under precision="float16"."""
-    return MATRIX_F16 if ctx.options.extra.get("precision", PRECISIONS[0]) == "float16" else ()
+    return MATRIX_F16 if PRECISION.of(ctx.options) == "float16" else ()
 
 
 def _b_type(b3: Tensor) -> tuple[dict[str, str], str]:
@@ -378,7 +375,7 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
         params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 0, "tiles_n": 0, "splits": count,
                   "k_part": length, **_operand_params(a3, b3, bias3, res3, 1.0, beta, ep)}
         ctx.dispatch(spec, [bias3 or ctx.dummy(), slices, res3 or ctx.dummy()], params,
-                     -(-batch * m * n // SUM_WORKGROUP))
+                     elements=batch * m * n)
 
     ctx.alternatives([partial(candidate, *plan) for plan in plans])
     return layout.view(layout.slice_(slices, 0, 0, 1, 1), out_shape)

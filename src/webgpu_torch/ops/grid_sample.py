@@ -9,7 +9,6 @@ from ..program import Tensor
 from .registry import NodeView, OpCase, register
 
 FILE = "grid_sample.wgsl"
-WORKGROUP = 256  # per_element.wgsl
 
 
 def _check(node: NodeView) -> str | None:
@@ -34,7 +33,7 @@ def grid_sampler_2d(ctx: Builder, node: NodeView) -> Tensor:
     spec = KernelSpec.of(FILE, f"grid_sample[{mode},{padding}{',align_corners' * a['align_corners']}]",
                          overrides={"MODE": a["interpolation_mode"], "PADDING": a["padding_mode"],
                                     "ALIGN_CORNERS": a["align_corners"]})
-    ctx.dispatch(spec, [x, grid, out], params, -(-out.numel // WORKGROUP))
+    ctx.dispatch(spec, [x, grid, out], params, elements=out.numel)
     return out
 
 

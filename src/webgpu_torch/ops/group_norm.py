@@ -22,14 +22,12 @@ from ..symbolic import Value
 from .registry import NodeView, OpCase, register, register_option
 
 STATS, APPLY = "group_norm.wgsl", "group_norm_apply.wgsl"
-WORKGROUP = 256
 # A chunk of at least this many elements (8 per thread) per workgroup; rows split until about TARGET_BLOCKS
 # workgroups share the statistics pass.
 MIN_CHUNK = 2048
 TARGET_BLOCKS = 1024
 # compile(ep, norm_chunks="row") keeps each row one chunk (one workgroup per row), for benchmarks to compare.
-CHOICES = ("auto", "row")
-register_option("norm_chunks", *CHOICES)
+NORM_CHUNKS = register_option("norm_chunks", "auto", "row")
 
 
 @dataclass(frozen=True)
@@ -94,7 +92,7 @@ def normalize(ctx: Builder, node: NodeView, x: Tensor, rows: Rows) -> list[Tenso
     w, b = a["weight"], a["bias"]
     out = ctx.new(a["input"].shape)
     mean, rstd = (ctx.new(m.shape) for m in node.outputs[1:])
-    whole = ctx.options.extra.get("norm_chunks", CHOICES[0]) == "row"
+    whole = NORM_CHUNKS.of(ctx.options) == "row"
     chunks, chunk_len = (1, rows.length) if whole else chunking(rows.length, rows.count)
     partial = ctx.new((rows.count, chunks, 2))
     sizes = {"rows": rows.count, "chunks": chunks, "chunk_len": chunk_len, "row_len": rows.length,
@@ -109,8 +107,8 @@ def normalize(ctx: Builder, node: NodeView, x: Tensor, rows: Rows) -> list[Tenso
     params = {**sizes, "numel": out.numel, "C": x.shape[1], "row_n": rows.row_n, "Cg": rows.cg,
               "sn": x.strides[0], "sc": x.strides[1], "eps": float(a["eps"])}
     ctx.dispatch(KernelSpec.of(APPLY, "group_norm[finish]", entry="finish", overrides=affine), operands, params,
-                 -(-rows.count // WORKGROUP))
-    ctx.dispatch(KernelSpec.of(APPLY, "group_norm", overrides=affine), operands, params, -(-out.numel // WORKGROUP))
+                 elements=rows.count)
+    ctx.dispatch(KernelSpec.of(APPLY, "group_norm", overrides=affine), operands, params, elements=out.numel)
     return [out, mean, rstd]
 
 

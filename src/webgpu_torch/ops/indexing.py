@@ -20,7 +20,6 @@ from ..program import Tensor
 from .registry import NodeView, OpCase, register
 
 FILE = "indexing.wgsl"
-WORKGROUP = 256
 MAX_DIMS = 8
 MAX_INDICES = 3
 NAN_BITS = int(np.array(np.nan, np.float32).view(np.uint32))
@@ -57,7 +56,7 @@ def gather(ctx: Builder, src: Tensor, shape: tuple[int, ...], direct: list[int],
     spec = KernelSpec.of(FILE, "gather" + ("[windowed]" if window else ""),
                          overrides={"NUM_INDICES": len(indices), "WINDOWED": window is not None,
                                     "WRAP_NEGATIVE": wrap})
-    ctx.dispatch(spec, [src, *slots, out, status], params, -(-out.numel // WORKGROUP))
+    ctx.dispatch(spec, [src, *slots, out, status], params, elements=out.numel)
     return out
 
 

@@ -17,7 +17,6 @@ from .registry import NodeView, OpCase, register
 
 FILE = "pad.wgsl"
 MAX_DIMS = 8
-WORKGROUP = 256  # per_element.wgsl
 MAPS = {name.lower(): int(code) for name, code in
         re.findall(r"const MAP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 
@@ -31,7 +30,7 @@ def remap(ctx: Builder, x: Tensor, shape: tuple[int, ...], before: list[int], mo
     params = {"numel": out.numel, "ndim": x.ndim, "x_offset": x.offset, "fill": fill, "out_shape": shape,
               "in_shape": x.shape, "before": before, "modes": [MAPS[m] for m in modes], "x_strides": x.strides}
     name = f"remap[{','.join(sorted(set(modes)))}]"
-    ctx.dispatch(KernelSpec.of(FILE, name), [x, out], params, -(-out.numel // WORKGROUP))
+    ctx.dispatch(KernelSpec.of(FILE, name), [x, out], params, elements=out.numel)
     return out
 
 

@@ -9,7 +9,6 @@ from ..builder import Builder, KernelSpec
 from ..program import Tensor
 
 FILE = "prefix_sum.wgsl"
-WORKGROUP = 256
 BLOCK = 1024  # counts per scan_blocks workgroup
 
 
@@ -20,7 +19,7 @@ def exclusive_sum(ctx: Builder, counts: Tensor) -> Tensor:
     out = ctx.new((n,), "int32")
     totals = ctx.new((blocks,), "int32")
     params = {"n": n, "blocks": blocks}
-    for entry, workgroups in (("scan_blocks", blocks), ("scan_totals", 1), ("add_totals", -(-n // WORKGROUP))):
-        ctx.dispatch(KernelSpec.of(FILE, f"prefix_sum[{entry}]", entry=entry), [counts, out, totals], params,
-                     workgroups)
+    grids = {"scan_blocks": {"workgroups": blocks}, "scan_totals": {"workgroups": 1}, "add_totals": {"elements": n}}
+    for entry, grid in grids.items():
+        ctx.dispatch(KernelSpec.of(FILE, f"prefix_sum[{entry}]", entry=entry), [counts, out, totals], params, **grid)
     return out

@@ -98,10 +98,22 @@ REFUSED: dict[str, Refusal] = {}
 OPTIONS: dict[str, tuple[str, ...]] = {}
 
 
-def register_option(name: str, *choices: str) -> None:
+@dataclass(frozen=True)
+class CompileOption:
+    """A family's compile option: read it with `of(ctx.options)`, which gives the default when it was not set."""
+
+    name: str
+    choices: tuple[str, ...]  # the first is the default
+
+    def of(self, options) -> str:
+        return options.extra.get(self.name, self.choices[0])
+
+
+def register_option(name: str, *choices: str) -> CompileOption:
     if name in OPTIONS:
         raise RuntimeError(f"compile option {name!r} is registered twice")
     OPTIONS[name] = choices
+    return CompileOption(name, choices)
 
 
 def refuse(*targets: str, reason: str, inference: bool = True) -> None:

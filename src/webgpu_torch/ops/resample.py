@@ -22,7 +22,6 @@ from ..program import Tensor
 from .registry import NodeView, OpCase, register
 
 FILE = "resample.wgsl"
-WORKGROUP = 256  # per_element.wgsl
 OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 INTEGER_POOLS = {"max": ("int64", "int32"), "avg": ("int64",)}  # the integer dtypes torch's CPU pools take
@@ -68,7 +67,7 @@ def resample(ctx: Builder, node: NodeView, x: Tensor, op: str, spatial: int, ker
     spec = KernelSpec.of(FILE, name, consts={"T": dtypes.dtype(x.dtype).wgsl},
                          overrides={"OP": OP_CODES[op], "COUNT_PAD": count_pad, "ALIGN_CORNERS": align_corners,
                                     "WITH_INDICES": with_indices})
-    ctx.dispatch(spec, [x5, out, indices], params, -(-out.numel // WORKGROUP))
+    ctx.dispatch(spec, [x5, out, indices], params, elements=out.numel)
     shape = node.outputs[0].shape
     return [layout.view(out, shape), layout.view(indices, shape) if with_indices else None]
 

@@ -45,15 +45,13 @@ FILE = "scatter.wgsl"
 SEGMENTED = "scatter_segmented.wgsl"
 MAX_DIMS = 8
 MAX_INDICES = 3
-WORKGROUP = 256  # per_element.wgsl
 PULL_FACTOR = 32
 REDUCTIONS = {name.lower(): int(code) for name, code in
               re.findall(r"const REDUCE_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 # torch's names of the reductions (scatter_reduce.two; the deprecated scatter.reduce overloads).
 REDUCE_NAMES = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "max", "amin": "min", "add": "sum",
                 "multiply": "prod"}
-ROUTES = ("auto", "pull", "segmented")
-register_option("scatter", *ROUTES)
+SCATTER = register_option("scatter", "auto", "pull", "segmented")
 
 
 @dataclass(frozen=True)
@@ -82,7 +80,7 @@ def scatter_into(ctx: Builder, base: Tensor, sources: Sources, reduce: str, incl
 
 
 def _route(ctx: Builder, base: Tensor, sources: Sources) -> str:
-    forced = ctx.options.extra.get("scatter", ROUTES[0])
+    forced = SCATTER.of(ctx.options)
     if forced != "auto":
         return forced
     scan = sources.shape[sources.scan_dim]
@@ -143,7 +141,7 @@ def pull(ctx: Builder, base: Tensor, indices: list[tuple[Tensor, int, int]], sca
                  "HAS_SRC": isinstance(source, tuple), "MASK": mask, "RANKED": ranked}
     name = f"scatter[{reduce}{',mask' * mask}{',ranked' * ranked}]"
     spec = KernelSpec.of(FILE, name, consts={"T": dtypes.dtype(base.dtype).wgsl}, overrides=overrides)
-    ctx.dispatch(spec, [base, src, *slots, out], params, -(-out.numel // WORKGROUP))
+    ctx.dispatch(spec, [base, src, *slots, out], params, elements=out.numel)
     return out
 
 
@@ -174,7 +172,7 @@ def segmented(ctx: Builder, base: Tensor, sources: Sources, reduce: str, include
     def run(entry: str, starts: Tensor, threads) -> None:
         spec = KernelSpec.of(SEGMENTED, f"scatter_segmented[{entry},{reduce}]", entry=entry, consts=consts,
                              overrides=overrides)
-        ctx.dispatch(spec, [base, src, *slots, out, counts, starts, order], params, -(-threads // WORKGROUP))
+        ctx.dispatch(spec, [base, src, *slots, out, counts, starts, order], params, elements=threads)
 
     placeholder = ctx.dummy()  # `starts` before there are any: bound, never read
     run("clear", placeholder, out.numel + 1)
