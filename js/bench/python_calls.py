@@ -35,10 +35,15 @@ def value(v):
     return v
 
 
+def first_call(record: Path) -> tuple[list, dict]:
+    """The positional and keyword arguments of the first call a corpus record (NAME.json) holds."""
+    call = json.loads(record.read_text())["calls"][0]
+    return value(call["args"]), value(call["kwargs"])
+
+
 def per_call(path: Path, calls: int) -> str:
     session = webgpu_torch.load(path)
-    call = json.loads(path.with_suffix(".json").read_text())["calls"][0]
-    args, kwargs = value(call["args"]), value(call["kwargs"])
+    args, kwargs = first_call(path.with_suffix(".json"))
     session(*args, **kwargs)
     times = []
     for _ in range(calls):
