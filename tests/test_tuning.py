@@ -221,3 +221,27 @@ def test_an_option_the_engine_refuses_is_never_chosen(monkeypatch, tmp_path):
     chosen = session.executor().program.dispatches[0].kernel
     assert chosen != bad
     assert_close(session(*args), ref)
+
+
+def test_the_first_probe_times_one_group_then_as_many_as_the_budget_holds(monkeypatch, tmp_path):
+    """A probe compiles every candidate before timing any, so the first holds one group: a cold shader cache
+    on a software adapter then overruns the budget by one group's kernels, not a whole program's."""
+    assert tuning.probe_size(0, 0.0, 5.0) == 1
+    assert tuning.probe_size(1, 1.0, 5.0) == 4  # 4 s left at 1 s a group
+    assert tuning.probe_size(2, 0.5, 5.0) == tuning.GROUPS_PER_PROBE
+    assert tuning.probe_size(1, 4.9, 5.0) == 1
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    monkeypatch.setenv(tuning.BUDGET_VAR, "600")
+    g = seeded("probes")
+    x, *ws = (torch.randn(n, k, generator=g) for n, k in ((67, 36), (36, 44), (44, 53), (53, 29)))
+    program = webgpu_torch.compile_module(Fn(lambda x, a, b, c: ((x @ a).relu() @ b).relu() @ c), (x, *ws)).program
+    sizes = []
+    probe = tuning._probe
+
+    def spy(program, which, ranked):
+        sizes.append(len(which))
+        return probe(program, which, ranked)
+
+    monkeypatch.setattr(tuning, "_probe", spy)
+    Session(program).executor()
+    assert sizes[0] == 1 and sum(sizes) == len(tuning.groups(program)) == 3, sizes

@@ -6,9 +6,11 @@
 //
 // At load, groups whose choice is not cached are timed in probe programs (each dispatch of each candidate
 // REPEATS times in a compute pass of its own, on zero-filled copies of the buffers it binds: tile shapes,
-// not values, set the speed), the most work first, GROUPS_PER_PROBE groups per probe, until the time budget
-// is spent. In each group only the `top` best-ranked candidates are timed (compiling a candidate is most of
-// the cost on a software adapter): the default, then the others by how close their grids are to its grid.
+// not values, set the speed), the most work first, until the time budget is spent: one group in the first
+// probe, then as many as the budget left is expected to hold (probeSize), so a load overruns its budget by
+// at most one probe. In each group only the `top` best-ranked candidates are timed (compiling a candidate
+// is most of the cost on a software adapter): the default, then the others by how close their grids are to
+// its grid.
 // A candidate whose kernel needs a feature the device lacks is neither timed nor chosen. Groups the budget
 // leaves untimed run their default and are timed at a later load. Choices persist per adapter and engine,
 // keyed by what the candidates are (source, entry, overrides, uniform words, grid), in a JSON file on Node
@@ -164,9 +166,10 @@ async function measure(spec, gpu, features, which, options) {
   const start = performance.now();
   const progress = new Progress(order.length);
   let timed = 0;
-  for (let first = 0; first < order.length && performance.now() - start < budget; first += GROUPS_PER_PROBE) {
-    const keys = order.slice(first, first + GROUPS_PER_PROBE);
-    progress.show(first, spec.dispatches[/** @type {number[]} */ (which.get(keys[0]))[0]].node, performance.now() - start);
+  let elapsed = 0;
+  while (timed < order.length && (elapsed = performance.now() - start) < budget) {
+    const keys = order.slice(timed, timed + probeSize(timed, elapsed, budget));
+    progress.show(timed, spec.dispatches[/** @type {number[]} */ (which.get(keys[0]))[0]].node, elapsed);
     const { probe, starts } = probeSpec(spec, features, keys.map((key) => [/** @type {number[]} */ (which.get(key)), /** @type {number[]} */ (ranked.get(key))]));
     const executor = await Executor.create(probe, gpu, features);
     try {
@@ -187,6 +190,19 @@ async function measure(spec, gpu, features, which, options) {
   }
   progress.done(timed, order.length, performance.now() - start);
   return chosen;
+}
+
+/**
+ * How many groups the next probe times: one first, then as many as the budget left holds at the time a group
+ * has taken so far, at most GROUPS_PER_PROBE. A probe compiles all its candidates before it times any (most
+ * of a load on a software adapter with a cold shader cache), so its size bounds the overrun.
+ * @param {number} timed
+ * @param {number} elapsed
+ * @param {number} budget
+ */
+export function probeSize(timed, elapsed, budget) {
+  if (timed === 0) return 1;
+  return Math.max(1, Math.min(GROUPS_PER_PROBE, Math.floor((budget - elapsed) * timed / Math.max(elapsed, 1e-9))));
 }
 
 /**

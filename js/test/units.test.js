@@ -1,5 +1,5 @@
-// The device-free parts: CRC-32, expressions, float16 widening, int64 conversion, trees, and reader rules the
-// golden corpus does not break one by one.
+// The device-free parts: CRC-32, expressions, float16 widening, int64 conversion, trees, tuning's probe
+// sizes, and reader rules the golden corpus does not break one by one.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -10,6 +10,7 @@ import { ArtifactError, InputError, InputTypeError, parse } from '../src/index.j
 import * as expr from '../src/expr.js';
 import { Seq2Seq } from '../src/generation.js';
 import { flatten, unflatten } from '../src/tree.js';
+import { probeSize } from '../src/tuning.js';
 import { container, splitArtifact } from '../testkit/build.js';
 import { affine, grouped } from '../testkit/programs.js';
 
@@ -81,6 +82,13 @@ function edited(edit, raw = affine()) {
   edit(header);
   return container(new TextEncoder().encode(JSON.stringify(header)), data);
 }
+
+test('tuning probes one group first, then as many as the budget left holds at the time per group so far', () => {
+  assert.equal(probeSize(0, 0, 5000), 1);
+  assert.equal(probeSize(1, 1000, 5000), 4); // 4 s left at 1 s a group
+  assert.equal(probeSize(2, 500, 5000), 8); // at most GROUPS_PER_PROBE
+  assert.equal(probeSize(1, 4900, 5000), 1);
+});
 
 test('the reader refuses what the contract rules out beyond the golden cases', () => {
   const cases = /** @type {[(h: any) => void, RegExp, Uint8Array?][]} */ ([

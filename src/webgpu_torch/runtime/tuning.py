@@ -5,12 +5,13 @@ as a whole, by the sum of its members' times, since a split that speeds the GEMM
 
 At load, groups whose choice is not yet cached are timed in probe programs (each dispatch of each candidate
 `REPEATS` times in a compute pass of its own, on zero-filled copies of the buffers it binds: the tile shapes,
-not the values, set the speed), the most work first, a few groups per probe, until the time budget is spent.
-In each group only the `TOP` best-ranked candidates are timed (compiling a candidate's kernel is most of the
-cost on a software adapter): the compiler's default, then the others by how close their grids are to the
-default's — neighbouring tile configurations and splits, since the default already sizes its grid to the
-problem. An option whose kernel needs a feature the device lacks (`Kernel.requires`) is neither timed nor
-chosen. Groups the budget leaves untimed run their default and are timed at a later load. Choices persist
+not the values, set the speed), the most work first, until the time budget is spent: one group in the first
+probe, then as many as the budget left is expected to hold (`probe_size`), so a load overruns its budget by at
+most one probe. In each group only the `TOP` best-ranked candidates are timed (compiling a candidate's kernel
+is most of the cost on a software adapter): the compiler's default, then the others by how close their grids
+are to the default's — neighbouring tile configurations and splits, since the default already sizes its grid
+to the problem. An option whose kernel needs a feature the device lacks (`Kernel.requires`) is neither timed
+nor chosen. Groups the budget leaves untimed run their default and are timed at a later load. Choices persist
 in a JSON cache per adapter, driver and engine, keyed by what the candidates are (their source, entry,
 overrides, packed Params and grid), shared by every program on the device: a later load of any program with
 the same shapes times nothing. While timing, a progress line on a terminal says what is being timed.
@@ -146,14 +147,23 @@ def _measure(program: Program, engine: Engine, which: dict[str, list[int]]) -> d
     order = sorted((key for key in which if key not in chosen), key=lambda key: -_work(program, which[key]))
     budget, start = _number(BUDGET_VAR, 5.0), time.perf_counter()
     progress = _Progress(len(order))
-    for first in range(0, len(order), GROUPS_PER_PROBE):
-        if time.perf_counter() - start > budget:
-            break
-        keys = order[first:first + GROUPS_PER_PROBE]
-        progress.show(first, program.dispatches[which[keys[0]][0]].node, time.perf_counter() - start)
+    first = 0
+    while first < len(order) and (elapsed := time.perf_counter() - start) < budget:
+        keys = order[first:first + probe_size(first, elapsed, budget)]
+        progress.show(first, program.dispatches[which[keys[0]][0]].node, elapsed)
         chosen.update(_fastest(program, engine, {key: which[key] for key in keys}, ranked))
+        first += len(keys)
     progress.done(sum(key in chosen for key in order), len(order), time.perf_counter() - start)
     return chosen
+
+
+def probe_size(timed: int, elapsed: float, budget: float) -> int:
+    """How many groups the next probe times: one first, then as many as the budget left holds at the time a
+    group has taken so far, at most GROUPS_PER_PROBE. A probe compiles all its candidates before it times
+    any (most of a load on a software adapter with a cold shader cache), so its size bounds the overrun."""
+    if timed == 0:
+        return 1
+    return max(1, min(GROUPS_PER_PROBE, int((budget - elapsed) * timed / max(elapsed, 1e-9))))
 
 
 def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], ranked: dict[str, list[int]]
