@@ -85,6 +85,7 @@ def test_registering_an_overload_twice_is_an_error():
     (lambda q: torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True), [torch.randn(1, 1, 5, 300)],
      "causal attention with head dims over 256"),
     (lambda x: torch.linalg.vector_norm(x, ord=3, dim=1), [torch.randn(3, 4)], "vector norm of ord 3"),
+    (lambda x: torch.cdist(x, x, p=1.0), [torch.randn(*[1] * 9, 3, 4)], "cdist with 9 batch dims"),
 ])
 def test_unsupported_forms_are_refused_with_their_reason(fn, inputs, reason):
     from .helpers import Fn

@@ -16,7 +16,7 @@ from ..program import Tensor
 from .registry import NodeView, OpCase, register
 
 FILE = "distance.wgsl"
-MAX_BATCH_DIMS = 6  # strided.wgsl packs 8 dims; rows and columns are addressed apart
+MAX_BATCH_DIMS = 8  # Params packs the batch dims eight to an array (strided.wgsl); rows and columns apart
 
 
 def _norm(p: float) -> int:
@@ -30,8 +30,8 @@ def _check(node: NodeView) -> str | None:
         return f"p-norm distances of {', '.join(x.dtype for x in xs)} inputs (float32 only)"
     if node.args["p"] < 0:
         return f"a p-norm distance needs p ≥ 0, got {node.args['p']}"
-    if xs[0].ndim - 2 > MAX_BATCH_DIMS:
-        return f"cdist with {xs[0].ndim - 2} batch dims (at most {MAX_BATCH_DIMS})"
+    if node.out.ndim - 2 > MAX_BATCH_DIMS:
+        return f"cdist with {node.out.ndim - 2} batch dims (at most {MAX_BATCH_DIMS})"
     return None
 
 
