@@ -28,8 +28,6 @@ def _check(node: NodeView) -> str | None:
     xs = [node.args[k] for k in ("x1", "x2", "self") if k in node.args]
     if any(x.dtype != "float32" for x in xs):
         return f"p-norm distances of {', '.join(x.dtype for x in xs)} inputs (float32 only)"
-    if node.args["p"] < 0:
-        return f"a p-norm distance needs p ≥ 0, got {node.args['p']}"
     if node.out.ndim - 2 > MAX_BATCH_DIMS:
         return f"cdist with {node.out.ndim - 2} batch dims (at most {MAX_BATCH_DIMS})"
     return None
@@ -37,13 +35,14 @@ def _check(node: NodeView) -> str | None:
 
 def _dispatch(ctx: Builder, x1: Tensor, x2: Tensor, out: Tensor, p: float, rows: int, cols: int,
               batch: tuple[int, ...], pairs: bool) -> None:
-    """out's elements from rows of x1 and x2 (both [*batch, n, dim], batch broadcast by strides)."""
+    """out's elements from rows of x1 and x2 (both [*batch, n, dim], batch broadcast by strides); p ≥ 0, as
+    torch checks while tracing. For pairs, x2 is x1 and `cols` is unused."""
     params = {"numel": out.numel, "rows": rows, "cols": cols, "dim": x1.shape[-1], "p": p,
               "batch_ndim": len(batch), "x1_offset": x1.offset, "x2_offset": x2.offset,
               "x1_strides": x1.strides[-2:], "x2_strides": x2.strides[-2:], "batch_shape": batch,
               "x1_batch_strides": x1.strides[:-2], "x2_batch_strides": x2.strides[:-2]}
-    norm = _norm(p)
-    spec = KernelSpec.of(FILE, f"{'pdist' if pairs else 'cdist'}[p={p:g}]", overrides={"NORM": norm, "PAIRS": pairs})
+    spec = KernelSpec.of(FILE, f"{'pdist' if pairs else 'cdist'}[p={p:g}]",
+                         overrides={"NORM": _norm(p), "PAIRS": pairs})
     ctx.dispatch(spec, [x1, x2, out], params, elements=out.numel)
 
 
