@@ -291,23 +291,71 @@ def to_json(v: Value):
     return [v.op, *(to_json(a) for a in v.args)]
 
 
+MAX_MAGNITUDE = 2**53 - 1  # every integer an expression names or computes (docs/artifact.md, Expressions)
+MAX_DEPTH = 32  # nested operators in one expression
+ARITY = {"+": None, "*": None, "//": 2, "%": 2, "max": 2, "min": 2}  # None: one argument or more
+
+
+def interval(j, symbols: dict[str, Symbol], depth: int = 0) -> tuple[int, int]:
+    """The interval of the JSON expression `j` as written, by the exact interval arithmetic docs/artifact.md
+    states (sums and products folded left to right, each step's interval checked); ValueError unless `j` is
+    well formed, no divisor's interval holds 0 and every interval lies within ±MAX_MAGNITUDE. Every value the
+    expression takes over its symbols' ranges then lies in the result, and so does every intermediate value
+    of evaluating it: no division by zero is reachable and no value leaves 53 bits (a float64 runtime
+    evaluates it exactly)."""
+    if isinstance(j, int) and not isinstance(j, bool):
+        return _checked((j, j), j)
+    if isinstance(j, str):
+        if j not in symbols:
+            raise ValueError(f"expression names an undeclared symbol {j[:40]!r}")
+        return symbols[j].lo, symbols[j].hi
+    if not isinstance(j, list) or not j:
+        raise ValueError(f"not an expression: {str(j)[:40]}")
+    op, *args = j
+    if not isinstance(op, str) or op not in ARITY:
+        raise ValueError(f"unknown expression operator {str(op)[:20]!r}")
+    if len(args) != ARITY[op] if ARITY[op] else not args:
+        raise ValueError(f"operator {op!r} with {len(args)} arguments")
+    if depth >= MAX_DEPTH:
+        raise ValueError(f"an expression nested deeper than {MAX_DEPTH}")
+    ranges = [interval(a, symbols, depth + 1) for a in args]
+    acc = ranges[0]
+    for (blo, bhi) in ranges[1:]:
+        alo, ahi = acc
+        if op == "+":
+            acc = (alo + blo, ahi + bhi)
+        elif op in ("//", "%") and blo <= 0 <= bhi:
+            raise ValueError(f"{str(j)[:80]}: the divisor's range [{blo}, {bhi}] includes 0")
+        elif op == "%":  # the remainder takes the divisor's sign
+            acc = (0, bhi - 1) if blo > 0 else (blo + 1, 0)
+        else:
+            corners = [_APPLY[op](x, y) for x in (alo, ahi) for y in (blo, bhi)]
+            acc = (min(corners), max(corners))
+        _checked(acc, j)
+    return acc
+
+
+def _checked(r: tuple[int, int], j) -> tuple[int, int]:
+    if not -MAX_MAGNITUDE <= r[0] <= r[1] <= MAX_MAGNITUDE:
+        raise ValueError(f"{str(j)[:80]}: its range [{r[0]}, {r[1]}] is beyond 53 bits")
+    return r
+
+
 def from_json(j, symbols: dict[str, Symbol]) -> Value:
-    if isinstance(j, bool) or not isinstance(j, (int, str, list)):
-        raise ValueError(f"not an expression: {j!r}")
+    """The Expr of a JSON expression, checked first (`interval`)."""
+    interval(j, symbols)
+    return _from_json(j, symbols)
+
+
+def _from_json(j, symbols: dict[str, Symbol]) -> Value:
+    """A checked JSON expression as a (simplified) Value."""
     if isinstance(j, int):
         return j
     if isinstance(j, str):
-        if j not in symbols:
-            raise ValueError(f"expression names an undeclared symbol {j!r}")
         return Expr.symbol(symbols[j])
     op, *args = j
-    values = [from_json(a, symbols) for a in args]
-    if op == "+":
-        return _add(*values)
-    if op == "*":
-        return _mul(*values)
-    if op in ("//", "%") and len(values) == 2:
-        return _binary(op, *values)
-    if op in ("max", "min") and len(values) == 2:
-        return (maximum if op == "max" else minimum)(*values)
-    raise ValueError(f"unknown expression operator {op!r}")
+    return _BUILD[op](*(_from_json(a, symbols) for a in args))
+
+
+_BUILD = {"+": _add, "*": _mul, "//": lambda a, b: _binary("//", a, b), "%": lambda a, b: _binary("%", a, b),
+          "max": maximum, "min": minimum}

@@ -166,8 +166,24 @@ def _set(path: str, value):
 _DELETE = object()
 
 
-def damaged(raw: bytes, f16: bytes) -> dict[str, tuple[bytes, str]]:
-    """name -> (file bytes, a phrase the ArtifactError must contain). `raw` is tiny.wgpt, `f16` weights_f16.wgpt."""
+def _text(raw: bytes, change, marker: str, text: str) -> bytes:
+    """`_edit`, then the JSON string `marker` replaced by raw header text (what json will not write)."""
+    header, data = parts(raw)
+    change(header)
+    encoded = json.dumps(header, separators=(",", ":")).replace(json.dumps(marker), text)
+    return pack(encoded.encode(), data)
+
+
+def _nested(depth: int):
+    e = 1
+    for _ in range(depth):
+        e = ["+", e, 1]
+    return e
+
+
+def damaged(raw: bytes, f16: bytes, dyn: bytes) -> dict[str, tuple[bytes, str]]:
+    """name -> (file bytes, a phrase the ArtifactError must contain). `raw` is tiny.wgpt, `f16` weights_f16.wgpt,
+    `dyn` dynamic.wgpt."""
     header, data = parts(raw)
     flip_header = bytearray(raw)
     flip_header[40] ^= 0x01
@@ -188,6 +204,23 @@ def damaged(raw: bytes, f16: bytes) -> dict[str, tuple[bytes, str]]:
 
     def extra_binding(h):
         h["dispatches"][storage]["buffers"].append(0)
+
+    def alias(h):
+        d = h["dispatches"][writer]
+        kinds = [k for k in h["kernels"][d["kernel"]]["bindings"] if k != "uniform"]
+        d["buffers"][kinds.index("read")] = d["buffers"][kinds.index("read_write")]
+
+    def unwritten(h):
+        h["buffers"].append({"size": h["buffers"][h["outputs"][0]["buffer"]]["size"], "role": "scratch"})
+        h["outputs"][0]["buffer"] = len(h["buffers"]) - 1
+
+    def long_statement(h):
+        h["sources"][0] = "const hostile = " + "+".join(["1"] * 2000) + ";\n" + h["sources"][0]
+
+    symbol = next(iter(parts(dyn)[0]["symbols"]))
+    dyn_symbol = ["+", symbol, -parts(dyn)[0]["symbols"][symbol]["lo"]]  # 0 at the symbol's lowest value
+    patched = next(i for i, d in enumerate(parts(dyn)[0]["dispatches"]) if d.get("patches"))
+    counted = next(i for i, d in enumerate(parts(dyn)[0]["dispatches"]) if "count" in d)
 
     return {
         "magic": (b"PK\x03\x04" + raw[4:], "not a webgpu_torch program"),
@@ -213,7 +246,7 @@ def damaged(raw: bytes, f16: bytes) -> dict[str, tuple[bytes, str]]:
         "grid_zero": (_edit(raw, _set("dispatches.0.grid", [0, 1, 1])), "bad grid"),
         "grid_large": (_edit(raw, _set("dispatches.0.grid", [70000, 1, 1])), "bad grid"),
         "binding_kind": (_edit(raw, _set("kernels.0.bindings.0", "sampler")), "unknown binding kind"),
-        "short_uniform": (_edit(raw, _set(f"dispatches.{uniform}.uniform", [1])), "short uniform"),
+        "short_uniform": (_edit(raw, _set(f"dispatches.{uniform}.uniform", [1])), "uniform words for"),
         "uniform_word": (_edit(raw, _set(f"dispatches.{uniform}.uniform.0", -1)), "not a u32"),
         "unknown_feature": (_edit(raw, _set("kernels.0.requires", ["teleport"])), "unknown features"),
         "f16_fallback": (_edit(f16, _set(f"kernels.{f16_kernel}.fallback", _DELETE)), "no fallback"),
@@ -224,6 +257,32 @@ def damaged(raw: bytes, f16: bytes) -> dict[str, tuple[bytes, str]]:
         "expression_op": (_edit(raw, _set("outputs.0.shape.0", ["**", 2, 3])), "unknown expression operator"),
         "negative_size": (_edit(raw, _set("buffers.0.size", -4)), "bad size"),
         "source_index": (_edit(raw, _set("kernels.0.source", 99)), "bad source index"),
+        # Untrusted files stay harmless (docs/artifact.md, Running it): expressions, numbers, strings, structure.
+        "divide_by_zero": (_edit(raw, _set("outputs.0.offset", ["//", 1, 0])), "includes 0"),
+        "patch_divisor": (_edit(dyn, _set(f"dispatches.{patched}.patches.0.2", ["//", 64, dyn_symbol])), "includes 0"),
+        "count_divisor": (_edit(dyn, _set(f"dispatches.{counted}.count", ["%", 64, dyn_symbol])), "includes 0"),
+        "expression_range": (_edit(raw, _set("outputs.0.offset", ["*", 2**52, 2**52])), "is beyond 53 bits"),
+        "expression_depth": (_edit(raw, _set("outputs.0.offset", _nested(40))), "nested deeper than 32"),
+        "huge_integer": (_text(raw, _set("outputs.0.offset", "<huge>"), "<huge>", "9" * 5000), "out of range"),
+        "unsafe_integer": (_edit(raw, _set("meta.x", 2**53)), "out of range"),
+        "nan": (_text(raw, _set("meta.x", "<nan>"), "<nan>", "NaN"), "damaged header"),
+        "surrogate_source": (_edit(raw, lambda h: h["sources"].__setitem__(0, "// \ud800\n" + h["sources"][0])),
+                             "lone surrogate"),
+        "surrogate_name": (_edit(raw, _set("kernels.0.name", "gemm\ud800")), "lone surrogate"),
+        "output_rank": (_edit(raw, lambda h: h["outputs"][0].update(shape=[1] * 15 + h["outputs"][0]["shape"],
+                                                                    strides=[0] * 15 + h["outputs"][0]["strides"])),
+                        "17 dimensions, over 16"),
+        "long_uniform": (_edit(raw, lambda h: h["dispatches"][uniform]["uniform"].extend([0, 0, 0, 0])),
+                         "uniform words for"),
+        "aliased_write": (_edit(raw, alias), "binds a buffer it writes twice"),
+        "grid_over_data": (_edit(raw, _set(f"dispatches.{writer}.grid", [64, 1, 1])), "workgroups for"),
+        "output_unwritten": (_edit(raw, unwritten), "scratch that no dispatch writes"),
+        "output_dtype_input": (_edit(raw, lambda h: h["outputs"][0].update(buffer=h["inputs"][0]["buffer"],
+                                                                           dtype="int32")),
+                               "holds no input stored as i32"),
+        "output_dtype_constant": (_edit(raw, lambda h: h["outputs"][0].update(buffer=constant, dtype="int32")),
+                                  "holds constants stored as f32, not i32"),
+        "long_statement": (_edit(raw, long_statement), "a statement of more than 1,024 tokens"),
     }
 
 
@@ -232,8 +291,8 @@ def write_damaged() -> None:
     for old in BAD.glob("*.wgpt"):
         old.unlink()
     expected = {}
-    raw, f16 = (HERE / "tiny.wgpt").read_bytes(), (HERE / "weights_f16.wgpt").read_bytes()
-    for name, (data, phrase) in damaged(raw, f16).items():
+    raw, f16, dyn = ((HERE / f"{name}.wgpt").read_bytes() for name in ("tiny", "weights_f16", "dynamic"))
+    for name, (data, phrase) in damaged(raw, f16, dyn).items():
         (BAD / f"{name}.wgpt").write_bytes(data)
         expected[name] = phrase
     (BAD / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
