@@ -3,6 +3,7 @@ corpus, a catalogue of targeted well-signed edits (each breaks one rule of docs/
 to run far longer than its data implies), and the worker that loads and runs them, reporting how each ended.
 
     python -m tests.fuzz --write DIR [--random N] [--all]   # write the variants and DIR/index.json
+    python -m tests.fuzz --run DIR                          # run them in workers, print what failed
     python -m tests.fuzz --worker                           # read paths on stdin, print one JSON line each
     python -m tests.fuzz FILE                               # load FILE, call it once, print the outcome
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import itertools
 import json
 import os
 import random
@@ -30,6 +32,7 @@ import select
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -295,8 +298,26 @@ def _grids(h: dict):
 
 
 def _loops(h: dict):
-    """Every uniform word of every dispatch and option set to the largest u32 and to 2^31 - 1 (each of
-    them bounds some kernel's loop); every patch to 2^31 - 1."""
+    """Every uniform word of a dispatch (or of one of its options) set at once to the largest u32, and to 2^31 - 1
+    (one of them bounds each kernel's loops); every patch to 2^31 - 1."""
+    def every_word(path, value):
+        def edit(h):
+            words = _at(h, path)
+            words[:] = [value] * len(words)
+        return edit
+
+    for i, d in enumerate(h["dispatches"]):
+        for v in (2**32 - 1, 2**31 - 1):
+            yield f"dispatch {i}: every uniform word {v}", every_word(("dispatches", i, "uniform"), v)
+        for o in range(len(d.get("options", []))):
+            yield f"dispatch {i} option {o}: every uniform word 2^32-1", every_word(
+                ("dispatches", i, "options", o, "uniform"), 2**32 - 1)
+        for p in range(len(d.get("patches", []))):
+            yield f"dispatch {i} patch {p} = 2^31-1", _setter(("dispatches", i, "patches", p, 2), 2**31 - 1)
+
+
+def _loop_words(h: dict):
+    """Each uniform word of each dispatch and option alone set to the largest u32 and to 2^31 - 1."""
     for i, d in enumerate(h["dispatches"]):
         for j in range(len(d["uniform"])):
             for v in (2**32 - 1, 2**31 - 1):
@@ -305,8 +326,6 @@ def _loops(h: dict):
             for j in range(len(opt["uniform"])):
                 path = ("dispatches", i, "options", o, "uniform", j)
                 yield f"dispatch {i} option {o} uniform word {j} = 2^32-1", _setter(path, 2**32 - 1)
-        for p in range(len(d.get("patches", []))):
-            yield f"dispatch {i} patch {p} = 2^31-1", _setter(("dispatches", i, "patches", p, 2), 2**31 - 1)
 
 
 def _memory(h: dict):
@@ -345,38 +364,46 @@ def _complexity(h: dict):
 
 FAMILIES = {"divisions": _divisions, "numbers": _numbers, "ranks": _ranks, "uniform_layouts": _uniform_layouts,
             "strings": _strings, "aliasing": _aliasing, "outputs": _outputs, "grids": _grids, "loops": _loops,
-            "memory": _memory, "complexity": _complexity}
+            "loop_words": _loop_words, "memory": _memory, "complexity": _complexity}
 HOSTILE_BASES = ("mlp", "dynamic", "structured")
+# The suite's sample: this many targeted variants of each family (spread evenly over it), then RANDOM random
+# mutations. The catalogue has about 1,600 variants; `--all` writes every one.
+PER_FAMILY = {"loops": 64}
+DEFAULT_PER_FAMILY = 10
+RANDOM = 40
 
 
-def hostile(bases=HOSTILE_BASES) -> Iterator[tuple[str, bytes]]:
-    """Every targeted variant of `bases`: (a name saying base, family and edit, the file's bytes)."""
-    for base in bases:
-        header, blob = _base(base)
+def catalogue() -> Iterator[tuple[str, str, str, Edit]]:
+    """Every targeted edit: (family, its description, the base it edits, the edit)."""
+    for base in HOSTILE_BASES:
+        header, _ = _base(base)
         for family, make in FAMILIES.items():
             for what, edit in make(header):
-                h = copy.deepcopy(header)
-                edit(h)
-                yield f"{base}: {family}: {what}", _pack(h, blob)
+                yield family, f"{base}: {family}: {what}", base, edit
 
 
-def variants(random_count: int, every: int = 1) -> Iterator[tuple[str, bytes]]:
-    """Every `every`-th targeted variant, then `random_count` random ones."""
-    for i, (what, data) in enumerate(hostile()):
-        if i % every == 0:
-            yield what, data
-    for seed in range(random_count):
-        data, what = mutate(seed)
-        yield f"random {seed}: {what}", data
+def hostile(sample: bool = False) -> Iterator[tuple[str, bytes]]:
+    """The targeted variants (with `sample`, the suite's share of each family): (what, the file's bytes)."""
+    by_family: dict[str, list] = {}
+    for family, what, base, edit in catalogue():
+        by_family.setdefault(family, []).append((what, base, edit))
+    for family, items in by_family.items():
+        k = PER_FAMILY.get(family, DEFAULT_PER_FAMILY) if sample else len(items)
+        for what, base, edit in (items[i * len(items) // k] for i in range(min(k, len(items)))):
+            header, blob = _base(base)
+            edit(header)
+            yield what, _pack(header, blob)
 
 
-def write(folder: Path, random_count: int, every: int = 1) -> list[dict]:
-    """The variants as files in `folder`, with index.json listing [{"file", "what"}] in order."""
+def write(folder: Path, random_count: int, sample: bool = True) -> list[dict]:
+    """The targeted variants (the suite's sample, or all), then `random_count` random ones, as files in
+    `folder`, with index.json listing [{"file", "what"}] in order."""
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.wgpt"):
         old.unlink()
+    randoms = ((f"random {seed}: {what}", data) for seed in range(random_count) for data, what in [mutate(seed)])
     index = []
-    for i, (what, data) in enumerate(variants(random_count, every)):
+    for i, (what, data) in enumerate(itertools.chain(hostile(sample), randoms)):
         (folder / f"{i:04d}.wgpt").write_bytes(data)
         index.append({"file": f"{i:04d}.wgpt", "what": what})
     (folder / "index.json").write_text(json.dumps(index, indent=0) + "\n")
@@ -444,6 +471,29 @@ def run(paths: list[Path], command: list[str], env: dict, timeout: float, cwd: P
             child.kill()
 
 
+CALL_TIMEOUT = 20  # seconds (WEBGPU_TORCH_TIMEOUT in the workers): no call may take longer
+GRACE = 100  # seconds past it before a silent worker is hung (lavapipe's first compile of a kernel is slow)
+CLEAN = ("ran", "refused at load", "refused at run")
+
+
+def replay(folder: Path, index: list[dict], env: dict) -> tuple[Counter, list[str]]:
+    """Run every variant of `index` in Python workers (tuning on: options run too): the count of each outcome,
+    and what failed — a raw exception, a crash, a hang, a call that timed out, or a message of several
+    lines."""
+    env = {**env, "WEBGPU_TORCH_TIMEOUT": str(CALL_TIMEOUT), "WEBGPU_TORCH_TUNE": "1"}
+    command = [sys.executable, "-m", "tests.fuzz", "--worker"]
+    outcomes, failures = Counter(), []
+    results = run([folder / v["file"] for v in index], command, env, CALL_TIMEOUT + GRACE, Path(__file__).parent.parent)
+    for v, result in zip(index, results, strict=True):
+        kind = "timed out" if "did not finish within" in result.get("message", "") else result["outcome"]
+        outcomes[kind] += 1
+        if kind not in CLEAN:
+            failures.append(f"{v['what']}: {kind}: {result.get('error', '')} {result.get('message', '')[:300]}")
+        elif "\n" in result.get("message", ""):
+            failures.append(f"{v['what']}: a message of several lines: {result['message'][:300]}")
+    return outcomes, failures
+
+
 def _worker() -> None:
     """Run each path read from stdin, printing its outcome as one JSON line. A call that timed out leaves its
     device busy: the worker exits after reporting it (the parent starts another)."""
@@ -462,9 +512,16 @@ if __name__ == "__main__":
         _worker()
     elif sys.argv[1:2] == ["--write"]:
         folder, rest = Path(sys.argv[2]), sys.argv[3:]
-        count = int(rest[rest.index("--random") + 1]) if "--random" in rest else 0
-        index = write(folder, count)
+        count = int(rest[rest.index("--random") + 1]) if "--random" in rest else RANDOM
+        index = write(folder, count, sample="--all" not in rest)
         print(f"{len(index)} variants in {folder}")
+    elif sys.argv[1:2] == ["--run"]:
+        folder = Path(sys.argv[2])
+        index = json.loads((folder / "index.json").read_text())
+        outcomes, failures = replay(folder, index, dict(os.environ))
+        print("\n".join(failures))
+        print(f"{len(index)} variants on {os.environ.get('WEBGPU_TORCH_ENGINE', 'the default engine')}: "
+              f"{dict(outcomes)}, {len(failures)} failures")
     else:
         print(json.dumps(_outcome(sys.argv[1])), flush=True)
         os._exit(0)
