@@ -471,8 +471,8 @@ def run(paths: list[Path], command: list[str], env: dict, timeout: float, cwd: P
             child.kill()
 
 
-CALL_TIMEOUT = 20  # seconds (WEBGPU_TORCH_TIMEOUT in the workers): no call may take longer
-GRACE = 100  # seconds past it before a silent worker is hung (lavapipe's first compile of a kernel is slow)
+CALL_TIMEOUT = 60  # seconds (WEBGPU_TORCH_TIMEOUT in the workers): no call may take longer (lavapipe, busy, is slow)
+GRACE = 120  # seconds past it before a silent worker is hung (lavapipe compiles slowly)
 CLEAN = ("ran", "refused at load", "refused at run")
 
 
