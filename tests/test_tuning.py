@@ -15,8 +15,7 @@ from webgpu_torch import artifact
 from webgpu_torch.ops import gemm
 from webgpu_torch.runtime import tuning
 from webgpu_torch.runtime.engine import get_engine
-from webgpu_torch.runtime.executor import Executor
-from webgpu_torch.runtime.session import Session
+from webgpu_torch.runtime.session import Session, open_executor
 
 from .helpers import Fn, assert_close, seeded
 
@@ -53,7 +52,7 @@ def test_forced_configuration_offers_nothing():
 def test_choice_is_timed_once_then_read_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     program, args, ref = _linear_program()
-    ex = Executor(program)
+    ex = open_executor(program)
     (d,) = ex.program.dispatches
     assert not d.options, "the executor runs a resolved program"
     cache = json.loads((tmp_path / "cache.json").read_text())
@@ -66,7 +65,7 @@ def test_choice_is_timed_once_then_read_from_the_cache(tmp_path, monkeypatch):
         raise AssertionError("timed again despite the cache")
 
     monkeypatch.setattr(tuning, "_measure", fail)
-    again = Executor(_linear_program()[0])
+    again = open_executor(_linear_program()[0])
     assert again.program.dispatches[0].kernel == d.kernel
 
 
@@ -86,7 +85,7 @@ def test_every_candidate_computes_the_same(index, monkeypatch, tmp_path):
 def test_tuning_off_runs_the_default(monkeypatch):
     monkeypatch.setenv(tuning.TUNE_VAR, "0")
     program, _, _ = _linear_program()
-    assert Executor(program).program.dispatches == program.dispatches
+    assert open_executor(program).program.dispatches == program.dispatches
 
 
 @pytest.mark.parametrize("make", ["_linear_program", "_split_program"])
@@ -168,7 +167,7 @@ def test_a_subgroup_twin_is_timed_only_where_the_device_has_subgroups(tmp_path, 
     assert [program.kernels[o.kernel].requires for o in tuning.candidates(d)] == [(), ("subgroups",)]
     assert tuning._usable(program, [0], features=set()) == [0]
     assert tuning._usable(program, [0], features={"subgroups"}) == [0, 1]
-    ex = Executor(program)  # Dawn on lavapipe times both; wgpu-native takes the plain kernel untimed
+    ex = open_executor(program)  # Dawn on lavapipe times both; wgpu-native takes the plain kernel untimed
     (chosen,) = ex.program.dispatches
     assert set(ex.program.kernels[chosen.kernel].requires) <= set(get_engine().device.features)
     assert_close(Session(program)(x), torch.nn.functional.layer_norm(x.double(), (96,)))

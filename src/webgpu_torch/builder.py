@@ -61,8 +61,11 @@ def _interface(source: str) -> tuple[tuple[str, ...], UniformLayout | None]:
 
 
 class Builder:
-    def __init__(self, options: CompileOptions):
+    def __init__(self, options: CompileOptions, copy: Callable[[Builder, Tensor], Tensor]):
+        """`copy(builder, t)`: a dispatch making a contiguous copy of view `t` (the elementwise family's, passed
+        in so that the builder imports no op family)."""
         self.options = options
+        self._copy = copy
         self.buffers: list[Buffer] = []
         self.constants: dict[int, np.ndarray] = {}
         self.sources: list[str] = []
@@ -142,9 +145,7 @@ class Builder:
             return t
         if self.buffers[t.buffer].role == "constant" and _static(t) and t.numel <= self.constants[t.buffer].size:
             return self._fold(t, f"{self.buffers[t.buffer].name}{list(t.shape)}")
-        from .ops.elementwise import copy
-
-        return copy(self, t)
+        return self._copy(self, t)
 
     def check(self, message: str) -> tuple[Tensor, int]:
         """A device-side check of the node being lowered: the status buffer (bind it read_write: an array of

@@ -1,7 +1,7 @@
 """Running a Program: everything is built once here, so a call only writes inputs, encodes and reads back.
 
-At construction: the program fitted to the device's features (runtime/features.py), the choice among each
-dispatch's options (runtime/tuning.py), checks against the device's limits, buffers (constants uploaded),
+At construction (the program already fitted to the device's features and tuned: runtime/session.py's
+`open_executor`, as js/src/program.js's `load`): checks against the device's limits, buffers (constants uploaded),
 one shader module per source, explicit bind-group and pipeline layouts from each kernel's declared bindings,
 one pipeline per kernel a dispatch runs, all dispatch uniforms in one uniform buffer (written once), one bind
 group per dispatch, and one mappable staging buffer for all outputs. Any failure is a one-line DeviceError.
@@ -25,9 +25,9 @@ import numpy as np
 from .. import dtypes, symbolic
 from ..errors import DeviceError, DeviceIndexError, InputError
 from ..program import Program, Tensor, fold_grid
-from . import features, transfer, tuning
+from . import transfer
 from .device_tensor import DeviceTensor
-from .engine import Engine, get_engine
+from .engine import Engine
 
 _BUFFER_TYPE = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
 
@@ -45,15 +45,15 @@ class _Readback:
 
 
 class Executor:
-    def __init__(self, program: Program, engine: str | None = None):
+    def __init__(self, program: Program, engine: Engine):
+        """Build `program`, whose dispatches run as written (fitted to `engine`'s features and tuned)."""
         program.check()
-        self.engine: Engine = get_engine(engine)
+        self.engine = engine
+        self.program = program
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
         self._failed = ""  # why this program refuses calls (a call that timed out), "" while usable
         self._env: dict[str, int] | None = None
         with self.engine.lock:
-            program = features.for_device(program, self.engine.device.features)
-            self.program = tuning.resolve(program, self.engine)  # options: this device's fastest
             self._check_limits()
             self._build_buffers()
             self._build_pipelines()

@@ -39,6 +39,8 @@ import numpy as np
 from ..errors import DeviceError
 from ..program import Buffer, Dispatch, Kernel, Option, Program
 from .engine import CallTimeout, Engine
+from .executor import Executor
+from .timing import dispatch_times
 
 TUNE_VAR = "WEBGPU_TORCH_TUNE"
 CACHE_VAR = "WEBGPU_TORCH_CACHE"
@@ -171,13 +173,10 @@ def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], rank
     """Each group's fastest candidate, timed in one probe. A candidate the engine refuses (a kernel its shader
     compiler rejects) is never chosen: when the probe fails, its groups are timed one by one, and a group that
     still fails, one candidate at a time, dropping those that fail. A probe that times out ends the tuning."""
-    from .executor import Executor
-    from .timing import dispatch_times
-
     keys = list(which)
     probe, starts = _probe(program, [which[key] for key in keys], [ranked[key] for key in keys])
     try:
-        times = dispatch_times(Executor(probe, engine.name), samples=SAMPLES, repeats=REPEATS)
+        times = dispatch_times(Executor(probe, engine), samples=SAMPLES, repeats=REPEATS)
     except CallTimeout:
         raise  # the device is still running the probe: retrying candidates would queue behind it
     except DeviceError:
