@@ -11,6 +11,8 @@ from webgpu_torch import dtypes
 from webgpu_torch.errors import DeviceError, UnsupportedError
 from webgpu_torch.ops import register
 
+pytestmark = pytest.mark.host
+
 
 class Unsupported(torch.nn.Module):
     def forward(self, x):

@@ -42,7 +42,6 @@ DEFAULT_MAX_BINDING = 128 * 2**20  # WebGPU's default maxStorageBufferBindingSiz
 
 @dataclass(frozen=True)
 class CompileOptions:
-    gemm: str = "auto"  # GEMM variant: "auto" or a name in ops.gemm.CONFIGS
     max_binding: int = DEFAULT_MAX_BINDING  # no dispatch binds a larger buffer (larger constants are split)
     contiguous_outputs: bool = False  # outputs that are strided views get a copy (to feed other programs)
     extra: dict = field(default_factory=dict)  # family-specific options, read by the family that owns them
@@ -235,14 +234,16 @@ class Builder:
                 raise RuntimeError(f"{spec.name}: its engine sources differ in bindings or Params")
         source = form(source)
         name = spec.name.replace(",f16", ",f16 widened") if widen else spec.name
+        texts = [source, *(self.sources[i] for _, i in engine_sources)]
+        fields = dict(zip(("source", "entry", "bindings", "uniform", "overrides", "engine_sources"),
+                          (self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources),
+                          strict=True)) | _workgroup(spec, texts)
         if wgsl.uses_subgroup_matrix(source):
-            return Kernel(name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources,
-                          wgsl.SUBGROUP_MATRIX_FEATURES)
+            return Kernel(name, **fields, requires=wgsl.SUBGROUP_MATRIX_FEATURES)
         if not wgsl.uses_f16(source):
-            return Kernel(name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources)
+            return Kernel(name, **fields)
         fallback = self._kernel_index(self._make_kernel(spec, source, kinds, layout, widen=True))
-        return Kernel(spec.name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources,
-                      (F16,), fallback)
+        return Kernel(spec.name, **fields, requires=(F16,), fallback=fallback)
 
     def _subgroup_twin(self, spec: KernelSpec) -> int | None:
         """The kernel of `spec` built with its helpers' subgroup twins (wgsl.kernel_source), if it has any."""
@@ -251,7 +252,8 @@ class Builder:
             return None
         kinds, layout = _interface(twin)
         return self._kernel_index(Kernel(f"{spec.name}+{wgsl.SUBGROUPS}", self._source(twin), spec.entry, kinds,
-                                         layout, spec.overrides, requires=(wgsl.SUBGROUPS,)))
+                                         layout, spec.overrides, requires=(wgsl.SUBGROUPS,),
+                                         **_workgroup(spec, [twin])))
 
     def _kernel_index(self, kernel: Kernel) -> int:
         if kernel not in self._kernel_ids:
@@ -280,6 +282,16 @@ class Builder:
             self._source_ids[text] = len(self.sources)
             self.sources.append(text)
         return self._source_ids[text]
+
+
+def _workgroup(spec: KernelSpec, sources: list[str]) -> dict:
+    """The declared workgroup of `spec`'s entry point over its sources (one per engine): the same size in
+    each, and the most workgroup memory any of them uses."""
+    points = {wgsl.entry_point(text, spec.entry, dict(spec.overrides)) for text in sources}
+    if len({p.workgroup_size for p in points}) != 1:
+        raise RuntimeError(f"{spec.name}: its engine sources differ in workgroup size")
+    return {"workgroup_size": next(iter(points)).workgroup_size,
+            "workgroup_bytes": max(p.workgroup_bytes for p in points)}
 
 
 def _static(t: Tensor) -> bool:

@@ -213,7 +213,7 @@ def _im2col_channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: 
     """The vec4 im2col GEMM's output, [batch, OC, OH, OW] as a view of channels-last memory; None when x is
     not channels-last with 4k channels, or a forced element configuration asks for the other kernel."""
     image = layout.permute(x, [0, 2, 3, 1])
-    forced = ctx.options.gemm
+    forced = gemm.GEMM.of(ctx.options)
     if not gemm.Im2col.fits(image) or (forced not in ("auto", "gemv") and not gemm.CONFIGS[forced].vec4):
         return None
     a = gemm.Im2col(image, (g.kh, g.kw), (g.oh, g.ow), g.stride, g.padding, g.dilation)
@@ -228,7 +228,7 @@ def _im2col(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish, out: T
     w = ctx.contiguous(w)  # A[m, k] reads (ic, kh, kw) as one contiguous run
     n = g.batch * g.oh * g.ow
     # The im2col loader reads by element: a forced vec4 configuration runs as its element twin, gemv as auto.
-    forced = "auto" if ctx.options.gemm == "gemv" else ctx.options.gemm
+    forced = "auto" if gemm.GEMM.of(ctx.options) == "gemv" else gemm.GEMM.of(ctx.options)
     name = gemm.choose_config(1, g.oc, n, False, forced)
 
     def variant(name: str) -> None:

@@ -22,7 +22,7 @@ from functools import partial
 from numbers import Number
 from typing import ClassVar
 
-from .. import dtypes, layout, symbolic
+from .. import dtypes, layout, symbolic, wgsl
 from ..builder import Builder, KernelSpec
 from ..graph import Epilogue
 from ..program import Tensor
@@ -172,6 +172,9 @@ CONFIGS = {
     "sm_f16_64x64": MatrixConfig(1, 2, 32, 2, 1),
     "sm_f16x3_128x128": MatrixConfig(2, 4, 16, 1, 2),
 }
+# Force one configuration on every GEMM (`compile(ep, gemm="pr")`; "gemv" the matrix-vector kernel): tests and
+# benchmarks of one kernel. "auto" routes by shape and layout, and offers the others for tuning.
+GEMM = register_option("gemm", "auto", "gemv", *CONFIGS)
 
 
 def vec4_axis(t: Tensor) -> int | None:
@@ -198,7 +201,6 @@ PRECISION = register_option("precision", "float32", "float16")  # what the GEMM 
 MATRIX_F16 = ("sm_f16_128x128", "sm_f16_128x64", "sm_f16_64x64")
 ENOUGH_BLOCKS = 256
 GEMV_MAX_ROWS = 8
-GEMV_WORKGROUP = 256  # gemv.wgsl's WORKGROUP
 SPLIT_K_MIN_DEPTH = 256  # each split keeps at least this much of K
 SPLIT_K_MAX = 64
 
@@ -297,7 +299,7 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     use_bias = bias is not None and beta != 0  # torch ignores `self` (even NaN) when beta == 0
     bias3 = layout.broadcast_to(bias, (batch, m, n)) if use_bias else None
     res3 = None if residual is None else ctx.reshaped(residual, (batch, m, n))
-    forced = ctx.options.gemm
+    forced = GEMM.of(ctx.options)
     axes = (vec4_axis(a3), vec4_axis(b3))
     if forced in ("gemv", "auto") and symbolic.bound(m) <= GEMV_MAX_ROWS and axes[0] == 2 and axes[1]:
         return _gemv(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, b_k_contiguous=axes[1] == 1)
@@ -346,7 +348,7 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     """The tiled kernels' part of `gemm`: a configuration by size, and K split when the output is small.
     Unforced, the other configurations of the kernel family (and, for a split, other splits and none) are
     alternatives for the runtime to time (Builder.alternatives)."""
-    forced = ctx.options.gemm
+    forced = GEMM.of(ctx.options)
     (batch, m, k), n = a3.shape, b3.shape[2]
     # Tile sizes and K splits only change speed, so dynamic sizes are judged by their hints.
     hb, hm, hn = (symbolic.hint(v) for v in (batch, m, n))
@@ -412,7 +414,7 @@ def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tens
           beta: float, out_shape: tuple[int, ...], ep: Epilogue | None, b_k_contiguous: bool) -> Tensor:
     """gemv.wgsl; with B contiguous along K, each team size of GEMV_TEAMS is an alternative to time."""
     out = ctx.new(out_shape)
-    teams = GEMV_TEAMS if b_k_contiguous and ctx.options.gemm == "auto" else GEMV_TEAMS[:1]
+    teams = GEMV_TEAMS if b_k_contiguous and GEMM.of(ctx.options) == "auto" else GEMV_TEAMS[:1]
     ctx.alternatives([partial(_gemv_dispatch, ctx, a3, b3, bias3, res3, alpha, beta, out, ep, b_k_contiguous, t)
                       for t in teams])
     return out
@@ -424,7 +426,8 @@ def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, r
     batch, m, k = a3.shape
     n = b3.shape[2]
     rows = 1 << (symbolic.bound(m) - 1).bit_length()  # the register rows: M (at most) up to a power of two
-    per_block = GEMV_WORKGROUP // team if b_k_contiguous else 32  # sweep_n: 8 vec4 of columns
+    width = wgsl.constant(wgsl.kernel_source("gemv.wgsl"), "WORKGROUP")
+    per_block = width // team if b_k_contiguous else 32  # sweep_n: 8 vec4 of columns
     blocks_n = -(-n // per_block)
     entry = "dot_k" if b_k_contiguous else "sweep_n"
     b_type, b_label = _b_type(b3)

@@ -28,12 +28,24 @@ from ..program import Program, Tensor, fold_grid
 from . import transfer
 from .device_tensor import DeviceTensor
 from .engine import Engine
+from .features import workgroup_problem
 
 _BUFFER_TYPE = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
 
 
 def _round_up(n: int, k: int) -> int:
     return -(-n // k) * k
+
+
+def readback(t: Tensor, env: dict[str, int]) -> tuple[Tensor, int, int]:
+    """Output view `t` at sizes `env`, and the byte range of its buffer a call copies out (or into a
+    DeviceTensor of its own): from its first element's offset rounded down to 4 bytes, up to one past its
+    furthest element rounded up to 4 (docs/artifact.md, "Reading outputs")."""
+    view = t.at(env)
+    item = dtypes.dtype(view.dtype).itemsize
+    start = view.offset * item // 4 * 4
+    end = _round_up((view.offset + view.span()) * item, 4)
+    return view, start, end - start
 
 
 @dataclass(frozen=True)
@@ -87,6 +99,9 @@ class Executor:
             if kernel.uniform is not None and kernel.uniform.size > uniform:
                 raise DeviceError(f"kernel {kernel.name}: its {kernel.uniform.size}-byte Params exceed this "
                                   f"adapter's {uniform}-byte uniform bindings")
+            too_large = workgroup_problem(kernel, limits)
+            if too_large:
+                raise DeviceError(f"kernel {kernel.name}: {too_large}")
 
     def _build_buffers(self) -> None:
         wgpu, device = self.engine.wgpu, self.engine.device
@@ -208,13 +223,8 @@ class Executor:
                  for d, count in zip(self.program.dispatches, self._counts, strict=True)]
         self._plan = [(self.pipelines[d.kernel], bg, grid)
                       for d, bg, grid in zip(self.program.dispatches, self.bind_groups, grids, strict=True)]
-        self._readbacks = []
-        for t, dst in zip(self.program.outputs, self._staging_offsets, strict=True):
-            view = t.at(env)
-            item = dtypes.dtype(view.dtype).itemsize
-            start = view.offset * item // 4 * 4
-            end = _round_up((view.offset + view.span()) * item, 4)
-            self._readbacks.append(_Readback(view, start, end - start, dst))
+        self._readbacks = [_Readback(*readback(t, env), dst)
+                           for t, dst in zip(self.program.outputs, self._staging_offsets, strict=True)]
         self._env = dict(env)
 
     # -- call time --------------------------------------------------------------------------------------------
