@@ -315,6 +315,8 @@ def _tree(t: Any, depth: int = 0) -> dict:
         if kind == "dict" and (len(_list(t["keys"], "tree keys")) != len(items)
                                or not all(isinstance(k, str) for k in t["keys"]) or len(set(t["keys"])) != len(items)):
             raise ValueError("a dict tree node's keys do not match its items")
+    if not isinstance(t.get("class", ""), str):
+        raise ValueError(f"a tree node's class is {type(t['class']).__name__}, not a string")
     if kind == "const" and not isinstance(t.get("value"), (type(None), bool, int, float, str)):
         raise ValueError(f"a const tree node holds {type(t.get('value')).__name__}")
     return t
