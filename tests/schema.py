@@ -37,9 +37,8 @@ def problems(value, schema: dict = SCHEMA, path: str = "$") -> list[str]:
     if "enum" in schema and not any(_equal(value, e) for e in schema["enum"]):
         return [f"{path}: not one of {json.dumps(schema['enum'])}"]
     out = []
-    if _is(value, "number"):
-        if value < schema.get("minimum", value) or value > schema.get("maximum", value):
-            out.append(f"{path}: {value} out of range")
+    if _is(value, "number") and not schema.get("minimum", value) <= value <= schema.get("maximum", value):
+        out.append(f"{path}: {value} out of range")
     if isinstance(value, list):
         if not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", len(value)):
             out.append(f"{path}: {len(value)} items")
@@ -58,4 +57,4 @@ def problems(value, schema: dict = SCHEMA, path: str = "$") -> list[str]:
 
 
 def _equal(a, b) -> bool:
-    return type(a) in (int, float) and type(b) in (int, float) and a == b or (type(a) is type(b) and a == b)
+    return (type(a) in (int, float) and type(b) in (int, float) and a == b) or (type(a) is type(b) and a == b)

@@ -9,6 +9,8 @@ from importlib import resources
 import pytest
 
 from webgpu_torch import wgsl
+from webgpu_torch.builder import KernelSpec
+from webgpu_torch.ops import gemm
 from webgpu_torch.program import SUBGROUP_MATRIX
 from webgpu_torch.runtime.engine import get_engine
 
@@ -72,17 +74,28 @@ def test_every_shipped_file_declares_a_parsable_interface(name):
         assert wgsl.uniform_layout(source).size % 16 == 0
 
 
+NEEDS = {gemm.MatrixConfig.file: gemm.MatrixConfig.requires}  # the files whose kernels need optional features
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("name", SHIPPED)
+def test_kernel_files_enable_nothing_themselves(name):
+    """A kernel declares the features it needs (KernelSpec.requires); the builder writes their directives."""
+    assert not re.search(r"^enable ", resources.files("webgpu_torch.ops").joinpath(name).read_text(), re.MULTILINE)
+
+
 @pytest.mark.parametrize("name", [n for n in SHIPPED if "@compute" in wgsl.kernel_source(n)])
 def test_every_kernel_compiles_on_the_engine(name):
     device = get_engine().device
-    source = wgsl.kernel_source(name)
-    if wgsl.uses_subgroup_matrix(source) and SUBGROUP_MATRIX not in device.features:
+    needs = NEEDS.get(name, ())  # what its KernelSpecs declare
+    source = wgsl.enables(needs) + wgsl.kernel_source(name)
+    if SUBGROUP_MATRIX in needs and SUBGROUP_MATRIX not in device.features:
         with pytest.raises(Exception, match="chromium_experimental_subgroup_matrix"):  # refused, by name
             device.create_shader_module(code=source).get_compilation_info()
         return
     assert _diagnostics(device, source) == []
     if wgsl.SUBGROUPS in device.features:  # Dawn on lavapipe has them: the subgroup twins compile too
-        assert _diagnostics(device, wgsl.kernel_source(name, subgroups=True)) == []
+        assert _diagnostics(device, wgsl.enables((wgsl.SUBGROUPS,)) + wgsl.kernel_source(name, subgroups=True)) == []
 
 
 def _diagnostics(device, source: str) -> list[str]:
@@ -108,8 +121,13 @@ def test_a_subgroup_twin_defines_the_same_functions(name):
 @pytest.mark.host
 def test_a_kernel_that_includes_a_twinned_helper_gets_a_subgroup_source():
     plain, twin = wgsl.kernel_source("softmax.wgsl"), wgsl.kernel_source("softmax.wgsl", subgroups=True)
-    assert "subgroupShuffleXor" not in plain and "enable" not in plain
-    assert twin.startswith("enable subgroups;\n") and "subgroupShuffleXor" in twin
+    assert "subgroupShuffleXor" not in plain and "subgroupShuffleXor" in twin
+    spec = KernelSpec.of("softmax.wgsl", "softmax", requires=())
+    assert spec.source(subgroups=True) == "enable subgroups;\n" + twin and spec.source() == plain
+    half = KernelSpec.of("gemv.wgsl", "gemv", entry="dot_k", consts={"ROWS": 1, "B_T": "f16"}, requires=("shader-f16",))
+    assert half.source().startswith("enable f16;\n") and "enable" not in half.widened().source()
+    with pytest.raises(ValueError, match="an f16 substitution needs requires"):
+        KernelSpec.of("gemv.wgsl", "gemv", consts={"B_T": "f16"})
     assert wgsl.kernel_source("gemm.wgsl", subgroups=True) == wgsl.kernel_source("gemm.wgsl")  # no twin inside
 
 

@@ -6,9 +6,9 @@ replaced by that file's text. Compile-time parameters come in two forms:
   * `const NAME: T = default;` — replaced by value here, for what WGSL requires to be a true constant
     (function-scope array lengths such as a thread's register tile);
   * `alias NAME = type;` — replaced by another type here, for kernels that serve several dtypes.
-The substitution touches only the value of a named declaration; there is no template language. A source
-specialised with an f16 alias gets the `enable f16;` directive WGSL requires (its first line); `f16` enters
-our kernels only through aliases, so `without_f16` can turn such a source back into its f32 form.
+The substitution touches only the value of a named declaration; there is no template language. Kernel files
+hold no `enable` directive: a kernel declares the optional features it needs (KernelSpec.requires) and
+`enables` writes the directives WGSL requires for them.
 A helper may have a subgroup twin (`row.wgsl` and `row.subgroups.wgsl`: the same functions written with
 subgroup operations); `kernel_source(file, subgroups=True)` includes the twins instead, for the kernel that
 the builder offers where the device has subgroups.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from .program import F16, SUBGROUP_MATRIX, Patch, UniformField, UniformLayout
+from .program import F16, FEATURES, SUBGROUP_MATRIX, Patch, UniformField, UniformLayout
 from .symbolic import Expr
 
 _CONST = re.compile(r"\bconst\s+(\w+)\s*:\s*(\w+)\s*=\s*[^;]+;")
@@ -40,8 +40,17 @@ MAX_UNIFORM_ALIGN = 256  # WebGPU's largest minUniformBufferOffsetAlignment
 _INCLUDE = re.compile(r"^//! include (\S+)$", re.MULTILINE)
 
 
-_ENABLE = re.compile(r"^enable \w+;\n", re.MULTILINE)
 SUBGROUPS = "subgroups"  # the optional WebGPU feature (and WGSL extension) of subgroup operations
+EXTENSIONS = {F16: "f16", SUBGROUPS: SUBGROUPS, SUBGROUP_MATRIX: "chromium_experimental_subgroup_matrix"}
+
+
+def enables(features) -> str:
+    """The `enable` directives a source needs for the optional WebGPU `features` its kernel declares, in the
+    format's order of features."""
+    unknown = set(features) - set(EXTENSIONS)
+    if unknown:
+        raise ValueError(f"no WGSL extension is known for the features {sorted(unknown)}")
+    return "".join(f"enable {EXTENSIONS[f]};\n" for f in FEATURES if f in features)
 
 
 def _shipped(filename: str):
@@ -59,17 +68,14 @@ def kernel_source(filename: str, subgroups: bool = False) -> str:
     `//! include other.wgsl` line replaced by that file's text (a shared helper such as activation.wgsl).
 
     With `subgroups`, a helper that has a subgroup twin (`subgroup_twin`: the same functions written with
-    subgroup operations) is included as its twin instead. An included file's `enable` directives move to the
-    top of the result, where WGSL requires them."""
+    subgroup operations) is included as its twin instead."""
     def include(m: re.Match) -> str:
         name = m.group(1)
         if subgroups and _shipped(subgroup_twin(name)).is_file():
             name = subgroup_twin(name)
         return kernel_source(name, subgroups)
 
-    text = _INCLUDE.sub(include, _shipped(filename).read_text())
-    directives = dict.fromkeys(_ENABLE.findall(text))  # once each, in order
-    return "".join(directives) + _ENABLE.sub("", text)
+    return _INCLUDE.sub(include, _shipped(filename).read_text())
 
 
 def specialize(source: str, consts: dict[str, int | float | bool | str]) -> str:
@@ -94,27 +100,7 @@ def specialize(source: str, consts: dict[str, int | float | bool | str]) -> str:
     out = _ALIAS.sub(replace_alias, _CONST.sub(replace_const, source))
     if missing:
         raise KeyError(f"kernel has no const declaration for {sorted(missing)}")
-    return ENABLE_F16 + out if _F16_ALIAS.search(out) and not uses_f16(out) else out
-
-
-ENABLE_F16 = "enable f16;\n"
-_F16_ALIAS = re.compile(r"\balias\s+(\w+)\s*=\s*f16\s*;")
-_SUBGROUP_MATRIX = re.compile(r"^enable chromium_experimental_subgroup_matrix;$", re.MULTILINE)
-SUBGROUP_MATRIX_FEATURES = (F16, SUBGROUPS, SUBGROUP_MATRIX)  # what a source with subgroup matrices requires
-
-
-def uses_f16(source: str) -> bool:
-    return source.startswith(ENABLE_F16)
-
-
-def uses_subgroup_matrix(source: str) -> bool:
-    return _SUBGROUP_MATRIX.search(source) is not None
-
-
-def without_f16(source: str) -> str:
-    """A source specialised with f16 aliases, with each set to f32 instead and no `enable f16;`: the same
-    kernel for an adapter without `shader-f16`, reading float32 buffers."""
-    return _F16_ALIAS.sub(r"alias \1 = f32;", source.removeprefix(ENABLE_F16))
+    return out
 
 
 def _literal(value: int | float | bool, ty: str) -> str:
