@@ -9,6 +9,8 @@
 /** @typedef {Record<string, number>} Env */
 /** @typedef {[number, number]} Interval */
 
+import { LIMITS } from './limits.js';
+
 const ARITY = /** @type {Record<string, number>} */ ({ '+': -1, '*': -1, '//': 2, '%': 2, max: 2, min: 2 });
 
 /**
@@ -91,8 +93,8 @@ export function problem(e, symbols) {
 /** Why an expression is invalid. */
 class Invalid extends Error {}
 
-export const MAX_MAGNITUDE = 2 ** 53 - 1;
-export const MAX_DEPTH = 32;
+const MAX_MAGNITUDE = LIMITS.max_number; // 2^53 - 1: every integer an expression names or computes
+const MAX_DEPTH = LIMITS.max_expression_depth; // nested operators in one expression
 
 /**
  * @param {unknown} e
@@ -102,8 +104,8 @@ export const MAX_DEPTH = 32;
  */
 function interval(e, symbols, depth) {
   if (typeof e === 'number') {
-    if (!Number.isInteger(e)) throw new Invalid(`not an integer: ${JSON.stringify(e)}`);
-    return checked([e, e], e);
+    if (!Number.isInteger(e) || Math.abs(e) > MAX_MAGNITUDE) throw new Invalid(`not an integer: ${JSON.stringify(e)}`);
+    return [e, e];
   }
   if (typeof e === 'string') {
     if (!Object.hasOwn(symbols, e)) throw new Invalid(`expression names an undeclared symbol ${JSON.stringify(e).slice(0, 40)}`);
@@ -173,7 +175,7 @@ export function bounds(e, symbols) {
  */
 function corners(a, b, f) {
   const v = [f(a[0], b[0]), f(a[0], b[1]), f(a[1], b[0]), f(a[1], b[1])];
-  return [Math.min(...v), Math.max(...v)];
+  return [Math.min(...v) + 0, Math.max(...v) + 0]; // + 0: integers, never -0
 }
 
 /**
