@@ -47,6 +47,7 @@ def test_the_memory_cap_refuses_a_program_before_it_allocates(monkeypatch):
         session.executor()
 
 
+@pytest.mark.host
 def test_outcomes_are_classified_by_what_the_worker_says(tmp_path):
     """The runner itself: a worker that dies is a crash, one that goes silent a hang (so the fuzz can fail)."""
     paths = [tmp_path / "a", tmp_path / "b"]
