@@ -521,6 +521,45 @@ export class Executor {
     }
   }
 
+  /**
+   * The state `name` as the calls so far left it, read back to the host (one copy, one map).
+   * @param {string} name
+   * @returns {Promise<HostTensor>}
+   */
+  async readState(name) {
+    const s = this.state(name);
+    const buffer = this.buffers[s.buffer];
+    const staging = this.device.createBuffer({ size: buffer.size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const encoder = this.device.createCommandEncoder();
+    encoder.copyBufferToBuffer(buffer, 0, staging, 0, buffer.size);
+    this.device.queue.submit([encoder.finish()]);
+    try {
+      await this.settle(staging.mapAsync(GPUMapMode.READ), `reading state ${name}`);
+      const strides = s.shape.map((_, k) => s.shape.slice(k + 1).reduce((a, b) => a * b, 1));
+      return { data: gather(new Uint32Array(staging.getMappedRange()), s.dtype, s.shape, strides, 0), shape: s.shape.slice(), dtype: s.dtype };
+    } finally {
+      staging.destroy();
+    }
+  }
+
+  /**
+   * Zero the states `names` (every state when none is named), as at load; ordered after the calls made so far.
+   * @param {string[]} [names]
+   */
+  resetState(names) {
+    for (const s of names?.length ? names.map((n) => this.state(n)) : this.spec.states) {
+      const buffer = this.buffers[s.buffer];
+      this.device.queue.writeBuffer(buffer, 0, new Uint8Array(buffer.size));
+    }
+  }
+
+  /** @param {string} name */
+  state(name) {
+    const s = this.spec.states.find((x) => x.name === name);
+    if (!s) throw new RangeError(`no state ${JSON.stringify(name)} in this program (its states: ${this.spec.states.map((x) => x.name).join(', ') || 'none'})`);
+    return s;
+  }
+
   poison() {
     const largest = Math.max(0, ...this.scratch.map((b) => b.size));
     if (!this.nan || this.nan.length < largest) this.nan = new Uint8Array(largest).fill(0xff);

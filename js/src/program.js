@@ -111,6 +111,33 @@ export class Program {
     return result.then((leaves) => tree.unflatten(this.spec.outputTree, leaves));
   }
 
+  /** The names of the tensors this program keeps between calls (a KV cache), zero at load. */
+  get states() {
+    return this.spec.states.map((s) => s.name);
+  }
+
+  /**
+   * State `name` as the calls made so far left it (after those still queued).
+   * @param {string} name
+   * @returns {Promise<HostTensor>}
+   */
+  async readState(name) {
+    const result = this.queue.then(() => this.executor.readState(name));
+    this.queue = result.catch(() => {});
+    return result;
+  }
+
+  /**
+   * Zero the named states (every state when none is named), after the calls made so far.
+   * @param {...string} names
+   * @returns {Promise<void>}
+   */
+  async resetState(...names) {
+    const result = this.queue.then(() => this.executor.resetState(names));
+    this.queue = result.catch(() => {});
+    return result;
+  }
+
   /** Free the program's GPU buffers (device tensors it returned stay valid). */
   destroy() {
     this.executor.destroy();

@@ -6,7 +6,10 @@
 export const TOLERANCE = 1e-5;
 
 /** @typedef {{data: ArrayBufferView & ArrayLike<number | bigint>, shape: number[], dtype: string}} Tensor */
-/** @typedef {{args: unknown[], kwargs: Record<string, unknown>, outputs: Tensor[], error?: string}} Call */
+/**
+ * @typedef {{args: unknown[], kwargs: Record<string, unknown>, outputs: Tensor[], error?: string, reset: boolean,
+ *   states: Record<string, Tensor>}} Call
+ */
 
 const ARRAYS = /** @type {Record<string, any>} */ ({
   float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array, bool: Uint8Array, uint8: Uint8Array,
@@ -54,6 +57,8 @@ export function value(v) {
 export function parseCalls(text) {
   return JSON.parse(text).calls.map((/** @type {any} */ c) => ({
     args: value(c.args), kwargs: value(c.kwargs), outputs: (c.outputs ?? []).map(tensor), error: c.error,
+    reset: c.reset_state === true,
+    states: Object.fromEntries(Object.entries(c.states ?? {}).map(([k, v]) => [k, tensor(/** @type {any} */ (v))])),
   }));
 }
 
@@ -111,18 +116,27 @@ export function mismatch(got, want, what) {
 export async function replay(program, calls, name) {
   const problems = [];
   for (const [n, call] of calls.entries()) {
-    if (call.error !== undefined) {  // the call must raise an index error saying `error`
+    if (call.reset) {
+      await program.resetState();
+    } else if (call.error !== undefined) {  // the call must raise an index error saying `error`
       const why = await program.run({ args: call.args, kwargs: call.kwargs }).then(
         () => 'ran', (/** @type {Error} */ e) => (e.name === 'DeviceIndexError' && e.message.includes(/** @type {string} */ (call.error)) ? null : `${e.name}: ${e.message}`));
       if (why) problems.push(`${name} call ${n}: expected an index error saying "${call.error}", got: ${why}`);
-      continue;
+    } else {
+      const got = leaves(program.spec.outputTree, await program.run({ args: call.args, kwargs: call.kwargs }));
+      if (got.length !== call.outputs.length) problems.push(`${name} call ${n}: ${got.length} outputs for ${call.outputs.length}`);
+      got.forEach((g, k) => {
+        const m = mismatch(g, call.outputs[k], `${name} call ${n} output ${k}`);
+        if (m) problems.push(m);
+      });
     }
-    const got = leaves(program.spec.outputTree, await program.run({ args: call.args, kwargs: call.kwargs }));
-    if (got.length !== call.outputs.length) problems.push(`${name} call ${n}: ${got.length} outputs for ${call.outputs.length}`);
-    got.forEach((g, k) => {
-      const m = mismatch(g, call.outputs[k], `${name} call ${n} output ${k}`);
+    if (Object.keys(call.states).sort().join() !== [...program.states].sort().join()) {
+      problems.push(`${name} call ${n}: states [${Object.keys(call.states)}] recorded, the program has [${program.states}]`);
+    }
+    for (const [state, want] of Object.entries(call.states)) {
+      const m = mismatch(await program.readState(state), want, `${name} call ${n} state ${state}`);
       if (m) problems.push(m);
-    });
+    }
   }
   return problems;
 }

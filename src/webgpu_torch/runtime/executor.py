@@ -24,9 +24,9 @@ import numpy as np
 
 from .. import dtypes, symbolic
 from ..errors import DeviceError, DeviceIndexError, InputError
-from ..program import Program, Tensor, fold_grid
+from ..program import Program, Tensor, contiguous_strides, fold_grid
 from . import features, transfer, tuning
-from .device_tensor import DeviceTensor
+from .device_tensor import DeviceTensor, read_view
 from .engine import Engine, get_engine
 
 _BUFFER_TYPE = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
@@ -216,6 +216,27 @@ class Executor:
             end = _round_up((view.offset + view.span()) * item, 4)
             self._readbacks.append(_Readback(view, start, end - start, dst))
         self._env = dict(env)
+
+    # -- state ------------------------------------------------------------------------------------------------
+    def read_state(self, name: str) -> np.ndarray:
+        """The state `name` as the calls so far left it (host form)."""
+        s = self._state(name)
+        view = Tensor(s.buffer, s.shape, contiguous_strides(s.shape), 0, s.dtype)
+        return read_view(self.engine, self.buffers[s.buffer], view, f"reading state {name!r}")
+
+    def reset_state(self, names: Collection[str] | None = None) -> None:
+        """Zero the states `names` (all by default), as at load; ordered after the calls made so far."""
+        with self.engine.lock:
+            for s in self.program.states if names is None else map(self._state, names):
+                buffer = self.buffers[s.buffer]
+                self.engine.device.queue.write_buffer(buffer, 0, bytes(buffer.size))
+
+    def _state(self, name: str):
+        for s in self.program.states:
+            if s.name == name:
+                return s
+        known = ", ".join(s.name for s in self.program.states) or "none"
+        raise KeyError(f"no state {name!r} in this program (its states: {known})")
 
     # -- call time --------------------------------------------------------------------------------------------
     def run(self, inputs: list, env: dict[str, int] | None = None, keep: Collection[int] = ()) -> list:

@@ -66,6 +66,19 @@ class Session:
                 for o, t in zip(outs, self.program.outputs, strict=True)]
         return tree.unflatten(self.program.output_tree, outs)
 
+    # -- state: tensors the program keeps between calls (a KV cache), zero at load --------------------------
+    @property
+    def states(self) -> list[str]:
+        return [s.name for s in self.program.states]
+
+    def read_state(self, name: str) -> np.ndarray:
+        """State `name` as the calls so far left it."""
+        return self.executor().read_state(name)
+
+    def reset_state(self, *names: str) -> None:
+        """Zero the named states (every state when none is named), as when the program was loaded."""
+        self.executor().reset_state(names or None)
+
     def summary(self) -> str:
         return self.program.summary()
 
