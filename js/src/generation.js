@@ -1,11 +1,17 @@
-// Greedy generation with an encoder-decoder's three compiled stages, the caches kept on the GPU.
+// Greedy generation with compiled decoder steps whose KV caches are the program's state (generation.py in
+// Python: the same loop).
 //
-// A Seq2Seq folder (or URL) holds seq2seq.json (layers, heads, head_dim, decoder_start_token_id,
+// A decoder step program takes (token [1, 1], position [1], ...context) and returns (logits [1, 1, V], the
+// greedy next token [1, 1]); it writes the token's keys and values into its cache state at `position` and
+// attends to rows 0 ..= position. `greedy` drives one: each step uploads a position and, where the host has not
+// chosen the token (a prompt token, a forced one, a teacher's), takes the token the previous step left on the
+// GPU. Steps are pipelined: step n + 1 is submitted before step n's token is read back, so the GPU never waits
+// for the host's round trip; a stop at EOS is seen one step late and that step's work is discarded.
+//
+// A Seq2Seq folder (or URL) holds seq2seq.json (layers, heads, head_dim, max_length, decoder_start_token_id,
 // eos_token_id, forced_bos/eos_token_id) and three programs: vision.wgpt (pixels → image features),
-// encoder.wgpt (image features, prompt ids → every decoder layer's cross-attention K and V) and
-// decoder.wgpt (one token, the self-attention cache, the cross K/V → logits, the greedy next token, the
-// grown cache). Between steps the cache and the cross K/V stay DeviceTensors: a step uploads one token id
-// and reads back one (or, for a parity check, the logits).
+// encoder.wgpt (image features, prompt ids → every decoder layer's cross-attention K and V) and decoder.wgpt
+// (the step above, with the cross K/V as its context).
 
 import { DeviceTensor } from './device_tensor.js';
 import { load } from './program.js';
@@ -13,15 +19,96 @@ import { readSource, within } from './source.js';
 import { ArtifactError } from './errors.js';
 
 /** @typedef {import('./program.js').Program} Program */
+/** @typedef {import('./program.js').Pending} Pending */
 /** @typedef {import('./program.js').LoadOptions} LoadOptions */
-/** @typedef {import('./source.js').Source} Source */
 /**
- * @typedef {{layers: number, heads: number, head_dim: number, decoder_start_token_id: number,
+ * @typedef {{layers: number, heads: number, head_dim: number, max_length: number, decoder_start_token_id: number,
  *   eos_token_id?: number | null, forced_bos_token_id?: number | null, forced_eos_token_id?: number | null}} Seq2SeqInfo
  * (a null or absent eos_token_id: generation runs to maxNewTokens)
  */
+/**
+ * @typedef {{ids: number[], logits: Float32Array[], steps: number[], host: Record<string, number[]>}} Decoded
+ * `steps`: wall seconds from one token's arrival to the next (the first: from the start); `host`: host seconds
+ * per generated step of encode, submit, map (waiting for the GPU) and copy.
+ */
+/**
+ * @typedef {object} GreedyOptions
+ * @property {number | null} [eos] stop after this token
+ * @property {(step: number) => number | null} [forced] an id replacing the choice at `step` (forced BOS/EOS)
+ * @property {number[]} [teacher] ids fed instead of the choices, each step's logits read (a parity check)
+ * @property {(id: number, seconds: number) => void} [onToken] each token as it arrives, and its step's seconds
+ */
 
 export const STAGES = /** @type {const} */ (['vision', 'encoder', 'decoder']);
+export const IN_FLIGHT = 2; // decoder steps submitted and not yet read back
+
+/**
+ * Feed `prompt` (at least one token) at positions 0, 1, …, then up to `maxNewTokens` tokens chosen greedily.
+ * @param {Program} decoder
+ * @param {number[]} prompt
+ * @param {number} maxNewTokens
+ * @param {unknown[]} context the step's inputs after the token and the position
+ * @param {GreedyOptions} [options]
+ * @returns {Promise<Decoded>}
+ */
+export async function greedy(decoder, prompt, maxNewTokens, context = [], options = {}) {
+  const { eos = null, forced = () => null, teacher, onToken } = options;
+  if (!prompt.length) throw new RangeError('greedy decoding needs at least one prompt token (a start token)');
+  for (let p = 0; p < prompt.length - 1; p++) { // nothing read: these only fill the cache
+    await decoder.start([ids(prompt[p]), position(p), ...context], { read: [] });
+  }
+  const first = prompt.length - 1;
+  const read = teacher ? [0, 1] : [1];
+  /** @type {Decoded} */
+  const out = { ids: [], logits: [], steps: [], host: { encode: [], submit: [], map: [], copy: [] } };
+  /** @type {Pending[]} */
+  const inFlight = [];
+  /** @type {unknown} */
+  let token = ids(prompt[prompt.length - 1]);
+  const start = performance.now();
+  let last = start;
+  /** Read the oldest step in flight: whether it chose EOS. */
+  const stops = async () => {
+    const call = /** @type {Pending} */ (inFlight.shift());
+    const [logits, chosen] = await call.result();
+    const step = out.ids.length;
+    const id = forced(step) ?? Number(chosen.data[0]);
+    if (teacher) out.logits.push(logits.data);
+    const now = performance.now();
+    out.steps.push((now - last) * 1e-3);
+    last = now;
+    for (const [phase, seconds] of Object.entries(call.host)) out.host[phase]?.push(seconds);
+    out.ids.push(id);
+    onToken?.(id, out.steps[step]);
+    return !teacher && eos !== null && id === eos;
+  };
+  try {
+    for (let step = 0; step < maxNewTokens; step++) {
+      const call = await decoder.start([token, position(first + step), ...context], { keep: [1], read });
+      if (token instanceof DeviceTensor) token.release(); // its copy into the input is submitted
+      inFlight.push(call);
+      const host = teacher ? teacher[step] : forced(step);
+      const chosen = /** @type {DeviceTensor} */ (call.kept[1]);
+      if (host === null || host === undefined) {
+        token = chosen;
+      } else {
+        token = ids(host);
+        chosen.release();
+      }
+      if (inFlight.length === IN_FLIGHT && await stops()) return out;
+    }
+    while (inFlight.length) if (await stops()) return out;
+  } finally {
+    for (const call of inFlight) call.discard(); // steps past EOS: their work runs, their outputs are never read
+    if (token instanceof DeviceTensor) token.release();
+  }
+  return out;
+}
+
+/** @param {number} id */
+const ids = (id) => ({ data: new Int32Array([id]), shape: [1, 1] });
+/** @param {number} p */
+const position = (p) => ({ data: new Int32Array([p]), shape: [1] });
 
 /**
  * Load the three stages and seq2seq.json from a folder (Node) or a URL.
@@ -30,18 +117,30 @@ export const STAGES = /** @type {const} */ (['vision', 'encoder', 'decoder']);
  * @returns {Promise<Seq2Seq>}
  */
 export async function loadSeq2Seq(base, options = {}) {
-  const { bytes, where } = await readSource(await within(base, 'seq2seq.json'));
+  const info = await readInfo(base, 'seq2seq.json', ['layers', 'heads', 'head_dim', 'max_length', 'decoder_start_token_id']);
+  const [vision, encoder, decoder] = await Promise.all(STAGES.map(async (name) => load(await within(base, `${name}.wgpt`), options)));
+  return new Seq2Seq(vision, encoder, decoder, /** @type {Seq2SeqInfo} */ (info));
+}
+
+/**
+ * A JSON file of a model folder, with integer `keys`.
+ * @param {URL | string} base
+ * @param {string} file
+ * @param {string[]} keys
+ * @returns {Promise<Record<string, any>>}
+ */
+export async function readInfo(base, file, keys) {
+  const { bytes, where } = await readSource(await within(base, file));
   let info;
   try {
     info = JSON.parse(new TextDecoder().decode(bytes));
   } catch (e) {
     throw new ArtifactError(`${where}: not JSON: ${/** @type {Error} */ (e).message}`);
   }
-  for (const key of ['layers', 'heads', 'head_dim', 'decoder_start_token_id']) {
+  for (const key of keys) {
     if (!Number.isSafeInteger(info?.[key])) throw new ArtifactError(`${where}: no integer ${JSON.stringify(key)}`);
   }
-  const [vision, encoder, decoder] = await Promise.all(STAGES.map(async (name) => load(await within(base, `${name}.wgpt`), options)));
-  return new Seq2Seq(vision, encoder, decoder, info);
+  return info;
 }
 
 export class Seq2Seq {
@@ -56,7 +155,7 @@ export class Seq2Seq {
     this.encoder = encoder;
     this.decoder = decoder;
     this.info = info;
-    /** @type {{decoderSteps?: number[]}} wall seconds per decoder step of the last generate */
+    /** @type {{decoderSteps?: number[], decoderHost?: Record<string, number[]>}} the last generate's steps */
     this.timings = {};
   }
 
@@ -72,57 +171,36 @@ export class Seq2Seq {
   async generate(pixelValues, promptIds, options = {}) {
     const { maxNewTokens = 20, teacher, onToken } = options;
     const info = this.info;
+    if (maxNewTokens > info.max_length) {
+      throw new RangeError(`maxNewTokens ${maxNewTokens}: the decoder's cache holds ${info.max_length} tokens`);
+    }
     const features = await this.vision.runOnDevice([pixelValues]); // queued: the first step's read waits for both
     const cross = /** @type {DeviceTensor[]} */ (await this.encoder.runOnDevice([features, promptIds]));
     features.release();
-    const empty = { data: new Float32Array(0), shape: [1, info.heads, 0, info.head_dim] };
-    /** @type {unknown[]} */
-    let past = Array(2 * info.layers).fill(empty);
-    let token = info.decoder_start_token_id;
-    const ids = [];
-    const logits = [];
-    const steps = [];
-    const tokenIds = new Int32Array(1);
     try {
-      for (let step = 0; step < maxNewTokens; step++) {
-        const start = performance.now();
-        tokenIds[0] = token;
-        const [out, chosen, grown] = await this.decoder.runOnDevice([{ data: tokenIds, shape: [1, 1] }, past, cross],
-          { read: [teacher ? 0 : 1] });
-        release(past);
-        past = grown;
-        if (teacher) {
-          logits.push(out.data);
-          chosen.release();
-          token = teacher[step];
-        } else {
-          out.release();
-          token = this.forced(step, maxNewTokens, Number(chosen.data[0]));
-        }
-        steps.push((performance.now() - start) * 1e-3);
-        ids.push(token);
-        onToken?.(token, steps[step]);
-        if (!teacher && token === (info.eos_token_id ?? null)) break;
-      }
+      const decoded = await greedy(this.decoder, [info.decoder_start_token_id], maxNewTokens, [cross], {
+        eos: info.eos_token_id ?? null, forced: (step) => this.forced(step, maxNewTokens), teacher, onToken,
+      });
+      this.timings.decoderSteps = decoded.steps; // the first step also waits for vision and encoder
+      this.timings.decoderHost = decoded.host;
+      return { ids: decoded.ids, logits: decoded.logits };
     } finally {
-      release(past);
       release(cross);
     }
-    this.timings.decoderSteps = steps; // the first step also waits for vision and encoder
-    return { ids, logits };
   }
 
   /**
-   * transformers' forced-BOS/EOS logits processors: the first token, and the last before the limit.
+   * transformers' forced-BOS/EOS logits processors: the id forced at `step` (the first token, and the last
+   * before the limit), or null.
    * @param {number} step
    * @param {number} maxNewTokens
-   * @param {number} token
+   * @returns {number | null}
    */
-  forced(step, maxNewTokens, token) {
+  forced(step, maxNewTokens) {
     const { forced_bos_token_id: bos, forced_eos_token_id: eos } = this.info;
     if (step === 0 && bos !== undefined && bos !== null) return bos;
     if (step === maxNewTokens - 1 && eos !== undefined && eos !== null) return eos;
-    return token;
+    return null;
   }
 
   destroy() {
@@ -131,6 +209,6 @@ export class Seq2Seq {
 }
 
 /** @param {unknown[]} tensors */
-function release(tensors) {
+export function release(tensors) {
   for (const t of tensors) if (t instanceof DeviceTensor) t.release();
 }

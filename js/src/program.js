@@ -22,6 +22,13 @@ import * as tuning from './tuning.js';
  * `disableFeatures`: run as if the device lacked these optional features ("shader-f16": the fallbacks).
  */
 /**
+ * A call in flight (Program.start): `kept` its flat outputs kept on the GPU (undefined where not kept),
+ * `result()` the output structure once read, `discard()` to never read it, `host` its host seconds (encode,
+ * submit; map and copy once read).
+ * @typedef {{kept: (HostTensor | DeviceTensor | undefined)[], host: Record<string, number>,
+ *   result: () => Promise<any>, discard: () => void}} Pending
+ */
+/**
  * The call's arguments: an array of positional arguments, {args, kwargs}, or a single tensor.
  * @typedef {unknown[] | {args?: unknown[], kwargs?: Record<string, unknown>} | import('./inputs.js').InputValue} Inputs
  */
@@ -94,6 +101,34 @@ export class Program {
   async runOnDevice(inputs, options = {}) {
     const read = new Set(options.read ?? []);
     return this.call(inputs, (i) => !read.has(i));
+  }
+
+  /**
+   * Submit a call and resolve once it is submitted, before it finishes: `kept` holds the flat outputs in
+   * `keep` as DeviceTensors at once, and `result()` waits for those in `read` (by default the others; an
+   * output may be both) and resolves to the output structure. Calls may be in flight together: a decoder
+   * passes this step's token, kept on the GPU, to the next step before reading it back.
+   * @param {Inputs} inputs
+   * @param {{keep?: number[], read?: number[]}} [options]
+   * @returns {Promise<Pending>}
+   */
+  async start(inputs, options = {}) {
+    const leaves = tree.flatten(this.spec.inputTree, callArgs(inputs));
+    const checked = this.spec.inputs.map((x, i) => checkInput(x, leaves[i]));
+    const env = bind(this.spec, checked);
+    const keep = new Set(options.keep ?? []);
+    const read = options.read ? new Set(options.read) : null;
+    const flags = this.spec.outputs.map((_, i) => keep.has(i));
+    const reads = this.spec.outputs.map((_, i) => (read ? read.has(i) : !keep.has(i)));
+    const started = this.queue.then(() => this.executor.start(deviceForms(this.spec, checked, this.scratch), env, flags, reads));
+    this.queue = started.catch(() => {});
+    const call = await started;
+    return {
+      kept: call.kept,
+      host: call.host,
+      result: async () => tree.unflatten(this.spec.outputTree, await call.result()),
+      discard: () => call.discard(),
+    };
   }
 
   /**
