@@ -182,8 +182,7 @@ class Executor:
 
     def _build_readback(self) -> None:
         """One staging buffer with a slot per output, each as large as its output can get, then the status
-        words of the program's checks."""
-        wgpu = self.engine.wgpu
+        words of the program's checks (more are made while calls are in flight together)."""
         self._staging_offsets, total = [], 0
         for t in self.program.outputs:
             self._staging_offsets.append(total)
