@@ -44,12 +44,15 @@ const DEFAULT_TIMEOUT = 300; // seconds; lavapipe's first run of a large kernel 
 const DEFAULT_MEMORY = 32 * 2 ** 30;
 // Dawn for Node polls for a pending map with setImmediate, keeping one core busy for the whole wait; on a CPU
 // adapter (lavapipe) that core is taken from the shader threads. So in Node a reading call naps before asking
-// for its map: NAP_FRACTION of the shortest submit-to-map time of the last NAP_WINDOW reading calls (each is
-// at least the GPU's time, and a nap that outlasts the work makes the next bound tighter). Naps under
+// for its map: NAP_FRACTION of the shortest start-to-map time of the last NAP_WINDOW reading calls (a call
+// starts at its submit, or when the reading call before it mapped, whichever is later; each time is at least
+// the GPU's, and a nap that outlasts the work — its map there within OVERSLEPT_MS of waking — counts half its
+// time, so a long call, such as a first decoder step waiting for its encoder, does not hold later naps long). Naps under
 // NAP_MIN_MS are skipped: there a timer's granularity costs more than the poll.
 const NAP_FRACTION = 0.9;
 const NAP_WINDOW = 8;
 const NAP_MIN_MS = 20;
+const OVERSLEPT_MS = 1;
 const BUFFER_TYPE = /** @type {const} */ ({ read: 'read-only-storage', read_write: 'storage', uniform: 'uniform' });
 
 /**
@@ -140,8 +143,10 @@ export class Executor {
     this.poisonScratch = false;
     /** Why this program refuses calls (a call that timed out); "" while usable. */
     this.failed = '';
-    /** Submit-to-map milliseconds of the last NAP_WINDOW reading calls (Node: how long the next one naps). */
+    /** Start-to-map milliseconds of the last NAP_WINDOW reading calls (Node: how long the next one naps). */
     this.waits = /** @type {number[]} */ ([]);
+    /** performance.now() when the last reading call's map completed */
+    this.lastMapped = 0;
     /** @type {GPUBuffer[]} */
     this.buffers = [];
     /** @type {GPUBuffer[]} */
@@ -628,12 +633,19 @@ export class Call {
     if (!staging) return out;
     const start = performance.now();
     try {
-      // Node: nap through most of the GPU's time rather than poll for it (NAP_*, above).
-      const nap = ex.waits.length ? NAP_FRACTION * Math.min(...ex.waits) - (start - this.submitted) : 0;
-      if (isNode && nap >= NAP_MIN_MS) await new Promise((wake) => setTimeout(wake, nap));
+      // Node: nap through most of the GPU's time rather than poll for it (NAP_*, above). The GPU starts a
+      // call at its submit or when the call before it finished, whichever is later (calls in flight together).
+      const begun = Math.max(this.submitted, ex.lastMapped);
+      const nap = ex.waits.length ? NAP_FRACTION * Math.min(...ex.waits) - (start - begun) : 0;
+      const napping = isNode && nap >= NAP_MIN_MS;
+      if (napping) await new Promise((wake) => setTimeout(wake, nap));
+      const woke = performance.now();
       await ex.settle(staging.mapAsync(GPUMapMode.READ), 'the call');
       const mapped = performance.now();
-      ex.waits = [...ex.waits.slice(1 - NAP_WINDOW), mapped - this.submitted];
+      // A map there at once after a nap says the nap outlasted the work: half the time is a better bound.
+      const overslept = napping && mapped - woke < OVERSLEPT_MS;
+      ex.waits = [...ex.waits.slice(1 - NAP_WINDOW), (mapped - begun) * (overslept ? 0.5 : 1)];
+      ex.lastMapped = mapped;
       stateOf(ex.device).unawaited = 0;
       const { spec } = ex;
       let failed = -1;

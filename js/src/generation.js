@@ -8,7 +8,8 @@
 // GPU. Steps are pipelined: step n + 1 is submitted before step n's token is read back, so the GPU never waits
 // for the host's round trip; a stop at EOS is seen one step late and that step's work is discarded.
 //
-// A Seq2Seq folder (or URL) holds seq2seq.json (layers, heads, head_dim, max_length, decoder_start_token_id,
+// A CausalLM folder (or URL) holds causal_lm.json (max_length: the cache's rows, vocab_size, eos_token_id) and
+// step.wgpt, a decoder-only LM's step (models/llama.py). A Seq2Seq folder (or URL) holds seq2seq.json (layers, heads, head_dim, max_length, decoder_start_token_id,
 // eos_token_id, forced_bos/eos_token_id) and three programs: vision.wgpt (pixels → image features),
 // encoder.wgpt (image features, prompt ids → every decoder layer's cross-attention K and V) and decoder.wgpt
 // (the step above, with the cross K/V as its context).
@@ -109,6 +110,55 @@ export async function greedy(decoder, prompt, maxNewTokens, context = [], option
 const ids = (id) => ({ data: new Int32Array([id]), shape: [1, 1] });
 /** @param {number} p */
 const position = (p) => ({ data: new Int32Array([p]), shape: [1] });
+
+/**
+ * Load a CausalLM folder (Node) or URL: causal_lm.json and step.wgpt.
+ * @param {URL | string} base
+ * @param {LoadOptions} [options]
+ * @returns {Promise<CausalLM>}
+ */
+export async function loadCausalLM(base, options = {}) {
+  const info = await readInfo(base, 'causal_lm.json', ['max_length', 'vocab_size']);
+  return new CausalLM(await load(await within(base, 'step.wgpt'), options), /** @type {CausalLMInfo} */ (info));
+}
+
+/** @typedef {{max_length: number, vocab_size: number, eos_token_id?: number | null}} CausalLMInfo */
+
+export class CausalLM {
+  /**
+   * @param {Program} step
+   * @param {CausalLMInfo} info
+   */
+  constructor(step, info) {
+    this.step = step;
+    this.info = info;
+    /** @type {{steps?: number[], host?: Record<string, number[]>}} the last generate's steps */
+    this.timings = {};
+  }
+
+  /**
+   * Greedy ids after `prompt` (stopping after EOS), and with `teacher` (ids fed instead of the model's own
+   * choices, for a parity check) the logits of every step. The prompt fills the cache one token a step.
+   * @param {number[]} prompt
+   * @param {{maxNewTokens?: number, teacher?: number[], onToken?: (id: number, seconds: number) => void}} [options]
+   * @returns {Promise<{ids: number[], logits: Float32Array[]}>}
+   */
+  async generate(prompt, options = {}) {
+    const { maxNewTokens = 20, teacher, onToken } = options;
+    const rows = prompt.length + maxNewTokens - 1;
+    if (rows > this.info.max_length) {
+      throw new RangeError(`${prompt.length} prompt tokens and ${maxNewTokens} new ones need ${rows} cache rows; ` +
+        `this step's cache holds ${this.info.max_length}`);
+    }
+    const decoded = await greedy(this.step, prompt, maxNewTokens, [], { eos: this.info.eos_token_id ?? null, teacher, onToken });
+    this.timings = { steps: decoded.steps, host: decoded.host };
+    return { ids: decoded.ids, logits: decoded.logits };
+  }
+
+  destroy() {
+    this.step.destroy();
+  }
+}
 
 /**
  * Load the three stages and seq2seq.json from a folder (Node) or a URL.

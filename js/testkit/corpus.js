@@ -3,6 +3,8 @@
 // comparison both runtimes' tests make: floats within 1e-5 of the output's largest magnitude, integers and
 // bools exactly.
 
+import { loadCausalLM, loadSeq2Seq, Seq2Seq } from '../src/index.js';
+
 export const TOLERANCE = 1e-5;
 
 /** @typedef {{data: ArrayBufferView & ArrayLike<number | bigint>, shape: number[], dtype: string}} Tensor */
@@ -142,19 +144,32 @@ export async function replay(program, calls, name) {
 }
 
 /**
+ * The generator a corpus folder holds: a Seq2Seq (its generate.json has pixel_values) or a CausalLM.
+ * @param {URL | string} base
+ * @param {any} record the folder's generate.json
+ * @param {import('../src/program.js').LoadOptions} options
+ * @returns {Promise<import('../src/generation.js').Seq2Seq | import('../src/generation.js').CausalLM>}
+ */
+export async function loadGenerator(base, record, options) {
+  return record.pixel_values ? loadSeq2Seq(base, options) : loadCausalLM(base, options);
+}
+
+/**
  * Generate as a corpus generate.json recorded it (tests/corpus.py): the same ids, and with those ids as the
  * teacher, each step's logits within 1e-5 of Python's (of the step's largest magnitude); the mismatches found.
- * @param {import('../src/generation.js').Seq2Seq} model
- * @param {any} record {pixel_values, prompt_ids, max_new_tokens, ids, logits}
+ * @param {import('../src/generation.js').Seq2Seq | import('../src/generation.js').CausalLM} model
+ * @param {any} record {pixel_values?, prompt_ids, max_new_tokens, ids, logits}
  * @returns {Promise<string[]>}
  */
 export async function regenerate(model, record) {
-  const pixels = tensor(record.pixel_values);
-  const prompt = tensor(record.prompt_ids);
   const n = record.max_new_tokens;
-  const { ids } = await model.generate(pixels, prompt, { maxNewTokens: n });
+  /** @param {{maxNewTokens: number, teacher?: number[]}} options */
+  const generate = (options) => (model instanceof Seq2Seq
+    ? model.generate(tensor(record.pixel_values), tensor(record.prompt_ids), options)
+    : model.generate(record.prompt_ids, options));
+  const { ids } = await generate({ maxNewTokens: n });
   if (ids.join() !== record.ids.join()) return [`generated [${ids}], Python generated [${record.ids}]`];
-  const { logits } = await model.generate(pixels, prompt, { maxNewTokens: n, teacher: record.ids });
+  const { logits } = await generate({ maxNewTokens: n, teacher: record.ids });
   const want = tensor(record.logits);
   const vocab = want.shape[1];
   const problems = [];

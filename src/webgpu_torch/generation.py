@@ -7,7 +7,8 @@ chosen the token (a prompt token, a forced one, a teacher's), takes the token th
 GPU. Steps are pipelined: step n + 1 is submitted before step n's token is read back, so the GPU never waits
 for the host's round trip; a stop at EOS is seen one step late and that step's work is discarded.
 
-`Seq2Seq` holds an encoder-decoder's three programs — `vision` (pixels -> image features), `encoder` (image
+`CausalLM` holds a decoder-only LM's step program (models/llama.py) and `Seq2Seq` an encoder-decoder's three
+programs — `vision` (pixels -> image features), `encoder` (image
 features and prompt ids -> every decoder layer's cross-attention keys and values) and `decoder` (the step
 above, with the cross K/V as its context) — and the token ids generation needs.
 """
@@ -26,6 +27,7 @@ import numpy as np
 from .runtime.session import Session
 
 STAGES = ("vision", "encoder", "decoder")
+STEP = "step.wgpt"
 IN_FLIGHT = 2  # decoder steps submitted and not yet read back
 
 
@@ -94,6 +96,39 @@ def _arrived(call, out: Decoded, forced, teacher, on_token, start: float) -> int
 
 def _ids(value: int, shape: tuple = (1, 1)) -> np.ndarray:
     return np.full(shape, value, np.int64)
+
+
+@dataclass
+class CausalLM:
+    step: Session
+    info: dict  # max_length (the cache's rows), vocab_size, eos_token_id
+    timings: dict = field(default_factory=dict)  # compile seconds; "steps" and "host": the last generate's
+
+    def generate(self, prompt: list[int], max_new_tokens: int = 20, teacher: list[int] | None = None,
+                 on_token: Callable[[int, float], None] | None = None) -> tuple[list[int], list[np.ndarray]]:
+        """Greedy ids after `prompt` (stopping after EOS), and with `teacher` (ids fed instead of the model's own
+        choices, for a parity check) the logits of every step. The prompt fills the cache one token a step."""
+        prompt = [int(t) for t in np.asarray(prompt).reshape(-1)]
+        if len(prompt) + max_new_tokens - 1 > self.info["max_length"]:
+            raise ValueError(f"{len(prompt)} prompt tokens and {max_new_tokens} new ones need "
+                             f"{len(prompt) + max_new_tokens - 1} cache rows; this step's cache holds "
+                             f"{self.info['max_length']} (compile_step's max_length)")
+        eos = None if teacher is not None else self.info.get("eos_token_id")
+        decoded = greedy(self.step, prompt, max_new_tokens, eos=eos if isinstance(eos, int) else None,
+                         teacher=teacher, on_token=on_token)
+        self.timings.update(steps=decoded.steps, host=decoded.host)
+        return decoded.ids, decoded.logits
+
+    def save(self, folder: str | Path) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.step.save(folder / STEP)
+        (folder / "causal_lm.json").write_text(json.dumps(self.info, indent=2))
+
+    @staticmethod
+    def load(folder: str | Path) -> CausalLM:
+        folder = Path(folder)
+        return CausalLM(Session.load(folder / STEP), json.loads((folder / "causal_lm.json").read_text()))
 
 
 @dataclass
