@@ -18,6 +18,7 @@ CASES = {c.name: c for c in attention.cases() if c.name.startswith(("sdpa_decode
 sdpa = torch.nn.functional.scaled_dot_product_attention
 
 
+@pytest.mark.host
 def test_the_cases_exist():
     assert len(CASES) == 7
 
@@ -28,6 +29,7 @@ def _attention_nodes(case):
                                                     "webgpu.eager_attention.default")]
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("name", ["sdpa_decode_live_prefix_67_of_97_keys", "eager_decode_live_prefix_bart_mask",
                                   "sdpa_decode_gqa_repeat_kv_live_prefix", "sdpa_prefill_live_prefix_11_rows_from_29"])
 def test_a_static_cache_mask_becomes_a_key_limit(name):
@@ -35,11 +37,13 @@ def test_a_static_cache_mask_becomes_a_key_limit(name):
     assert node.args["attn_mask"] is None and node.args["key_limit"] is not None
 
 
+@pytest.mark.host
 def test_repeat_kv_becomes_grouped_heads():
     (node,) = _attention_nodes(CASES["sdpa_decode_gqa_repeat_kv_live_prefix"])
     assert node.args["enable_gqa"] and node.args["key"].node == "args_1" and node.args["value"].node == "args_2"
 
 
+@pytest.mark.host
 def test_masks_that_are_not_a_prefix_stay_masks():
     def every_other(q, k, v, pos):  # keys 0, 2, 4, … up to a position: not a prefix
         return sdpa(q, k, v, attn_mask=torch.arange(0, 2 * k.shape[2], 2).view(1, 1, 1, -1) <= pos.view(1, 1, 1, 1))

@@ -24,10 +24,12 @@ def _norm() -> LlamaRMSNorm:
     return norm
 
 
+@pytest.mark.host
 def test_llama_rms_norm_is_one_node_with_its_weight():
     assert _targets(_norm(), torch.randn(3, 5, 67)) == ["aten.rms_norm.default"]
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("fn", [
     lambda x: x * torch.rsqrt(x.pow(3).mean(-1, keepdim=True) + 1e-6),  # not a square
     lambda x: x * torch.rsqrt(x.pow(2).mean(0, keepdim=True) + 1e-6),  # not over the last dim

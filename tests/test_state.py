@@ -102,6 +102,7 @@ def test_a_call_that_fails_midway(compiled):
     assert int(count) == 3 and np.abs(session.read_state("cache")[:, :, 12]).max() > 0
 
 
+@pytest.mark.host
 def test_a_mutated_buffer_that_is_not_zero_is_refused():
     class Counter(torch.nn.Module):
         def __init__(self):
@@ -116,6 +117,7 @@ def test_a_mutated_buffer_that_is_not_zero_is_refused():
         webgpu_torch.compile_module(Counter(), (torch.randn(3),))
 
 
+@pytest.mark.host
 def test_a_mutated_input_is_refused():
     class Inc(torch.nn.Module):
         def forward(self, x):

@@ -23,8 +23,9 @@ import { ArtifactError } from './errors.js';
 /** @typedef {import('./program.js').Pending} Pending */
 /** @typedef {import('./program.js').LoadOptions} LoadOptions */
 /**
- * @typedef {{layers: number, heads: number, head_dim: number, max_length: number, decoder_start_token_id: number,
- *   eos_token_id?: number | null, forced_bos_token_id?: number | null, forced_eos_token_id?: number | null}} Seq2SeqInfo
+ * @typedef {{layers: number, heads: number, head_dim: number, max_length?: number | null,
+ *   decoder_start_token_id: number, eos_token_id?: number | null, forced_bos_token_id?: number | null,
+ *   forced_eos_token_id?: number | null}} Seq2SeqInfo
  * (a null or absent eos_token_id: generation runs to maxNewTokens)
  */
 /**
@@ -118,7 +119,8 @@ const position = (p) => ({ data: new Int32Array([p]), shape: [1] });
  * @returns {Promise<CausalLM>}
  */
 export async function loadCausalLM(base, options = {}) {
-  const info = await readInfo(base, 'causal_lm.json', ['max_length', 'vocab_size']);
+  const { info, where } = await readInfo(base, 'causal_lm.json');
+  checkFields(info, where, ['max_length', 'vocab_size'], ['eos_token_id']);
   return new CausalLM(await load(await within(base, 'step.wgpt'), options), /** @type {CausalLMInfo} */ (info));
 }
 
@@ -160,6 +162,40 @@ export class CausalLM {
   }
 }
 
+const REQUIRED = ['layers', 'heads', 'head_dim', 'decoder_start_token_id']; // integers
+// Integers, null or absent; max_length: the decoder's cache rows (a longer generation is refused by name).
+const OPTIONAL = ['eos_token_id', 'forced_bos_token_id', 'forced_eos_token_id', 'max_length'];
+
+/**
+ * Check seq2seq.json's value (docs/artifact.md, "Seq2Seq folders"); ArtifactError naming what is wrong.
+ * @param {unknown} info
+ * @param {string} where
+ * @returns {asserts info is Seq2SeqInfo}
+ */
+export function checkInfo(info, where) {
+  checkFields(info, where, REQUIRED, OPTIONAL);
+}
+
+/**
+ * A folder's JSON object with integer `required` keys and `optional` ones integer, null or absent.
+ * @param {unknown} info
+ * @param {string} where
+ * @param {string[]} required
+ * @param {string[]} optional
+ */
+function checkFields(info, where, required, optional) {
+  if (info === null || typeof info !== 'object' || Array.isArray(info)) throw new ArtifactError(`${where}: not a JSON object`);
+  const o = /** @type {Record<string, unknown>} */ (info);
+  for (const key of required) {
+    if (!Number.isSafeInteger(o[key])) throw new ArtifactError(`${where}: no integer '${key}'`);
+  }
+  for (const key of optional) {
+    if (o[key] !== undefined && o[key] !== null && !Number.isSafeInteger(o[key])) {
+      throw new ArtifactError(`${where}: '${key}' is neither an integer nor null`);
+    }
+  }
+}
+
 /**
  * Load the three stages and seq2seq.json from a folder (Node) or a URL.
  * @param {URL | string} base
@@ -167,30 +203,25 @@ export class CausalLM {
  * @returns {Promise<Seq2Seq>}
  */
 export async function loadSeq2Seq(base, options = {}) {
-  const info = await readInfo(base, 'seq2seq.json', ['layers', 'heads', 'head_dim', 'max_length', 'decoder_start_token_id']);
+  const { info, where } = await readInfo(base, 'seq2seq.json');
+  checkInfo(info, where);
   const [vision, encoder, decoder] = await Promise.all(STAGES.map(async (name) => load(await within(base, `${name}.wgpt`), options)));
-  return new Seq2Seq(vision, encoder, decoder, /** @type {Seq2SeqInfo} */ (info));
+  return new Seq2Seq(vision, encoder, decoder, info);
 }
 
 /**
- * A JSON file of a model folder, with integer `keys`.
+ * A JSON file of a model folder, and where it was read from.
  * @param {URL | string} base
  * @param {string} file
- * @param {string[]} keys
- * @returns {Promise<Record<string, any>>}
+ * @returns {Promise<{info: unknown, where: string}>}
  */
-export async function readInfo(base, file, keys) {
+async function readInfo(base, file) {
   const { bytes, where } = await readSource(await within(base, file));
-  let info;
   try {
-    info = JSON.parse(new TextDecoder().decode(bytes));
+    return { info: JSON.parse(new TextDecoder().decode(bytes)), where };
   } catch (e) {
     throw new ArtifactError(`${where}: not JSON: ${/** @type {Error} */ (e).message}`);
   }
-  for (const key of keys) {
-    if (!Number.isSafeInteger(info?.[key])) throw new ArtifactError(`${where}: no integer ${JSON.stringify(key)}`);
-  }
-  return info;
 }
 
 export class Seq2Seq {
@@ -221,7 +252,7 @@ export class Seq2Seq {
   async generate(pixelValues, promptIds, options = {}) {
     const { maxNewTokens = 20, teacher, onToken } = options;
     const info = this.info;
-    if (maxNewTokens > info.max_length) {
+    if (info.max_length !== undefined && info.max_length !== null && maxNewTokens > info.max_length) {
       throw new RangeError(`maxNewTokens ${maxNewTokens}: the decoder's cache holds ${info.max_length} tokens`);
     }
     const features = await this.vision.runOnDevice([pixelValues]); // queued: the first step's read waits for both

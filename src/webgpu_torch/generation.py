@@ -8,9 +8,10 @@ GPU. Steps are pipelined: step n + 1 is submitted before step n's token is read 
 for the host's round trip; a stop at EOS is seen one step late and that step's work is discarded.
 
 `CausalLM` holds a decoder-only LM's step program (models/llama.py) and `Seq2Seq` an encoder-decoder's three
-programs — `vision` (pixels -> image features), `encoder` (image
-features and prompt ids -> every decoder layer's cross-attention keys and values) and `decoder` (the step
-above, with the cross K/V as its context) — and the token ids generation needs.
+programs — `vision` (pixels -> image features), `encoder` (image features and prompt ids -> every decoder
+layer's cross-attention keys and values) and `decoder` (the step above, with the cross K/V as its context) —
+and the token ids generation needs. A Seq2Seq folder's `seq2seq.json` and the stopping rules are
+docs/artifact.md's "Seq2Seq folders", which js/src/generation.js follows too.
 """
 
 from __future__ import annotations
@@ -24,11 +25,32 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import ArtifactError
 from .runtime.session import Session
 
 STAGES = ("vision", "encoder", "decoder")
+REQUIRED = ("layers", "heads", "head_dim", "decoder_start_token_id")  # integers
+# Integers, null or absent; max_length: the decoder's cache rows (a longer generation is refused by name).
+OPTIONAL = ("eos_token_id", "forced_bos_token_id", "forced_eos_token_id", "max_length")
 STEP = "step.wgpt"
 IN_FLIGHT = 2  # decoder steps submitted and not yet read back
+
+
+def check_info(info, where: str) -> dict:
+    """`info` (seq2seq.json's value) when it holds what generation needs; ArtifactError naming what not."""
+    if not isinstance(info, dict):
+        raise ArtifactError(f"{where}: not a JSON object")
+    for key in REQUIRED:
+        if not _is_int(info.get(key)):
+            raise ArtifactError(f"{where}: no integer {key!r}")
+    for key in OPTIONAL:
+        if info.get(key) is not None and not _is_int(info[key]):
+            raise ArtifactError(f"{where}: {key!r} is neither an integer nor null")
+    return info
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2**53
 
 
 @dataclass
@@ -86,7 +108,7 @@ def _arrived(call, out: Decoded, forced, teacher, on_token, start: float) -> int
         out.logits.append(np.asarray(logits).reshape(-1))
     now = time.perf_counter()
     out.steps.append(now - start - sum(out.steps))
-    for phase, seconds in call.call.host.items():
+    for phase, seconds in call.host.items():
         out.host[phase].append(seconds)
     out.ids.append(token)
     if on_token is not None:
@@ -145,13 +167,13 @@ class Seq2Seq:
         """Greedy ids after the decoder start token (stopping after EOS), and with `teacher` (ids to feed
         instead of the model's own choices, for a parity check) the logits of every step."""
         info = self.info
-        if max_new_tokens > info["max_length"]:
+        if info.get("max_length") is not None and max_new_tokens > info["max_length"]:
             raise ValueError(f"max_new_tokens={max_new_tokens}: the decoder's cache holds {info['max_length']} "
                              "tokens (compile_stages' max_new_tokens)")
         features = self.vision.on_device(pixel_values)  # queued: the first step's read waits for both
         cross = self.encoder.on_device(features, prompt_ids)
         decoded = greedy(self.decoder, [info["decoder_start_token_id"]], max_new_tokens, (cross,),
-                         eos=None if teacher is not None else info["eos_token_id"],
+                         eos=None if teacher is not None else info.get("eos_token_id"),
                          forced=lambda step: self._forced(step, max_new_tokens), teacher=teacher, on_token=on_token)
         self.timings["decoder steps"] = decoded.steps  # wall seconds per token (the first waits for the encoder)
         self.timings["decoder host"] = decoded.host
@@ -175,5 +197,9 @@ class Seq2Seq:
     @staticmethod
     def load(folder: str | Path) -> Seq2Seq:
         folder = Path(folder)
-        info = json.loads((folder / "seq2seq.json").read_text())
-        return Seq2Seq(*(Session.load(folder / f"{name}.wgpt") for name in STAGES), info)
+        path = folder / "seq2seq.json"
+        try:
+            info = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise ArtifactError(f"{path}: not JSON: {e}") from None
+        return Seq2Seq(*(Session.load(folder / f"{name}.wgpt") for name in STAGES), check_info(info, str(path)))

@@ -12,8 +12,7 @@ from . import dtypes, planner, symbolic
 from .builder import Builder, CompileOptions
 from .errors import InputError, UnsupportedError, describe_node
 from .graph import Graph, Node, Ref, map_refs, refs_in, values_in
-from .ops import OPS, REFUSED, NodeView
-from .ops.elementwise import copy
+from .ops import OPS, REFUSED, NodeView, elementwise
 from .program import Buffer, Input, Program, State, Tensor, contiguous_strides
 from .symbolic import Expr
 
@@ -77,7 +76,7 @@ def _unsupported_reason(metas: dict, node: Node, read: frozenset[int]) -> str | 
 
 def lower(graph: Graph, options: CompileOptions) -> Program:
     check_support(graph)
-    ctx = Builder(options)
+    ctx = Builder(options, copy=elementwise.copy)
     env: dict[Ref, Tensor] = {}
     inputs = []
     for name, meta in graph.inputs:
@@ -116,7 +115,7 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
     for r in graph.user_outputs:  # read back after the call, when a state holds its new value: never a state
         t = env[r]
         if ctx.buffers[t.buffer].role == "state":
-            t = copy(ctx, t)
+            t = elementwise.copy(ctx, t)
         outputs.append(ctx.contiguous(t) if options.contiguous_outputs else t)
     for s, r in zip(states, graph.state_values, strict=True):
         _write_state(ctx, s, env[r])
@@ -147,8 +146,8 @@ def _write_state(ctx: Builder, state: State, value: Tensor) -> None:
     if value == target:
         return
     if value.buffer == state.buffer:
-        value = copy(ctx, value)
-    copy(ctx, value, out=target)
+        value = elementwise.copy(ctx, value)
+    elementwise.copy(ctx, value, out=target)
 
 
 def _computes_nothing(node: Node) -> bool:

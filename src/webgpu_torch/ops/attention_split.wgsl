@@ -15,10 +15,12 @@
 //   threads; then thread t sums p_j·v[j] for vec4 column t % DV4 over keys j ≡ t / DV4 (mod THREADS / DV4),
 //   and the key groups add up through workgroup memory. Workgroups numbered row-major over (row, split) in a
 //   grid folded to fit 65,535 per dimension; those past the end exit at once.
-// merge: 64 threads a workgroup over rows·DV4 (row, column) pairs.
+// merge: 64 threads a workgroup over rows·DV4 (row, column) pairs; its loop over splits runs no further than
+//   partial holds (bounded.wgsl).
 // Specialised by const substitution (D4, DV4, CHUNK) and alias (MaskT).
 
 //! include attention_rows.wgsl
+//! include bounded.wgsl
 
 const D4: u32 = 16u;
 const DV4: u32 = 16u;
@@ -182,14 +184,15 @@ fn merge(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg
   let c = index % DV4;
   var neg_inf_bits = 0xff800000u;
   let neg_inf = bitcast<f32>(neg_inf_bits);
+  let splits = bounded(p.splits, arrayLength(&partial) / (1u + DV4));
   var top = neg_inf;
-  for (var s = 0u; s < p.splits; s++) {
+  for (var s = 0u; s < splits; s++) {
     top = max(top, partial[(r * p.splits + s) * (1u + DV4)].x);
   }
   var l = 0.0;
   var acc = vec4<f32>(0.0);
   if (top != neg_inf) {
-    for (var s = 0u; s < p.splits; s++) {
+    for (var s = 0u; s < splits; s++) {
       let slot = (r * p.splits + s) * (1u + DV4);
       let ml = partial[slot];
       let w = select(exp(ml.x - top), 0.0, ml.x == neg_inf);

@@ -14,7 +14,7 @@ import numpy as np
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
-from .row import WORKGROUP, row_threads
+from .row import row_threads
 
 FILE = "layer_norm.wgsl"
 
@@ -55,16 +55,16 @@ def rms_norm(ctx: Builder, node: NodeView) -> Tensor:
 def _normalize(ctx: Builder, x: Tensor, w: Tensor | None, b: Tensor | None, n, eps: float, outputs: list[Tensor],
                *, rms: bool) -> None:
     rows = x.numel // n
-    x2 = ctx.reshaped(x, (rows, n))
+    x2 = ctx.walkable(ctx.reshaped(x, (rows, n)), n)
     w1 = ctx.reshaped(w, (n,)) if w is not None else ctx.dummy()
     b1 = ctx.reshaped(b, (n,)) if b is not None else ctx.dummy()
-    row = row_threads(n)
+    row = row_threads(n, FILE)
     params = {"rows": rows, "n": n, "x_offset": x2.offset, "row_stride": x2.strides[0], "col_stride": x2.strides[1],
               "w_offset": w1.offset, "w_stride": w1.strides[0] if w is not None else 0,
               "b_offset": b1.offset, "b_stride": b1.strides[0] if b is not None else 0, "eps": eps}
     spec = KernelSpec.of(FILE, "rms_norm" if rms else "layer_norm", overrides={
         "ROW": row, "HAS_WEIGHT": w is not None, "HAS_BIAS": b is not None, "RMS": rms})
-    ctx.dispatch(spec, [x2, w1, b1, *outputs], params, -(-rows // (WORKGROUP // row)))
+    ctx.dispatch(spec, [x2, w1, b1, *outputs], params, elements=rows * row)
 
 
 def cases() -> list[OpCase]:
