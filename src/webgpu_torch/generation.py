@@ -75,11 +75,11 @@ def greedy(decoder: Session, prompt: list[int], max_new_tokens: int, context: tu
     first, reads = len(prompt) - 1, (0, 1) if teacher is not None else (1,)
     out = Decoded([], [], [], {"encode": [], "submit": [], "map": [], "copy": []})
     in_flight: deque = deque()
-    token, start = _ids(prompt[-1]), time.perf_counter()
+    token, arrivals = _ids(prompt[-1]), [time.perf_counter()]
 
     def stops() -> bool:  # read the oldest step in flight: whether it chose EOS
-        token = _arrived(in_flight.popleft(), out, forced, teacher, on_token, start)
-        return eos is not None and teacher is None and token == eos
+        chosen = _arrived(in_flight.popleft(), out, forced, teacher, on_token, arrivals)
+        return eos is not None and teacher is None and chosen == eos
 
     try:
         for step in range(max_new_tokens):
@@ -98,16 +98,16 @@ def greedy(decoder: Session, prompt: list[int], max_new_tokens: int, context: tu
     return out
 
 
-def _arrived(call, out: Decoded, forced, teacher, on_token, start: float) -> int:
-    """Read one step's token (and logits); record it; the id generation continues from."""
+def _arrived(call, out: Decoded, forced, teacher, on_token, arrivals: list[float]) -> int:
+    """Read one step's token (and logits); record it and its arrival; the id generation continues from."""
     logits, chosen = call.result()
     step = len(out.ids)
     token = forced(step)
     token = int(np.asarray(chosen).reshape(-1)[0]) if token is None else token
     if teacher is not None:
         out.logits.append(np.asarray(logits).reshape(-1))
-    now = time.perf_counter()
-    out.steps.append(now - start - sum(out.steps))
+    arrivals.append(time.perf_counter())
+    out.steps.append(arrivals[-1] - arrivals[-2])
     for phase, seconds in call.host.items():
         out.host[phase].append(seconds)
     out.ids.append(token)
