@@ -2,7 +2,7 @@
 // each result is posted back to the runner as it comes.
 
 import { ArtifactError, load, openDevice } from '../src/index.js';
-import { loadGenerator, parseCalls, regenerate, replay } from '../testkit/corpus.js';
+import { ACROSS_ADAPTERS, loadGenerator, parseCalls, regenerate, replay } from '../testkit/corpus.js';
 
 /** @param {string} line */
 const log = (line) => fetch('/log', { method: 'POST', body: JSON.stringify({ line }) });
@@ -69,7 +69,7 @@ for (const name of manifest.generations) {
     const record = await (await fetch(`/corpus/${name}/generate.json`)).json();
     const model = await loadGenerator(new URL(`/corpus/${name}`, location.href), record, { tune: false, featureLevel });
     try {
-      return await regenerate(model, record);
+      return await regenerate(model, record, ACROSS_ADAPTERS);
     } finally {
       model.destroy();
     }
