@@ -70,13 +70,15 @@ def prepare_decoder(folder: Path, name: str, steps: int) -> dict:
     pixels, prompt = florence2.sample_inputs(model, image, 5, seed=0)
     with torch.no_grad():
         cross = florence2.EncoderStage(model)(florence2.VisionStage(model)(pixels), prompt)
-    stage = florence2.DecoderStage(model)
+    # Ours: the step with its cache as state; ORT's: the functional step (ONNX has no state).
+    stage = florence2.DecoderStage(model, steps)
+    webgpu_torch.compile_module(stage, (torch.tensor([[2]]), torch.tensor([0]), cross),
+                                contiguous_outputs=True).save(folder / f"{name}.wgpt")
+    functional = florence2.FunctionalDecoderStage(model)
     past = [torch.randn(1, heads, 3, head_dim) for _ in range(2 * layers)]
     args = (torch.tensor([[2]]), past, cross)
     dynamic = (None, [{2: Dim("past", min=0, max=steps + 1)}] * (2 * layers), [None] * (2 * layers))
-    webgpu_torch.compile_module(stage, args, dynamic_shapes=dynamic, contiguous_outputs=True).save(
-        folder / f"{name}.wgpt")
-    inputs, outputs = _ort.export(stage, args, folder / f"{name}.onnx", dynamic_shapes=dynamic)
+    inputs, outputs = _ort.export(functional, args, folder / f"{name}.onnx", dynamic_shapes=dynamic)
     token, past_names, cross_names = inputs[0], inputs[1:1 + 2 * layers], inputs[1 + 2 * layers:]
     return {"name": name, "kind": "decoder", "wgpt": f"{name}.wgpt", "onnx": f"{name}.onnx",
             "inputs": [_save_input(folder, f"{name}.cross{i}.bin", x, n)
