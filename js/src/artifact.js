@@ -230,6 +230,17 @@ function field(o, key, what) {
   return o[key];
 }
 
+/**
+ * An optional key of `o`: its value when present (null included, which the reader then refuses as it would
+ * any other value of the wrong type, as the Python reader does), else `fallback`.
+ * @param {Record<string, any>} o
+ * @param {string} key
+ * @param {unknown} fallback
+ */
+function optional(o, key, fallback) {
+  return Object.hasOwn(o, key) ? o[key] : fallback;
+}
+
 /** @param {unknown} v */
 function kind(v) {
   return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
@@ -242,8 +253,8 @@ function kind(v) {
  */
 function validate(header, data) {
   const top = 'the header';
-  const meta = object(header.meta ?? {}, 'meta');
-  const requires = list(header.requires ?? [], 'requires').map((f) => str(f, 'feature'));
+  const meta = object(optional(header, 'meta', {}), 'meta');
+  const requires = list(optional(header, 'requires', []), 'requires').map((f) => str(f, 'feature'));
   const symbols = readSymbols(object(field(header, 'symbols', top), 'symbols'));
   const sources = list(field(header, 'sources', top), 'sources').map((s, i) => readSource(s, i));
   const rawKernels = list(field(header, 'kernels', top), 'kernels');
@@ -286,7 +297,7 @@ function validate(header, data) {
   const status = statuses.length ? statuses[0] : null;
   need(!checks.length || (status !== null && buffers[status].size >= 4 * checks.length), 'checks without a status buffer large enough for them');
   need(outputs.every((t) => t.buffer !== status), 'a status buffer an output reads');
-  const states = list(header.states ?? [], 'states').map((x, i) => readState(object(x, `state ${i}`), i, buffers));
+  const states = list(optional(header, 'states', []), 'states').map((x, i) => readState(object(x, `state ${i}`), i, buffers));
   const stated = states.map((x) => x.buffer).sort((a, b) => a - b);
   const stateBuffers = buffers.flatMap((b, i) => (b.role === 'state' ? [i] : []));
   need(stated.join() === stateBuffers.join(), 'a state buffer that is not exactly one state\'s');
@@ -308,7 +319,7 @@ function readSymbols(j) {
     const hi = int(field(s, 'hi', what), `${what} hi`);
     const hint = int(field(s, 'hint', what), `${what} hint`);
     need(lo >= 0 && lo <= hint && hint <= hi && hi < LIMITS.symbol_limit, `${what}: range [${lo}, ${hi}] with hint ${hint}`);
-    out[name] = { lo, hi, hint, about: str(s.about ?? `dimension ${name}`, `${what} about`) };
+    out[name] = { lo, hi, hint, about: str(optional(s, 'about', `dimension ${name}`), `${what} about`) };
   }
   return out;
 }
@@ -369,16 +380,16 @@ function readKernel(k, i, nSources) {
   const source = int(field(k, 'source', it), `${it} source`);
   need(source >= 0 && source < nSources, `${it}: bad source index ${source}`);
   const entry = str(field(k, 'entry', it), `${it} entry`);
-  const overrides = object(k.overrides ?? {}, `${it} overrides`);
+  const overrides = object(optional(k, 'overrides', {}), `${it} overrides`);
   need(Object.values(overrides).every((v) => typeof v === 'number' && Number.isFinite(v)), `${it}: an override is not a number`);
   const bindings = list(field(k, 'bindings', it), `${it} bindings`);
   need(bindings.every((b) => b === 'read' || b === 'read_write' || b === 'uniform'), `${it}: unknown binding kind`);
   const uniforms = bindings.filter((b) => b === 'uniform').length;
   need(uniforms === (k.uniform === undefined ? 0 : 1), `${it}: a uniform binding needs a uniform layout, and only one`);
   const uniform = uniforms ? readUniform(object(k.uniform, `${it} uniform`), it) : null;
-  const requires = list(k.requires ?? [], `${it} requires`).map((f) => str(f, 'feature'));
+  const requires = list(optional(k, 'requires', []), `${it} requires`).map((f) => str(f, 'feature'));
   const fallback = k.fallback === undefined ? null : int(k.fallback, `${it} fallback`);
-  const engineSources = object(k.engine_sources ?? {}, `${it} engine_sources`);
+  const engineSources = object(optional(k, 'engine_sources', {}), `${it} engine_sources`);
   need(Object.values(engineSources).every((s) => isInt(s) && s >= 0 && s < nSources), `${it}: bad engine source`);
   const workgroupSize = triple(field(k, 'workgroup_size', it), 'workgroup size');
   const [x, y, z] = workgroupSize;
@@ -461,7 +472,7 @@ function readBuffer(b, i) {
   need(size > 0, `${what}: bad size ${size}`);
   const role = field(b, 'role', what);
   need(['input', 'constant', 'scratch', 'status', 'state'].includes(role), `${what}: unknown role ${JSON.stringify(role)}`);
-  return { size, role, name: str(b.name ?? '', `${what} name`) };
+  return { size, role, name: str(optional(b, 'name', ''), `${what} name`) };
 }
 
 /**
@@ -653,7 +664,7 @@ function readDispatch(x, i, kernels, buffers, ex, symbols) {
   const words = Math.max(1, Math.floor([...new Set(written)].reduce((a, b) => a + buffers[b].size, 0) / 4));
   const grid = readGrid(field(x, 'grid', it), it);
   need(grid[0] * grid[1] * grid[2] <= words, `${it}: ${count(grid[0] * grid[1] * grid[2])} workgroups for ${count(words)} words written`);
-  const patches = list(x.patches ?? [], `${it} patches`).map((p) => {
+  const patches = list(optional(x, 'patches', []), `${it} patches`).map((p) => {
     need(Array.isArray(p) && p.length === 3, `${it}: a uniform patch is not [offset, type, expression]`);
     const value = ex(p[2], `${it} patch`);
     const [lo, hi] = expr.bounds(value, symbols);
@@ -669,7 +680,7 @@ function readDispatch(x, i, kernels, buffers, ex, symbols) {
     need(lo >= 0 && largest <= MAX_GRID * MAX_GRID && foldGrid(largest).every((n, k) => n === grid[k]),
       `${it}: its grid is not its workgroup count's largest value folded`);
   }
-  const options = list(x.options ?? [], `${it} options`).map((raw, j) => {
+  const options = list(optional(x, 'options', []), `${it} options`).map((raw, j) => {
     const o = object(raw, `${it} option ${j}`);
     const ok = isInt(o.kernel) && o.kernel >= 0 && o.kernel < kernels.length;
     need(ok, `${it}: bad option`);
@@ -682,7 +693,7 @@ function readDispatch(x, i, kernels, buffers, ex, symbols) {
     return { kernel: o.kernel, uniform: optionWords, grid: optionGrid };
   });
   need(!options.length || (workgroups === null && !patches.length), `${it}: a dynamic one has options`);
-  const follows = int(x.follows ?? 0, `${it} follows`);
+  const follows = int(optional(x, 'follows', 0), `${it} follows`);
   need(follows >= 0, `${it}: follows no group leader with as many options`);
   return { kernel, buffers: bound, uniform, grid, node, patches, count: workgroups, options, follows };
 }

@@ -343,4 +343,5 @@ def _hostile(raw: bytes, dyn: bytes) -> dict:
                                     at("outputs.0.dtype", "int32")), "holds no input stored as i32"),
         "output_dtype_constant": (edit(raw, at("outputs.0.buffer", constant), at("outputs.0.dtype", "int32")),
                                   "holds constants stored as f32, not i32"),
+        "optional_null": (edit(raw, at("requires", None)), "requires: expected a list"),  # null is no default
     }
