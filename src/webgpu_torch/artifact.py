@@ -39,7 +39,9 @@ MAGIC = b"WGPUTRCH"
 CONTAINER_VERSION = 2
 PREAMBLE = struct.Struct("<8sIIQQ")  # magic, container version, header CRC-32, header length, data length
 ALIGN = 64
-DTYPES = {"f32": np.dtype("<f4"), "f16": np.dtype("<f2"), "i32": np.dtype("<i4"), "u32": np.dtype("<u4")}
+# A constant's device element type (docs/artifact.md, "tensors"): bf16 is bfloat16's bits, two to a u32 word.
+DTYPES = {"f32": np.dtype("<f4"), "f16": np.dtype("<f2"), "bf16": np.dtype("<u2"), "i32": np.dtype("<i4"),
+          "u32": np.dtype("<u4")}
 MAX_HEADER = 1 << 30  # a header past 1 GiB is not one we wrote
 
 

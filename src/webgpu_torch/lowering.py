@@ -103,7 +103,7 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
             reason = (f"internal error in the lowering of {node.target} ({type(e).__name__}: {e}); please "
                       "report it with this message")
             raise UnsupportedError([describe_node(graph, node, reason)]) from e
-        _bind_outputs(env, node, result)
+        _bind_outputs(env, node, _as_model_dtypes(result, node.outputs))
     ctx.node = "output"
     outputs = [ctx.contiguous(env[r]) if options.contiguous_outputs else env[r] for r in graph.outputs]
     return _finish(ctx, inputs, outputs, graph)
@@ -114,6 +114,21 @@ def _computes_nothing(node: Node) -> bool:
     outputs are fresh empty tensors, whatever the op (a kernel would have no element to write)."""
     metas = [m for m in node.outputs if m is not None]
     return bool(metas) and all(isinstance(m.numel, int) and m.numel == 0 for m in metas)
+
+
+def _as_model_dtypes(result: Any, metas: tuple) -> Any:
+    """A lowering's result with each float tensor labelled with its node output's float dtype: the float
+    dtypes share their device form (f32), and kernels write float32 whatever the model's float dtype, but
+    what reads a value next (a cast, the program's outputs) must see the model's."""
+    def label(t, meta):
+        if t is None or meta is None or t.dtype == meta.dtype or not (
+                dtypes.is_float(t.dtype) and dtypes.is_float(meta.dtype)):
+            return t
+        return replace(t, dtype=meta.dtype)
+
+    if not isinstance(result, (list, tuple)):
+        return label(result, metas[0] if len(metas) == 1 else None)
+    return [label(t, m) for t, m in zip(result, metas, strict=False)]
 
 
 def _bind_outputs(env: dict[Ref, Tensor], node: Node, result: Any) -> None:

@@ -15,7 +15,7 @@ from math import log2, prod
 
 import numpy as np
 
-from .. import layout, symbolic
+from .. import dtypes, layout, symbolic
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from . import elementwise, gemm, softmax
@@ -150,8 +150,8 @@ def _check(node: NodeView) -> str | None:
     a = node.args
     q, k, v, mask = a["query"], a["key"], a["value"], a["attn_mask"]
     for name, t in (("query", q), ("key", k), ("value", v)):
-        if t.dtype != "float32":
-            return f"{name} is {t.dtype}; attention is float32 only"
+        if not dtypes.is_float(t.dtype):
+            return f"{name} is {t.dtype}; attention is floating point only"
         if t.ndim not in (3, 4) or t.ndim != q.ndim:
             return f"q, k, v must all be 3-d or 4-d, got {list(q.shape)}, {list(k.shape)}, {list(v.shape)}"
     if a.get("dropout_p", 0.0):
@@ -166,8 +166,8 @@ def _check(node: NodeView) -> str | None:
         return f"batch {q.shape[0]} against key/value batches {k.shape[0]}, {v.shape[0]}"
     if mask is not None:
         want = (*q.shape[:-1], k.shape[-2])
-        if mask.dtype not in ("float32", "bool"):
-            return f"attn_mask is {mask.dtype}; float32 (additive) or bool masks are supported"
+        if not dtypes.is_float(mask.dtype) and mask.dtype != "bool":
+            return f"attn_mask is {mask.dtype}; floating point (additive) or bool masks are supported"
         if mask.ndim > len(want) or any(m not in (1, w) for m, w in zip(mask.shape[::-1], want[::-1],
                                                                         strict=False)):
             return f"attn_mask {list(mask.shape)} does not broadcast to the scores {list(want)}"

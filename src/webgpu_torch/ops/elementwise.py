@@ -90,11 +90,11 @@ def emit(ctx: Builder, op: str, operands: list[Tensor | Number], shape: tuple[in
               "b_strides": strides[1], "c_strides": strides[2], "out_strides": strides[3], **epilogue.params(ep)}
     types = {"A": slots[0].dtype, "B": slots[1].dtype, "C": slots[2].dtype, "T": compute or out_dtype,
              "Out": out_dtype}
+    consts = {k: dtypes.dtype(v).wgsl for k, v in types.items()}  # float16 and bfloat16 compute as f32
     name = f"elementwise[{op}]" if op != "copy" or not ep else f"elementwise[{ep.activation}]"
-    if op == "copy" and types["A"] != out_dtype:
+    if op == "copy" and consts["A"] != consts["Out"]:
         name = f"elementwise[{types['A']}->{out_dtype}]"
-    spec = KernelSpec.of(FILE, name + (epilogue.suffix(ep) if op != "copy" else ""),
-                         consts={k: dtypes.dtype(v).wgsl for k, v in types.items()},
+    spec = KernelSpec.of(FILE, name + (epilogue.suffix(ep) if op != "copy" else ""), consts=consts,
                          overrides={"OP": OP_CODES[op], "B_SCALAR": scalar is not None, "CONTIGUOUS": contiguous,
                                     **epilogue.overrides(ep)})
     ctx.dispatch(spec, slots + [out], params, elements=out.numel)
@@ -188,7 +188,7 @@ def _check_activation(node: NodeView) -> str | None:
     bounds = [node.args.get(k) for k in ("min", "max", "min_val", "max_val")]
     if any(isinstance(v, bool) for v in bounds):
         return f"{node.target} with boolean bounds is not supported"
-    if node.out.dtype != "float32":
+    if not dtypes.is_float(node.out.dtype):
         if node.target not in ("aten.relu.default", "aten.clamp.default", "aten.hardtanh.default"):
             return f"{node.target} producing {node.out.dtype} is not supported"
         return _limits(node) or next(filter(None, (_scalar_fits(v, node.out.dtype) for v in bounds)), None)
@@ -202,7 +202,7 @@ def _number(ctx: Builder, node: NodeView, value: Number, dtype: str) -> Tensor |
     holds it exactly, else as a 0-d constant."""
     if dtypes.category(dtype) == 2 or abs(value) <= EXACT_F32_INT:
         return value
-    return ctx.constant(f"{node.name}_scalar", np.full((), value, dtypes.dtype(dtype).host), dtype)
+    return ctx.constant(f"{node.name}_scalar", dtypes.scalar(value, dtype), dtype)
 
 
 def _lower_binary(op: str):
@@ -221,7 +221,7 @@ def _lower_binary(op: str):
             elif op_ == "sub":
                 return emit(ctx, "rsub", [b, a], out.shape, out_dtype=out.dtype, alpha=alpha, ep=node.epilogue)
             else:
-                a = ctx.constant(f"{node.name}_scalar", np.full((), a, dtypes.dtype(out.dtype).host), out.dtype)
+                a = ctx.constant(f"{node.name}_scalar", dtypes.scalar(a, out.dtype), out.dtype)
         return emit(ctx, op_, [a, b], out.shape, out_dtype=out.dtype, alpha=alpha, ep=node.epilogue)
 
     return lower
@@ -266,17 +266,18 @@ def _clamp(ctx: Builder, node: NodeView, lo, hi) -> Tensor:
         op, bound = ("minimum", hi) if lo is None else ("maximum", lo)
         return emit(ctx, op, [x, bound] if bound is not None else [x], out.shape, out_dtype=out.dtype)
     if isinstance(hi, Number):
-        hi = ctx.constant(f"{node.name}_max", np.full((), hi, dtypes.dtype(out.dtype).host), out.dtype)
+        hi = ctx.constant(f"{node.name}_max", dtypes.scalar(hi, out.dtype), out.dtype)
     if isinstance(lo, Number):  # the kernel takes a scalar in b's slot only
-        lo = ctx.constant(f"{node.name}_min", np.full((), lo, dtypes.dtype(out.dtype).host), out.dtype)
+        lo = ctx.constant(f"{node.name}_min", dtypes.scalar(lo, out.dtype), out.dtype)
     return emit(ctx, "clamp", [x, lo, hi], out.shape, out_dtype=out.dtype)
 
 
 @register(*ACTIVATIONS, check=_check_activation, dynamic=True)
 def activation(ctx: Builder, node: NodeView) -> Tensor:
-    if node.out.dtype != "float32":  # integer relu / clamp / hardtanh
+    if not dtypes.is_float(node.out.dtype):  # integer relu / clamp / hardtanh
         return _clamp(ctx, node, *_bounds(node))
-    return emit(ctx, "copy", [node.args["self"]], node.out.shape, ep=epilogue.of_node(node.target, node.args))
+    return emit(ctx, "copy", [node.args["self"]], node.out.shape, out_dtype=node.out.dtype,
+                ep=epilogue.of_node(node.target, node.args))
 
 
 @register("aten.clamp.Tensor", check=_limits, dynamic=True)
@@ -287,9 +288,9 @@ def clamp_tensor(ctx: Builder, node: NodeView) -> Tensor:
 @register(*ROUNDING, check=_limits, dynamic=True)
 def rounding(ctx: Builder, node: NodeView) -> Tensor:
     x = node.args["self"]
-    if x.dtype != "float32":  # integers are their own ceil, floor, round and trunc
+    if not dtypes.is_float(x.dtype):  # integers are their own ceil, floor, round and trunc
         return x
-    return emit(ctx, ROUNDING[node.target], [x, 0.0], x.shape)
+    return emit(ctx, ROUNDING[node.target], [x, 0.0], x.shape, out_dtype=x.dtype)
 
 
 def _check_round_decimals(node: NodeView) -> str | None:
@@ -303,7 +304,8 @@ def round_decimals(ctx: Builder, node: NodeView) -> Tensor:
     """torch's float32 formula: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d for d < 0."""
     d = node.args["decimals"]
     op = "round" if d >= 0 else "round_tens"
-    return emit(ctx, op, [node.args["self"], 0.0], node.out.shape, alpha=float(np.float32(10.0 ** abs(d))))
+    return emit(ctx, op, [node.args["self"], 0.0], node.out.shape, out_dtype=node.out.dtype,
+                alpha=float(np.float32(10.0 ** abs(d))))
 
 
 @register("aten.sign.default", check=_limits, dynamic=True)
@@ -312,7 +314,7 @@ def sign(ctx: Builder, node: NodeView) -> Tensor:
 
 
 def _check_elu(node: NodeView) -> str | None:
-    if node.out.dtype != "float32":
+    if not dtypes.is_float(node.out.dtype):
         return f"elu producing {node.out.dtype} is not supported"
     return _limits(node)
 
@@ -321,8 +323,8 @@ def _check_elu(node: NodeView) -> str | None:
 def elu(ctx: Builder, node: NodeView) -> Tensor:
     """scale * (x > 0 ? x : alpha * expm1(input_scale * x)); selu is elu with its constants."""
     a = node.args
-    return emit(ctx, "elu", [a["self"], float(a["scale"])], node.out.shape, alpha=float(a["alpha"]),
-                beta=float(a["input_scale"]), ep=node.epilogue)
+    return emit(ctx, "elu", [a["self"], float(a["scale"])], node.out.shape, out_dtype=node.out.dtype,
+                alpha=float(a["alpha"]), beta=float(a["input_scale"]), ep=node.epilogue)
 
 
 @register("aten.bitwise_not.default", check=_limits, dynamic=True)
@@ -332,7 +334,7 @@ def bitwise_not(ctx: Builder, node: NodeView) -> Tensor:
 
 
 def _check_creation(node: NodeView) -> str | None:
-    if node.out.dtype not in ("float32", "int64", "int32"):
+    if node.out.dtype not in (*dtypes.FLOATS, "int64", "int32"):
         return f"{node.target} of {node.out.dtype} is not supported"
     step = node.args.get("step", 1)
     if not isinstance(step, Number) or not math.isfinite(step):
@@ -363,19 +365,26 @@ def where(ctx: Builder, node: NodeView) -> Tensor:
 @register("aten.pow.Scalar", check=_check_arithmetic("pow"), dynamic=True)
 def pow_scalar_base(ctx: Builder, node: NodeView) -> Tensor:
     base = ctx.constant(f"{node.name}_base", np.full((), node.args["self"], np.float32))
-    return emit(ctx, "pow", [base, node.args["exponent"]], node.out.shape)
+    return emit(ctx, "pow", [base, node.args["exponent"]], node.out.shape, out_dtype=node.out.dtype)
 
 
 @register("aten._to_copy.default", check=_check_cast, dynamic=True)
 def to_copy(ctx: Builder, node: NodeView) -> Tensor:
-    """A cast. int64 and int32 share their device form (i32), so a cast between them is a view; to bool is
-    `!= 0`; the others convert on store (float to int truncates toward zero, as torch does)."""
+    """A cast. Where the device form holds every value of the source exactly in the target's (int64 and int32
+    share i32; float16 and bfloat16 values are float32 values) it is a view; to bool is `!= 0`; to float16
+    or bfloat16 rounds to nearest even (kept as f32); the others convert on store (float to int truncates
+    toward zero, as torch does)."""
     x, want = node.args["self"], node.out.dtype
-    if x.dtype == want or {x.dtype, want} == {"int32", "int64"}:
+    if x.dtype == want or {x.dtype, want} == {"int32", "int64"} or (want == "float32" and dtypes.is_float(x.dtype)):
         return replace(x, dtype=want)
     if want == "bool":
         return emit(ctx, "ne", [x, 0], x.shape, out_dtype="bool", compute=x.dtype)
+    if want in ROUND_TO and x.dtype != "bool":
+        return emit(ctx, ROUND_TO[want], [x, 0.0], x.shape, out_dtype=want)
     return emit(ctx, "copy", [x], x.shape, out_dtype=want, compute=x.dtype)
+
+
+ROUND_TO = {"float16": "round_f16", "bfloat16": "round_bf16"}  # the casts that round
 
 
 _FUSES_ACTIVATION = {"add", "sub", "rsub", "mul", "div", "maximum", "minimum"}

@@ -8,9 +8,10 @@ Two tiled kernels: `gemm.wgsl` reads any strided operand by element; `gemm_vec4.
 along each operand's contiguous axis and takes operands whose contiguous axis is a multiple of 4 long and
 aligned. Beside them, `gemv.wgsl` for few rows and `gemm_split_sum.wgsl`, the last step of a split K. Each
 adds `beta*bias + residual` (a fused add, `epilogue.residual`) and applies the fused activation itself.
-With the compile option weights="float16", a B operand that is a constant (a weight) is stored in float16
-and widened as it is read; products accumulate in float32 (on an adapter without `shader-f16` the runtime
-widens those constants at load and runs the float32 build of the same kernels: Program.without_f16).
+A B operand that is a constant (a weight) of a float16 or bfloat16 model, or of a float32 one under the compile
+option weights="float16", is stored in 16 bits and widened as it is read; products accumulate in float32 (on
+an adapter without `shader-f16` the runtime widens float16 constants at load and runs the float32 build of
+the same kernels: runtime/features.py; bfloat16 needs no feature).
 `CONFIGS["pr"]` is the kernel of the ExecuTorch WebGPU addmm PR (32×32 tiles, a 4×4 register tile per
 thread, 8×8 threads, k-steps of 32), kept so other configurations are measured against it.
 """
@@ -321,10 +322,13 @@ def im2col_gemm(ctx: Builder, a: Im2col, b: Tensor, bias: Tensor | None, out_sha
 
 
 def _stored(ctx: Builder, b3: Tensor) -> Tensor:
-    """B as the kernels read it: under weights="float16" a float32 constant's float16 copy
-    (Builder.half), else b3 itself."""
-    half = WEIGHTS.of(ctx.options) == "float16"
-    if half and b3.dtype == "float32" and ctx.buffers[b3.buffer].role == "constant":
+    """B as the kernels read it: a constant of a float16 or bfloat16 model in its 16 bits (Builder.half,
+    Builder.bfloat), a float32 one in float16 under weights="float16", anything else as it is."""
+    if ctx.buffers[b3.buffer].role != "constant":
+        return b3
+    if b3.dtype == "bfloat16":
+        return ctx.bfloat(b3)
+    if b3.dtype == "float16" or (b3.dtype == "float32" and WEIGHTS.of(ctx.options) == "float16"):
         return ctx.half(b3)
     return b3
 
@@ -334,8 +338,10 @@ def _matrix_options(ctx: Builder) -> tuple[str, ...]:
     return MATRIX_F16 if PRECISION.of(ctx.options) == "float16" else ()
 
 
-def _b_type(b3: Tensor) -> tuple[dict[str, str], str]:
-    """The B_T alias for B's stored dtype, and what a kernel's label adds for it."""
+def _b_type(b3: Tensor) -> tuple[dict, str]:
+    """The B_T alias (and B_BF16) for B's stored dtype, and what a kernel's label adds for it."""
+    if b3.dtype == dtypes.BF16.name:
+        return {"B_T": "u32", "B_BF16": True}, ",bf16"
     wgsl = dtypes.dtype(b3.dtype).wgsl
     return {"B_T": wgsl}, "" if wgsl == "f32" else f",{wgsl}"
 
@@ -450,10 +456,10 @@ def _operand_params(a3, b3, bias3, res3, alpha, beta, ep) -> dict:
             **epilogue.params(ep), **(a3.params() if isinstance(a3, Im2col) else _NO_IM2COL)}
 
 
-def _check_float32(node: NodeView) -> str | None:
+def _check_float(node: NodeView) -> str | None:
     for name, v in node.args.items():
-        if hasattr(v, "dtype") and v.dtype != "float32":
-            return f"argument {name} is {v.dtype}; the GEMM kernels are float32 only"
+        if hasattr(v, "dtype") and not dtypes.is_float(v.dtype):
+            return f"argument {name} is {v.dtype}; the GEMM kernels are floating point only"
     return None
 
 
@@ -463,7 +469,7 @@ def _check_ranks(**ranks: int):
             v = node.args[name]
             if v.ndim != rank:
                 return f"{name} must be {rank}-d, got shape {list(v.shape)}"
-        return _check_float32(node)
+        return _check_float(node)
 
     return check
 
@@ -475,7 +481,7 @@ def _check_bias(node: NodeView) -> str | None:
     out = node.out.shape
     if bias.ndim > len(out) or any(s not in (1, o) for s, o in zip(bias.shape[::-1], out[::-1], strict=False)):
         return f"bias of shape {list(bias.shape)} does not broadcast to the output {list(out)}"
-    return _check_float32(node)
+    return _check_float(node)
 
 
 def _check_addmm(node: NodeView) -> str | None:
@@ -526,7 +532,7 @@ def _check_linear(node: NodeView) -> str | None:
         return f"linear needs input of >= 1 dims and a 2-d weight, got {list(x.shape)} and {list(w.shape)}"
     if bias is not None and bias.ndim > 1:
         return f"linear bias must be 1-d, got {list(bias.shape)}"
-    return _check_float32(node)
+    return _check_float(node)
 
 
 @register("aten.linear.default", check=_check_linear, epilogue=True, residual=True, dynamic=True)

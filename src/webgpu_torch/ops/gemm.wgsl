@@ -31,6 +31,15 @@ override ACTIVATION: u32 = ACT_NONE;
 @group(0) @binding(4) var<storage, read> residual: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
+// Element i of B as f32 (gemm_params.wgsl's B_T; with B_BF16 half of a u32 word, widened exactly).
+fn b_at(i: u32) -> f32 {
+  if (B_BF16) {
+    let word = u32(b[i / 2u]);  // B_T is u32: the word itself
+    return bitcast<f32>(select(word << 16u, word & 0xffff0000u, (i & 1u) == 1u));
+  }
+  return f32(b[i]);
+}
+
 fn load_a_tile(z: u32, m0: u32, k0: u32, li: u32) {
   let base = p.a_offset + z * p.a_strides.x;
   for (var e = li; e < TILE_M * TILE_K; e += THREADS) {
@@ -59,7 +68,7 @@ fn load_b_tile(z: u32, k0: u32, n0: u32, li: u32) {
     }
     var v = 0.0;
     if (k0 + k < p.K && n0 + n < p.N) {
-      v = f32(b[base + (k0 + k) * p.b_strides.y + (n0 + n) * p.b_strides.z]);
+      v = b_at(base + (k0 + k) * p.b_strides.y + (n0 + n) * p.b_strides.z);
     }
     b_tile[k * TILE_N + n] = v;
   }

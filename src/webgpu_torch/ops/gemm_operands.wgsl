@@ -33,6 +33,8 @@ override ACTIVATION: u32 = ACT_NONE;
 @group(0) @binding(4) var<storage, read> residual: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
+//! include gemm_b_vec4.wgsl
+
 // (m, k) in its tile of the first element of vec4 number e of a k-step's A tile: with A_K_CONTIGUOUS, e walks
 // the tile's rows m, TILE_K/4 vec4s each (the vec4 holds k .. k+3); otherwise its k-rows, TILE_M/4 vec4s each
 // (the vec4 holds m .. m+3).
@@ -89,7 +91,7 @@ fn fetch_b(base: u32, k0: u32, n0: u32, e: u32) -> vec4<f32> {
   if (k >= p.K || n >= p.N) {
     return vec4<f32>(0.0);
   }
-  return vec4<f32>(b[(base + k * p.b_strides.y + n * p.b_strides.z) / 4u]);
+  return b_vec4(base + k * p.b_strides.y + n * p.b_strides.z);
 }
 
 // Stores one finished vec4 of outputs (C[z, m, n .. n+3]), applying activation `act` (ACTIVATION, or ACT_NONE

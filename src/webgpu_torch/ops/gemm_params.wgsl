@@ -13,10 +13,12 @@
 // of im_h x im_w pixels and im_c channels with element strides a_strides (b, h, w, -), for a conv of
 // im_kw-wide taps, output rows im_ow wide and im_ohw pixels per image.
 
-// B_T: the element type of B as stored: f32, or f16 for constant weights kept in half precision (compile
-// option weights="float16"). The float32 kernels widen what they read to f32; products accumulate in f32
-// in every kernel.
+// B_T: the element type of B as stored: f32; f16 for constant weights kept in half precision (compile option
+// weights="float16", a float16 model's weights); or, with B_BF16, u32 words holding two bfloat16 weights each
+// (a bfloat16 model's), the lower half first. Every kernel widens what it reads to f32 (bfloat16 exactly, by
+// shifting its bits into the high half of an f32: no optional feature); products accumulate in f32.
 alias B_T = f32;
+const B_BF16: bool = false;
 
 struct Params {
   M: u32,

@@ -37,6 +37,8 @@ override ACTIVATION: u32 = ACT_NONE;
 @group(0) @binding(4) var<storage, read> residual: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
+//! include gemm_b_vec4.wgsl
+
 var<workgroup> partial: array<f32, WORKGROUP * 4u * ROWS>;
 
 fn store(z: u32, m: u32, n: u32, acc: f32) {
@@ -62,7 +64,7 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (n < p.N) {
     let col = p.b_offset + z * p.b_strides.x + n * p.b_strides.z;
     for (var k = lane * 4u; k < p.K; k += TEAM * 4u) {
-      let w = vec4<f32>(b[(col + k * p.b_strides.y) / 4u]);
+      let w = b_vec4(col + k * p.b_strides.y);
       for (var m = 0u; m < ROWS; m++) {
         if (m < p.M) {
           sums[m] += dot(a_vec(z, m, k), w);
@@ -108,7 +110,7 @@ fn sweep_n(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
         if (m < p.M) {
           let av = a_vec(z, m, k4);
           for (var j = 0u; j < 4u; j++) {
-            sums[m] = fma(vec4<f32>(av[j]), vec4<f32>(b[(base + (k4 + j) * p.b_strides.y) / 4u]), sums[m]);
+            sums[m] = fma(vec4<f32>(av[j]), b_vec4(base + (k4 + j) * p.b_strides.y), sums[m]);
           }
         }
       }

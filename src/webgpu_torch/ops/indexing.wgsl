@@ -1,5 +1,8 @@
 // indexing.wgsl — out[o] = src[direct(o) + sum_t wrap_t(idx_t[o]) * index_stride_t]: embedding,
 // index_select, gather and index.Tensor as one gather of 32-bit words (f32, i32 and bool-as-u32 alike).
+// A float16 or bfloat16 model's embedding table is read in its 16 bits and each element widened to f32's word:
+// Src = f16 (SRC_FLOAT; the kernel then requires shader-f16, and its fallback reads the table widened to f32),
+// or SRC_BF16 (Src = u32 words of two bfloat16s, the lower half first: shifted into an f32's high half).
 //
 // Layout: out is contiguous, of up to 8 dims. `src` is read at src_offset plus, per output dim, the output
 //   coordinate times src_strides (0 for dims that an index supplies). Each of the NUM_INDICES (<= 3) index
@@ -15,6 +18,10 @@
 //   dimension; threads past `numel` exit at once.
 
 //! include strided.wgsl
+
+alias Src = u32;
+const SRC_FLOAT: bool = false;  // Src is a float type (f16; f32 in the fallback): the word is f32(x)'s bits
+const SRC_BF16: bool = false;
 
 override NUM_INDICES: u32 = 1u;
 override WINDOWED: bool = false;
@@ -40,13 +47,25 @@ struct Params {
   idx2_strides: array<vec4<u32>, 2>,
 }
 
-@group(0) @binding(0) var<storage, read> src: array<u32>;
+@group(0) @binding(0) var<storage, read> src: array<Src>;
 @group(0) @binding(1) var<storage, read> idx0: array<i32>;
 @group(0) @binding(2) var<storage, read> idx1: array<i32>;
 @group(0) @binding(3) var<storage, read> idx2: array<i32>;
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;
 @group(0) @binding(5) var<storage, read_write> status: array<u32>;
 @group(0) @binding(6) var<uniform> p: Params;
+
+// Source element `at` as a 32-bit word of the output.
+fn word(at: u32) -> u32 {
+  if (SRC_BF16) {
+    let pair = u32(src[at / 2u]);  // Src is u32: the word itself
+    return select(pair << 16u, pair & 0xffff0000u, (at & 1u) == 1u);
+  }
+  if (SRC_FLOAT) {
+    return bitcast<u32>(f32(src[at]));
+  }
+  return u32(src[at]);
+}
 
 // Index tensor t's value as a position in [0, index_sizes[t]), or -1 when out of range.
 fn wrapped(t: u32, value: i32) -> i32 {
@@ -82,5 +101,5 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   }
   let parts = rows[0] * i32(p.index_strides.x) + rows[1] * i32(p.index_strides.y) + rows[2] * i32(p.index_strides.z);
   let at = p.src_offset + strided_offset(i, p.ndim, p.shape, p.src_strides) + u32(parts);
-  out[i] = src[at];
+  out[i] = word(at);
 }

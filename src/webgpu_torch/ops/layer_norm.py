@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from math import prod
 
+from .. import dtypes
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
@@ -20,8 +21,8 @@ def _check(node: NodeView) -> str | None:
     x = node.args["input"]
     for name in ("input", "weight", "bias"):
         v = node.args[name]
-        if v is not None and v.dtype != "float32":
-            return f"{name} is {v.dtype}; layer_norm is float32 only"
+        if v is not None and not dtypes.is_float(v.dtype):
+            return f"{name} is {v.dtype}; layer_norm is floating point only"
     if prod(node.args["normalized_shape"]) == 0 or x.numel == 0:
         return "layer_norm over an empty tensor is not supported"
     return None

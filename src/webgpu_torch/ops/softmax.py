@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .. import layout, wgsl
+from .. import dtypes, layout, wgsl
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
@@ -31,8 +31,8 @@ def softmax(ctx: Builder, op: str, x: Tensor, dim: int) -> Tensor:
 
 def _check(node: NodeView) -> str | None:
     x = node.args["self"]
-    if x.dtype != "float32" or node.out.dtype != "float32":
-        return f"softmax of {x.dtype} to {node.out.dtype} is not supported (float32 only)"
+    if not dtypes.is_float(x.dtype) or not dtypes.is_float(node.out.dtype):
+        return f"softmax of {x.dtype} to {node.out.dtype} is not supported (floating point only)"
     if x.ndim > MAX_ROW_DIMS + 1:
         return f"input has {x.ndim} dims; at most {MAX_ROW_DIMS + 1} are supported"
     if x.numel == 0:
