@@ -33,7 +33,7 @@ def folder() -> Path:
 
 def _value(v):
     if isinstance(v, torch.Tensor):
-        return tensor_json(v.numpy())
+        return tensor_json(v)
     if isinstance(v, np.ndarray):
         return tensor_json(v)
     if isinstance(v, (tuple, list)):
@@ -47,8 +47,9 @@ def write(name: str, session, calls: list[tuple[tuple, dict, object]]) -> None:
     """Save `session` as NAME.wgpt with each call (args, kwargs, the outputs it gave) in NAME.json."""
     session.save(folder() / f"{name}.wgpt")
     records = [{"args": _value(list(args)), "kwargs": _value(kwargs),
-                "outputs": [tensor_json(np.asarray(o)) for o in tree.flatten(session.program.output_tree, out,
-                                                                            "output")]}
+                "outputs": [tensor_json(o if isinstance(o, torch.Tensor) else np.asarray(o), t.dtype) for o, t in
+                            zip(tree.flatten(session.program.output_tree, out, "output"), session.program.outputs,
+                                strict=True)]}
                for args, kwargs, out in calls]
     (folder() / f"{name}.json").write_text(json.dumps({"calls": records}) + "\n")
 

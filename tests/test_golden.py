@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import webgpu_torch
-from webgpu_torch import tree
+from webgpu_torch import dtypes, tree
 from webgpu_torch.errors import ArtifactError
 
-from .helpers import assert_close
+from .helpers import TOLERANCE, assert_close
 
 GOLDEN = Path(__file__).parent / "golden"
 VALID = sorted(p.stem for p in GOLDEN.glob("*.wgpt"))
@@ -22,8 +22,25 @@ EXPECTED = json.loads((GOLDEN / "bad" / "expected.json").read_text())
 
 
 def tensor(j: dict) -> np.ndarray:
-    dtype = np.dtype("bool" if j["dtype"] == "bool" else "<" + np.dtype(j["dtype"]).str[1:])
+    """A corpus tensor in its numpy host form (bfloat16: its bits, uint16)."""
+    name = "uint16" if j["dtype"] == "bfloat16" else j["dtype"]
+    dtype = np.dtype("bool" if name == "bool" else "<" + np.dtype(name).str[1:])
     return np.frombuffer(base64.b64decode(j["data"]), dtype).reshape(j["shape"])
+
+
+# float16 and bfloat16 host forms (numpy float16, bfloat16's bits) as float32 values.
+WIDEN = {"float16": lambda a: a.astype(np.float32), "bfloat16": dtypes.widen_bfloat16}
+
+
+def check_output(got: np.ndarray, want: dict, what: str) -> None:
+    """The README's rule; float16 and bfloat16 compared as values, within their tolerance."""
+    expected = tensor(want)
+    widen = WIDEN.get(want["dtype"])
+    if widen is None:
+        assert_close(got, expected, what=what)
+        return
+    assert got.dtype == expected.dtype, f"{what}: host form {got.dtype}, expected {expected.dtype}"
+    assert_close(widen(got), widen(expected), TOLERANCE[want["dtype"]], what=what)
 
 
 def value(v):
@@ -37,7 +54,7 @@ def value(v):
 
 
 def test_the_corpus_covers_every_part_of_the_format():
-    assert {"tiny", "mlp", "weights_f16", "options", "dynamic", "structured"} <= set(VALID)
+    assert {"tiny", "mlp", "weights_f16", "float16", "bfloat16", "options", "dynamic", "structured"} <= set(VALID)
     assert len(EXPECTED) == len(list((GOLDEN / "bad").glob("*.wgpt"))) >= 30
 
 
@@ -54,7 +71,7 @@ def test_valid_artifacts_give_the_recorded_outputs(name):
         leaves = tree.flatten(session.program.output_tree, out, "output")
         assert len(leaves) == len(call["outputs"])
         for k, (got, want) in enumerate(zip(leaves, call["outputs"], strict=True)):
-            assert_close(got, tensor(want), what=f"{name} output {k}")
+            check_output(got, want, f"{name} output {k}")
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -1,16 +1,32 @@
 // The corpora's files, read the same in Node and in a browser (tests/golden/README.md): tensors as
 // {"dtype", "shape", "data"} with base64 little-endian bytes, calls as {"args", "kwargs", "outputs"}, and the
-// comparison both runtimes' tests make: floats within 1e-5 of the output's largest magnitude, integers and
-// bools exactly.
+// comparison both runtimes' tests make: floats within 1e-5 of the output's largest magnitude (float16 and
+// bfloat16, whose values are stored as their bits: within 2^-10 and 2^-7), integers and bools exactly.
+
+import { widenHalf } from '../src/dtypes.js';
 
 export const TOLERANCE = 1e-5;
+/** @type {Record<string, number>} */
+const TOLERANCES = { float32: TOLERANCE, float16: 2 ** -10, bfloat16: 2 ** -7 };
 
 /** @typedef {{data: ArrayBufferView & ArrayLike<number | bigint>, shape: number[], dtype: string}} Tensor */
 /** @typedef {{args: unknown[], kwargs: Record<string, unknown>, outputs: Tensor[], error?: string}} Call */
 
 const ARRAYS = /** @type {Record<string, any>} */ ({
   float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array, bool: Uint8Array, uint8: Uint8Array,
+  float16: Uint16Array, bfloat16: Uint16Array, // their bits
 });
+
+/**
+ * A float16 or bfloat16 host array (its bits, or a Float16Array) as float32 values.
+ * @param {ArrayBufferView & ArrayLike<number | bigint>} data
+ * @param {string} dtype
+ */
+function halfValues(data, dtype) {
+  const bits = new Uint16Array(data.buffer, data.byteOffset, data.length);
+  const words = dtype === 'float16' ? widenHalf(bits) : Uint32Array.from(bits, (b) => b << 16);
+  return new Float32Array(words.buffer);
+}
 
 /**
  * @param {unknown} v
@@ -81,11 +97,28 @@ export function mismatch(got, want, what) {
   if (got.shape.join() !== want.shape.join()) return `${what}: shape [${got.shape}] != [${want.shape}]`;
   if (got.dtype !== want.dtype) return `${what}: dtype ${got.dtype} != ${want.dtype}`;
   if (got.data.length !== want.data.length) return `${what}: ${got.data.length} elements != ${want.data.length}`;
+  const tolerance = TOLERANCES[want.dtype];
+  if (want.dtype !== 'float32' && tolerance !== undefined) {
+    const values = (/** @type {any} */ t) => ({ ...t, data: halfValues(t.data, t.dtype), dtype: 'float32' });
+    return mismatchFloat(values(got), values(want), what, tolerance);
+  }
   if (want.dtype !== 'float32') {
     let differ = 0;
     for (let i = 0; i < want.data.length; i++) if (got.data[i] !== want.data[i]) differ++;
     return differ ? `${what}: ${differ} of ${want.data.length} elements differ` : null;
   }
+  return mismatchFloat(got, want, what, TOLERANCE);
+}
+
+/**
+ * Why float values `got` are not within `tolerance` of `want`'s largest magnitude (NaN where it has NaN).
+ * @param {{data: ArrayLike<number | bigint>}} got
+ * @param {{data: ArrayLike<number | bigint>}} want
+ * @param {string} what
+ * @param {number} tolerance
+ * @returns {string | null}
+ */
+function mismatchFloat(got, want, what, tolerance) {
   let scale = 0;
   let err = 0;
   for (let i = 0; i < want.data.length; i++) {
@@ -97,8 +130,8 @@ export function mismatch(got, want, what) {
     err = Math.max(err, Math.abs(g - w));
   }
   const rel = scale ? err / scale : err;
-  return rel <= TOLERANCE ? null
-    : `${what}: max error ${err.toPrecision(3)} is ${rel.toPrecision(3)} of the scale ${scale.toPrecision(3)} (tolerance ${TOLERANCE})`;
+  return rel <= tolerance ? null
+    : `${what}: max error ${err.toPrecision(3)} is ${rel.toPrecision(3)} of the scale ${scale.toPrecision(3)} (tolerance ${tolerance})`;
 }
 
 /**

@@ -47,6 +47,20 @@ class Dynamic(torch.nn.Module):
         return torch.softmax(self.lin(x), -1), x[:, :7].t()
 
 
+class Half(torch.nn.Module):
+    """An embedding, a GEMV, a vec4 GEMM and a layer norm in the model's dtype, and casts both ways."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(11, 8)
+        self.up = torch.nn.Linear(8, 12)
+        self.norm = torch.nn.LayerNorm(12)
+
+    def forward(self, ids, x):
+        h = self.norm(self.up(self.emb(ids) + x))
+        return h, self.up(x[:, 0]), h.float() * 3, (h.float() * 1000.5).to(x.dtype)
+
+
 def _models():
     """(name, session, calls): each call is (args, kwargs) of torch tensors and plain values."""
     g = torch.Generator().manual_seed(0)
@@ -68,6 +82,15 @@ def _models():
     # a group with the reduction of the slices (`follows`).
     a, b = torch.randn(24, 524, generator=g), torch.randn(524, 20, generator=g)
     yield "options", webgpu_torch.compile_module(_Fn(torch.mm), (a, b)), [((a, b), {})]
+
+    # float16 and bfloat16 models: inputs and outputs in 16 bits, 16-bit weights (f16 read through shader-f16
+    # kernels with fallbacks, bf16 widened by the GEMM and gather kernels), casts that round on the device.
+    half = Half().eval()
+    ids = torch.tensor([[3, 0, 10, 7, 1], [2, 2, 9, 4, 6]])
+    for dtype in (torch.float16, torch.bfloat16):
+        x = torch.randn(2, 5, 8, generator=g).to(dtype)
+        yield (str(dtype).removeprefix("torch."), webgpu_torch.compile_module(half.to(dtype), (ids, x)),
+               [((ids, x), {})])
 
     dyn = Dynamic().eval()
     s = torch.export.Dim("s", min=1, max=64)
@@ -96,17 +119,28 @@ class _Fn(torch.nn.Module):
 
 # -- tensors as JSON -------------------------------------------------------------------------------------------
 
-def tensor_json(a) -> dict:
-    """{"dtype", "shape", "data"}: data is base64 of the C-order little-endian bytes (bool: one byte each)."""
+def tensor_json(a, dtype: str | None = None) -> dict:
+    """{"dtype", "shape", "data"}: data is base64 of the C-order little-endian bytes (bool: one byte each;
+    bfloat16: its bits). `a` is a numpy array or a torch tensor; `dtype` names the model dtype of a numpy
+    array whose own dtype is its host form (uint16 for bfloat16)."""
+    if isinstance(a, torch.Tensor):
+        dtype = str(a.dtype).removeprefix("torch.")
+        a = host(a)
     a = np.ascontiguousarray(a)
-    name = "bool" if a.dtype == np.bool_ else str(a.dtype)
+    name = dtype or ("bool" if a.dtype == np.bool_ else str(a.dtype))
     return {"dtype": name, "shape": list(a.shape), "data": base64.b64encode(a.astype(a.dtype.newbyteorder("<"))
                                                                             .tobytes()).decode()}
 
 
+def host(t: torch.Tensor) -> np.ndarray:
+    """A tensor in its numpy host form (docs/artifact.md, Dtypes): bfloat16 as its bits."""
+    t = t.detach().contiguous()
+    return t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
+
+
 def _value_json(v):
     if isinstance(v, torch.Tensor):
-        return tensor_json(v.numpy())
+        return tensor_json(v)
     if isinstance(v, (tuple, list)):
         return [_value_json(x) for x in v]
     return v
@@ -119,12 +153,13 @@ def write_models() -> None:
         for args, kwargs in calls:
             record = {"args": _value_json(list(args)), "kwargs": _value_json(kwargs)}
             try:
-                out = session(*[a.numpy() if isinstance(a, torch.Tensor) else a for a in args], **kwargs)
+                out = session(*[host(a) if isinstance(a, torch.Tensor) else a for a in args], **kwargs)
             except webgpu_torch.DeviceIndexError as e:
                 records.append({**record, "error": str(e).split(": ", 1)[1]})
                 continue
             leaves = tree.flatten(session.program.output_tree, out, "output")
-            records.append({**record, "outputs": [tensor_json(o) for o in leaves]})
+            records.append({**record, "outputs": [tensor_json(o, t.dtype) for o, t in
+                                                  zip(leaves, session.program.outputs, strict=True)]})
         (HERE / f"{name}.json").write_text(json.dumps({"calls": records}, indent=1) + "\n")
 
 
@@ -166,8 +201,9 @@ def _set(path: str, value):
 _DELETE = object()
 
 
-def damaged(raw: bytes, f16: bytes) -> dict[str, tuple[bytes, str]]:
-    """name -> (file bytes, a phrase the ArtifactError must contain). `raw` is tiny.wgpt, `f16` weights_f16.wgpt."""
+def damaged(raw: bytes, f16: bytes, bf16: bytes) -> dict[str, tuple[bytes, str]]:
+    """name -> (file bytes, a phrase the ArtifactError must contain). `raw` is tiny.wgpt, `f16` weights_f16.wgpt,
+    `bf16` bfloat16.wgpt."""
     header, data = parts(raw)
     flip_header = bytearray(raw)
     flip_header[40] ^= 0x01
@@ -180,6 +216,11 @@ def damaged(raw: bytes, f16: bytes) -> dict[str, tuple[bytes, str]]:
                   if "read_write" in header["kernels"][d["kernel"]]["bindings"])
     uniform = next(i for i, d in enumerate(header["dispatches"]) if d["uniform"])
     f16_kernel = next(i for i, k in enumerate(parts(f16)[0]["kernels"]) if k.get("requires") == ["shader-f16"])
+    bf16_tensor = next(i for i, t in enumerate(parts(bf16)[0]["tensors"]) if t["dtype"] == "bf16")
+
+    def four_bytes_an_element(h):  # a bf16 tensor's bytes counted as if each were a 32-bit word
+        t = h["tensors"][bf16_tensor]
+        t["shape"] = [t["shape"][0], t["shape"][1] // 2]
 
     def write_constant(h):
         d = h["dispatches"][writer]
@@ -217,6 +258,7 @@ def damaged(raw: bytes, f16: bytes) -> dict[str, tuple[bytes, str]]:
         "uniform_word": (_edit(raw, _set(f"dispatches.{uniform}.uniform.0", -1)), "not a u32"),
         "unknown_feature": (_edit(raw, _set("kernels.0.requires", ["teleport"])), "unknown features"),
         "f16_fallback": (_edit(f16, _set(f"kernels.{f16_kernel}.fallback", _DELETE)), "no fallback"),
+        "bf16_size": (_edit(bf16, four_bytes_an_element), "mis-sized or out of bounds"),
         "output_view": (_edit(raw, _set("outputs.0.offset", 10**6)), "reaches past its buffer"),
         "output_tree": (_edit(raw, _set("output_tree", {"type": "tuple", "items": [{"type": "leaf"}] * 2})),
                         "output tree does not match"),
@@ -232,8 +274,8 @@ def write_damaged() -> None:
     for old in BAD.glob("*.wgpt"):
         old.unlink()
     expected = {}
-    raw, f16 = (HERE / "tiny.wgpt").read_bytes(), (HERE / "weights_f16.wgpt").read_bytes()
-    for name, (data, phrase) in damaged(raw, f16).items():
+    raw, f16, bf16 = ((HERE / f"{name}.wgpt").read_bytes() for name in ("tiny", "weights_f16", "bfloat16"))
+    for name, (data, phrase) in damaged(raw, f16, bf16).items():
         (BAD / f"{name}.wgpt").write_bytes(data)
         expected[name] = phrase
     (BAD / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
