@@ -241,6 +241,71 @@ def test_host_conversions_round_to_nearest_even():
     assert np.array_equal(dtypes.widen_bfloat16(bits[-1:]), [np.inf])
 
 
+# -- float16 activations (precision="float16") -------------------------------------------------------------------
+
+# Activations stored as f16 between kernels: each stored value rounded by up to 2^-11, a few in a row.
+ACTIVATIONS_F16 = 4e-3
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=name)
+def test_transformer_with_float16_activations(dtype, poisoned):
+    """Norms, GEMMs, attention and softmax pass f16 activations; the program's outputs keep the model's dtype;
+    without shader-f16 the fallback kernels run the same file in float32."""
+    torch.manual_seed(0)
+    model = TinyTransformer().eval().to(dtype)
+    ids = torch.randint(0, 97, (2, 23), generator=seeded("f16-activations"))
+    session = webgpu_torch.compile_module(model, (ids,), precision="float16")
+    half = {k.split("[")[0].split(",")[0] for k in kernels(session) if ",f16" in k}
+    assert {"layer_norm", "gemm", "attention", "softmax"} <= half, kernels(session)
+    want = reference(model.double(), [ids])
+    model.to(dtype)
+    for got, w in zip(poisoned(session, ids), want, strict=True):
+        assert got.dtype == dtype
+        assert_close(got.float(), w, max(ACTIVATIONS_F16, TOLERANCE[name(dtype)]))
+    fallback = Session(features.without_f16(session.program))
+    assert not any("shader-f16" in fallback.program.kernels[d.kernel].requires for d in fallback.program.dispatches)
+    for got, w in zip(poisoned(fallback, ids), want, strict=True):  # float32 activations again
+        assert_close(got.float(), w, TOLERANCE[name(dtype)])
+
+
+class HalfChain(torch.nn.Module):
+    """x · 1.5 (elementwise, stored f16) → linear (reads f16, stores f16) → softmax (reads f16)."""
+
+    def __init__(self, w: torch.Tensor):
+        super().__init__()
+        self.w = torch.nn.Parameter(w)
+
+    def forward(self, x):
+        return torch.softmax(F.linear(x * 1.5, self.w) * 0.25, -1)
+
+
+@pytest.mark.gemm
+@pytest.mark.parametrize("route", sorted(GEMM_SHAPES))
+def test_float16_activations_through_every_gemm_route(route, poisoned):
+    x_shape, k, n = GEMM_SHAPES[route]
+    gen = seeded(f"f16-{route}")
+    model = HalfChain(torch.randn(n, k, generator=gen) / k**0.5).eval()
+    x = torch.randn(x_shape, generator=gen)
+    session = webgpu_torch.compile_module(model, (x,), precision="float16")
+    names = [k for k in kernels(session) if k.startswith(("gemm[", "gemv["))]
+    assert names and all(",f16" in k for k in names), names
+    want = reference(model.double(), [x])
+    assert_close(poisoned(session, x), want, ACTIVATIONS_F16)
+    assert_close(Session(features.without_f16(session.program))(x), want)
+
+
+def test_float16_activations_only_where_every_reader_takes_them():
+    """A value read by a kernel without f16 inputs (a reduction here), or returned, stays float32."""
+    x = torch.randn(7, 41)
+    session = webgpu_torch.compile_module(Fn(lambda x: ((x * 2).sum(-1), (x + 1).exp() * 3, x - 1)), (x,),
+                                          precision="float16")
+    by_node = {d.node: session.program.kernels[d.kernel].name for d in session.program.dispatches}
+    assert ",f16" not in by_node["mul"] and ",f16" in by_node["add"] and ",f16" in by_node["exp"]
+    assert ",f16" not in by_node["sub"]
+    assert all(t.dtype == "float32" for t in session.program.outputs)
+
+
 # -- op cases in half dtypes -----------------------------------------------------------------------------------
 
 # Cases other than a family's first two: 16-bit keys tie often, and only a stable sort defines their order.

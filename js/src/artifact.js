@@ -47,7 +47,9 @@ export const CONTAINER_VERSION = 2;
 export const FORMAT = 2;
 export const PREAMBLE = 32;
 const ALIGN = 64;
-export const FEATURES = ['shader-f16', 'subgroups'];
+// The features a kernel may require (docs/artifact.md). This runtime never requests the subgroup-matrix one:
+// kernels needing it are only ever options (precision="float16"'s matrix units), which tuning then skips.
+export const FEATURES = ['shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix'];
 const SCALARS = ['u32', 'i32', 'f32'];
 // Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
 // finishes, deep nesting crashes some WGSL compilers). The Python reader enforces the same.
@@ -312,12 +314,13 @@ function readKernel(k, i, nSources) {
 }
 
 /**
- * A kernel that needs shader-f16 names a fallback kernel: one that does not, with the same interface.
+ * A kernel that needs shader-f16 names a fallback kernel: one that does not, with the same interface (but a
+ * matrix-unit kernel, which is only ever an option).
  * @param {KernelSpec} k
  * @param {KernelSpec[]} kernels
  */
 function checkFallback(k, kernels) {
-  if (!k.requires.includes('shader-f16')) return;
+  if (!k.requires.includes('shader-f16') || k.requires.includes('chromium-experimental-subgroup-matrix')) return;
   need(k.fallback !== null && k.fallback >= 0 && k.fallback < kernels.length, `kernel ${k.name}: needs shader-f16 but has no fallback`);
   const alt = kernels[k.fallback];
   need(!alt.requires.includes('shader-f16') && sameInterface(alt, k),

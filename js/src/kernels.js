@@ -18,7 +18,7 @@ export function forDevice(spec, features) {
   /** @param {number} k */
   const swap = (k) => {
     const kernel = spec.kernels[k];
-    return kernel.requires.includes('shader-f16') ? /** @type {number} */ (kernel.fallback) : k;
+    return kernel.fallback ?? k; // a matrix-unit option has none: tuning skips it on this device
   };
   const dispatches = spec.dispatches.map((d) => ({
     ...d, kernel: swap(d.kernel), options: d.options.map((o) => ({ ...o, kernel: swap(o.kernel) })),

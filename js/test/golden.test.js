@@ -16,7 +16,7 @@ const MISSING = 'is missing from tests/golden: write the corpus with `python -m 
 // The tests below run on the files present; this one fails when any is missing.
 
 test('the golden corpus is there and covers every part of the format', () => {
-  for (const name of ['tiny', 'mlp', 'weights_f16', 'float16', 'bfloat16', 'options', 'dynamic', 'structured']) assert.ok(VALID.includes(name), `${name}.wgpt ${MISSING}`);
+  for (const name of ['tiny', 'mlp', 'weights_f16', 'float16', 'bfloat16', 'activations_f16', 'options', 'dynamic', 'structured']) assert.ok(VALID.includes(name), `${name}.wgpt ${MISSING}`);
   for (const name of Object.keys(EXPECTED)) assert.ok(DAMAGED.includes(name), `bad/${name}.wgpt ${MISSING}`);
 });
 
@@ -39,7 +39,7 @@ for (const name of VALID) {
   test(`golden ${name}: the recorded outputs`, () => check(name, { tune: false }));
 }
 
-for (const name of ['weights_f16', 'float16'].filter((n) => VALID.includes(n))) {
+for (const name of ['weights_f16', 'float16', 'activations_f16'].filter((n) => VALID.includes(n))) {
   test(`golden ${name} without shader-f16: the fallback kernels over widened constants`, () =>
     check(name, { tune: false, disableFeatures: ['shader-f16'] }));
 }

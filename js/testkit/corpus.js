@@ -10,7 +10,7 @@ export const TOLERANCE = 1e-5;
 const TOLERANCES = { float32: TOLERANCE, float16: 2 ** -10, bfloat16: 2 ** -7 };
 
 /** @typedef {{data: ArrayBufferView & ArrayLike<number | bigint>, shape: number[], dtype: string}} Tensor */
-/** @typedef {{args: unknown[], kwargs: Record<string, unknown>, outputs: Tensor[], error?: string}} Call */
+/** @typedef {{args: unknown[], kwargs: Record<string, unknown>, outputs: Tensor[], error?: string, tolerance?: number}} Call */
 
 const ARRAYS = /** @type {Record<string, any>} */ ({
   float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array, bool: Uint8Array, uint8: Uint8Array,
@@ -68,8 +68,10 @@ export function value(v) {
  * @returns {Call[]}
  */
 export function parseCalls(text) {
-  return JSON.parse(text).calls.map((/** @type {any} */ c) => ({
+  const file = JSON.parse(text);
+  return file.calls.map((/** @type {any} */ c) => ({
     args: value(c.args), kwargs: value(c.kwargs), outputs: (c.outputs ?? []).map(tensor), error: c.error,
+    tolerance: file.tolerance, // a program whose float outputs depend on the device's features records its own
   }));
 }
 
@@ -87,27 +89,27 @@ export function leaves(spec, out) {
 }
 
 /**
- * Why `got` does not match `want` (shape, dtype, values), or null when it does.
+ * Why `got` does not match `want` (shape, dtype, values), or null when it does; `looser` replaces a float
+ * tolerance that is smaller.
  * @param {{data: ArrayLike<number | bigint>, shape: number[], dtype: string}} got
  * @param {Tensor} want
  * @param {string} what
+ * @param {number} [looser]
  * @returns {string | null}
  */
-export function mismatch(got, want, what) {
+export function mismatch(got, want, what, looser = 0) {
   if (got.shape.join() !== want.shape.join()) return `${what}: shape [${got.shape}] != [${want.shape}]`;
   if (got.dtype !== want.dtype) return `${what}: dtype ${got.dtype} != ${want.dtype}`;
   if (got.data.length !== want.data.length) return `${what}: ${got.data.length} elements != ${want.data.length}`;
-  const tolerance = TOLERANCES[want.dtype];
-  if (want.dtype !== 'float32' && tolerance !== undefined) {
-    const values = (/** @type {any} */ t) => ({ ...t, data: halfValues(t.data, t.dtype), dtype: 'float32' });
-    return mismatchFloat(values(got), values(want), what, tolerance);
-  }
-  if (want.dtype !== 'float32') {
+  if (!Object.hasOwn(TOLERANCES, want.dtype)) { // integers and bools
     let differ = 0;
     for (let i = 0; i < want.data.length; i++) if (got.data[i] !== want.data[i]) differ++;
     return differ ? `${what}: ${differ} of ${want.data.length} elements differ` : null;
   }
-  return mismatchFloat(got, want, what, TOLERANCE);
+  const tolerance = Math.max(TOLERANCES[want.dtype], looser);
+  if (want.dtype === 'float32') return mismatchFloat(got, want, what, tolerance);
+  const values = (/** @type {any} */ t) => ({ ...t, data: halfValues(t.data, t.dtype), dtype: 'float32' });
+  return mismatchFloat(values(got), values(want), what, tolerance);
 }
 
 /**
@@ -153,7 +155,7 @@ export async function replay(program, calls, name) {
     const got = leaves(program.spec.outputTree, await program.run({ args: call.args, kwargs: call.kwargs }));
     if (got.length !== call.outputs.length) problems.push(`${name} call ${n}: ${got.length} outputs for ${call.outputs.length}`);
     got.forEach((g, k) => {
-      const m = mismatch(g, call.outputs[k], `${name} call ${n} output ${k}`);
+      const m = mismatch(g, call.outputs[k], `${name} call ${n} output ${k}`, call.tolerance);
       if (m) problems.push(m);
     });
   }

@@ -80,8 +80,10 @@ class Builder:
 
     # -- for op lowerings -------------------------------------------------------------------------------------
     def new(self, shape: tuple, dtype: str = "float32") -> Tensor:
-        """A fresh contiguous scratch tensor; a dynamic shape gets a buffer for its largest size."""
-        size = max(1, symbolic.bound(prod(shape))) * dtypes.dtype(dtype).itemsize
+        """A fresh contiguous scratch tensor; a dynamic shape gets a buffer for its largest size. An f16
+        activation's buffer is sized for float32: a device without shader-f16 runs the float32 fallback of
+        every kernel over the same buffers (half_storage.py)."""
+        size = max(1, symbolic.bound(prod(shape))) * max(dtypes.dtype(dtype).itemsize, 4)
         return Tensor(self._buffer(Buffer(size, "scratch")), tuple(shape), contiguous_strides(tuple(shape)), 0,
                       dtype)
 
@@ -262,8 +264,14 @@ class Builder:
         if twin == _specialized(spec.file, spec.consts):
             return None
         kinds, layout = _interface(twin)
-        return self._kernel_index(Kernel(f"{spec.name}+{wgsl.SUBGROUPS}", self._source(twin), spec.entry, kinds,
-                                         layout, spec.overrides, requires=(wgsl.SUBGROUPS,)))
+        name = f"{spec.name}+{wgsl.SUBGROUPS}"
+        if not wgsl.uses_f16(twin):
+            return self._kernel_index(Kernel(name, self._source(twin), spec.entry, kinds, layout, spec.overrides,
+                                             requires=(wgsl.SUBGROUPS,)))
+        fallback = self._kernel_index(Kernel(name.replace(",f16", ",f16 widened"), self._source(wgsl.without_f16(twin)),
+                                             spec.entry, kinds, layout, spec.overrides, requires=(wgsl.SUBGROUPS,)))
+        return self._kernel_index(Kernel(name, self._source(twin), spec.entry, kinds, layout, spec.overrides,
+                                         requires=(wgsl.SUBGROUPS, F16), fallback=fallback))
 
     def _kernel_index(self, kernel: Kernel) -> int:
         if kernel not in self._kernel_ids:

@@ -11,7 +11,10 @@ from . import dtypes, planner, symbolic
 from .builder import Builder, CompileOptions
 from .errors import InputError, UnsupportedError, describe_node
 from .graph import Graph, Node, Ref, map_refs, refs_in, values_in
+from .half_storage import half_outputs
 from .ops import OPS, REFUSED, NodeView
+from .ops.elementwise import emit
+from .ops.gemm import PRECISION
 from .program import Buffer, Input, Program, Tensor, contiguous_strides
 from .symbolic import Expr
 
@@ -86,13 +89,15 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
     for name, array in graph.constants.items():
         env[Ref(name)] = ctx.constant(name, array, graph.constant_meta[name].dtype)
     read = outputs_read(graph)
+    half = half_outputs(graph, read) if PRECISION.of(options) == "float16" else {}
+    metas = graph.metas()
     for node in graph.nodes:
         ctx.node = node.name
         if _computes_nothing(node):
             _bind_outputs(env, node, [ctx.new(m.shape, m.dtype) if m is not None else None for m in node.outputs])
             continue
-        view = NodeView(node.name, node.target, map_refs(node.args, env.__getitem__), node.outputs,
-                        node.epilogue, read[node.name])
+        view = NodeView(node.name, node.target, _arguments(ctx, node, env, metas), node.outputs, node.epilogue,
+                        read[node.name], half.get(node.name, frozenset()))
         try:
             result = OPS[node.target].lower(ctx, view)
         except UnsupportedError:
@@ -109,6 +114,22 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
     return _finish(ctx, inputs, outputs, graph)
 
 
+def _arguments(ctx: Builder, node: Node, env: dict[Ref, Tensor], metas: dict) -> dict[str, Any]:
+    """The node's arguments as tensors; an f16 activation reaches only an argument its op reads f16 from
+    (registry `half`), others get a float copy in the model dtype (half_storage.py never asks for one)."""
+    takes = OPS[node.target].half
+
+    def tensors(arg: str):
+        def tensor(r: Ref) -> Tensor:
+            t = env[r]
+            if t.dtype != dtypes.F16.name or takes is True or arg in takes:
+                return t
+            return ctx.once(("widened", t), lambda: emit(ctx, "copy", [t], t.shape, out_dtype=metas[r].dtype))
+        return tensor
+
+    return {arg: map_refs(value, tensors(arg)) for arg, value in node.args.items()}
+
+
 def _computes_nothing(node: Node) -> bool:
     """Whether every output of `node` is empty (of static size 0): such a node emits no dispatch, and its
     outputs are fresh empty tensors, whatever the op (a kernel would have no element to write)."""
@@ -120,9 +141,9 @@ def _as_model_dtypes(result: Any, metas: tuple) -> Any:
     """A lowering's result with each float tensor labelled with its node output's float dtype: the float
     dtypes share their device form (f32), and kernels write float32 whatever the model's float dtype, but
     what reads a value next (a cast, the program's outputs) must see the model's."""
-    def label(t, meta):
+    def label(t, meta):  # (an f16 activation keeps its storage dtype)
         if t is None or meta is None or t.dtype == meta.dtype or not (
-                dtypes.is_float(t.dtype) and dtypes.is_float(meta.dtype)):
+                t.dtype in dtypes.FLOATS and meta.dtype in dtypes.FLOATS):
             return t
         return replace(t, dtype=meta.dtype)
 

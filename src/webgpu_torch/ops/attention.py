@@ -74,20 +74,23 @@ def _as_4d(t: Tensor) -> Tensor:
 
 
 def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: float,
-              causal: bool, safe: bool) -> Tensor:
+              causal: bool, safe: bool, out_dtype: str = "float32") -> Tensor:
     """softmax(scale · q @ kᵀ + mask) @ v for q [B, H, Sq, D] (or [H, Sq, D]), k [B, Hkv, Skv, D],
     v [B, Hkv, Skv, Dv], Hkv dividing H; the mask broadcastable to [B, H, Sq, Skv], float (added) or bool.
+    The result is of `out_dtype` (f16: an activation stored in half precision, as q, k and v may be).
     Head dims over MAX_HEAD_DIM, and decode steps, take the unfused path."""
     decode = symbolic.hint(q.shape[-2]) <= DECODE_ROWS and not causal
     if max(q.shape[-1], v.shape[-1]) > MAX_HEAD_DIM or decode:
-        return _unfused(ctx, q, k, v, mask, scale=scale, safe=safe)
+        return _unfused(ctx, q, k, v, mask, scale=scale, safe=safe, out_dtype=out_dtype)
     q4, k4, v4 = _as_4d(q), _as_4d(k), _as_4d(v)
     b, h, sq, d = q4.shape
     hkv, skv, dv = k4.shape[1], k4.shape[2], v4.shape[3]
     k4 = layout.broadcast_to(k4, (b, hkv, skv, d))
     v4 = layout.broadcast_to(v4, (b, hkv, skv, dv))
     # Heads interleaved: [B, Sq, H, Dv] in memory, returned as the [B, H, Sq, Dv] view of it.
-    out4 = layout.permute(ctx.new((b, sq, h, dv)), [0, 2, 1, 3])
+    out4 = layout.permute(ctx.new((b, sq, h, dv), out_dtype), [0, 2, 1, 3])
+    stored = {alias: "f16" for alias, t in (("Q_T", q4), ("K_T", k4), ("V_T", v4), ("O_T", out4))
+              if t.dtype == dtypes.F16.name}
     m4 = layout.broadcast_to(mask, (b, h, sq, skv)) if mask is not None else None
     d4, dv4 = -(-d // 4), -(-dv // 4)
     mask_kind = 0 if mask is None else 2 if mask.dtype == "bool" else 1
@@ -99,9 +102,9 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
 
     def emit(c: Config) -> None:
         tiles_q = -(-sq // c.rows)
-        spec = KernelSpec.of(FILE, f"attention[{d4 * 4}x{dv4 * 4},{c.name}]", consts={
+        spec = KernelSpec.of(FILE, f"attention[{d4 * 4}x{dv4 * 4},{c.name}{',f16' if stored else ''}]", consts={
             "D4": d4, "DV4": dv4, "BC": c.tile_keys(d4, dv4), "BR": c.rows, "LANES": c.lanes,
-            "MaskT": "u32" if mask_kind == 2 else "f32"},
+            "MaskT": "u32" if mask_kind == 2 else "f32", **stored},
             overrides={"MASK_KIND": mask_kind, "CAUSAL": causal, "SAFE": safe})
         params = {"batch": b, "heads": h, "group": h // hkv, "sq": sq, "skv": skv, "d": d, "dv": dv,
                   "tiles_q": tiles_q, "scale": float(scale), "q_offset": q4.offset, "k_offset": k4.offset,
@@ -117,7 +120,7 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
 
 
 def _unfused(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: float,
-             safe: bool) -> Tensor:
+             safe: bool, out_dtype: str) -> Tensor:
     """Attention as a batched GEMM for the scores, a row softmax and a batched GEMM for the output: for head
     dims too long for the fused kernel's registers (DaViT's channel attention: the head dim is the token
     count, thousands long, while S_q = S_kv are a few dozen channels) and for decode steps (S_q of 1: the
@@ -137,7 +140,7 @@ def _unfused(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
         else:
             scores = elementwise.emit(ctx, "add", [scores, m3], (bh, sq, skv))
     probs = softmax.softmax(ctx, "safe_softmax" if safe else "softmax", scores, -1)
-    out = gemm.gemm(ctx, probs, v3, None, out_shape=(bh, sq, dv))
+    out = gemm.gemm(ctx, probs, v3, None, out_shape=(bh, sq, dv), out_dtype=out_dtype)
     return layout.view(out, (*lead, sq, dv))
 
 
@@ -179,19 +182,20 @@ def _scale(node: NodeView) -> float:
     return node.args["query"].shape[-1] ** -0.5 if scale is None else float(scale)
 
 
-@register("aten.scaled_dot_product_attention.default", check=_check, dynamic=True)
+@register("aten.scaled_dot_product_attention.default", check=_check, dynamic=True,
+          half=("query", "key", "value"))
 def scaled_dot_product_attention(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return attention(ctx, a["query"], a["key"], a["value"], a["attn_mask"], scale=_scale(node),
-                     causal=bool(a["is_causal"]), safe=True)
+                     causal=bool(a["is_causal"]), safe=True, out_dtype=node.storage())
 
 
-@register("webgpu.eager_attention.default", check=_check, dynamic=True)
+@register("webgpu.eager_attention.default", check=_check, dynamic=True, half=("query", "key", "value"))
 def eager_attention(ctx: Builder, node: NodeView) -> Tensor:
     """softmax(scale · q @ kᵀ + mask, -1) @ v as the eager form computes it (made by attention_fusion.py)."""
     a = node.args
     return attention(ctx, a["query"], a["key"], a["value"], a["attn_mask"], scale=a["scale"], causal=False,
-                     safe=False)
+                     safe=False, out_dtype=node.storage())
 
 
 def cases() -> list[OpCase]:

@@ -282,10 +282,12 @@ _NO_IM2COL = dict.fromkeys(("im_h", "im_w", "im_c", "im_kw", "im_ow", "im_ohw", 
 
 
 def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: float = 1.0, beta: float = 1.0,
-         out_shape: tuple[int, ...], ep: Epilogue | None = None, residual: Tensor | None = None) -> Tensor:
+         out_shape: tuple[int, ...], ep: Epilogue | None = None, residual: Tensor | None = None,
+         out_dtype: str = "float32") -> Tensor:
     """C = act(alpha*(a @ b) + beta*bias + residual) with a [z, M, K] or [M, K], b [z, K, N] or [K, N]; bias
     broadcastable to [z, M, N] or None; residual of `out_shape` or None. The result is a fresh contiguous
-    tensor of `out_shape` (same element count).
+    tensor of `out_shape` (same element count) and `out_dtype` (f16: an activation stored in half precision;
+    a split K's result stays float32).
 
     Routing: few rows (M <= 8) with K-contiguous A -> gemv.wgsl; aligned operands -> gemm_vec4.wgsl, K split
     across blocks when the output is too small to fill the GPU; anything else -> gemm.wgsl."""
@@ -301,8 +303,8 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     forced = ctx.options.gemm
     axes = (vec4_axis(a3), vec4_axis(b3))
     if forced in ("gemv", "auto") and symbolic.bound(m) <= GEMV_MAX_ROWS and axes[0] == 2 and axes[1]:
-        return _gemv(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, b_k_contiguous=axes[1] == 1)
-    return _blocked(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, axes)
+        return _gemv(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, out_dtype, b_k_contiguous=axes[1] == 1)
+    return _blocked(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, axes, out_dtype)
 
 
 
@@ -338,17 +340,23 @@ def _matrix_options(ctx: Builder) -> tuple[str, ...]:
     return MATRIX_F16 if PRECISION.of(ctx.options) == "float16" else ()
 
 
-def _b_type(b3: Tensor) -> tuple[dict, str]:
-    """The B_T alias (and B_BF16) for B's stored dtype, and what a kernel's label adds for it."""
+def _stored_types(a3: Tensor | Im2col, b3: Tensor, out: Tensor, res3: Tensor | None) -> tuple[dict, str]:
+    """The aliases of the operands' stored dtypes (gemm_params.wgsl: B_T and B_BF16 for B's, A_T, C_T and R_T
+    for f16 activations), and what a kernel's label adds for them."""
     if b3.dtype == dtypes.BF16.name:
-        return {"B_T": "u32", "B_BF16": True}, ",bf16"
-    wgsl = dtypes.dtype(b3.dtype).wgsl
-    return {"B_T": wgsl}, "" if wgsl == "f32" else f",{wgsl}"
+        consts, label = {"B_T": "u32", "B_BF16": True}, ",bf16"
+    else:
+        wgsl = dtypes.dtype(b3.dtype).wgsl
+        consts, label = {"B_T": wgsl}, "" if wgsl == "f32" else f",{wgsl}"
+    image = a3.image if isinstance(a3, Im2col) else a3
+    half = {alias: "f16" for alias, t in (("A_T", image), ("C_T", out), ("R_T", res3))
+            if t is not None and t.dtype == dtypes.F16.name}
+    return {**consts, **half}, label + (",f16" if half and ",f16" not in label else "")
 
 
 def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None, res3: Tensor | None,
              alpha: float, beta: float, out_shape: tuple[int, ...], ep: Epilogue | None,
-             axes: tuple[int | None, int | None]) -> Tensor:
+             axes: tuple[int | None, int | None], out_dtype: str = "float32") -> Tensor:
     """The tiled kernels' part of `gemm`: a configuration by size, and K split when the output is small.
     Unforced, the other configurations of the kernel family (and, for a split, other splits and none) are
     alternatives for the runtime to time (Builder.alternatives)."""
@@ -362,7 +370,7 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     static = isinstance(k, int) and isinstance(batch, int)
     splits, part = split_k(hb, hm, hn, k, name) if forced == "auto" and CONFIGS[name].vec4 and static else (1, k)
     if splits == 1:
-        out = ctx.new(out_shape)
+        out = ctx.new(out_shape, out_dtype)
         ctx.alternatives([partial(_tiled, ctx, c, a3, b3, bias3, res3, alpha, beta, out, ep, axes)
                           for c in (name, *others)])
         return out
@@ -373,7 +381,9 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     plans = list(dict.fromkeys([(name, splits, part), *((c, *split_k(hb, hm, hn, k, c)) for c in family),
                                 *((c, 1, k) for c in family)]))
     slices = ctx.new((max(s for _, s, _ in plans), batch, m, n))
-    spec = KernelSpec.of("gemm_split_sum.wgsl", "gemm_split_sum" + epilogue.suffix(ep),
+    residual_type = {"R_T": "f16"} if res3 is not None and res3.dtype == dtypes.F16.name else {}
+    spec = KernelSpec.of("gemm_split_sum.wgsl", "gemm_split_sum" + (",f16" if residual_type else "")
+                         + epilogue.suffix(ep), consts=residual_type,
                          overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep)})
 
     def candidate(config: str, count: int, length: int) -> None:
@@ -400,7 +410,7 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
     tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
     a_k = axes[0] == 2 if cfg.vec4 else (a3.strides[2] == 1 or k == 1)
     b_n = axes[1] == 2 if cfg.vec4 else (b3.strides[2] == 1 or n == 1)
-    b_type, b_label = _b_type(b3)
+    b_type, b_label = _stored_types(a3, b3, out, res3)
     label = f"conv[im2col_nhwc,{name}{b_label}]" if im2col else f"gemm[{name}{b_label}]"
     spec = KernelSpec.of(cfg.file, label + epilogue.suffix(ep), consts={**cfg.consts, **b_type}, overrides={
         "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, **_addend_overrides(bias3, res3), **epilogue.overrides(ep),
@@ -415,9 +425,10 @@ GEMV_TEAMS = (32, 1)  # dot_k's lanes per column: the default for GPUs, then one
 
 
 def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None, alpha: float,
-          beta: float, out_shape: tuple[int, ...], ep: Epilogue | None, b_k_contiguous: bool) -> Tensor:
+          beta: float, out_shape: tuple[int, ...], ep: Epilogue | None, out_dtype: str,
+          b_k_contiguous: bool) -> Tensor:
     """gemv.wgsl; with B contiguous along K, each team size of GEMV_TEAMS is an alternative to time."""
-    out = ctx.new(out_shape)
+    out = ctx.new(out_shape, out_dtype)
     teams = GEMV_TEAMS if b_k_contiguous and ctx.options.gemm == "auto" else GEMV_TEAMS[:1]
     ctx.alternatives([partial(_gemv_dispatch, ctx, a3, b3, bias3, res3, alpha, beta, out, ep, b_k_contiguous, t)
                       for t in teams])
@@ -433,7 +444,7 @@ def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, r
     per_block = GEMV_WORKGROUP // team if b_k_contiguous else 32  # sweep_n: 8 vec4 of columns
     blocks_n = -(-n // per_block)
     entry = "dot_k" if b_k_contiguous else "sweep_n"
-    b_type, b_label = _b_type(b3)
+    b_type, b_label = _stored_types(a3, b3, out, res3)
     team_label = f",team{team}" if team != GEMV_TEAMS[0] else ""
     spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}{team_label}]{epilogue.suffix(ep)}",
                          entry=entry, consts={"ROWS": rows, **b_type},
@@ -500,30 +511,38 @@ def _bias_tensor(ctx: Builder, node: NodeView, bias) -> Tensor:
     return bias
 
 
-@register("aten.mm.default", check=_check_ranks(self=2, mat2=2), epilogue=True, residual=True, dynamic=True)
+# The GEMM family reads its operands and a fused residual as f16 activations and stores its result so under
+# precision="float16" (half_storage.py); a bias stays float32.
+@register("aten.mm.default", check=_check_ranks(self=2, mat2=2), epilogue=True, residual=True, dynamic=True,
+          half=("self", "mat2", "residual"))
 def mm(ctx: Builder, node: NodeView) -> Tensor:
     return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue,
-                residual=epilogue.residual(node))
+                residual=epilogue.residual(node), out_dtype=node.storage())
 
 
-@register("aten.bmm.default", check=_check_ranks(self=3, mat2=3), epilogue=True, residual=True, dynamic=True)
+@register("aten.bmm.default", check=_check_ranks(self=3, mat2=3), epilogue=True, residual=True, dynamic=True,
+          half=("self", "mat2", "residual"))
 def bmm(ctx: Builder, node: NodeView) -> Tensor:
     return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue,
-                residual=epilogue.residual(node))
+                residual=epilogue.residual(node), out_dtype=node.storage())
 
 
-@register("aten.addmm.default", check=_check_addmm, epilogue=True, residual=True, dynamic=True)
+@register("aten.addmm.default", check=_check_addmm, epilogue=True, residual=True, dynamic=True,
+          half=("mat1", "mat2", "residual"))
 def addmm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return gemm(ctx, a["mat1"], a["mat2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"], beta=a["beta"],
-                out_shape=node.out.shape, ep=node.epilogue, residual=epilogue.residual(node))
+                out_shape=node.out.shape, ep=node.epilogue, residual=epilogue.residual(node),
+                out_dtype=node.storage())
 
 
-@register("aten.baddbmm.default", check=_check_baddbmm, epilogue=True, residual=True, dynamic=True)
+@register("aten.baddbmm.default", check=_check_baddbmm, epilogue=True, residual=True, dynamic=True,
+          half=("batch1", "batch2", "residual"))
 def baddbmm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return gemm(ctx, a["batch1"], a["batch2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"],
-                beta=a["beta"], out_shape=node.out.shape, ep=node.epilogue, residual=epilogue.residual(node))
+                beta=a["beta"], out_shape=node.out.shape, ep=node.epilogue, residual=epilogue.residual(node),
+                out_dtype=node.storage())
 
 
 def _check_linear(node: NodeView) -> str | None:
@@ -535,7 +554,8 @@ def _check_linear(node: NodeView) -> str | None:
     return _check_float(node)
 
 
-@register("aten.linear.default", check=_check_linear, epilogue=True, residual=True, dynamic=True)
+@register("aten.linear.default", check=_check_linear, epilogue=True, residual=True, dynamic=True,
+          half=("input", "weight", "residual"))
 def linear(ctx: Builder, node: NodeView) -> Tensor:
     """y = x @ wᵀ + bias over any leading dims of x: x is viewed as [M, K] (copied only if its strides do not
     allow that view), wᵀ is a view."""
@@ -546,7 +566,7 @@ def linear(ctx: Builder, node: NodeView) -> Tensor:
     residual = epilogue.residual(node)
     if not ctx.too_large(w):
         return gemm(ctx, x2, layout.permute(w, [1, 0]), bias, out_shape=node.out.shape, ep=node.epilogue,
-                    residual=residual)
+                    residual=residual, out_dtype=node.storage())
     # A weight over the binding limit (a tied vocabulary projection): one GEMM per chunk of its rows, each
     # result copied into its columns of the output.
     out = ctx.new(node.out.shape)

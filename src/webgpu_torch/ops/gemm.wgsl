@@ -24,11 +24,11 @@ override ACTIVATION: u32 = ACT_NONE;
 
 //! include gemm_params.wgsl
 
-@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(0) var<storage, read> a: array<A_T>;
 @group(0) @binding(1) var<storage, read> b: array<B_T>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
-@group(0) @binding(4) var<storage, read> residual: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<C_T>;
+@group(0) @binding(4) var<storage, read> residual: array<R_T>;
 @group(0) @binding(5) var<uniform> p: Params;
 
 // Element i of B as f32 (gemm_params.wgsl's B_T; with B_BF16 half of a u32 word, widened exactly).
@@ -51,7 +51,7 @@ fn load_a_tile(z: u32, m0: u32, k0: u32, li: u32) {
     }
     var v = 0.0;
     if (m0 + m < p.M && k0 + k < p.K) {
-      v = a[base + (m0 + m) * p.a_strides.y + (k0 + k) * p.a_strides.z];
+      v = f32(a[base + (m0 + m) * p.a_strides.y + (k0 + k) * p.a_strides.z]);
     }
     a_tile[k * TILE_M + m] = v;
   }
@@ -75,7 +75,7 @@ fn load_b_tile(z: u32, k0: u32, n0: u32, li: u32) {
 }
 
 fn store_c(z: u32, m: u32, n: u32, acc: f32) {
-  c[(z * p.M + m) * p.N + n] = activate(epilogue_sum(z, m, n, acc), ACTIVATION, p.act_lo, p.act_hi);
+  c[(z * p.M + m) * p.N + n] = C_T(activate(epilogue_sum(z, m, n, acc), ACTIVATION, p.act_lo, p.act_hi));
 }
 
 @compute @workgroup_size(WG_N, WG_M)

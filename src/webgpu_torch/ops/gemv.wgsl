@@ -30,11 +30,11 @@ override ACTIVATION: u32 = ACT_NONE;
 
 //! include gemm_params.wgsl
 
-@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(0) var<storage, read> a: array<vec4<A_T>>;
 @group(0) @binding(1) var<storage, read> b: array<vec4<B_T>>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
-@group(0) @binding(4) var<storage, read> residual: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<C_T>;
+@group(0) @binding(4) var<storage, read> residual: array<R_T>;
 @group(0) @binding(5) var<uniform> p: Params;
 
 //! include gemm_b_vec4.wgsl
@@ -42,11 +42,11 @@ override ACTIVATION: u32 = ACT_NONE;
 var<workgroup> partial: array<f32, WORKGROUP * 4u * ROWS>;
 
 fn store(z: u32, m: u32, n: u32, acc: f32) {
-  c[(z * p.M + m) * p.N + n] = activate(epilogue_sum(z, m, n, acc), ACTIVATION, p.act_lo, p.act_hi);
+  c[(z * p.M + m) * p.N + n] = C_T(activate(epilogue_sum(z, m, n, acc), ACTIVATION, p.act_lo, p.act_hi));
 }
 
 fn a_vec(z: u32, m: u32, k: u32) -> vec4<f32> {
-  return a[(p.a_offset + z * p.a_strides.x + m * p.a_strides.y + k * p.a_strides.z) / 4u];
+  return vec4<f32>(a[(p.a_offset + z * p.a_strides.x + m * p.a_strides.y + k * p.a_strides.z) / 4u]);
 }
 
 @compute @workgroup_size(WORKGROUP)

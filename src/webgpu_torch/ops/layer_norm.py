@@ -28,7 +28,7 @@ def _check(node: NodeView) -> str | None:
     return None
 
 
-@register("aten.native_layer_norm.default", check=_check, dynamic=True)
+@register("aten.native_layer_norm.default", check=_check, dynamic=True, half=("input",))
 def native_layer_norm(ctx: Builder, node: NodeView) -> list[Tensor]:
     a = node.args
     x, w, b = a["input"], a["weight"], a["bias"]
@@ -37,13 +37,14 @@ def native_layer_norm(ctx: Builder, node: NodeView) -> list[Tensor]:
     x2 = ctx.reshaped(x, (rows, n))
     w1 = ctx.reshaped(w, (n,)) if w is not None else ctx.dummy()
     b1 = ctx.reshaped(b, (n,)) if b is not None else ctx.dummy()
-    out, mean, rstd = (ctx.new(m.shape) for m in node.outputs)
+    out, mean, rstd = (ctx.new(m.shape, node.storage(i) if i == 0 else "float32") for i, m in enumerate(node.outputs))
     row = row_threads(n)
     params = {"rows": rows, "n": n, "x_offset": x2.offset, "row_stride": x2.strides[0], "col_stride": x2.strides[1],
               "w_offset": w1.offset, "w_stride": w1.strides[0] if w is not None else 0,
               "b_offset": b1.offset, "b_stride": b1.strides[0] if b is not None else 0, "eps": float(a["eps"])}
-    spec = KernelSpec.of(FILE, "layer_norm", overrides={"ROW": row, "HAS_WEIGHT": w is not None,
-                                                         "HAS_BIAS": b is not None})
+    stored = {"In": dtypes.dtype(x2.dtype).wgsl, "Out": dtypes.dtype(out.dtype).wgsl}
+    spec = KernelSpec.of(FILE, "layer_norm" + (",f16" if "f16" in stored.values() else ""), consts=stored,
+                         overrides={"ROW": row, "HAS_WEIGHT": w is not None, "HAS_BIAS": b is not None})
     ctx.dispatch(spec, [x2, w1, b1, out, mean, rstd], params, -(-rows // (WORKGROUP // row)))
     return [out, mean, rstd]
 

@@ -19,12 +19,15 @@ OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 
 
-def softmax(ctx: Builder, op: str, x: Tensor, dim: int) -> Tensor:
-    """`op` ("softmax", "log_softmax", "safe_softmax") of `x` along `dim`; a fresh contiguous tensor."""
-    out = ctx.new(x.shape)
+def softmax(ctx: Builder, op: str, x: Tensor, dim: int, out_dtype: str = "float32") -> Tensor:
+    """`op` ("softmax", "log_softmax", "safe_softmax") of `x` along `dim`; a fresh contiguous tensor of
+    `out_dtype` (f16: an activation stored in half precision)."""
+    out = ctx.new(x.shape, out_dtype)
     params = row_params(x, layout.normalize_dim(dim, max(x.ndim, 1)))
     row = row_threads(params["n"])
-    spec = KernelSpec.of(FILE, f"softmax[{op}]", overrides={"OP": OP_CODES[op], "ROW": row})
+    stored = {"In": dtypes.dtype(x.dtype).wgsl, "Out": dtypes.dtype(out_dtype).wgsl}
+    tag = ",f16" if "f16" in stored.values() else ""
+    spec = KernelSpec.of(FILE, f"softmax[{op}{tag}]", consts=stored, overrides={"OP": OP_CODES[op], "ROW": row})
     ctx.dispatch(spec, [x, out], params, -(-params["rows"] // (WORKGROUP // row)))
     return out
 
@@ -42,14 +45,14 @@ def _check(node: NodeView) -> str | None:
 
 def _lower(op: str):
     def lower(ctx: Builder, node: NodeView) -> Tensor:
-        return softmax(ctx, op, node.args["self"], node.args["dim"])
+        return softmax(ctx, op, node.args["self"], node.args["dim"], node.storage())
 
     return lower
 
 
 for _target, _op in [("aten._softmax.default", "softmax"), ("aten._log_softmax.default", "log_softmax"),
                      ("aten._safe_softmax.default", "safe_softmax")]:
-    register(_target, check=_check, dynamic=True)(_lower(_op))
+    register(_target, check=_check, dynamic=True, half=("self",))(_lower(_op))
 
 
 def cases() -> list[OpCase]:
