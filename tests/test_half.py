@@ -14,9 +14,10 @@ import webgpu_torch
 from webgpu_torch import dtypes, tree
 from webgpu_torch.errors import InputTypeError
 from webgpu_torch.ops import all_cases
-from webgpu_torch.runtime import features
+from webgpu_torch.runtime import features, tuning
 from webgpu_torch.runtime.session import Session
 
+from . import corpus
 from .helpers import TOLERANCE, Fn, assert_close, reference, seeded
 
 HALF = [torch.float16, torch.bfloat16]
@@ -34,10 +35,11 @@ def kernels(session) -> list[str]:
 def check_model(model: torch.nn.Module, args: tuple, dtype: torch.dtype, poisoned, kwargs=None, **options):
     """Compile `model` (already in `dtype`), run it, and compare every output with the float64 run of the
     same weights (half tolerance) and with eager in `dtype` (which rounds after every op: within its own
-    error, measured here, plus ours). Returns the session."""
+    error, measured here, plus ours). Returns the session and its outputs."""
     kwargs = kwargs or {}
     session = webgpu_torch.compile_module(model, args, kwargs, **options)
-    got = tree.flatten(session.program.output_tree, poisoned(session, *args, **kwargs), "output")
+    out = poisoned(session, *args, **kwargs)
+    got = tree.flatten(session.program.output_tree, out, "output")
     with torch.no_grad():
         eager = pytree.tree_leaves(model(*args, **kwargs))
         want = pytree.tree_leaves(reference(lambda *a: model.double()(*a[:len(args)], **kwargs), list(args)))
@@ -51,7 +53,7 @@ def check_model(model: torch.nn.Module, args: tuple, dtype: torch.dtype, poisone
         assert_close(g.float(), w, tol, what=f"output {i} vs float64")
         eager_error = assert_close(e.float(), w, 1.0, what=f"eager output {i} vs float64")
         assert_close(g.float(), e.float().double(), eager_error + tol, what=f"output {i} vs eager")
-    return session
+    return session, out
 
 
 # -- casts -----------------------------------------------------------------------------------------------------
@@ -108,7 +110,7 @@ def test_small_transformer(dtype, poisoned):
     torch.manual_seed(0)
     model = TinyTransformer().eval().to(dtype)
     ids = torch.randint(0, 97, (2, 23), generator=seeded("tiny-ids"))
-    session = check_model(model, (ids,), dtype, poisoned)
+    session, _ = check_model(model, (ids,), dtype, poisoned)
     storage = {"float16": "f16", "bfloat16": "bf16"}[name(dtype)]
     assert any(f"gather[table,{storage}]" in k for k in kernels(session))
     assert any(f",{storage}]" in k and k.startswith("gemm") for k in kernels(session))
@@ -140,7 +142,7 @@ def test_cnn(dtype, poisoned):
     torch.manual_seed(1)
     model = randomize_batch_norms(SmallCNN(), "half-cnn").to(dtype)
     x = torch.randn(2, 3, 29, 31, generator=seeded("half-cnn-x")).to(dtype)
-    session = check_model(model, (x,), dtype, poisoned)
+    session, _ = check_model(model, (x,), dtype, poisoned)
     assert any(k.startswith("conv[im2col_nhwc") for k in kernels(session)), kernels(session)
 
 
@@ -154,8 +156,9 @@ def test_bert(dtype, attn, poisoned):
     ids = torch.randint(0, 211, (2, 19), generator=torch.Generator().manual_seed(1))
     mask = torch.ones(2, 19, dtype=torch.int64)
     mask[1, 13:] = 0
-    session = check_model(model, (ids,), dtype, poisoned, {"attention_mask": mask})
+    session, out = check_model(model, (ids,), dtype, poisoned, {"attention_mask": mask})
     assert any(k.startswith("attention") for k in kernels(session))
+    corpus.write(f"bert_{name(dtype)}", session, [((ids,), {"attention_mask": mask}, out)])  # for js/
 
 
 # -- storage and host forms ------------------------------------------------------------------------------------
@@ -267,6 +270,10 @@ def test_transformer_with_float16_activations(dtype, poisoned):
     assert not any("shader-f16" in fallback.program.kernels[d.kernel].requires for d in fallback.program.dispatches)
     for got, w in zip(poisoned(fallback, ids), want, strict=True):  # float32 activations again
         assert_close(got.float(), w, TOLERANCE[name(dtype)])
+    twins = Session(tuning.force(session.program, lambda k: "+subgroups" in k.name))  # the rows' f16 twins
+    assert any("+subgroups" in k and ",f16" in k for k in kernels(twins))
+    for got, w in zip(poisoned(twins, ids), want, strict=True):
+        assert_close(got.float(), w, max(ACTIVATIONS_F16, TOLERANCE[name(dtype)]))
 
 
 class HalfChain(torch.nn.Module):
