@@ -12,8 +12,7 @@ from .builder import Builder, CompileOptions
 from .errors import InputError, UnsupportedError, describe_node
 from .graph import Graph, Node, Ref, map_refs, refs_in, values_in
 from .half_storage import half_outputs
-from .ops import OPS, REFUSED, NodeView
-from .ops.elementwise import emit
+from .ops import OPS, REFUSED, NodeView, elementwise
 from .ops.gemm import PRECISION
 from .program import Buffer, Input, Program, Tensor, contiguous_strides
 from .symbolic import Expr
@@ -78,7 +77,7 @@ def _unsupported_reason(metas: dict, node: Node, read: frozenset[int]) -> str | 
 
 def lower(graph: Graph, options: CompileOptions) -> Program:
     check_support(graph)
-    ctx = Builder(options)
+    ctx = Builder(options, copy=elementwise.copy)
     env: dict[Ref, Tensor] = {}
     inputs = []
     for name, meta in graph.inputs:
@@ -124,7 +123,8 @@ def _arguments(ctx: Builder, node: Node, env: dict[Ref, Tensor], metas: dict) ->
             t = env[r]
             if t.dtype != dtypes.F16.name or takes is True or arg in takes:
                 return t
-            return ctx.once(("widened", t), lambda: emit(ctx, "copy", [t], t.shape, out_dtype=metas[r].dtype))
+            return ctx.once(("widened", t), lambda: elementwise.emit(ctx, "copy", [t], t.shape,
+                                                                           out_dtype=metas[r].dtype))
         return tensor
 
     return {arg: map_refs(value, tensors(arg)) for arg, value in node.args.items()}

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import dtypes, layout, symbolic
 from ..builder import Builder, KernelSpec
-from ..program import Tensor
+from ..program import F16, Tensor
 from . import elementwise, gemm, softmax
 from .registry import NodeView, OpCase, register, register_option
 
@@ -104,7 +104,7 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
         tiles_q = -(-sq // c.rows)
         spec = KernelSpec.of(FILE, f"attention[{d4 * 4}x{dv4 * 4},{c.name}{',f16' if stored else ''}]", consts={
             "D4": d4, "DV4": dv4, "BC": c.tile_keys(d4, dv4), "BR": c.rows, "LANES": c.lanes,
-            "MaskT": "u32" if mask_kind == 2 else "f32", **stored},
+            "MaskT": "u32" if mask_kind == 2 else "f32", **stored}, requires=(F16,) if stored else (),
             overrides={"MASK_KIND": mask_kind, "CAUSAL": causal, "SAFE": safe})
         params = {"batch": b, "heads": h, "group": h // hkv, "sq": sq, "skv": skv, "d": d, "dv": dv,
                   "tiles_q": tiles_q, "scale": float(scale), "q_offset": q4.offset, "k_offset": k4.offset,

@@ -22,7 +22,7 @@ import numpy as np
 from .. import dtypes, layout, wgsl
 from ..builder import Builder, KernelSpec
 from ..graph import Epilogue
-from ..program import Tensor
+from ..program import F16, Tensor
 from ..symbolic import Expr
 from . import epilogue
 from .registry import NodeView, OpCase, register
@@ -98,6 +98,7 @@ def emit(ctx: Builder, op: str, operands: list[Tensor | Number], shape: tuple[in
     if op == "copy" and consts["A"] != consts["Out"]:
         name = f"elementwise[{types['A']}->{out_dtype}{tag}]"
     spec = KernelSpec.of(FILE, name + (epilogue.suffix(ep) if op != "copy" else ""), consts=consts,
+                         requires=(F16,) if tag else (),
                          overrides={"OP": OP_CODES[op], "B_SCALAR": scalar is not None, "CONTIGUOUS": contiguous,
                                     **epilogue.overrides(ep)})
     ctx.dispatch(spec, slots + [out], params, elements=out.numel)

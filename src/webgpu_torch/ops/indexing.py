@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes, layout
 from ..builder import Builder, KernelSpec
-from ..program import Tensor
+from ..program import F16, Tensor
 from .registry import NodeView, OpCase, register
 
 FILE = "indexing.wgsl"
@@ -56,8 +56,9 @@ def gather(ctx: Builder, src: Tensor, shape: tuple[int, ...], direct: list[int],
               "index_sizes": [n for _, _, n in indices] + pad, "shape": shape, "src_strides": direct,
               **{f"idx{k}_strides": t.strides for k, t in enumerate(slots)}}
     tags = [t for t in ("windowed" if window else "table" if source else "", source and src.dtype) if t]
-    spec = KernelSpec.of(FILE, "gather" + (f"[{','.join(tags)}]" if tags else ""),
-                         consts=source, overrides={"NUM_INDICES": len(indices), "WINDOWED": window is not None,
+    spec = KernelSpec.of(FILE, "gather" + (f"[{','.join(tags)}]" if tags else ""), consts=source,
+                         requires=(F16,) if src.dtype == dtypes.F16.name else (),
+                         overrides={"NUM_INDICES": len(indices), "WINDOWED": window is not None,
                                     "WRAP_NEGATIVE": wrap})
     ctx.dispatch(spec, [src, *slots, out, status], params, elements=out.numel)
     return out

@@ -9,9 +9,9 @@ import re
 
 from .. import dtypes, layout, wgsl
 from ..builder import Builder, KernelSpec
-from ..program import Tensor
+from ..program import F16, Tensor
 from .registry import NodeView, OpCase, register
-from .row import WORKGROUP, row_params, row_threads
+from .row import row_params, row_threads
 
 FILE = "softmax.wgsl"
 MAX_ROW_DIMS = 7
@@ -24,11 +24,12 @@ def softmax(ctx: Builder, op: str, x: Tensor, dim: int, out_dtype: str = "float3
     `out_dtype` (f16: an activation stored in half precision)."""
     out = ctx.new(x.shape, out_dtype)
     params = row_params(x, layout.normalize_dim(dim, max(x.ndim, 1)))
-    row = row_threads(params["n"])
+    row = row_threads(params["n"], FILE)
     stored = {"In": dtypes.dtype(x.dtype).wgsl, "Out": dtypes.dtype(out_dtype).wgsl}
-    tag = ",f16" if "f16" in stored.values() else ""
-    spec = KernelSpec.of(FILE, f"softmax[{op}{tag}]", consts=stored, overrides={"OP": OP_CODES[op], "ROW": row})
-    ctx.dispatch(spec, [x, out], params, -(-params["rows"] // (WORKGROUP // row)))
+    half = "f16" in stored.values()
+    spec = KernelSpec.of(FILE, f"softmax[{op}{',f16' if half else ''}]", consts=stored,
+                         requires=(F16,) if half else (), overrides={"OP": OP_CODES[op], "ROW": row})
+    ctx.dispatch(spec, [x, out], params, elements=params["rows"] * row)
     return out
 
 
