@@ -249,3 +249,28 @@ export function bfloat16Bits(f) {
   if ((f & 0x7fffffff) > 0x7f800000) return ((f >>> 16) | 0x40) & 0xffff;
   return ((f + 0x7fff + ((f >>> 16) & 1)) >>> 16) & 0xffff;
 }
+
+/**
+ * A float16 or bfloat16 host array (its bits, or a Float16Array) as float32 values (exact).
+ * @param {ArrayBufferView & ArrayLike<number | bigint>} data
+ * @param {'float16' | 'bfloat16'} dtype
+ * @returns {Float32Array}
+ */
+export function halfValues(data, dtype) {
+  const bits = new Uint16Array(data.buffer, data.byteOffset, data.length);
+  const words = dtype === 'float16' ? widenHalf(bits) : Uint32Array.from(bits, (b) => b << 16);
+  return new Float32Array(words.buffer);
+}
+
+/**
+ * Numbers in the host form of float16 or bfloat16 (rounded to nearest even through float32).
+ * @param {ArrayLike<number>} values
+ * @param {'float16' | 'bfloat16'} dtype
+ * @returns {HostArray}
+ */
+export function halfArray(values, dtype) {
+  const words = new Uint32Array(Float32Array.from(values).buffer);
+  const round = dtype === 'float16' ? halfBits : bfloat16Bits;
+  const bits = Uint16Array.from(words, round);
+  return dtype === 'float16' && Float16 ? /** @type {any} */ (new Float16(bits.buffer)) : bits;
+}

@@ -3,7 +3,7 @@
 // comparison both runtimes' tests make: floats within 1e-5 of the output's largest magnitude (float16 and
 // bfloat16, whose values are stored as their bits: within 2^-10 and 2^-7), integers and bools exactly.
 
-import { widenHalf } from '../src/dtypes.js';
+import { halfValues } from '../src/dtypes.js';
 
 export const TOLERANCE = 1e-5;
 /** @type {Record<string, number>} */
@@ -16,17 +16,6 @@ const ARRAYS = /** @type {Record<string, any>} */ ({
   float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array, bool: Uint8Array, uint8: Uint8Array,
   float16: Uint16Array, bfloat16: Uint16Array, // their bits
 });
-
-/**
- * A float16 or bfloat16 host array (its bits, or a Float16Array) as float32 values.
- * @param {ArrayBufferView & ArrayLike<number | bigint>} data
- * @param {string} dtype
- */
-function halfValues(data, dtype) {
-  const bits = new Uint16Array(data.buffer, data.byteOffset, data.length);
-  const words = dtype === 'float16' ? widenHalf(bits) : Uint32Array.from(bits, (b) => b << 16);
-  return new Float32Array(words.buffer);
-}
 
 /**
  * @param {unknown} v
