@@ -163,6 +163,7 @@ def test_bert(dtype, attn, poisoned):
 
 # -- storage and host forms ------------------------------------------------------------------------------------
 
+@pytest.mark.host
 @pytest.mark.parametrize("dtype", HALF, ids=name)
 def test_weights_stay_16_bit_in_the_artifact(dtype):
     model = TinyTransformer().eval()
@@ -236,6 +237,18 @@ def test_numpy_host_forms():
             session(x.numpy())
 
 
+@pytest.mark.host
+@pytest.mark.parametrize("a, b", [("float16", "float32"), ("bfloat16", "float16"), ("float16", "int64"),
+                                  ("bfloat16", 2.5), ("float16", "float16"), ("bool", "bfloat16"), ("int32", 1.5)])
+def test_promotion_is_torchs(a, b):
+    def example(x):
+        return torch.zeros(1, dtype=getattr(torch, x)) if isinstance(x, str) else x
+
+    want = str(torch.result_type(example(a), example(b))).removeprefix("torch.")
+    assert dtypes.promote(a, b) == want
+
+
+@pytest.mark.host
 def test_host_conversions_round_to_nearest_even():
     values = np.array([1 + 2.0**-8, 1 + 3 * 2.0**-8, 3.4e38, -1.5, np.nan, np.inf], np.float32)
     bits = dtypes.round_bfloat16(values)
@@ -302,6 +315,7 @@ def test_float16_activations_through_every_gemm_route(route, poisoned):
     assert_close(Session(features.without_f16(session.program))(x), want)
 
 
+@pytest.mark.host
 def test_float16_activations_only_where_every_reader_takes_them():
     """A value read by a kernel without f16 inputs (a reduction here), or returned, stays float32."""
     x = torch.randn(7, 41)
