@@ -17,9 +17,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from . import dtypes
 from .graph import Graph, Node, refs_in
 from .ops import OPS
+
+# The model dtypes whose activations may be stored as f16: not bfloat16, whose range (to 3.4e38) f16's (to
+# 65504) does not hold.
+STORED_HALF = ("float32", "float16")
 
 
 def half_outputs(graph: Graph, outputs_read: dict[str, frozenset[int]]) -> dict[str, frozenset[int]]:
@@ -43,7 +46,7 @@ def half_outputs(graph: Graph, outputs_read: dict[str, frozenset[int]]) -> dict[
         if op is None or not op.half:
             continue
         half = frozenset(i for i, m in enumerate(node.outputs)
-                         if m is not None and m.dtype in dtypes.FLOATS and (node.name, i) not in returned
+                         if m is not None and m.dtype in STORED_HALF and (node.name, i) not in returned
                          and readers[(node.name, i)] and all(takes(r, a) for r, a in readers[(node.name, i)]))
         if half:
             chosen[node.name] = half
