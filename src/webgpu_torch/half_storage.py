@@ -1,7 +1,7 @@
 """Which activations a program stores in float16 (compile option precision="float16").
 
-Under precision="float16" a float activation between two kernels is stored as f16 — half the bytes that a
-memory-bound kernel moves — where its producer writes f16 and every reader takes it. An op registered with
+Under precision="float16" a float32 or float16 activation between two kernels is stored as f16 — half the
+bytes a memory-bound kernel moves — where its producer writes f16 and every reader takes it. An op registered with
 `half` (ops/registry.py) names the arguments its kernels read f16 from and stores the float outputs chosen
 here as f16 (`NodeView.half`, `NodeView.storage`); a view registered with `half` passes f16 through (its
 output is f16 where its input is). Never f16: the program's inputs, constants and outputs (outputs are
