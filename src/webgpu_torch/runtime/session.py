@@ -131,7 +131,7 @@ def _torch_to_numpy(spec: Input, value) -> np.ndarray:
     if str(value.layout) != "torch.strided":
         raise InputTypeError(f"input {spec.name!r}: a {value.layout} tensor; pass a dense one (.to_dense())")
     name = str(value.dtype).removeprefix("torch.")
-    if name not in dtypes.DTYPES:
+    if name not in dtypes.DTYPES or (name == "bfloat16") != (spec.dtype == "bfloat16"):  # bits, past this point
         raise InputTypeError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {name}")
     value = value.detach().cpu()
     if name == "bfloat16":
