@@ -55,6 +55,14 @@ matrix() {  # the matrix-unit kernels: checks and 4096³ vs cuBLAS, precision="f
     --json "$out/models_f16.json"
   stage florence2_f16 150 $cli florence2 --size base --seeds 0 1 --precision float16
 }
+half() {  # float16 activations (precision="float16") against float32 in one run; float16 and bfloat16 models
+  stage models_half 240 $cli bench models --precision float32 float16 --models minilm vit_b16 florence2_vision \
+    --json "$out/models_half.json"
+  for d in float16 bfloat16; do
+    stage "models_$d" 240 $cli bench models --dtype $d --precision float32 float16 --models minilm vit_b16 \
+      --json "$out/models_$d.json"
+  done
+}
 conv() { stage conv 90 $cli bench conv; }
 rows() { stage rows 60 $cli bench rows; }
 attention() { stage attention 120 $cli bench attention --json "$out/attention.json"; }
@@ -76,6 +84,6 @@ model_profile() {
 models() { stage models 240 $cli bench models --ort --repeat 5 --models resnet50 mobilenet_v2 vit_b16 \
   florence2_vision; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt"
-for s in "${@:-tests gemm linear gemm_wgpu f16 matrix conv attention host florence2 profile models decode}"; do
+for s in "${@:-tests gemm linear gemm_wgpu f16 matrix half conv attention host florence2 profile models decode}"; do
   for name in $s; do "$name"; done
 done

@@ -1,6 +1,6 @@
 """The model corpus: artifacts of real models with their inputs and the Python runtime's outputs, written by
-tests/test_corpus.py and tests/test_florence2.py for the JavaScript runtime's tests (js/test/corpus.test.js)
-to run and match. Files (in the golden corpus's form, tests/golden/README.md):
+tests/test_corpus.py, tests/test_florence2.py and tests/test_half.py for the JavaScript runtime's tests
+(js/test/corpus.test.js) to run and match. Files (in the golden corpus's form, tests/golden/README.md):
 
     NAME.wgpt, NAME.json                  a program and its calls: args, kwargs, outputs
     florence2_tiny/                       a Seq2Seq folder (generation.py) and generate.json: pixel_values,
@@ -35,7 +35,7 @@ def folder() -> Path:
 
 def _value(v):
     if isinstance(v, torch.Tensor):
-        return tensor_json(v.numpy())
+        return tensor_json(v)
     if isinstance(v, np.ndarray):
         return tensor_json(v)
     if isinstance(v, (tuple, list)):
@@ -49,8 +49,9 @@ def write(name: str, session, calls: list[tuple[tuple, dict, object]]) -> None:
     """Save `session` as NAME.wgpt with each call (args, kwargs, the outputs it gave) in NAME.json."""
     session.save(folder() / f"{name}.wgpt")
     records = [{"args": _value(list(args)), "kwargs": _value(kwargs),
-                "outputs": [tensor_json(np.asarray(o)) for o in tree.flatten(session.program.output_tree, out,
-                                                                            "output")]}
+                "outputs": [tensor_json(o if isinstance(o, torch.Tensor) else np.asarray(o), t.dtype) for o, t in
+                            zip(tree.flatten(session.program.output_tree, out, "output"), session.program.outputs,
+                                strict=True)]}
                for args, kwargs, out in calls]
     (folder() / f"{name}.json").write_text(json.dumps({"calls": records}) + "\n")
 

@@ -122,13 +122,12 @@ class Unsupported2(torch.nn.Module):
         return torch.linalg.inv(x) + torch.rand_like(x)
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_a_half_precision_model_is_refused_in_one_line(dtype):
-    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)).to(dtype)
+def test_a_float64_model_is_refused_in_one_line():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)).double()
     with pytest.raises(UnsupportedError) as info:
-        webgpu_torch.compile_module(model, (torch.randn(2, 3, dtype=dtype),))
+        webgpu_torch.compile_module(model, (torch.randn(2, 3, dtype=torch.float64),))
     assert info.value.problems == [info.value.problems[0]]
-    assert str(dtype).removeprefix("torch.") in str(info.value) and "model.float()" in str(info.value)
+    assert "float64" in str(info.value) and "model.float()" in str(info.value)
 
 
 def test_a_sparse_input_is_refused_in_one_line():

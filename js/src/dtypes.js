@@ -1,20 +1,36 @@
 // Tensor dtypes and how each is carried on the device (docs/artifact.md, Dtypes).
 //
 // WGSL has no 64-bit integers and no storable bools: int64 travels as i32 (a call refuses values outside
-// int32) and bool as u32 (0 or 1). Host forms: float32 → Float32Array, int32 → Int32Array, int64 →
-// BigInt64Array, bool → Uint8Array (0 or 1).
+// int32) and bool as u32 (0 or 1); float16 and bfloat16 travel as the f32 of their values (widened exactly on
+// the way in, rounded to nearest even on the way out). Host forms: float32 → Float32Array, float16 →
+// Float16Array where the runtime has one, else a Uint16Array of its bits, bfloat16 → a Uint16Array of its
+// bits, int32 → Int32Array, int64 → BigInt64Array, bool → Uint8Array (0 or 1).
 
 import { InputError } from './errors.js';
 
-/** @typedef {'float32' | 'int32' | 'int64' | 'bool'} ModelDtype */
-/** @typedef {'f32' | 'f16' | 'i32' | 'u32'} DeviceDtype */
-/** @typedef {Float32Array | Int32Array | BigInt64Array | Uint8Array} HostArray */
+/** @typedef {'float32' | 'float16' | 'bfloat16' | 'int32' | 'int64' | 'bool'} ModelDtype */
+/** @typedef {'f32' | 'f16' | 'bf16' | 'i32' | 'u32'} DeviceDtype */
+/** @typedef {Float32Array | Int32Array | BigInt64Array | Uint8Array | Uint16Array} HostArray */
 
 /** @type {Record<ModelDtype, DeviceDtype>} */
-export const DEVICE_FORM = { float32: 'f32', int32: 'i32', int64: 'i32', bool: 'u32' };
+export const DEVICE_FORM = { float32: 'f32', float16: 'f32', bfloat16: 'f32', int32: 'i32', int64: 'i32', bool: 'u32' };
 
-/** Bytes per element of each device dtype. */
-export const DEVICE_SIZE = /** @type {Record<DeviceDtype, number>} */ ({ f32: 4, f16: 2, i32: 4, u32: 4 });
+/** Bytes per element of each device dtype (of a constant's: f16 and bf16 are 16 bits, docs/artifact.md). */
+export const DEVICE_SIZE = /** @type {Record<DeviceDtype, number>} */ ({ f32: 4, f16: 2, bf16: 2, i32: 4, u32: 4 });
+
+/**
+ * The runtime's Float16Array (ES2025: recent browsers, Node 24), or undefined: float16 host arrays are then
+ * Uint16Arrays of their bits.
+ * @type {(new (buffer: ArrayBufferLike, byteOffset?: number, length?: number) => ArrayBufferView & ArrayLike<number>) | undefined}
+ */
+export const Float16 = /** @type {any} */ (globalThis).Float16Array;
+
+/**
+ * Whether `dtype` is a 16-bit float dtype, whose host form is 16 bits an element.
+ * @param {string} dtype
+ * @returns {dtype is 'float16' | 'bfloat16'}
+ */
+export const isHalf = (dtype) => dtype === 'float16' || dtype === 'bfloat16';
 
 /** Bytes per element of every model dtype's device form (all four bytes). */
 export const ITEMSIZE = 4;
@@ -35,6 +51,7 @@ export function isModelDtype(name) {
  */
 export function hostArray(dtype, n) {
   if (dtype === 'float32') return new Float32Array(n);
+  if (isHalf(dtype)) return new Uint16Array(n);
   if (dtype === 'int32') return new Int32Array(n);
   if (dtype === 'int64') return new BigInt64Array(n);
   return new Uint8Array(n);
@@ -77,6 +94,10 @@ export function gather(words, dtype, shape, strides, offset) {
     for (let i = 0; i < n; i++) o[i] = BigInt(dst[i] | 0); // sign-extended from i32
   } else if (dtype === 'bool') {
     for (let i = 0; i < n; i++) out[i] = dst[i] === 0 ? 0 : 1;
+  } else if (isHalf(dtype)) {
+    const round = dtype === 'float16' ? halfBits : bfloat16Bits;
+    for (let i = 0; i < n; i++) out[i] = round(dst[i]);
+    return dtype === 'float16' && Float16 ? /** @type {any} */ (new Float16(out.buffer)) : out;
   }
   return out;
 }
@@ -110,6 +131,12 @@ export function toDevice(data, dtype, scratch, what) {
   const n = data.length;
   if (data instanceof Float32Array || (data instanceof Int32Array && dtype !== 'bool')) return data;
   const out = scratch.subarray(0, n);
+  if (isHalf(dtype)) { // 16-bit bit patterns (a Uint16Array, or a Float16Array's bytes)
+    const bits = new Uint16Array(data.buffer, data.byteOffset, n);
+    if (dtype === 'bfloat16') for (let i = 0; i < n; i++) out[i] = bits[i] << 16;
+    else out.set(widenHalf(bits));
+    return out;
+  }
   if (dtype === 'bool') {
     for (let i = 0; i < n; i++) out[i] = data[i] ? 1 : 0;
     return out;
@@ -188,4 +215,62 @@ export function widenHalf(half) {
   const out = new Uint32Array(half.length);
   for (let i = 0; i < half.length; i++) out[i] = t[half[i]];
   return out;
+}
+
+/**
+ * The float16 bit pattern nearest a float32 bit pattern (ties to even; beyond float16's range ±infinity, NaN
+ * a quiet NaN).
+ * @param {number} f float32 bits
+ * @returns {number}
+ */
+export function halfBits(f) {
+  const sign = (f >>> 16) & 0x8000;
+  const e = (f >>> 23) & 0xff;
+  if (e === 0xff) return sign | 0x7c00 | ((f & 0x7fffff) ? 0x200 : 0);
+  if (e < 102) return sign; // below 2^-25: ±0 (2^-25 itself ties to the even 0)
+  const m = (f & 0x7fffff) | 0x800000;
+  const drop = e < 113 ? 126 - e : 13; // fraction bits float16 cannot hold: 13, more for its subnormals
+  const half = 1 << (drop - 1);
+  const rest = m & ((half << 1) - 1);
+  let q = m >>> drop;
+  if (rest > half || (rest === half && (q & 1))) q++;
+  // q in units of float16's last place at exponent max(e, 113): subnormals are q itself, normals rebias the
+  // exponent (a q that carried into 2^11 moves it up one, and 31 is infinity).
+  const bits = e < 113 ? q : ((e - 112) << 10) + q - 0x400;
+  return sign | Math.min(bits, 0x7c00);
+}
+
+/**
+ * The bfloat16 bit pattern nearest a float32 bit pattern (ties to even; NaN a quiet NaN).
+ * @param {number} f float32 bits
+ * @returns {number}
+ */
+export function bfloat16Bits(f) {
+  if ((f & 0x7fffffff) > 0x7f800000) return ((f >>> 16) | 0x40) & 0xffff;
+  return ((f + 0x7fff + ((f >>> 16) & 1)) >>> 16) & 0xffff;
+}
+
+/**
+ * A float16 or bfloat16 host array (its bits, or a Float16Array) as float32 values (exact).
+ * @param {ArrayBufferView & ArrayLike<number | bigint>} data
+ * @param {'float16' | 'bfloat16'} dtype
+ * @returns {Float32Array}
+ */
+export function halfValues(data, dtype) {
+  const bits = new Uint16Array(data.buffer, data.byteOffset, data.length);
+  const words = dtype === 'float16' ? widenHalf(bits) : Uint32Array.from(bits, (b) => b << 16);
+  return new Float32Array(words.buffer);
+}
+
+/**
+ * Numbers in the host form of float16 or bfloat16 (rounded to nearest even through float32).
+ * @param {ArrayLike<number>} values
+ * @param {'float16' | 'bfloat16'} dtype
+ * @returns {HostArray}
+ */
+export function halfArray(values, dtype) {
+  const words = new Uint32Array(Float32Array.from(values).buffer);
+  const round = dtype === 'float16' ? halfBits : bfloat16Bits;
+  const bits = Uint16Array.from(words, round);
+  return dtype === 'float16' && Float16 ? /** @type {any} */ (new Float16(bits.buffer)) : bits;
 }

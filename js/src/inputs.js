@@ -3,7 +3,7 @@
 // form. The messages are the Python runtime's.
 
 import { DeviceTensor } from './device_tensor.js';
-import { toDevice } from './dtypes.js';
+import { Float16, isHalf, toDevice } from './dtypes.js';
 import { InputError, InputTypeError } from './errors.js';
 import * as expr from './expr.js';
 import { describe } from './tree.js';
@@ -24,6 +24,7 @@ const ARRAY_DTYPE = new Map(/** @type {[Function, string][]} */ ([
   [Float32Array, 'float32'], [Float64Array, 'float64'], [Int8Array, 'int8'], [Int16Array, 'int16'],
   [Int32Array, 'int32'], [Uint8Array, 'uint8'], [Uint8ClampedArray, 'uint8'], [Uint16Array, 'uint16'],
   [Uint32Array, 'uint32'], [BigInt64Array, 'int64'], [BigUint64Array, 'uint64'],
+  ...(Float16 ? [[Float16, 'float16']] : []),
 ]));
 
 /** @param {string} d */
@@ -79,7 +80,8 @@ export function checkInput(spec, value) {
 }
 
 /**
- * The model dtype a host array holds: the declared one when consistent with the array, else the array's.
+ * The model dtype a host array holds: the declared one when consistent with the array, else the array's. A
+ * Uint8Array may hold bools, and a Uint16Array the bits of float16 or bfloat16 values (their host form).
  * @param {TypedArray} array
  * @param {unknown} declared
  * @param {ModelDtype} wanted
@@ -88,8 +90,12 @@ export function checkInput(spec, value) {
  */
 function dtypeOf(array, declared, wanted, name) {
   const natural = /** @type {string} */ (ARRAY_DTYPE.get(array.constructor));
-  if (declared === undefined) return natural === 'uint8' && wanted === 'bool' ? 'bool' : natural;
+  if (declared === undefined) {
+    if (natural === 'uint8' && wanted === 'bool') return 'bool';
+    return natural === 'uint16' && isHalf(wanted) ? wanted : natural;
+  }
   const fits = declared === natural || (declared === 'bool' && array instanceof Uint8Array) ||
+    (typeof declared === 'string' && isHalf(declared) && array instanceof Uint16Array) ||
     (typeof declared === 'string' && isInteger(declared) && isInteger(natural));
   if (!fits) throw new InputTypeError(`${name}: dtype ${JSON.stringify(declared)} does not match its data, a ${array.constructor.name}`);
   return /** @type {string} */ (declared);

@@ -16,7 +16,8 @@ const MISSING = 'is missing from tests/golden: write the corpus with `python -m 
 // The tests below run on the files present; this one fails when any is missing.
 
 test('the golden corpus is there and covers every part of the format', () => {
-  for (const name of ['tiny', 'mlp', 'weights_f16', 'precision_f16', 'options', 'dynamic', 'structured', 'portable', 'integers_as_floats', 'state']) {
+  for (const name of ['tiny', 'mlp', 'weights_f16', 'float16', 'bfloat16', 'activations_f16', 'precision_f16', 'options', 'dynamic',
+    'structured', 'portable', 'integers_as_floats', 'state']) {
     assert.ok(VALID.includes(name), `${name}.wgpt ${MISSING}`);
   }
   for (const name of Object.keys(EXPECTED)) assert.ok(DAMAGED.includes(name), `bad/${name}.wgpt ${MISSING}`);
@@ -41,9 +42,9 @@ for (const name of VALID) {
   test(`golden ${name}: the recorded outputs`, () => check(name, { tune: false }));
 }
 
-if (VALID.includes('weights_f16')) {
-  test('golden weights_f16 without shader-f16: the fallback kernels over widened constants', () =>
-    check('weights_f16', { tune: false, disableFeatures: ['shader-f16'] }));
+for (const name of ['weights_f16', 'float16', 'activations_f16'].filter((n) => VALID.includes(n))) {
+  test(`golden ${name} without shader-f16: the fallback kernels over widened constants`, () =>
+    check(name, { tune: false, disableFeatures: ['shader-f16'] }));
 }
 
 // portable: an option needs a feature no runtime knows; precision_f16: options need subgroup matrices.

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { crc32 } from '../src/crc32.js';
-import { toDevice, widenHalf } from '../src/dtypes.js';
+import { bfloat16Bits, halfBits, toDevice, widenHalf } from '../src/dtypes.js';
 import { InputError, InputTypeError, parse } from '../src/index.js';
 import * as expr from '../src/expr.js';
 import { Seq2Seq } from '../src/generation.js';
@@ -47,6 +47,28 @@ test('float16 widens exactly: normals, subnormals, zeros, infinities, NaN', () =
   assert.deepEqual(Array.from(wide.subarray(0, 7)), [1, -2, 2 ** -24, 1023 * 2 ** -24, -0, Infinity, -Infinity]);
   assert.ok(Number.isNaN(wide[7]));
   assert.equal(wide[8], 65504);
+});
+
+test('float16 and bfloat16 outputs round to nearest even, on the bits', () => {
+  const every = Uint16Array.from({ length: 65536 }, (_, h) => h);
+  const wide = widenHalf(every);
+  const f = new Float32Array(1);
+  const u = new Uint32Array(f.buffer);
+  for (let h = 0; h < 65536; h++) {
+    const nan = (h & 0x7c00) === 0x7c00 && (h & 0x3ff) !== 0;
+    if (!nan) assert.equal(halfBits(wide[h]), h, `float16 ${h.toString(16)} round trip`);
+    if ((h & 0x7fff) < 0x7bff) { // the midpoint of h and the next value up rounds to whichever is even
+      f[0] = (new Float32Array(wide.buffer)[h] + new Float32Array(wide.buffer)[h + 1]) / 2;
+      assert.equal(halfBits(u[0]), h & 1 ? h + 1 : h, `midpoint above ${h.toString(16)}`);
+    }
+  }
+  assert.equal(halfBits(0x477fefff), 0x7bff); // just below 65520: 65504, float16's largest
+  assert.equal(halfBits(0x477ff000), 0x7c00); // 65520: a tie, to the even infinity
+  assert.equal(halfBits(0x33000000), 0); // 2^-25: a tie between 0 and 2^-24
+  assert.equal(bfloat16Bits(0x3f808000), 0x3f80); // 1 + 2^-8: a tie, to even
+  assert.equal(bfloat16Bits(0x3f818000), 0x3f82); // 1 + 3·2^-8: to even, up
+  assert.equal(bfloat16Bits(0x7f7fffff), 0x7f80); // float32's largest: infinity
+  assert.equal(bfloat16Bits(0xffc00001) & 0x7fc0, 0x7fc0); // NaN stays a NaN
 });
 
 test('integers in device form: int64 refused beyond int32, the others as int32 bits', () => {

@@ -1,8 +1,9 @@
 // The corpora's files, read the same in Node and in a browser (tests/golden/README.md): tensors as
 // {"dtype", "shape", "data"} with base64 little-endian bytes, calls as {"args", "kwargs", "outputs"}, and the
-// comparison both runtimes' tests make: floats within 1e-5 of the output's largest magnitude, integers and
-// bools exactly.
+// comparison both runtimes' tests make: floats within 1e-5 of the output's largest magnitude (float16 and
+// bfloat16, whose values are stored as their bits: within 2^-10 and 2^-7), integers and bools exactly.
 
+import { halfValues } from '../src/dtypes.js';
 import { loadCausalLM, loadSeq2Seq, Seq2Seq } from '../src/index.js';
 
 export const TOLERANCE = 1e-5;
@@ -13,14 +14,18 @@ export const TOLERANCE = 1e-5;
  */
 export const ACROSS_ADAPTERS = 1e-4;
 
+/** @type {Record<string, number>} */
+const TOLERANCES = { float32: TOLERANCE, float16: 2 ** -10, bfloat16: 2 ** -7 };
+
 /** @typedef {{data: ArrayBufferView & ArrayLike<number | bigint>, shape: number[], dtype: string}} Tensor */
 /**
  * @typedef {{args: unknown[], kwargs: Record<string, unknown>, outputs: Tensor[], error?: string, reset: boolean,
- *   states: Record<string, Tensor>}} Call
+ *   states: Record<string, Tensor>, tolerance?: number}} Call
  */
 
 const ARRAYS = /** @type {Record<string, any>} */ ({
   float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array, bool: Uint8Array, uint8: Uint8Array,
+  float16: Uint16Array, bfloat16: Uint16Array, // their bits
 });
 
 /**
@@ -63,10 +68,12 @@ export function value(v) {
  * @returns {Call[]}
  */
 export function parseCalls(text) {
-  return JSON.parse(text).calls.map((/** @type {any} */ c) => ({
+  const file = JSON.parse(text);
+  return file.calls.map((/** @type {any} */ c) => ({
     args: value(c.args), kwargs: value(c.kwargs), outputs: (c.outputs ?? []).map(tensor), error: c.error,
     reset: c.reset_state === true,
     states: Object.fromEntries(Object.entries(c.states ?? {}).map(([k, v]) => [k, tensor(/** @type {any} */ (v))])),
+    tolerance: file.tolerance, // a program whose float outputs depend on the device's features records its own
   }));
 }
 
@@ -84,21 +91,38 @@ export function leaves(spec, out) {
 }
 
 /**
- * Why `got` does not match `want` (shape, dtype, values), or null when it does.
+ * Why `got` does not match `want` (shape, dtype, values), or null when it does; `looser` replaces a float
+ * tolerance that is smaller.
  * @param {{data: ArrayLike<number | bigint>, shape: number[], dtype: string}} got
  * @param {Tensor} want
  * @param {string} what
+ * @param {number} [looser]
  * @returns {string | null}
  */
-export function mismatch(got, want, what) {
+export function mismatch(got, want, what, looser = 0) {
   if (got.shape.join() !== want.shape.join()) return `${what}: shape [${got.shape}] != [${want.shape}]`;
   if (got.dtype !== want.dtype) return `${what}: dtype ${got.dtype} != ${want.dtype}`;
   if (got.data.length !== want.data.length) return `${what}: ${got.data.length} elements != ${want.data.length}`;
-  if (want.dtype !== 'float32') {
+  if (!Object.hasOwn(TOLERANCES, want.dtype)) { // integers and bools
     let differ = 0;
     for (let i = 0; i < want.data.length; i++) if (got.data[i] !== want.data[i]) differ++;
     return differ ? `${what}: ${differ} of ${want.data.length} elements differ` : null;
   }
+  const tolerance = Math.max(TOLERANCES[want.dtype], looser);
+  if (want.dtype === 'float32') return mismatchFloat(got, want, what, tolerance);
+  const values = (/** @type {any} */ t) => ({ ...t, data: halfValues(t.data, t.dtype), dtype: 'float32' });
+  return mismatchFloat(values(got), values(want), what, tolerance);
+}
+
+/**
+ * Why float values `got` are not within `tolerance` of `want`'s largest magnitude (NaN where it has NaN).
+ * @param {{data: ArrayLike<number | bigint>}} got
+ * @param {{data: ArrayLike<number | bigint>}} want
+ * @param {string} what
+ * @param {number} tolerance
+ * @returns {string | null}
+ */
+function mismatchFloat(got, want, what, tolerance) {
   let scale = 0;
   let err = 0;
   for (let i = 0; i < want.data.length; i++) {
@@ -110,8 +134,8 @@ export function mismatch(got, want, what) {
     err = Math.max(err, Math.abs(g - w));
   }
   const rel = scale ? err / scale : err;
-  return rel <= TOLERANCE ? null
-    : `${what}: max error ${err.toPrecision(3)} is ${rel.toPrecision(3)} of the scale ${scale.toPrecision(3)} (tolerance ${TOLERANCE})`;
+  return rel <= tolerance ? null
+    : `${what}: max error ${err.toPrecision(3)} is ${rel.toPrecision(3)} of the scale ${scale.toPrecision(3)} (tolerance ${tolerance})`;
 }
 
 /**
@@ -134,7 +158,7 @@ export async function replay(program, calls, name) {
       const got = leaves(program.spec.outputTree, await program.run({ args: call.args, kwargs: call.kwargs }));
       if (got.length !== call.outputs.length) problems.push(`${name} call ${n}: ${got.length} outputs for ${call.outputs.length}`);
       got.forEach((g, k) => {
-        const m = mismatch(g, call.outputs[k], `${name} call ${n} output ${k}`);
+        const m = mismatch(g, call.outputs[k], `${name} call ${n} output ${k}`, call.tolerance);
         if (m) problems.push(m);
       });
     }
@@ -142,7 +166,7 @@ export async function replay(program, calls, name) {
       problems.push(`${name} call ${n}: states [${Object.keys(call.states)}] recorded, the program has [${program.states}]`);
     }
     for (const [state, want] of Object.entries(call.states)) {
-      const m = mismatch(await program.readState(state), want, `${name} call ${n} state ${state}`);
+      const m = mismatch(await program.readState(state), want, `${name} call ${n} state ${state}`, call.tolerance);
       if (m) problems.push(m);
     }
   }

@@ -42,7 +42,9 @@ MAGIC = LIMITS["magic"].encode()
 CONTAINER_VERSION = LIMITS["container_version"]
 PREAMBLE = struct.Struct("<8sIIQQ")  # magic, container version, header CRC-32, header length, data length
 ALIGN = LIMITS["align"]
-DTYPES = {"f32": np.dtype("<f4"), "f16": np.dtype("<f2"), "i32": np.dtype("<i4"), "u32": np.dtype("<u4")}
+# A constant's device element type (docs/artifact.md, "tensors"): bf16 is bfloat16's bits, two to a u32 word.
+DTYPES = {"f32": np.dtype("<f4"), "f16": np.dtype("<f2"), "bf16": np.dtype("<u2"), "i32": np.dtype("<i4"),
+          "u32": np.dtype("<u4")}
 MAX_HEADER = LIMITS["max_header_bytes"]  # a header past 1 GiB is not one we wrote
 
 

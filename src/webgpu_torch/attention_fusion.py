@@ -20,6 +20,7 @@ from collections import defaultdict
 from math import prod
 from numbers import Number
 
+from . import dtypes
 from .graph import Graph, Node, Ref, TensorMeta, drop_dead, refs_in
 from .ops.attention import MAX_HEAD_DIM
 
@@ -93,7 +94,7 @@ class _Match:
         sm = self.softmax
         scores_meta = sm.outputs[0]
         if sm.args["dim"] not in (-1, scores_meta.ndim - 1) or sm.args["half_to_float"] or \
-                scores_meta.dtype != "float32" or not 3 <= scores_meta.ndim <= 4:
+                not dtypes.is_float(scores_meta.dtype) or not 3 <= scores_meta.ndim <= 4:
             return False
         self.bmm2 = self._through_views_down(sm)
         if self.bmm2 is None or self.bmm2.target != "aten.bmm.default":
@@ -124,7 +125,7 @@ class _Match:
         self.q = self._source(node.args["self"], self.lead, (sq, d))
         self.kt = self._source(node.args["mat2"], self.lead, (d, skv))
         self.v = self._source(self.bmm2.args["mat2"], self.lead, (skv, dv))
-        self.out_meta = TensorMeta((*self.lead, sq, dv), "float32")
+        self.out_meta = TensorMeta((*self.lead, sq, dv), scores_meta.dtype)
         after = self._only_user(self.bmm2)
         reshaped = after is not None and after.target in RESHAPES and after.outputs[0] == self.out_meta
         self.replaces = after if reshaped else self.bmm2
@@ -139,7 +140,7 @@ class _Match:
         for scores, mask in ((a, b), (b, a)):
             _, node = self._through_views_up(scores, single_use=True) if isinstance(scores, Ref) else (None, None)
             if node is not None and node.target in ("aten.bmm.default", "aten.mul.Tensor", "aten.div.Tensor") \
-                    and isinstance(mask, Ref) and self.metas[mask].dtype == "float32":
+                    and isinstance(mask, Ref) and dtypes.is_float(self.metas[mask].dtype):
                 return scores, mask
         return None, None
 
@@ -150,7 +151,7 @@ class _Match:
         lead_nd = len(self.lead)
         kt_meta = self.metas[self.kt]
         key = Node(f"{name}_key", "aten.transpose.int", {"self": self.kt, "dim0": lead_nd, "dim1": lead_nd + 1},
-                   (TensorMeta((*self.lead, kt_meta.shape[-1], kt_meta.shape[-2]), "float32"),), source)
+                   (TensorMeta((*self.lead, kt_meta.shape[-1], kt_meta.shape[-2]), kt_meta.dtype),), source)
         args = {"query": self.q, "key": Ref(key.name), "value": self.v, "attn_mask": self.mask, "scale": self.scale}
         if self.replaces is not self.bmm2:
             return [key, Node(self.replaces.name, FUSED, args, (self.out_meta,), source)]

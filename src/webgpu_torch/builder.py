@@ -106,15 +106,17 @@ class Builder:
         self._kernel_ids: dict[Kernel, int] = {}
         self._dummy: Tensor | None = None
         self._folded: dict[Tensor, Tensor] = {}
-        self._halves: dict[int, int] = {}
+        self._narrow: dict[tuple[int, str], int] = {}  # (buffer, storage dtype) -> its copy
         self._once: dict[Any, Tensor] = {}
         self.checks: list[Check] = []
         self.status: int | None = None  # the status buffer, made by the first check
 
     # -- for op lowerings -------------------------------------------------------------------------------------
     def new(self, shape: tuple, dtype: str = "float32") -> Tensor:
-        """A fresh contiguous scratch tensor; a dynamic shape gets a buffer for its largest size."""
-        size = max(1, symbolic.bound(prod(shape))) * dtypes.dtype(dtype).itemsize
+        """A fresh contiguous scratch tensor; a dynamic shape gets a buffer for its largest size. An f16
+        activation's buffer is sized for float32: a device without shader-f16 runs the float32 fallback of
+        every kernel over the same buffers (half_storage.py)."""
+        size = max(1, symbolic.bound(prod(shape))) * max(dtypes.dtype(dtype).itemsize, 4)
         return Tensor(self._buffer(Buffer(size, "scratch")), tuple(shape), contiguous_strides(tuple(shape)), 0,
                       dtype)
 
@@ -136,20 +138,33 @@ class Builder:
         return Tensor(index, tuple(array.shape), contiguous_strides(tuple(array.shape)), 0, dtype)
 
     def half(self, t: Tensor) -> Tensor:
-        """Float32 constant view `t` over a float16 copy of its buffer (made once per buffer; same strides and
-        offset). Raises InputError naming the constant when a finite value is out of float16's range."""
-        if t.buffer not in self._halves:
-            name = self.buffers[t.buffer].name
-            data = self.constants[t.buffer]
+        """Float constant view `t` over a float16 copy of its buffer (storage dtype "f16", made once per buffer;
+        same strides and offset). Raises InputError naming the constant when a finite value is out of
+        float16's range."""
+        def narrow(data: np.ndarray, name: str) -> np.ndarray:
             with np.errstate(over="ignore"):
                 half = data.astype(np.float16)
             if not np.array_equal(np.isfinite(half), np.isfinite(data)):
                 raise InputError(f"constant {name!r} has values beyond float16's range (largest magnitude "
                                  f"{np.abs(data[np.isfinite(data)]).max():.6g}); compile it with weights='float32'")
-            index = self._buffer(Buffer(max(half.nbytes, 4), "constant", f"{name}.float16"))
-            self.constants[index] = half
-            self._halves[t.buffer] = index
-        return replace(t, buffer=self._halves[t.buffer], dtype="float16")
+            return half
+
+        return self._narrowed(t, dtypes.F16.name, narrow)
+
+    def bfloat(self, t: Tensor) -> Tensor:
+        """Float constant view `t` over a bfloat16 copy of its buffer (storage dtype "bf16": the bits, rounded
+        to nearest even, exact for a bfloat16 model's weights; made once per buffer; same strides and offset)."""
+        return self._narrowed(t, dtypes.BF16.name, lambda data, name: dtypes.round_bfloat16(data))
+
+    def _narrowed(self, t: Tensor, storage: str, narrow: Callable[[np.ndarray, str], np.ndarray]) -> Tensor:
+        key = (t.buffer, storage)
+        if key not in self._narrow:
+            name = self.buffers[t.buffer].name
+            data = narrow(self.constants[t.buffer], name)
+            index = self._buffer(Buffer(max(data.nbytes, 4), "constant", f"{name}.{storage}"))
+            self.constants[index] = data
+            self._narrow[key] = index
+        return replace(t, buffer=self._narrow[key], dtype=storage)
 
     def too_large(self, t: Tensor) -> bool:
         """Whether t is a constant over the binding limit, which an op must split (see row_chunks). Other

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import dtypes
 from .errors import WebGPUTorchError
 
 
@@ -51,7 +52,8 @@ def _random_input(spec, rng: np.random.Generator) -> np.ndarray:
         return rng.integers(0, 2, shape).astype(bool)
     if spec.dtype.startswith("int"):
         return rng.integers(0, 100, shape).astype(spec.dtype)
-    return rng.standard_normal(shape).astype(spec.dtype)
+    values = rng.standard_normal(shape).astype(np.float32)
+    return dtypes.round_bfloat16(values) if spec.dtype == "bfloat16" else values.astype(spec.dtype)  # host form
 
 
 def _run(args) -> int:

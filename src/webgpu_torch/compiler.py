@@ -30,9 +30,12 @@ def compile(ep, *, max_binding_size: int = DEFAULT_MAX_BINDING, contiguous_outpu
           routing by shape and layout; conv="auto" | "im2col" | "direct", and
           weights="float32" | "float16": float16 stores every constant a GEMM reads as its B operand (Linear
           and conv weights) in half precision, with float32 products; adapters without `shader-f16` run the
-          same numbers from float32 copies made at load; precision="float32" | "float16": float16 lets GEMMs
-          and channels-last convs multiply float16 operands (float32 sums) on the GPU's matrix units, where
-          the device has them and tuning finds them faster (docs/design.md, "GEMM on matrix units").
+          same numbers from float32 copies made at load; precision="float32" | "float16": float16 stores the
+          activations that pass between the kernels taking them (elementwise, norms, softmax, GEMMs, attention)
+          as float16 where the device has `shader-f16` (float32 arithmetic; the float32 kernels of the same
+          file run elsewhere: docs/design.md, "float16 activations"), and lets GEMMs and channels-last convs
+          multiply float16 operands (float32 sums) on the GPU's matrix units, where the device has them and
+          tuning finds them faster (docs/design.md, "GEMM on matrix units").
     Raises UnsupportedError naming every node that cannot run, its op, shapes and the reason, before anything
     touches a GPU. Returns a Session: calling it runs the program on the default WebGPU engine (opened on the
     first call); `.program` is the compiled Program (plain data), `.save(path)` writes the artifact.

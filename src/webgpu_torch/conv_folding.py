@@ -92,13 +92,16 @@ def _absorb_batch_norm(graph: Graph, conv: Node, bn: Node) -> None:
         w = (grouped * scale.reshape(groups, 1, -1, *taps)).reshape(w.shape)
     else:  # weight [OC, IC/g, *taps]
         w = w * scale.reshape(-1, 1, *taps)
-    conv.args = {**conv.args, "weight": _add_constant(graph, f"{conv.name}_bn_weight", w),
-                 "bias": _add_constant(graph, f"{conv.name}_bn_bias", shift)}
+    dtype = graph.constant_meta[conv.args["weight"].node].dtype  # a half model's folded weight may be stored in 16 bits
+    conv.args = {**conv.args, "weight": _add_constant(graph, f"{conv.name}_bn_weight", w, dtype),
+                 "bias": _add_constant(graph, f"{conv.name}_bn_bias", shift, dtype)}
 
 
-def _add_constant(graph: Graph, name: str, value: np.ndarray) -> Ref:
+def _add_constant(graph: Graph, name: str, value: np.ndarray, dtype: str) -> Ref:
+    """A folded constant, its values in float32 (a float16 or bfloat16 one is rounded only where a kernel
+    reads it in 16 bits)."""
     graph.constants[name] = value.astype(np.float32)
-    graph.constant_meta[name] = TensorMeta(value.shape, "float32")
+    graph.constant_meta[name] = TensorMeta(value.shape, dtype)
     return Ref(name)
 
 

@@ -160,23 +160,17 @@ def _some(names: list[str]) -> str:
 
 
 def _check_model_dtype(inputs: list[tuple[str, TensorMeta]], constants: dict[str, torch.Tensor]) -> None:
-    """A model whose inputs or weights are floating point of another width than float32 is refused in one line
-    (rather than at every node that computes in that dtype)."""
-    other = [(f"input {name!r}", m.dtype) for name, m in inputs if m.dtype in FLOAT_DTYPES]
-    other += [(f"constant {name!r}", str(v.dtype).removeprefix("torch.")) for name, v in constants.items()
-              if v.is_floating_point() and v.dtype != torch.float32]
-    if not other:
+    """A model whose inputs or weights are float64 is refused in one line (rather than at every node that
+    computes in it)."""
+    wide = [f"input {name!r}" for name, m in inputs if m.dtype == "float64"]
+    wide += [f"constant {name!r}" for name, v in constants.items() if v.dtype == torch.float64]
+    if not wide:
         return
-    dtypes = sorted({d for _, d in other})
-    names = ", ".join(w for w, _ in other[:3]) + (f" and {len(other) - 3} more" if len(other) > 3 else "")
+    names = ", ".join(wide[:3]) + (f" and {len(wide) - 3} more" if len(wide) > 3 else "")
     raise UnsupportedError([
-        f"  the model computes in {' and '.join(dtypes)} ({names}); WebGPU programs compute in float32: export "
-        "model.float() with float32 inputs (compile(..., weights='float16') then stores the GEMM and conv "
-        "weights in float16)"], "problem")
+        f"  the model computes in float64 ({names}); WebGPU has no float64: export model.float() (or .half(), "
+        ".bfloat16()) with inputs of that dtype"], "problem")
 
-
-# Floating dtypes a model may have that the device does not compute in (float32 is the one it does).
-FLOAT_DTYPES = ("float16", "bfloat16", "float64")
 
 _TENSOR = object()
 
@@ -332,7 +326,9 @@ def _unbacked(name: str) -> bool:
 
 
 def _to_numpy(t: torch.Tensor) -> np.ndarray:
-    return t.detach().cpu().contiguous().numpy()
+    """A constant's values; a bfloat16 one as float32 (exact: numpy has no bfloat16)."""
+    t = t.detach().cpu().contiguous()
+    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
 
 
 # -- nodes -------------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Graph rewrites on the imported graph (plain data, no torch): epilogues.
 
 A node whose only reader is an add or an activation can absorb that reader, which then disappears:
-- residual: `add(y, r)` (alpha 1, all float32, the sum shaped like y) where y comes from an op registered with
+- residual: `add(y, r)` (alpha 1, all floating point, the sum shaped like y) where y comes from an op registered with
   `residual=True` and r is computed before y's node: y's node gains `args["residual"] = r`.
   `linear(x, w, b) + x` is one GEMM dispatch, also through an eval-mode dropout (a `clone`).
 - activation (relu, clamp, hardtanh, sigmoid, tanh, gelu, silu) of a result of an op registered with
@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+from . import dtypes
 from .graph import Epilogue, Graph, Node, Ref, drop_dead, map_refs, refs_in
 from .ops import OPS, epilogue
 
@@ -45,7 +46,7 @@ def fuse_epilogues(graph: Graph) -> Graph:
 
 
 def _sole_producer(src, node: Node, by_name: dict[str, Node], users: Counter) -> Node | None:
-    """The node producing `src` when `node` is its only reader and has the same single float32 output. An
+    """The node producing `src` when `node` is its only reader and has the same single float output. An
     identity in between (`clone`, `alias`: eval-mode dropout exports as a clone) that nothing else reads is
     looked through, and dropped once nothing reads it."""
     while True:
@@ -55,7 +56,7 @@ def _sole_producer(src, node: Node, by_name: dict[str, Node], users: Counter) ->
         if producer.target not in _IDENTITY or producer.outputs != node.outputs:
             break
         src = producer.args["self"]
-    same = len(producer.outputs) == 1 and producer.outputs == node.outputs and node.outputs[0].dtype == "float32"
+    same = len(producer.outputs) == 1 and producer.outputs == node.outputs and dtypes.is_float(node.outputs[0].dtype)
     return producer if same else None
 
 
@@ -68,7 +69,7 @@ def _fuse_residual(node: Node, by_name: dict[str, Node], position: dict[str, int
         producer = _sole_producer(y, node, by_name, users)
         op = producer and OPS.get(producer.target)
         if (op and op.residual and producer.epilogue is None and isinstance(r, Ref)
-                and metas[r].dtype == "float32" and position.get(r.node, -1) < position[producer.name]):
+                and dtypes.is_float(metas[r].dtype) and position.get(r.node, -1) < position[producer.name]):
             producer.args["residual"] = r
             producer.epilogue = Epilogue(residual=True)
             return producer

@@ -12,7 +12,9 @@ from . import dtypes, planner, symbolic
 from .builder import Builder, CompileOptions
 from .errors import InputError, UnsupportedError, describe_node
 from .graph import Graph, Node, Ref, map_refs, refs_in, values_in
+from .half_storage import half_outputs
 from .ops import OPS, REFUSED, NodeView, elementwise
+from .ops.gemm import PRECISION
 from .program import Buffer, Input, Program, State, Tensor, contiguous_strides
 from .symbolic import Expr
 
@@ -92,13 +94,15 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
         env[Ref(name)] = ctx.constant(name, array, graph.constant_meta[name].dtype)
     read = outputs_read(graph)
     in_place = {node: env[Ref(s.input)] for node, s in _updated_in_place(graph).items()}
+    half = half_outputs(graph, read) if PRECISION.of(options) == "float16" else {}
+    metas = graph.metas()
     for node in graph.nodes:
         ctx.node = node.name
         if _computes_nothing(node):
             _bind_outputs(env, node, [ctx.new(m.shape, m.dtype) if m is not None else None for m in node.outputs])
             continue
-        view = NodeView(node.name, node.target, map_refs(node.args, env.__getitem__), node.outputs,
-                        node.epilogue, read[node.name], in_place.get(node.name))
+        view = NodeView(node.name, node.target, _arguments(ctx, node, env, metas), node.outputs, node.epilogue,
+                        read[node.name], in_place.get(node.name), half.get(node.name, frozenset()))
         try:
             result = OPS[node.target].lower(ctx, view)
         except UnsupportedError:
@@ -109,7 +113,7 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
             reason = (f"internal error in the lowering of {node.target} ({type(e).__name__}: {e}); please "
                       "report it with this message")
             raise UnsupportedError([describe_node(graph, node, reason)]) from e
-        _bind_outputs(env, node, result)
+        _bind_outputs(env, node, _as_model_dtypes(result, node.outputs))
     ctx.node = "output"
     outputs = []
     for r in graph.user_outputs:  # read back after the call, when a state holds its new value: never a state
@@ -150,11 +154,43 @@ def _write_state(ctx: Builder, state: State, value: Tensor) -> None:
     elementwise.copy(ctx, value, out=target)
 
 
+def _arguments(ctx: Builder, node: Node, env: dict[Ref, Tensor], metas: dict) -> dict[str, Any]:
+    """The node's arguments as tensors; an f16 activation reaches only an argument its op reads f16 from
+    (registry `half`), others get a float copy in the model dtype (half_storage.py never asks for one)."""
+    takes = OPS[node.target].half
+
+    def tensors(arg: str):
+        def tensor(r: Ref) -> Tensor:
+            t = env[r]
+            if t.dtype != dtypes.F16.name or takes is True or arg in takes:
+                return t
+            return ctx.once(("widened", t), lambda: elementwise.emit(ctx, "copy", [t], t.shape,
+                                                                           out_dtype=metas[r].dtype))
+        return tensor
+
+    return {arg: map_refs(value, tensors(arg)) for arg, value in node.args.items()}
+
+
 def _computes_nothing(node: Node) -> bool:
     """Whether every output of `node` is empty (of static size 0): such a node emits no dispatch, and its
     outputs are fresh empty tensors, whatever the op (a kernel would have no element to write)."""
     metas = [m for m in node.outputs if m is not None]
     return bool(metas) and all(isinstance(m.numel, int) and m.numel == 0 for m in metas)
+
+
+def _as_model_dtypes(result: Any, metas: tuple) -> Any:
+    """A lowering's result with each float tensor labelled with its node output's float dtype: the float
+    dtypes share their device form (f32), and kernels write float32 whatever the model's float dtype, but
+    what reads a value next (a cast, the program's outputs) must see the model's."""
+    def label(t, meta):  # (an f16 activation keeps its storage dtype)
+        if t is None or meta is None or t.dtype == meta.dtype or not (
+                t.dtype in dtypes.FLOATS and meta.dtype in dtypes.FLOATS):
+            return t
+        return replace(t, dtype=meta.dtype)
+
+    if not isinstance(result, (list, tuple)):
+        return label(result, metas[0] if len(metas) == 1 else None)
+    return [label(t, m) for t, m in zip(result, metas, strict=False)]
 
 
 def _bind_outputs(env: dict[Ref, Tensor], node: Node, result: Any) -> None:

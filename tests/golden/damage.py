@@ -54,10 +54,10 @@ def at(path: str, value) -> Callable[[dict], None]:
 
 def cases(files: dict[str, bytes]) -> dict[str, tuple[bytes, str]]:
     """name -> (file bytes, phrase); `files` maps golden names (tiny, dynamic, structured, options,
-    weights_f16, state) to their bytes."""
+    weights_f16, state, bfloat16) to their bytes."""
     return {**_container(files["tiny"]), **_fields(files["tiny"]), **_kernels(files["tiny"], files["weights_f16"]),
             **_dynamic(files["dynamic"]), **_structured(files["structured"]), **_groups(files["options"]),
-            **_hostile(files["tiny"], files["dynamic"]), **_states(files["state"])}
+            **_hostile(files["tiny"], files["dynamic"]), **_states(files["state"]), **_bfloat16(files["bfloat16"])}
 
 
 def _states(raw: bytes) -> dict:
@@ -73,6 +73,17 @@ def _states(raw: bytes) -> dict:
         "state_role_scratch": (edit(raw, at(f"buffers.{scratch}.role", "state")), "not exactly one state's"),
         "state_output": (edit(raw, lambda h: h["outputs"][0].update(buffer=state)), "an output views a state buffer"),
     }
+
+
+def _bfloat16(raw: bytes) -> dict:
+    """A bf16 constant is 2 bytes an element (docs/artifact.md, 16-bit constants)."""
+    tensor = next(i for i, t in enumerate(parts(raw)[0]["tensors"]) if t["dtype"] == "bf16")
+
+    def four_bytes_an_element(h):  # its bytes counted as if each element were a 32-bit word
+        t = h["tensors"][tensor]
+        t["shape"] = [t["shape"][0], t["shape"][1] // 2]
+
+    return {"bf16_size": (edit(raw, four_bytes_an_element), "mis-sized or out of bounds")}
 
 
 def _container(raw: bytes) -> dict:

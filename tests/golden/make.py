@@ -68,6 +68,25 @@ class Stateful(torch.nn.Module):
         return self.cache.sum(-1), self.count * 10
 
 
+class Half(torch.nn.Module):
+    """An embedding, a GEMV, a vec4 GEMM and a layer norm in the model's dtype, and casts both ways."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(11, 8)
+        self.up = torch.nn.Linear(8, 12)
+        self.norm = torch.nn.LayerNorm(12)
+
+    def forward(self, ids, x):
+        h = self.norm(self.up(self.emb(ids) + x))
+        return h, self.up(x[:, 0]), h.float() * 3, (h.float() * 1000.5).to(x.dtype)
+
+
+# A program whose float outputs depend on the device's features records the tolerance they match within:
+# f16 activations (shader-f16) or the float32 fallback differ by the activations' rounding.
+TOLERANCE = {"activations_f16": 4e-3}
+
+
 def _models():
     """(name, session, calls): each call is (args, kwargs) of torch tensors and plain values."""
     g = torch.Generator().manual_seed(0)
@@ -95,6 +114,20 @@ def _models():
     # a group with the reduction of the slices (`follows`).
     a, b = torch.randn(24, 524, generator=g), torch.randn(524, 20, generator=g)
     yield "options", webgpu_torch.compile_module(_Fn(torch.mm), (a, b)), [((a, b), {})]
+
+    # float16 and bfloat16 models: inputs and outputs in 16 bits, 16-bit weights (f16 read through shader-f16
+    # kernels with fallbacks, bf16 widened by the GEMM and gather kernels), casts that round on the device.
+    half = Half().eval()
+    ids = torch.tensor([[3, 0, 10, 7, 1], [2, 2, 9, 4, 6]])
+    for dtype in (torch.float16, torch.bfloat16):
+        x = torch.randn(2, 5, 8, generator=g).to(dtype)
+        yield (str(dtype).removeprefix("torch."), webgpu_torch.compile_module(half.to(dtype), (ids, x)),
+               [((ids, x), {})])
+    # precision="float16": activations between kernels stored as f16 (kernels that require shader-f16, with
+    # float32 fallbacks over scratch buffers sized for float32).
+    x = torch.randn(2, 5, 8, generator=g)
+    yield ("activations_f16", webgpu_torch.compile_module(half.float(), (ids, x), precision="float16"),
+           [((ids, x), {})])
 
     dyn = Dynamic().eval()
     s = torch.export.Dim("s", min=1, max=64)
@@ -133,17 +166,28 @@ class _Fn(torch.nn.Module):
 
 # -- tensors as JSON -------------------------------------------------------------------------------------------
 
-def tensor_json(a) -> dict:
-    """{"dtype", "shape", "data"}: data is base64 of the C-order little-endian bytes (bool: one byte each)."""
+def tensor_json(a, dtype: str | None = None) -> dict:
+    """{"dtype", "shape", "data"}: data is base64 of the C-order little-endian bytes (bool: one byte each;
+    bfloat16: its bits). `a` is a numpy array or a torch tensor; `dtype` names the model dtype of a numpy
+    array whose own dtype is its host form (uint16 for bfloat16)."""
+    if isinstance(a, torch.Tensor):
+        dtype = str(a.dtype).removeprefix("torch.")
+        a = host(a)
     a = np.ascontiguousarray(a)
-    name = "bool" if a.dtype == np.bool_ else str(a.dtype)
+    name = dtype or ("bool" if a.dtype == np.bool_ else str(a.dtype))
     return {"dtype": name, "shape": list(a.shape), "data": base64.b64encode(a.astype(a.dtype.newbyteorder("<"))
                                                                             .tobytes()).decode()}
 
 
+def host(t: torch.Tensor) -> np.ndarray:
+    """A tensor in its numpy host form (docs/artifact.md, Dtypes): bfloat16 as its bits."""
+    t = t.detach().contiguous()
+    return t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
+
+
 def _value_json(v):
     if isinstance(v, torch.Tensor):
-        return tensor_json(v.numpy())
+        return tensor_json(v)
     if isinstance(v, (tuple, list)):
         return [_value_json(x) for x in v]
     return v
@@ -157,7 +201,8 @@ def write_models() -> None:
             records.append(_record(session, call))
             if session.states:
                 records[-1]["states"] = {s: tensor_json(session.read_state(s)) for s in session.states}
-        (HERE / f"{name}.json").write_text(json.dumps({"calls": records}, indent=1) + "\n")
+        looser = {"tolerance": TOLERANCE[name]} if name in TOLERANCE else {}
+        (HERE / f"{name}.json").write_text(json.dumps({"calls": records, **looser}, indent=1) + "\n")
 
 
 def _record(session, call) -> dict:
@@ -168,11 +213,12 @@ def _record(session, call) -> dict:
     args, kwargs = call
     record = {"args": _value_json(list(args)), "kwargs": _value_json(kwargs)}
     try:
-        out = session(*[a.numpy() if isinstance(a, torch.Tensor) else a for a in args], **kwargs)
+        out = session(*[host(a) if isinstance(a, torch.Tensor) else a for a in args], **kwargs)
     except webgpu_torch.DeviceIndexError as e:
         return {**record, "error": str(e).split(": ", 1)[1]}
     leaves = tree.flatten(session.program.output_tree, out, "output")
-    return {**record, "outputs": [tensor_json(o) for o in leaves]}
+    return {**record, "outputs": [tensor_json(o, t.dtype)
+                                  for o, t in zip(leaves, session.program.outputs, strict=True)]}
 
 
 # -- damaged copies --------------------------------------------------------------------------------------------
@@ -227,7 +273,7 @@ def write_damaged() -> None:
         old.unlink()
     expected = {}
     files = {name: (HERE / f"{name}.wgpt").read_bytes()
-             for name in ("tiny", "dynamic", "structured", "options", "weights_f16", "state")}
+             for name in ("tiny", "dynamic", "structured", "options", "weights_f16", "state", "bfloat16")}
     for name, (data, phrase) in damage.cases(files).items():
         (BAD / f"{name}.wgpt").write_bytes(data)
         expected[name] = phrase

@@ -15,9 +15,9 @@ from math import log2, prod
 
 import numpy as np
 
-from .. import layout, symbolic
+from .. import dtypes, layout, symbolic
 from ..builder import Builder, KernelSpec
-from ..program import Tensor
+from ..program import F16, Tensor
 from . import elementwise, gemm, softmax
 from .registry import NodeView, OpCase, register, register_option
 
@@ -78,14 +78,15 @@ def _as_4d(t: Tensor) -> Tensor:
 
 
 def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: float,
-              causal: bool, safe: bool, key_limit: Tensor | None = None) -> Tensor:
+              causal: bool, safe: bool, key_limit: Tensor | None = None, out_dtype: str = "float32") -> Tensor:
     """softmax(scale · q @ kᵀ + mask) @ v for q [B, H, Sq, D] (or [H, Sq, D]), k [B, Hkv, Skv, D],
     v [B, Hkv, Skv, Dv], Hkv dividing H; the mask broadcastable to [B, H, Sq, Skv], float (added) or bool.
     `key_limit` (instead of a mask), broadcastable to [B, H, Sq, 1], is each row's last visible key (the live
     prefix of a static cache: cache_attention.py). Decode steps (Sq ≤ DECODE_ROWS) take the split kernel;
-    head dims over MAX_HEAD_DIM the unfused path (never with a key limit)."""
+    head dims over MAX_HEAD_DIM the unfused path (never with a key limit). The result is of `out_dtype` (f16:
+    an activation stored in half precision, as q, k and v may be)."""
     if max(q.shape[-1], v.shape[-1]) > MAX_HEAD_DIM:
-        return _unfused(ctx, q, k, v, mask, scale=scale, safe=safe)
+        return _unfused(ctx, q, k, v, mask, scale=scale, safe=safe, out_dtype=out_dtype)
     q4, k4, v4 = _as_4d(q), _as_4d(k), _as_4d(v)
     b, h, sq, d = q4.shape
     hkv, skv, dv = k4.shape[1], k4.shape[2], v4.shape[3]
@@ -94,13 +95,15 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
     if not ctx.holds(v4, skv):  # the kernel bounds its key loop by the longer of k and v (ops/bounded.wgsl)
         k4 = ctx.walkable(k4, skv)
     # Heads interleaved: [B, Sq, H, Dv] in memory, returned as the [B, H, Sq, Dv] view of it.
-    out4 = layout.permute(ctx.new((b, sq, h, dv)), [0, 2, 1, 3])
+    out4 = layout.permute(ctx.new((b, sq, h, dv), out_dtype), [0, 2, 1, 3])
     if key_limit is not None:
         m4, mask_kind = layout.broadcast_to(key_limit, (b, h, sq, 1)), 3
     else:
         m4 = layout.broadcast_to(mask, (b, h, sq, skv)) if mask is not None else None
         mask_kind = 0 if mask is None else 2 if mask.dtype == "bool" else 1
-    shape = _Shape(b, h, hkv, sq, skv, d, dv, mask_kind)
+    stored = tuple(alias for alias, t in (("Q_T", q4), ("K_T", k4), ("V_T", v4), ("O_T", out4))
+                   if t.dtype == dtypes.F16.name)
+    shape = _Shape(b, h, hkv, sq, skv, d, dv, mask_kind, stored)
     operands = (q4, k4, v4, m4, out4)
     if symbolic.hint(sq) <= DECODE_ROWS and not causal:
         _split(ctx, operands, shape, scale=scale, safe=safe)
@@ -119,10 +122,23 @@ class _Shape:
     d: int
     dv: int
     mask_kind: int  # 0 none, 1 additive, 2 bool, 3 a key limit per row
+    stored: tuple[str, ...]  # the aliases of the operands stored as f16 activations (Q_T, K_T, V_T, O_T)
 
     @property
     def mask_type(self) -> str:
         return {2: "u32", 3: "i32"}.get(self.mask_kind, "f32")
+
+    def consts(self) -> dict:
+        """The kernels' type aliases: the mask's and each f16 operand's."""
+        return {"MaskT": self.mask_type, **dict.fromkeys(self.stored, "f16")}
+
+    @property
+    def suffix(self) -> str:
+        return ",f16" if self.stored else ""
+
+    @property
+    def requires(self) -> tuple:
+        return (F16,) if self.stored else ()
 
 
 def _params(operands: tuple, s: _Shape, scale: float) -> dict:
@@ -145,9 +161,9 @@ def _flash(ctx: Builder, operands: tuple, s: _Shape, *, scale: float, causal: bo
 
     def emit(c: Config) -> None:
         tiles_q = -(-s.sq // c.rows)
-        spec = KernelSpec.of(FILE, f"attention[{d4 * 4}x{dv4 * 4},{c.name}]", consts={
-            "D4": d4, "DV4": dv4, "BC": c.tile_keys(d4, dv4), "BR": c.rows, "LANES": c.lanes,
-            "MaskT": s.mask_type}, overrides={"MASK_KIND": s.mask_kind, "CAUSAL": causal, "SAFE": safe})
+        spec = KernelSpec.of(FILE, f"attention[{d4 * 4}x{dv4 * 4},{c.name}{s.suffix}]", consts={
+            "D4": d4, "DV4": dv4, "BC": c.tile_keys(d4, dv4), "BR": c.rows, "LANES": c.lanes, **s.consts()},
+            requires=s.requires, overrides={"MASK_KIND": s.mask_kind, "CAUSAL": causal, "SAFE": safe})
         params = {**_params(operands, s, scale), "batch": s.b, "tiles_q": tiles_q}
         ctx.dispatch(spec, [q4, k4, v4, m4 or ctx.dummy(), out4], params, s.b * s.h * tiles_q)
 
@@ -174,22 +190,22 @@ def _split(ctx: Builder, operands: tuple, s: _Shape, *, scale: float, safe: bool
 
     def emit(chunk: int) -> None:
         splits = -(-keys // chunk)
-        consts = {"D4": d4, "DV4": dv4, "CHUNK": chunk, "MaskT": s.mask_type}
+        consts = {"D4": d4, "DV4": dv4, "CHUNK": chunk, **s.consts()}
         params = {**_params(operands, s, scale), "rows": rows, "splits": splits}
         buffers = [q4, k4, v4, m4 or ctx.dummy(), partials, out4]
         overrides = {"MASK_KIND": s.mask_kind, "SAFE": safe}
-        name = f"attention_split[{d4 * 4}x{dv4 * 4},{chunk}]"
-        ctx.dispatch(KernelSpec.of(SPLIT, name, entry="split", consts=consts, overrides=overrides), buffers, params,
-                     rows * splits)
+        name = f"attention_split[{d4 * 4}x{dv4 * 4},{chunk}{s.suffix}]"
+        ctx.dispatch(KernelSpec.of(SPLIT, name, entry="split", consts=consts, overrides=overrides,
+                                   requires=s.requires), buffers, params, rows * splits)
         ctx.dispatch(KernelSpec.of(SPLIT, name.replace("split[", "merge["), entry="merge", consts=consts,
-                                   overrides=overrides), buffers, params, elements=rows * dv4)
+                                   overrides=overrides, requires=s.requires), buffers, params, elements=rows * dv4)
 
     others = [c for c in chunks if c != first] if forced == "auto" else []
     ctx.alternatives([partial(emit, c) for c in (first, *others)])
 
 
 def _unfused(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: float,
-             safe: bool) -> Tensor:
+             safe: bool, out_dtype: str) -> Tensor:
     """Attention as a batched GEMM for the scores, a row softmax and a batched GEMM for the output: for head
     dims too long for the fused kernel's registers (DaViT's channel attention: the head dim is the token
     count, thousands long, while S_q = S_kv are a few dozen channels) and for decode steps (S_q of 1: the
@@ -209,7 +225,7 @@ def _unfused(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
         else:
             scores = elementwise.emit(ctx, "add", [scores, m3], (bh, sq, skv))
     probs = softmax.softmax(ctx, "safe_softmax" if safe else "softmax", scores, -1)
-    out = gemm.gemm(ctx, probs, v3, None, out_shape=(bh, sq, dv))
+    out = gemm.gemm(ctx, probs, v3, None, out_shape=(bh, sq, dv), out_dtype=out_dtype)
     return layout.view(out, (*lead, sq, dv))
 
 
@@ -222,8 +238,8 @@ def _check(node: NodeView) -> str | None:
     a = node.args
     q, k, v, mask = a["query"], a["key"], a["value"], a["attn_mask"]
     for name, t in (("query", q), ("key", k), ("value", v)):
-        if t.dtype != "float32":
-            return f"{name} is {t.dtype}; attention is float32 only"
+        if not dtypes.is_float(t.dtype):
+            return f"{name} is {t.dtype}; attention is floating point only"
         if t.ndim not in (3, 4) or t.ndim != q.ndim:
             return f"q, k, v must all be 3-d or 4-d, got {list(q.shape)}, {list(k.shape)}, {list(v.shape)}"
     if a.get("dropout_p", 0.0):
@@ -238,8 +254,8 @@ def _check(node: NodeView) -> str | None:
         return f"batch {q.shape[0]} against key/value batches {k.shape[0]}, {v.shape[0]}"
     if mask is not None:
         want = (*q.shape[:-1], k.shape[-2])
-        if mask.dtype not in ("float32", "bool"):
-            return f"attn_mask is {mask.dtype}; float32 (additive) or bool masks are supported"
+        if not dtypes.is_float(mask.dtype) and mask.dtype != "bool":
+            return f"attn_mask is {mask.dtype}; floating point (additive) or bool masks are supported"
         if mask.ndim > len(want) or any(m not in (1, w) for m, w in zip(mask.shape[::-1], want[::-1],
                                                                         strict=False)):
             return f"attn_mask {list(mask.shape)} does not broadcast to the scores {list(want)}"
@@ -251,19 +267,21 @@ def _scale(node: NodeView) -> float:
     return node.args["query"].shape[-1] ** -0.5 if scale is None else float(scale)
 
 
-@register("aten.scaled_dot_product_attention.default", check=_check, dynamic=True)
+@register("aten.scaled_dot_product_attention.default", check=_check, dynamic=True,
+          half=("query", "key", "value"))
 def scaled_dot_product_attention(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return attention(ctx, a["query"], a["key"], a["value"], a["attn_mask"], scale=_scale(node),
-                     causal=bool(a["is_causal"]), safe=True, key_limit=a.get("key_limit"))
+                     causal=bool(a["is_causal"]), safe=True, key_limit=a.get("key_limit"),
+                     out_dtype=node.storage())
 
 
-@register("webgpu.eager_attention.default", check=_check, dynamic=True)
+@register("webgpu.eager_attention.default", check=_check, dynamic=True, half=("query", "key", "value"))
 def eager_attention(ctx: Builder, node: NodeView) -> Tensor:
     """softmax(scale · q @ kᵀ + mask, -1) @ v as the eager form computes it (made by attention_fusion.py)."""
     a = node.args
     return attention(ctx, a["query"], a["key"], a["value"], a["attn_mask"], scale=a["scale"], causal=False,
-                     safe=False, key_limit=a.get("key_limit"))
+                     safe=False, key_limit=a.get("key_limit"), out_dtype=node.storage())
 
 
 def cases() -> list[OpCase]:

@@ -45,6 +45,12 @@ const V_AT: u32 = BC * D4;  // the V tile's first vec4 in `tiles`
 const SHARED: u32 = max(BC * (D4 + DV4), BR * DV4 * min(LANES - 1u, 1u));
 
 alias MaskT = f32;
+// Q_T, K_T, V_T, O_T: how q, k, v and out are stored: f32, or f16 activations (precision="float16"); every
+// score, sum and accumulator is f32.
+alias Q_T = f32;
+alias K_T = f32;
+alias V_T = f32;
+alias O_T = f32;
 
 override MASK_KIND: u32 = 0u;
 override CAUSAL: bool = false;
@@ -71,11 +77,11 @@ struct Params {
   o_strides: vec4<u32>,  // (b, h, i, -); e is contiguous
 }
 
-@group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k: array<f32>;
-@group(0) @binding(2) var<storage, read> v: array<f32>;
+@group(0) @binding(0) var<storage, read> q: array<Q_T>;
+@group(0) @binding(1) var<storage, read> k: array<K_T>;
+@group(0) @binding(2) var<storage, read> v: array<V_T>;
 @group(0) @binding(3) var<storage, read> mask: array<MaskT>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<O_T>;
 @group(0) @binding(5) var<uniform> p: Params;
 
 var<workgroup> tiles: array<vec4<f32>, SHARED>;
@@ -106,7 +112,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let q_base = p.q_offset + b * p.q_strides.x + h * p.q_strides.y + i * p.q_strides.z;
   for (var d4 = 0u; d4 < D4; d4++) {
     let at = at4(q_base, p.q_strides.w, d4 * 4u, p.d);
-    qr[d4] = select(vec4<f32>(0.0), vec4<f32>(q[at.x], q[at.y], q[at.z], q[at.w]), in4(d4 * 4u, p.d)) *
+    qr[d4] = select(vec4<f32>(0.0), vec4<f32>(f32(q[at.x]), f32(q[at.y]), f32(q[at.z]), f32(q[at.w])), in4(d4 * 4u, p.d)) *
              p.scale;
   }
   var acc: array<vec4<f32>, DV4>;
@@ -137,14 +143,16 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       let j = j0 + e / D4;
       let d = (e % D4) * 4u;
       let at = at4(k_base + min(j, p.skv - 1u) * p.k_strides.z, p.k_strides.w, d, p.d);
-      tiles[e] = select(vec4<f32>(0.0), vec4<f32>(k[at.x], k[at.y], k[at.z], k[at.w]),
+      let kv = vec4<f32>(f32(k[at.x]), f32(k[at.y]), f32(k[at.z]), f32(k[at.w]));
+      tiles[e] = select(vec4<f32>(0.0), kv,
                         in4(d, p.d) & vec4<bool>(j < p.skv));
     }
     for (var e = li; e < BC * DV4; e += THREADS) {
       let j = j0 + e / DV4;
       let d = (e % DV4) * 4u;
       let at = at4(v_base + min(j, p.skv - 1u) * p.v_strides.z, p.v_strides.w, d, p.dv);
-      tiles[V_AT + e] = select(vec4<f32>(0.0), vec4<f32>(v[at.x], v[at.y], v[at.z], v[at.w]),
+      let vv = vec4<f32>(f32(v[at.x]), f32(v[at.y]), f32(v[at.z]), f32(v[at.w]));
+      tiles[V_AT + e] = select(vec4<f32>(0.0), vv,
                                in4(d, p.dv) & vec4<bool>(j < p.skv));
     }
     workgroupBarrier();
@@ -226,7 +234,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         }
         for (var c = 0u; c < 4u; c++) {
           if (e4 * 4u + c < p.dv) {
-            out[o_base + e4 * 4u + c] = o[c] * inv;
+            out[o_base + e4 * 4u + c] = O_T(o[c] * inv);
           }
         }
       }

@@ -17,7 +17,8 @@
 //   grid folded to fit 65,535 per dimension; those past the end exit at once.
 // merge: 64 threads a workgroup over rows·DV4 (row, column) pairs; its loop over splits runs no further than
 //   partial holds (bounded.wgsl).
-// Specialised by const substitution (D4, DV4, CHUNK) and alias (MaskT).
+// Specialised by const substitution (D4, DV4, CHUNK) and aliases (MaskT; Q_T, K_T, V_T, O_T: how q, k, v and out
+// are stored, f32 or f16 activations under precision="float16"; scores, sums and partials are f32).
 
 //! include attention_rows.wgsl
 //! include bounded.wgsl
@@ -29,6 +30,10 @@ const THREADS: u32 = 64u;
 const GROUPS: u32 = THREADS / DV4;  // key groups of the value sum (DV4 <= THREADS)
 
 alias MaskT = f32;
+alias Q_T = f32;
+alias K_T = f32;
+alias V_T = f32;
+alias O_T = f32;
 
 override MASK_KIND: u32 = 0u;
 override SAFE: bool = true;
@@ -54,12 +59,12 @@ struct Params {
   o_strides: vec4<u32>,  // (b, h, i, -); e is contiguous
 }
 
-@group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k: array<f32>;
-@group(0) @binding(2) var<storage, read> v: array<f32>;
+@group(0) @binding(0) var<storage, read> q: array<Q_T>;
+@group(0) @binding(1) var<storage, read> k: array<K_T>;
+@group(0) @binding(2) var<storage, read> v: array<V_T>;
 @group(0) @binding(3) var<storage, read> mask: array<MaskT>;
 @group(0) @binding(4) var<storage, read_write> partial: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<O_T>;
 @group(0) @binding(6) var<uniform> p: Params;
 
 var<workgroup> q_row: array<vec4<f32>, D4>;
@@ -114,7 +119,7 @@ fn split(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let q_base = p.q_offset + b * p.q_strides.x + h * p.q_strides.y + i * p.q_strides.z;
   for (var d4 = li; d4 < D4; d4 += THREADS) {
     let a = at4(q_base, p.q_strides.w, d4 * 4u, p.d);
-    q_row[d4] = select(vec4<f32>(0.0), vec4<f32>(q[a.x], q[a.y], q[a.z], q[a.w]), in4(d4 * 4u, p.d)) * p.scale;
+    q_row[d4] = select(vec4<f32>(0.0), vec4<f32>(f32(q[a.x]), f32(q[a.y]), f32(q[a.z]), f32(q[a.w])), in4(d4 * 4u, p.d)) * p.scale;
   }
   workgroupBarrier();
 
@@ -129,7 +134,7 @@ fn split(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       x = 0.0;
       for (var d4 = 0u; d4 < D4; d4++) {
         let a = at4(row, p.k_strides.w, d4 * 4u, p.d);
-        x += dot(q_row[d4], vec4<f32>(k[a.x], k[a.y], k[a.z], k[a.w]));  // q's padding is zero
+        x += dot(q_row[d4], vec4<f32>(f32(k[a.x]), f32(k[a.y]), f32(k[a.z]), f32(k[a.w])));  // q's padding is zero
       }
       if (MASK_KIND == 1u) {
         x += f32(mask[m_base + j * p.m_strides.w]);
@@ -156,7 +161,7 @@ fn split(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let v_base = p.v_offset + b * p.v_strides.x + g * p.v_strides.y;
     for (var t = key_group; t < n; t += GROUPS) {
       let a = at4(v_base + (j0 + t) * p.v_strides.z, p.v_strides.w, c * 4u, p.dv);
-      acc = fma(vec4<f32>(scores[t]), vec4<f32>(v[a.x], v[a.y], v[a.z], v[a.w]), acc);
+      acc = fma(vec4<f32>(scores[t]), vec4<f32>(f32(v[a.x]), f32(v[a.y]), f32(v[a.z]), f32(v[a.w])), acc);
     }
   }
   sums[li] = acc;
@@ -209,7 +214,7 @@ fn merge(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg
   let o_base = at.x * p.o_strides.x + at.y * p.o_strides.y + at.z * p.o_strides.z + c * 4u;
   for (var e = 0u; e < 4u; e++) {
     if (c * 4u + e < p.dv) {
-      out[o_base + e] = acc[e] * inv;
+      out[o_base + e] = O_T(acc[e] * inv);
     }
   }
 }

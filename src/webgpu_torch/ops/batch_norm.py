@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from math import prod
 
+from .. import dtypes
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, refuse, register
@@ -28,8 +29,8 @@ def _check(node: NodeView) -> str | None:
         return f"batch norm needs an input of >= 2 dims [N, C, ...], got {list(x.shape)}"
     for name in ("input", "weight", "bias", "running_mean", "running_var"):
         t = node.args[name]
-        if t is not None and t.dtype != "float32":
-            return f"{name} is {t.dtype}; batch norm is float32 only"
+        if t is not None and not dtypes.is_float(t.dtype):
+            return f"{name} is {t.dtype}; batch norm is floating point only"
     if node.outputs_read - {0}:
         return "only output 0 (the normalised tensor) is supported; outputs 1 and 2 are read"
     return None

@@ -14,8 +14,8 @@ FILE = "col2im.wgsl"
 
 def _check(node: NodeView) -> str | None:
     x = node.args["self"]
-    if x.dtype not in ("float32", "bool"):
-        return f"col2im of {x.dtype} is not supported (float32 or bool, as torch)"
+    if not dtypes.is_float(x.dtype) and x.dtype != "bool":
+        return f"col2im of {x.dtype} is not supported (floating point or bool, as torch)"
     return None
 
 

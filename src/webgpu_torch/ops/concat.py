@@ -18,9 +18,9 @@ def _check(node: NodeView) -> str | None:
     return None
 
 
-@register("aten.cat.default", check=_check, dynamic=True)
+@register("aten.cat.default", check=_check, dynamic=True, half=True)
 def cat(ctx: Builder, node: NodeView) -> Tensor:
-    out = ctx.new(node.out.shape, node.out.dtype)
+    out = ctx.new(node.out.shape, node.storage())
     dim = layout.normalize_dim(node.args["dim"], out.ndim)
     at = 0
     for t in node.args["tensors"]:

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from .. import layout
+from .. import dtypes, layout
 from ..builder import Builder, KernelSpec
 from ..graph import Epilogue
 from ..program import Tensor
@@ -134,8 +134,8 @@ def _check(node: NodeView) -> str | None:
     if w.ndim != x.ndim:
         return f"weight {list(w.shape)} and input {list(x.shape)} differ in rank"
     for name, t in (("input", x), ("weight", w), ("bias", bias)):
-        if t is not None and t.dtype != "float32":
-            return f"{name} is {t.dtype}; convolution kernels are float32 only"
+        if t is not None and not dtypes.is_float(t.dtype):
+            return f"{name} is {t.dtype}; convolution kernels are floating point only"
     if bias is not None and bias.ndim != 1:
         return f"bias must be 1-d, got shape {list(bias.shape)}"
     return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from .. import layout, symbolic
+from .. import dtypes, layout, symbolic
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
@@ -26,8 +26,8 @@ def _norm(p: float) -> int:
 
 def _check(node: NodeView) -> str | None:
     xs = [node.args[k] for k in ("x1", "x2", "self") if k in node.args]
-    if any(x.dtype != "float32" for x in xs):
-        return f"p-norm distances of {', '.join(x.dtype for x in xs)} inputs (float32 only)"
+    if not all(dtypes.is_float(x.dtype) for x in xs):
+        return f"p-norm distances of {', '.join(x.dtype for x in xs)} inputs (floating point only)"
     if node.out.ndim - 2 > MAX_BATCH_DIMS:
         return f"cdist with {node.out.ndim - 2} batch dims (at most {MAX_BATCH_DIMS})"
     return None

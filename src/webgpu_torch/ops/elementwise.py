@@ -22,7 +22,7 @@ import numpy as np
 from .. import dtypes, layout, wgsl
 from ..builder import Builder, KernelSpec
 from ..graph import Epilogue
-from ..program import Tensor
+from ..program import F16, Tensor
 from ..symbolic import Expr
 from . import epilogue
 from .registry import NodeView, OpCase, register
@@ -90,11 +90,15 @@ def emit(ctx: Builder, op: str, operands: list[Tensor | Number], shape: tuple[in
               "b_strides": strides[1], "c_strides": strides[2], "out_strides": strides[3], **epilogue.params(ep)}
     types = {"A": slots[0].dtype, "B": slots[1].dtype, "C": slots[2].dtype, "T": compute or out_dtype,
              "Out": out_dtype}
-    name = f"elementwise[{op}]" if op != "copy" or not ep else f"elementwise[{ep.activation}]"
-    if op == "copy" and types["A"] != out_dtype:
-        name = f"elementwise[{types['A']}->{out_dtype}]"
-    spec = KernelSpec.of(FILE, name + (epilogue.suffix(ep) if op != "copy" else ""),
-                         consts={k: dtypes.dtype(v).wgsl for k, v in types.items()},
+    consts = {k: dtypes.dtype(v).wgsl for k, v in types.items()}  # float16 and bfloat16 compute as f32
+    if consts["T"] == "f16":  # f16 is a storage form: arithmetic stays f32
+        consts["T"] = "f32"
+    tag = ",f16" if "f16" in consts.values() else ""  # f16 activations (half_storage.py)
+    name = f"elementwise[{op}{tag}]" if op != "copy" or not ep else f"elementwise[{ep.activation}{tag}]"
+    if op == "copy" and consts["A"] != consts["Out"]:
+        name = f"elementwise[{types['A']}->{out_dtype}{tag}]"
+    spec = KernelSpec.of(FILE, name + (epilogue.suffix(ep) if op != "copy" else ""), consts=consts,
+                         requires=(F16,) if tag else (),
                          overrides={"OP": OP_CODES[op], "B_SCALAR": scalar is not None, "CONTIGUOUS": contiguous,
                                     **epilogue.overrides(ep)})
     ctx.dispatch(spec, slots + [out], params, elements=out.numel)
@@ -188,7 +192,7 @@ def _check_activation(node: NodeView) -> str | None:
     bounds = [node.args.get(k) for k in ("min", "max", "min_val", "max_val")]
     if any(isinstance(v, bool) for v in bounds):
         return f"{node.target} with boolean bounds is not supported"
-    if node.out.dtype != "float32":
+    if not dtypes.is_float(node.out.dtype):
         if node.target not in ("aten.relu.default", "aten.clamp.default", "aten.hardtanh.default"):
             return f"{node.target} producing {node.out.dtype} is not supported"
         return _limits(node) or next(filter(None, (_scalar_fits(v, node.out.dtype) for v in bounds)), None)
@@ -202,7 +206,7 @@ def _number(ctx: Builder, node: NodeView, value: Number, dtype: str) -> Tensor |
     holds it exactly, else as a 0-d constant."""
     if dtypes.category(dtype) == 2 or abs(value) <= EXACT_F32_INT:
         return value
-    return ctx.constant(f"{node.name}_scalar", np.full((), value, dtypes.dtype(dtype).host), dtype)
+    return ctx.constant(f"{node.name}_scalar", dtypes.scalar(value, dtype), dtype)
 
 
 def _lower_binary(op: str):
@@ -219,17 +223,18 @@ def _lower_binary(op: str):
             if op_ in ("add", "mul"):
                 a, b = b, a
             elif op_ == "sub":
-                return emit(ctx, "rsub", [b, a], out.shape, out_dtype=out.dtype, alpha=alpha, ep=node.epilogue)
+                return emit(ctx, "rsub", [b, a], out.shape, out_dtype=node.storage(), alpha=alpha,
+                            ep=node.epilogue)
             else:
-                a = ctx.constant(f"{node.name}_scalar", np.full((), a, dtypes.dtype(out.dtype).host), out.dtype)
-        return emit(ctx, op_, [a, b], out.shape, out_dtype=out.dtype, alpha=alpha, ep=node.epilogue)
+                a = ctx.constant(f"{node.name}_scalar", dtypes.scalar(a, out.dtype), out.dtype)
+        return emit(ctx, op_, [a, b], out.shape, out_dtype=node.storage(), alpha=alpha, ep=node.epilogue)
 
     return lower
 
 
 def _lower_unary(op: str):
     def lower(ctx: Builder, node: NodeView) -> Tensor:
-        return emit(ctx, op, [node.args["self"], 0.0], node.out.shape, out_dtype=node.out.dtype, ep=node.epilogue)
+        return emit(ctx, op, [node.args["self"], 0.0], node.out.shape, out_dtype=node.storage(), ep=node.epilogue)
 
     return lower
 
@@ -264,32 +269,33 @@ def _clamp(ctx: Builder, node: NodeView, lo, hi) -> Tensor:
     lo, hi = (_number(ctx, node, v, out.dtype) if isinstance(v, Number) else v for v in (lo, hi))
     if lo is None or hi is None:
         op, bound = ("minimum", hi) if lo is None else ("maximum", lo)
-        return emit(ctx, op, [x, bound] if bound is not None else [x], out.shape, out_dtype=out.dtype)
+        return emit(ctx, op, [x, bound] if bound is not None else [x], out.shape, out_dtype=node.storage())
     if isinstance(hi, Number):
-        hi = ctx.constant(f"{node.name}_max", np.full((), hi, dtypes.dtype(out.dtype).host), out.dtype)
+        hi = ctx.constant(f"{node.name}_max", dtypes.scalar(hi, out.dtype), out.dtype)
     if isinstance(lo, Number):  # the kernel takes a scalar in b's slot only
-        lo = ctx.constant(f"{node.name}_min", np.full((), lo, dtypes.dtype(out.dtype).host), out.dtype)
-    return emit(ctx, "clamp", [x, lo, hi], out.shape, out_dtype=out.dtype)
+        lo = ctx.constant(f"{node.name}_min", dtypes.scalar(lo, out.dtype), out.dtype)
+    return emit(ctx, "clamp", [x, lo, hi], out.shape, out_dtype=node.storage())
 
 
-@register(*ACTIVATIONS, check=_check_activation, dynamic=True)
+@register(*ACTIVATIONS, check=_check_activation, dynamic=True, half=True)
 def activation(ctx: Builder, node: NodeView) -> Tensor:
-    if node.out.dtype != "float32":  # integer relu / clamp / hardtanh
+    if not dtypes.is_float(node.out.dtype):  # integer relu / clamp / hardtanh
         return _clamp(ctx, node, *_bounds(node))
-    return emit(ctx, "copy", [node.args["self"]], node.out.shape, ep=epilogue.of_node(node.target, node.args))
+    return emit(ctx, "copy", [node.args["self"]], node.out.shape, out_dtype=node.storage(),
+                ep=epilogue.of_node(node.target, node.args))
 
 
-@register("aten.clamp.Tensor", check=_limits, dynamic=True)
+@register("aten.clamp.Tensor", check=_limits, dynamic=True, half=True)
 def clamp_tensor(ctx: Builder, node: NodeView) -> Tensor:
     return _clamp(ctx, node, node.args["min"], node.args["max"])
 
 
-@register(*ROUNDING, check=_limits, dynamic=True)
+@register(*ROUNDING, check=_limits, dynamic=True, half=True)
 def rounding(ctx: Builder, node: NodeView) -> Tensor:
     x = node.args["self"]
-    if x.dtype != "float32":  # integers are their own ceil, floor, round and trunc
+    if not dtypes.is_float(node.out.dtype):  # integers are their own ceil, floor, round and trunc
         return x
-    return emit(ctx, ROUNDING[node.target], [x, 0.0], x.shape)
+    return emit(ctx, ROUNDING[node.target], [x, 0.0], x.shape, out_dtype=node.storage())
 
 
 def _check_round_decimals(node: NodeView) -> str | None:
@@ -298,31 +304,32 @@ def _check_round_decimals(node: NodeView) -> str | None:
     return _limits(node)
 
 
-@register("aten.round.decimals", check=_check_round_decimals, dynamic=True)
+@register("aten.round.decimals", check=_check_round_decimals, dynamic=True, half=True)
 def round_decimals(ctx: Builder, node: NodeView) -> Tensor:
     """torch's float32 formula: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d for d < 0."""
     d = node.args["decimals"]
     op = "round" if d >= 0 else "round_tens"
-    return emit(ctx, op, [node.args["self"], 0.0], node.out.shape, alpha=float(np.float32(10.0 ** abs(d))))
+    return emit(ctx, op, [node.args["self"], 0.0], node.out.shape, out_dtype=node.storage(),
+                alpha=float(np.float32(10.0 ** abs(d))))
 
 
-@register("aten.sign.default", check=_limits, dynamic=True)
+@register("aten.sign.default", check=_limits, dynamic=True, half=True)
 def sign(ctx: Builder, node: NodeView) -> Tensor:
-    return emit(ctx, "sign", [node.args["self"], 0], node.out.shape, out_dtype=node.out.dtype)
+    return emit(ctx, "sign", [node.args["self"], 0], node.out.shape, out_dtype=node.storage())
 
 
 def _check_elu(node: NodeView) -> str | None:
-    if node.out.dtype != "float32":
+    if not dtypes.is_float(node.out.dtype):
         return f"elu producing {node.out.dtype} is not supported"
     return _limits(node)
 
 
-@register("aten.elu.default", check=_check_elu, epilogue=True, dynamic=True)
+@register("aten.elu.default", check=_check_elu, epilogue=True, dynamic=True, half=True)
 def elu(ctx: Builder, node: NodeView) -> Tensor:
     """scale * (x > 0 ? x : alpha * expm1(input_scale * x)); selu is elu with its constants."""
     a = node.args
-    return emit(ctx, "elu", [a["self"], float(a["scale"])], node.out.shape, alpha=float(a["alpha"]),
-                beta=float(a["input_scale"]), ep=node.epilogue)
+    return emit(ctx, "elu", [a["self"], float(a["scale"])], node.out.shape, out_dtype=node.storage(),
+                alpha=float(a["alpha"]), beta=float(a["input_scale"]), ep=node.epilogue)
 
 
 @register("aten.bitwise_not.default", check=_limits, dynamic=True)
@@ -332,7 +339,7 @@ def bitwise_not(ctx: Builder, node: NodeView) -> Tensor:
 
 
 def _check_creation(node: NodeView) -> str | None:
-    if node.out.dtype not in ("float32", "int64", "int32"):
+    if node.out.dtype not in (*dtypes.FLOATS, "int64", "int32"):
         return f"{node.target} of {node.out.dtype} is not supported"
     step = node.args.get("step", 1)
     if not isinstance(step, Number) or not math.isfinite(step):
@@ -354,43 +361,50 @@ def arange_or_full(ctx: Builder, node: NodeView) -> Tensor:
     return emit(ctx, "arange", [nothing, start], node.out.shape, out_dtype=node.out.dtype, alpha=step)
 
 
-@register("aten.where.self", check=_check_where, dynamic=True)
+@register("aten.where.self", check=_check_where, dynamic=True, half=True)
 def where(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
-    return emit(ctx, "where", [a["condition"], a["self"], a["other"]], node.out.shape, out_dtype=node.out.dtype)
+    return emit(ctx, "where", [a["condition"], a["self"], a["other"]], node.out.shape, out_dtype=node.storage())
 
 
-@register("aten.pow.Scalar", check=_check_arithmetic("pow"), dynamic=True)
+@register("aten.pow.Scalar", check=_check_arithmetic("pow"), dynamic=True, half=True)
 def pow_scalar_base(ctx: Builder, node: NodeView) -> Tensor:
     base = ctx.constant(f"{node.name}_base", np.full((), node.args["self"], np.float32))
-    return emit(ctx, "pow", [base, node.args["exponent"]], node.out.shape)
+    return emit(ctx, "pow", [base, node.args["exponent"]], node.out.shape, out_dtype=node.storage())
 
 
 @register("aten._to_copy.default", check=_check_cast, dynamic=True)
 def to_copy(ctx: Builder, node: NodeView) -> Tensor:
-    """A cast. int64 and int32 share their device form (i32), so a cast between them is a view; to bool is
-    `!= 0`; the others convert on store (float to int truncates toward zero, as torch does)."""
+    """A cast. Where the device form holds every value of the source exactly in the target's (int64 and int32
+    share i32; float16 and bfloat16 values are float32 values) it is a view; to bool is `!= 0`; to float16
+    or bfloat16 rounds to nearest even (kept as f32); the others convert on store (float to int truncates
+    toward zero, as torch does)."""
     x, want = node.args["self"], node.out.dtype
-    if x.dtype == want or {x.dtype, want} == {"int32", "int64"}:
+    if x.dtype == want or {x.dtype, want} == {"int32", "int64"} or (want == "float32" and dtypes.is_float(x.dtype)):
         return replace(x, dtype=want)
     if want == "bool":
         return emit(ctx, "ne", [x, 0], x.shape, out_dtype="bool", compute=x.dtype)
+    if want in ROUND_TO and x.dtype != "bool":
+        return emit(ctx, ROUND_TO[want], [x, 0.0], x.shape, out_dtype=want)
     return emit(ctx, "copy", [x], x.shape, out_dtype=want, compute=x.dtype)
+
+
+ROUND_TO = {"float16": "round_f16", "bfloat16": "round_bf16"}  # the casts that round
 
 
 _FUSES_ACTIVATION = {"add", "sub", "rsub", "mul", "div", "maximum", "minimum"}
 for _target, _op in ARITHMETIC.items():
-    register(_target, check=_check_arithmetic(_op), epilogue=_op in _FUSES_ACTIVATION, dynamic=True)(
+    register(_target, check=_check_arithmetic(_op), epilogue=_op in _FUSES_ACTIVATION, dynamic=True, half=True)(
         _lower_binary(_op))
 for _target, _mode in [("aten.div.Tensor_mode", "div_mode"), ("aten.div.Scalar_mode", "div_mode")]:
     register(_target, check=lambda node: _check_arithmetic(DIV_MODES[node.args["rounding_mode"]])(node),
-             dynamic=True)(_lower_binary(_mode))
+             dynamic=True, half=True)(_lower_binary(_mode))
 for _target, _op in UNARY.items():
-    register(_target, check=_check_arithmetic(_op), epilogue=True, dynamic=True)(_lower_unary(_op))
+    register(_target, check=_check_arithmetic(_op), epilogue=True, dynamic=True, half=True)(_lower_unary(_op))
 for _op, _targets in COMPARISONS.items():
-    register(*_targets, check=_check_comparison, dynamic=True)(_lower_predicate(_op))
+    register(*_targets, check=_check_comparison, dynamic=True, half=True)(_lower_predicate(_op))
 for _target, _op in [*LOGICAL.items(), ("aten.isnan.default", "isnan"), ("aten.isinf.default", "isinf")]:
-    register(_target, check=_limits, dynamic=True)(_lower_predicate(_op))
+    register(_target, check=_limits, dynamic=True, half=True)(_lower_predicate(_op))
 
 
 def cases() -> list[OpCase]:

@@ -87,6 +87,8 @@ const OP_COSH: u32 = 60u;
 const OP_ASINH: u32 = 61u;
 const OP_ACOSH: u32 = 62u;
 const OP_ATANH: u32 = 63u;
+const OP_ROUND_F16: u32 = 64u;   // a rounded to float16 (to nearest even; kept as f32): a cast to float16
+const OP_ROUND_BF16: u32 = 65u;  // a rounded to bfloat16 likewise: a cast to bfloat16
 
 alias A = f32;
 alias B = f32;
@@ -259,6 +261,8 @@ fn apply(x: T, y: T, z: T) -> Out {
     case OP_TRUNC: { return Out(trunc(f32(x))); }
     case OP_ROUND: { return Out(round(f32(x) * p.alpha) / p.alpha); }
     case OP_ROUND_TENS: { return Out(round(f32(x) / p.alpha) * p.alpha); }
+    case OP_ROUND_F16: { return Out(round_to_f16(f32(x))); }
+    case OP_ROUND_BF16: { return Out(round_to_bf16(f32(x))); }
     case OP_ELU: {
       let v = f32(x);
       return Out(p.scalar * select(p.alpha * expm1_f32(p.beta * v), v, v > 0.0));

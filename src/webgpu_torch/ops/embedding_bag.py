@@ -8,6 +8,7 @@ are computed; the other outputs (offset2bag, bag sizes, max indices) serve the b
 
 from __future__ import annotations
 
+from .. import dtypes
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
@@ -20,8 +21,8 @@ def _check(node: NodeView) -> str | None:
     a = node.args
     if node.outputs_read - {0}:
         return "only the bags (output 0) of embedding_bag are supported, not offset2bag, bag sizes or max indices"
-    if a["weight"].dtype != "float32" or a["weight"].ndim != 2:
-        return f"embedding_bag needs a 2-d float32 weight, got {a['weight'].dtype}{list(a['weight'].shape)}"
+    if not dtypes.is_float(a["weight"].dtype) or a["weight"].ndim != 2:
+        return f"embedding_bag needs a 2-d floating-point weight, got {a['weight'].dtype}{list(a['weight'].shape)}"
     if a["indices"].ndim != 1 or a["offsets"].ndim != 1:
         return "embedding_bag needs 1-d indices and offsets"
     if a["mode"] not in range(len(MODES)):

@@ -8,9 +8,10 @@ Two tiled kernels: `gemm.wgsl` reads any strided operand by element; `gemm_vec4.
 along each operand's contiguous axis and takes operands whose contiguous axis is a multiple of 4 long and
 aligned. Beside them, `gemv.wgsl` for few rows and `gemm_split_sum.wgsl`, the last step of a split K. Each
 adds `beta*bias + residual` (a fused add, `epilogue.residual`) and applies the fused activation itself.
-With the compile option weights="float16", a B operand that is a constant (a weight) is stored in float16
-and widened as it is read; products accumulate in float32 (on an adapter without `shader-f16` the runtime
-widens those constants at load and runs the float32 build of the same kernels: Program.without_f16).
+A B operand that is a constant (a weight) of a float16 or bfloat16 model, or of a float32 one under the compile
+option weights="float16", is stored in 16 bits and widened as it is read; products accumulate in float32 (on
+an adapter without `shader-f16` the runtime widens float16 constants at load and runs the float32 build of
+the same kernels: runtime/features.py; bfloat16 needs no feature).
 `CONFIGS["pr"]` is the kernel of the ExecuTorch WebGPU addmm PR (32×32 tiles, a 4×4 register tile per
 thread, 8×8 threads, k-steps of 32), kept so other configurations are measured against it.
 """
@@ -287,10 +288,12 @@ _NO_IM2COL = dict.fromkeys(("im_h", "im_w", "im_c", "im_kw", "im_ow", "im_ohw", 
 
 
 def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: float = 1.0, beta: float = 1.0,
-         out_shape: tuple[int, ...], ep: Epilogue | None = None, residual: Tensor | None = None) -> Tensor:
+         out_shape: tuple[int, ...], ep: Epilogue | None = None, residual: Tensor | None = None,
+         out_dtype: str = "float32") -> Tensor:
     """C = act(alpha*(a @ b) + beta*bias + residual) with a [z, M, K] or [M, K], b [z, K, N] or [K, N]; bias
     broadcastable to [z, M, N] or None; residual of `out_shape` or None. The result is a fresh contiguous
-    tensor of `out_shape` (same element count).
+    tensor of `out_shape` (same element count) and `out_dtype` (f16: an activation stored in half precision;
+    a split K's result stays float32).
 
     Routing: few rows (M <= 8) with K-contiguous A -> gemv.wgsl; aligned operands -> gemm_vec4.wgsl, K split
     across blocks when the output is too small to fill the GPU; anything else -> gemm.wgsl."""
@@ -308,8 +311,8 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     forced = GEMM.of(ctx.options)
     axes = (vec4_axis(a3), vec4_axis(b3))
     if forced in ("gemv", "auto") and symbolic.bound(m) <= GEMV_MAX_ROWS and axes[0] == 2 and axes[1]:
-        return _gemv(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, b_k_contiguous=axes[1] == 1)
-    return _blocked(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, axes)
+        return _gemv(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, out_dtype, b_k_contiguous=axes[1] == 1)
+    return _blocked(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, axes, out_dtype)
 
 
 
@@ -329,10 +332,13 @@ def im2col_gemm(ctx: Builder, a: Im2col, b: Tensor, bias: Tensor | None, out_sha
 
 
 def _stored(ctx: Builder, b3: Tensor) -> Tensor:
-    """B as the kernels read it: under weights="float16" a float32 constant's float16 copy
-    (Builder.half), else b3 itself."""
-    half = WEIGHTS.of(ctx.options) == "float16"
-    if half and b3.dtype == "float32" and ctx.buffers[b3.buffer].role == "constant":
+    """B as the kernels read it: a constant of a float16 or bfloat16 model in its 16 bits (Builder.half,
+    Builder.bfloat), a float32 one in float16 under weights="float16", anything else as it is."""
+    if ctx.buffers[b3.buffer].role != "constant":
+        return b3
+    if b3.dtype == "bfloat16":
+        return ctx.bfloat(b3)
+    if b3.dtype == "float16" or (b3.dtype == "float32" and WEIGHTS.of(ctx.options) == "float16"):
         return ctx.half(b3)
     return b3
 
@@ -342,15 +348,24 @@ def _matrix_options(ctx: Builder) -> tuple[str, ...]:
     return MATRIX_F16 if PRECISION.of(ctx.options) == "float16" else ()
 
 
-def _b_type(b3: Tensor) -> tuple[dict[str, str], str, tuple[str, ...]]:
-    """The B_T alias for B's stored dtype, what a kernel's label adds for it, and the features it needs."""
-    wgsl = dtypes.dtype(b3.dtype).wgsl
-    return {"B_T": wgsl}, "" if wgsl == "f32" else f",{wgsl}", (F16,) if wgsl == "f16" else ()
+def _stored_types(a3: Tensor | Im2col, b3: Tensor, out: Tensor, res3: Tensor | None) -> tuple[dict, str, tuple]:
+    """The aliases of the operands' stored dtypes (gemm_params.wgsl: B_T and B_BF16 for B's, A_T, C_T and R_T
+    for f16 activations), what a kernel's label adds for them, and the features they need."""
+    if b3.dtype == dtypes.BF16.name:
+        consts, label = {"B_T": "u32", "B_BF16": True}, ",bf16"
+    else:
+        wgsl = dtypes.dtype(b3.dtype).wgsl
+        consts, label = {"B_T": wgsl}, "" if wgsl == "f32" else f",{wgsl}"
+    image = a3.image if isinstance(a3, Im2col) else a3
+    half = {alias: "f16" for alias, t in (("A_T", image), ("C_T", out), ("R_T", res3))
+            if t is not None and t.dtype == dtypes.F16.name}
+    consts = {**consts, **half}
+    return consts, label + (",f16" if half and ",f16" not in label else ""), (F16,) if "f16" in consts.values() else ()
 
 
 def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None, res3: Tensor | None,
              alpha: float, beta: float, out_shape: tuple[int, ...], ep: Epilogue | None,
-             axes: tuple[int | None, int | None]) -> Tensor:
+             axes: tuple[int | None, int | None], out_dtype: str = "float32") -> Tensor:
     """The tiled kernels' part of `gemm`: a configuration by size, and K split when the output is small.
     Unforced, the other configurations of the kernel family (and, for a split, other splits and none) are
     alternatives for the runtime to time (Builder.alternatives)."""
@@ -364,7 +379,7 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     static = isinstance(k, int) and isinstance(batch, int)
     splits, part = split_k(hb, hm, hn, k, name) if forced == "auto" and CONFIGS[name].vec4 and static else (1, k)
     if splits == 1:
-        out = ctx.new(out_shape)
+        out = ctx.new(out_shape, out_dtype)
         ctx.alternatives([partial(_tiled, ctx, c, a3, b3, bias3, res3, alpha, beta, out, ep, axes)
                           for c in (name, *others)])
         return out
@@ -375,7 +390,9 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     plans = list(dict.fromkeys([(name, splits, part), *((c, *split_k(hb, hm, hn, k, c)) for c in family),
                                 *((c, 1, k) for c in family)]))
     slices = ctx.new((max(s for _, s, _ in plans), batch, m, n))
-    spec = KernelSpec.of("gemm_split_sum.wgsl", "gemm_split_sum" + epilogue.suffix(ep),
+    residual_type = {"R_T": "f16"} if res3 is not None and res3.dtype == dtypes.F16.name else {}
+    spec = KernelSpec.of("gemm_split_sum.wgsl", "gemm_split_sum" + (",f16" if residual_type else "")
+                         + epilogue.suffix(ep), consts=residual_type, requires=(F16,) if residual_type else (),
                          overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep)})
 
     def candidate(config: str, count: int, length: int) -> None:
@@ -402,7 +419,7 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
     tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
     a_k = axes[0] == 2 if cfg.vec4 else (a3.strides[2] == 1 or k == 1)
     b_n = axes[1] == 2 if cfg.vec4 else (b3.strides[2] == 1 or n == 1)
-    b_type, b_label, b_needs = _b_type(b3)
+    b_type, b_label, b_needs = _stored_types(a3, b3, out, res3)
     label = f"conv[im2col_nhwc,{name}{b_label}]" if im2col else f"gemm[{name}{b_label}]"
     spec = KernelSpec.of(cfg.file, label + epilogue.suffix(ep), consts={**cfg.consts, **b_type}, overrides={
         "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, **_addend_overrides(bias3, res3), **epilogue.overrides(ep),
@@ -417,9 +434,10 @@ GEMV_TEAMS = (32, 1)  # dot_k's lanes per column: the default for GPUs, then one
 
 
 def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None, alpha: float,
-          beta: float, out_shape: tuple[int, ...], ep: Epilogue | None, b_k_contiguous: bool) -> Tensor:
+          beta: float, out_shape: tuple[int, ...], ep: Epilogue | None, out_dtype: str,
+          b_k_contiguous: bool) -> Tensor:
     """gemv.wgsl; with B contiguous along K, each team size of GEMV_TEAMS is an alternative to time."""
-    out = ctx.new(out_shape)
+    out = ctx.new(out_shape, out_dtype)
     teams = GEMV_TEAMS if b_k_contiguous and GEMM.of(ctx.options) == "auto" else GEMV_TEAMS[:1]
     ctx.alternatives([partial(_gemv_dispatch, ctx, a3, b3, bias3, res3, alpha, beta, out, ep, b_k_contiguous, t)
                       for t in teams])
@@ -436,7 +454,7 @@ def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, r
     per_block = width // team if b_k_contiguous else 32  # sweep_n: 8 vec4 of columns
     blocks_n = -(-n // per_block)
     entry = "dot_k" if b_k_contiguous else "sweep_n"
-    b_type, b_label, b_needs = _b_type(b3)
+    b_type, b_label, b_needs = _stored_types(a3, b3, out, res3)
     team_label = f",team{team}" if team != GEMV_TEAMS[0] else ""
     spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}{team_label}]{epilogue.suffix(ep)}",
                          entry=entry, consts={"ROWS": rows, **b_type}, requires=b_needs,
@@ -459,10 +477,10 @@ def _operand_params(a3, b3, bias3, res3, alpha, beta, ep) -> dict:
             **epilogue.params(ep), **(a3.params() if isinstance(a3, Im2col) else _NO_IM2COL)}
 
 
-def _check_float32(node: NodeView) -> str | None:
+def _check_float(node: NodeView) -> str | None:
     for name, v in node.args.items():
-        if hasattr(v, "dtype") and v.dtype != "float32":
-            return f"argument {name} is {v.dtype}; the GEMM kernels are float32 only"
+        if hasattr(v, "dtype") and not dtypes.is_float(v.dtype):
+            return f"argument {name} is {v.dtype}; the GEMM kernels are floating point only"
     return None
 
 
@@ -472,7 +490,7 @@ def _check_ranks(**ranks: int):
             v = node.args[name]
             if v.ndim != rank:
                 return f"{name} must be {rank}-d, got shape {list(v.shape)}"
-        return _check_float32(node)
+        return _check_float(node)
 
     return check
 
@@ -484,7 +502,7 @@ def _check_bias(node: NodeView) -> str | None:
     out = node.out.shape
     if bias.ndim > len(out) or any(s not in (1, o) for s, o in zip(bias.shape[::-1], out[::-1], strict=False)):
         return f"bias of shape {list(bias.shape)} does not broadcast to the output {list(out)}"
-    return _check_float32(node)
+    return _check_float(node)
 
 
 def _check_addmm(node: NodeView) -> str | None:
@@ -503,30 +521,38 @@ def _bias_tensor(ctx: Builder, node: NodeView, bias) -> Tensor:
     return bias
 
 
-@register("aten.mm.default", check=_check_ranks(self=2, mat2=2), epilogue=True, residual=True, dynamic=True)
+# The GEMM family reads its operands and a fused residual as f16 activations and stores its result so under
+# precision="float16" (half_storage.py); a bias stays float32.
+@register("aten.mm.default", check=_check_ranks(self=2, mat2=2), epilogue=True, residual=True, dynamic=True,
+          half=("self", "mat2", "residual"))
 def mm(ctx: Builder, node: NodeView) -> Tensor:
     return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue,
-                residual=epilogue.residual(node))
+                residual=epilogue.residual(node), out_dtype=node.storage())
 
 
-@register("aten.bmm.default", check=_check_ranks(self=3, mat2=3), epilogue=True, residual=True, dynamic=True)
+@register("aten.bmm.default", check=_check_ranks(self=3, mat2=3), epilogue=True, residual=True, dynamic=True,
+          half=("self", "mat2", "residual"))
 def bmm(ctx: Builder, node: NodeView) -> Tensor:
     return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue,
-                residual=epilogue.residual(node))
+                residual=epilogue.residual(node), out_dtype=node.storage())
 
 
-@register("aten.addmm.default", check=_check_addmm, epilogue=True, residual=True, dynamic=True)
+@register("aten.addmm.default", check=_check_addmm, epilogue=True, residual=True, dynamic=True,
+          half=("mat1", "mat2", "residual"))
 def addmm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return gemm(ctx, a["mat1"], a["mat2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"], beta=a["beta"],
-                out_shape=node.out.shape, ep=node.epilogue, residual=epilogue.residual(node))
+                out_shape=node.out.shape, ep=node.epilogue, residual=epilogue.residual(node),
+                out_dtype=node.storage())
 
 
-@register("aten.baddbmm.default", check=_check_baddbmm, epilogue=True, residual=True, dynamic=True)
+@register("aten.baddbmm.default", check=_check_baddbmm, epilogue=True, residual=True, dynamic=True,
+          half=("batch1", "batch2", "residual"))
 def baddbmm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return gemm(ctx, a["batch1"], a["batch2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"],
-                beta=a["beta"], out_shape=node.out.shape, ep=node.epilogue, residual=epilogue.residual(node))
+                beta=a["beta"], out_shape=node.out.shape, ep=node.epilogue, residual=epilogue.residual(node),
+                out_dtype=node.storage())
 
 
 def _check_linear(node: NodeView) -> str | None:
@@ -535,10 +561,11 @@ def _check_linear(node: NodeView) -> str | None:
         return f"linear needs input of >= 1 dims and a 2-d weight, got {list(x.shape)} and {list(w.shape)}"
     if bias is not None and bias.ndim > 1:
         return f"linear bias must be 1-d, got {list(bias.shape)}"
-    return _check_float32(node)
+    return _check_float(node)
 
 
-@register("aten.linear.default", check=_check_linear, epilogue=True, residual=True, dynamic=True)
+@register("aten.linear.default", check=_check_linear, epilogue=True, residual=True, dynamic=True,
+          half=("input", "weight", "residual"))
 def linear(ctx: Builder, node: NodeView) -> Tensor:
     """y = x @ wᵀ + bias over any leading dims of x: x is viewed as [M, K] (copied only if its strides do not
     allow that view), wᵀ is a view."""
@@ -549,7 +576,7 @@ def linear(ctx: Builder, node: NodeView) -> Tensor:
     residual = epilogue.residual(node)
     if not ctx.too_large(w):
         return gemm(ctx, x2, layout.permute(w, [1, 0]), bias, out_shape=node.out.shape, ep=node.epilogue,
-                    residual=residual)
+                    residual=residual, out_dtype=node.storage())
     # A weight over the binding limit (a tied vocabulary projection): one GEMM per chunk of its rows, each
     # result copied into its columns of the output.
     out = ctx.new(node.out.shape)

@@ -25,12 +25,21 @@ override ACTIVATION: u32 = ACT_NONE;
 
 //! include gemm_params.wgsl
 
-@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(0) var<storage, read> a: array<A_T>;
 @group(0) @binding(1) var<storage, read> b: array<B_T>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
-@group(0) @binding(4) var<storage, read> residual: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<C_T>;
+@group(0) @binding(4) var<storage, read> residual: array<R_T>;
 @group(0) @binding(5) var<uniform> p: Params;
+
+// Element i of B as f32 (gemm_params.wgsl's B_T; with B_BF16 half of a u32 word, widened exactly).
+fn b_at(i: u32) -> f32 {
+  if (B_BF16) {
+    let word = u32(b[i / 2u]);  // B_T is u32: the word itself
+    return bitcast<f32>(select(word << 16u, word & 0xffff0000u, (i & 1u) == 1u));
+  }
+  return f32(b[i]);
+}
 
 fn load_a_tile(z: u32, m0: u32, k0: u32, li: u32) {
   let base = p.a_offset + z * p.a_strides.x;
@@ -43,7 +52,7 @@ fn load_a_tile(z: u32, m0: u32, k0: u32, li: u32) {
     }
     var v = 0.0;
     if (m0 + m < p.M && k0 + k < p.K) {
-      v = a[base + (m0 + m) * p.a_strides.y + (k0 + k) * p.a_strides.z];
+      v = f32(a[base + (m0 + m) * p.a_strides.y + (k0 + k) * p.a_strides.z]);
     }
     a_tile[k * TILE_M + m] = v;
   }
@@ -60,14 +69,14 @@ fn load_b_tile(z: u32, k0: u32, n0: u32, li: u32) {
     }
     var v = 0.0;
     if (k0 + k < p.K && n0 + n < p.N) {
-      v = f32(b[base + (k0 + k) * p.b_strides.y + (n0 + n) * p.b_strides.z]);
+      v = b_at(base + (k0 + k) * p.b_strides.y + (n0 + n) * p.b_strides.z);
     }
     b_tile[k * TILE_N + n] = v;
   }
 }
 
 fn store_c(z: u32, m: u32, n: u32, acc: f32) {
-  c[(z * p.M + m) * p.N + n] = activate(epilogue_sum(z, m, n, acc), ACTIVATION, p.act_lo, p.act_hi);
+  c[(z * p.M + m) * p.N + n] = C_T(activate(epilogue_sum(z, m, n, acc), ACTIVATION, p.act_lo, p.act_hi));
 }
 
 @compute @workgroup_size(WG_N, WG_M)

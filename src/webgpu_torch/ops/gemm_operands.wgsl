@@ -27,12 +27,14 @@ override ACTIVATION: u32 = ACT_NONE;
 
 //! include gemm_params.wgsl
 
-@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(0) var<storage, read> a: array<vec4<A_T>>;
 @group(0) @binding(1) var<storage, read> b: array<vec4<B_T>>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
-@group(0) @binding(4) var<storage, read> residual: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<C_T>;
+@group(0) @binding(4) var<storage, read> residual: array<R_T>;
 @group(0) @binding(5) var<uniform> p: Params;
+
+//! include gemm_b_vec4.wgsl
 
 // The K the main loop walks: p.K, never more than the longer operand holds elements (bounded.wgsl).
 fn k_steps() -> u32 {
@@ -68,7 +70,7 @@ fn fetch_a(base: u32, m0: u32, k0: u32, e: u32) -> vec4<f32> {
   if (A_IM2COL) {
     return fetch_im2col(m, k);
   }
-  return a[(base + m * p.a_strides.y + k * p.a_strides.z) / 4u];
+  return vec4<f32>(a[(base + m * p.a_strides.y + k * p.a_strides.z) / 4u]);
 }
 
 // A[m, k] of the implicit im2col matrix: row m is output pixel (b, oh, ow), numbered ow-fastest over
@@ -85,7 +87,7 @@ fn fetch_im2col(m: u32, k: u32) -> vec4<f32> {
     return vec4<f32>(0.0);
   }
   let at = p.a_offset + b * p.a_strides.x + u32(ih) * p.a_strides.y + u32(iw) * p.a_strides.z + k % p.im_c;
-  return a[at / 4u];
+  return vec4<f32>(a[at / 4u]);
 }
 
 fn fetch_b(base: u32, k0: u32, n0: u32, e: u32) -> vec4<f32> {
@@ -95,7 +97,7 @@ fn fetch_b(base: u32, k0: u32, n0: u32, e: u32) -> vec4<f32> {
   if (k >= p.K || n >= p.N) {
     return vec4<f32>(0.0);
   }
-  return vec4<f32>(b[(base + k * p.b_strides.y + n * p.b_strides.z) / 4u]);
+  return b_vec4(base + k * p.b_strides.y + n * p.b_strides.z);
 }
 
 // Stores one finished vec4 of outputs (C[z, m, n .. n+3]), applying activation `act` (ACTIVATION, or ACT_NONE
@@ -107,7 +109,7 @@ fn finish(z: u32, m: u32, n: u32, v: vec4<f32>, act: u32) {
   let row = (z * p.M + m) * p.N;
   for (var j = 0u; j < 4u; j++) {
     if (n + j < p.N) {
-      c[row + n + j] = activate(epilogue_sum(z, m, n + j, v[j]), act, p.act_lo, p.act_hi);
+      c[row + n + j] = C_T(activate(epilogue_sum(z, m, n + j, v[j]), act, p.act_lo, p.act_hi));
     }
   }
 }
@@ -120,7 +122,7 @@ fn activate_stored(z: u32, m: u32, n: u32) {
   let row = (z * p.M + m) * p.N;
   for (var j = 0u; j < 4u; j++) {
     if (n + j < p.N) {
-      c[row + n + j] = activate(c[row + n + j], ACTIVATION, p.act_lo, p.act_hi);
+      c[row + n + j] = C_T(activate(f32(c[row + n + j]), ACTIVATION, p.act_lo, p.act_hi));
     }
   }
 }

@@ -13,10 +13,18 @@
 // of im_h x im_w pixels and im_c channels with element strides a_strides (b, h, w, -), for a conv of
 // im_kw-wide taps, output rows im_ow wide and im_ohw pixels per image.
 
-// B_T: the element type of B as stored: f32, or f16 for constant weights kept in half precision (compile
-// option weights="float16"). The float32 kernels widen what they read to f32; products accumulate in f32
-// in every kernel.
+// B_T: the element type of B as stored: f32; f16 for constant weights kept in half precision (compile option
+// weights="float16", a float16 model's weights); or, with B_BF16, u32 words holding two bfloat16 weights each
+// (a bfloat16 model's), the lower half first. Every kernel widens what it reads to f32 (bfloat16 exactly, by
+// shifting its bits into the high half of an f32: no optional feature); products accumulate in f32.
 alias B_T = f32;
+const B_BF16: bool = false;
+// A_T, C_T, R_T: how A, C and the residual are stored: f32, or f16 activations (precision="float16",
+// half_storage.py; then A and B may both be f16). Loads widen to f32, C is rounded as it is stored. A split K's
+// slices (and so its C) stay f32.
+alias A_T = f32;
+alias C_T = f32;
+alias R_T = f32;
 
 struct Params {
   M: u32,
@@ -64,7 +72,7 @@ fn epilogue_sum(z: u32, m: u32, n: u32, acc: f32) -> f32 {
     v += p.beta * bias[p.bias_offset + z * p.bias_strides.x + m * p.bias_strides.y + n * p.bias_strides.z];
   }
   if (HAS_RESIDUAL) {
-    v += residual[p.res_offset + z * p.res_strides.x + m * p.res_strides.y + n * p.res_strides.z];
+    v += f32(residual[p.res_offset + z * p.res_strides.x + m * p.res_strides.y + n * p.res_strides.z]);
   }
   return v;
 }

@@ -16,7 +16,7 @@ override ACTIVATION: u32 = ACT_NONE;
 
 @group(0) @binding(0) var<storage, read> bias: array<f32>;
 @group(0) @binding(1) var<storage, read_write> c: array<f32>;
-@group(0) @binding(2) var<storage, read> residual: array<f32>;
+@group(0) @binding(2) var<storage, read> residual: array<R_T>;
 @group(0) @binding(3) var<uniform> p: Params;
 
 @compute @workgroup_size(WORKGROUP)

@@ -31,12 +31,14 @@ override ACTIVATION: u32 = ACT_NONE;
 
 //! include gemm_params.wgsl
 
-@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(0) var<storage, read> a: array<vec4<A_T>>;
 @group(0) @binding(1) var<storage, read> b: array<vec4<B_T>>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
-@group(0) @binding(4) var<storage, read> residual: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<C_T>;
+@group(0) @binding(4) var<storage, read> residual: array<R_T>;
 @group(0) @binding(5) var<uniform> p: Params;
+
+//! include gemm_b_vec4.wgsl
 
 // The K the loops walk: p.K, never more than the longer operand holds elements (bounded.wgsl).
 fn k_steps() -> u32 {
@@ -46,11 +48,11 @@ fn k_steps() -> u32 {
 var<workgroup> partial: array<f32, WORKGROUP * 4u * ROWS>;
 
 fn store(z: u32, m: u32, n: u32, acc: f32) {
-  c[(z * p.M + m) * p.N + n] = activate(epilogue_sum(z, m, n, acc), ACTIVATION, p.act_lo, p.act_hi);
+  c[(z * p.M + m) * p.N + n] = C_T(activate(epilogue_sum(z, m, n, acc), ACTIVATION, p.act_lo, p.act_hi));
 }
 
 fn a_vec(z: u32, m: u32, k: u32) -> vec4<f32> {
-  return a[(p.a_offset + z * p.a_strides.x + m * p.a_strides.y + k * p.a_strides.z) / 4u];
+  return vec4<f32>(a[(p.a_offset + z * p.a_strides.x + m * p.a_strides.y + k * p.a_strides.z) / 4u]);
 }
 
 @compute @workgroup_size(WORKGROUP)
@@ -69,7 +71,7 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let col = p.b_offset + z * p.b_strides.x + n * p.b_strides.z;
     let K = k_steps();
     for (var k = lane * 4u; k < K; k += TEAM * 4u) {
-      let w = vec4<f32>(b[(col + k * p.b_strides.y) / 4u]);
+      let w = b_vec4(col + k * p.b_strides.y);
       for (var m = 0u; m < ROWS; m++) {
         if (m < p.M) {
           sums[m] += dot(a_vec(z, m, k), w);
@@ -116,7 +118,7 @@ fn sweep_n(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
         if (m < p.M) {
           let av = a_vec(z, m, k4);
           for (var j = 0u; j < 4u; j++) {
-            sums[m] = fma(vec4<f32>(av[j]), vec4<f32>(b[(base + (k4 + j) * p.b_strides.y) / 4u]), sums[m]);
+            sums[m] = fma(vec4<f32>(av[j]), b_vec4(base + (k4 + j) * p.b_strides.y), sums[m]);
           }
         }
       }

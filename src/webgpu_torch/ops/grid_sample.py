@@ -4,6 +4,7 @@ align_corners either way; one thread per output element follows torch's CPU kern
 
 from __future__ import annotations
 
+from .. import dtypes
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
@@ -13,8 +14,8 @@ FILE = "grid_sample.wgsl"
 
 def _check(node: NodeView) -> str | None:
     x, grid = node.args["input"], node.args["grid"]
-    if x.dtype != "float32" or grid.dtype != "float32":
-        return f"grid_sampler_2d of {x.dtype} input and {grid.dtype} grid (float32 only)"
+    if not dtypes.is_float(x.dtype) or not dtypes.is_float(grid.dtype):
+        return f"grid_sampler_2d of {x.dtype} input and {grid.dtype} grid (floating point only)"
     if node.args["interpolation_mode"] not in (0, 1, 2) or node.args["padding_mode"] not in (0, 1, 2):
         return f"interpolation mode {node.args['interpolation_mode']}, padding mode {node.args['padding_mode']}"
     return None

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from .. import symbolic
+from .. import dtypes, symbolic
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from ..symbolic import Value
@@ -50,8 +50,8 @@ def _check(node: NodeView) -> str | None:
     a = node.args
     for name in ("input", "weight", "bias"):
         t = a[name]
-        if t is not None and t.dtype != "float32":
-            return f"{name} is {t.dtype}; {_what(node)} is float32 only"
+        if t is not None and not dtypes.is_float(t.dtype):
+            return f"{name} is {t.dtype}; {_what(node)} is floating point only"
     x = a["input"]
     if x.ndim < 2:
         return f"{_what(node)} needs an input of >= 2 dims [N, C, ...], got {list(x.shape)}"

@@ -45,3 +45,39 @@ fn power_of_two_scale(big: f32) -> f32 {
   let e = clamp(i32((bitcast<u32>(big) >> 23u) & 0xffu) - 127, 0, 126);
   return bitcast<f32>(u32(127 + e) << 23u);
 }
+
+// x rounded to the nearest float16 (ties to even), kept as f32: from 65520 up ±inf, NaN kept, float16's
+// subnormals (a quantum of 2^-24) below 2^-14, ±0 from 2^-25 down. On the bits: compilers may fold
+// f32(f16(x)) into x, and WGSL leaves the rounding of a conversion (and pack2x16float's range) open.
+fn round_to_f16(x: f32) -> f32 {
+  let bits = bitcast<u32>(x);
+  let e = (bits >> 23u) & 0xffu;  // biased exponent
+  if (e == 0xffu) {
+    return x;
+  }
+  var magnitude = 0.0;
+  if (e >= 102u) {  // |x| >= 2^-25; anything smaller rounds to 0
+    let m = (bits & 0x7fffffu) | 0x800000u;
+    let drop = select(13u, 126u - e, e < 113u);  // fraction bits float16 cannot hold (13, more below 2^-14)
+    let half = 1u << (drop - 1u);
+    let rest = m & ((half << 1u) - 1u);
+    var q = m >> drop;
+    if (rest > half || (rest == half && (q & 1u) == 1u)) {
+      q += 1u;
+    }
+    // q units in float16's last place, 2^(max(e, 113) - 137): q <= 2^11, so the product is exact.
+    magnitude = f32(q) * bitcast<f32>((max(e, 113u) - 10u) << 23u);
+    magnitude = select(magnitude, inf_f32(), magnitude > 65504.0);
+  }
+  return select(magnitude, -magnitude, sign_bit(x));
+}
+
+// x rounded to the nearest bfloat16 (ties to even), kept as f32: beyond bfloat16's largest finite value
+// ±inf, NaN kept.
+fn round_to_bf16(x: f32) -> f32 {
+  let bits = bitcast<u32>(x);
+  if (is_nan(x)) {
+    return x;
+  }
+  return bitcast<f32>((bits + 0x7fffu + ((bits >> 16u) & 1u)) & 0xffff0000u);
+}

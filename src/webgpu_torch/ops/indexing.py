@@ -15,9 +15,9 @@ from math import prod
 
 import numpy as np
 
-from .. import layout
+from .. import dtypes, layout
 from ..builder import Builder, KernelSpec
-from ..program import Tensor
+from ..program import F16, Tensor
 from .registry import NodeView, OpCase, register
 
 FILE = "indexing.wgsl"
@@ -28,7 +28,7 @@ NAN_BITS = int(np.array(np.nan, np.float32).view(np.uint32))
 
 def word_of(value: float | int | bool, dtype: str) -> int:
     """The 32-bit word that holds scalar `value` as an element of a device tensor of `dtype`."""
-    if dtype == "float32":
+    if dtypes.is_float(dtype):
         return struct.unpack("<I", struct.pack("<f", float(value)))[0]
     if dtype == "bool":
         return int(bool(value))
@@ -45,10 +45,14 @@ def gather(ctx: Builder, src: Tensor, shape: tuple[int, ...], direct: list[int],
     shared by the dispatches of all windows)."""
     out = ctx.new(shape, src.dtype) if out is None else out
     status, slot = check
+    source = {dtypes.F16.name: {"Src": "f16", "SRC_FLOAT": True}, dtypes.BF16.name: {"SRC_BF16": True}}.get(
+        src.dtype, {})
     lo, hi = window or (0, 0)
-    params = {**_index_params(src, shape, direct, indices, slot), "fill": NAN_BITS if src.dtype == "float32" else 0,
+    params = {**_index_params(src, shape, direct, indices, slot), "fill": NAN_BITS if dtypes.is_float(out.dtype) else 0,
               "window_lo": lo, "window_hi": hi, "values_offset": 0, "values_strides": (0,)}
-    spec = KernelSpec.of(FILE, "gather" + ("[windowed]" if window else ""),
+    tags = [t for t in ("windowed" if window else "table" if source else "", source and src.dtype) if t]
+    spec = KernelSpec.of(FILE, "gather" + (f"[{','.join(tags)}]" if tags else ""), consts=source,
+                         requires=(F16,) if src.dtype == dtypes.F16.name else (),
                          overrides={"NUM_INDICES": len(indices), "WINDOWED": window is not None,
                                     "WRAP_NEGATIVE": wrap})
     ctx.dispatch(spec, [src, *_slots(indices), out, status], params, elements=out.numel)
@@ -120,13 +124,20 @@ def embedding(ctx: Builder, node: NodeView) -> Tensor:
     view = layout.broadcast_to(layout.unsqueeze(idx, idx.ndim), shape)
     direct = [0] * idx.ndim + [w.strides[1]]
     check = ctx.check(f"index out of range in an embedding of {w.shape[0]} rows")
-    if not ctx.too_large(w):
-        return gather(ctx, w, shape, direct, [(view, w.strides[0], w.shape[0])], check=check)
     out = ctx.new(shape, w.dtype)
+    if not ctx.too_large(w):
+        return gather(ctx, _stored(ctx, w), shape, direct, [(view, w.strides[0], w.shape[0])], out=out, check=check)
     for lo, hi, rows in ctx.row_chunks(w):
-        gather(ctx, rows, shape, direct, [(view, rows.strides[0], w.shape[0])], out=out, window=(lo, hi),
-               check=check)
+        gather(ctx, _stored(ctx, rows), shape, direct, [(view, rows.strides[0], w.shape[0])], out=out,
+               window=(lo, hi), check=check)
     return out
+
+
+def _stored(ctx: Builder, table: Tensor) -> Tensor:
+    """An embedding table as the gather reads it: a constant of a float16 or bfloat16 model in its 16 bits."""
+    if ctx.buffers[table.buffer].role != "constant":
+        return table
+    return ctx.half(table) if table.dtype == "float16" else ctx.bfloat(table) if table.dtype == "bfloat16" else table
 
 
 @register("aten.index_select.default", check=_check, dynamic=True)

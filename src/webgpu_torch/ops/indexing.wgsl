@@ -5,6 +5,9 @@
 //            place over its input (a state's update: a KV cache's rows at a position), one thread per value,
 //            so a call costs what it writes, not the whole tensor. Duplicate positions: which value lands is
 //            unspecified (as torch's index_put_ without accumulate says).
+// A float16 or bfloat16 model's embedding table is read in its 16 bits and each element widened to f32's word:
+// Src = f16 (SRC_FLOAT; the kernel then requires shader-f16, and its fallback reads the table widened to f32),
+// or SRC_BF16 (Src = u32 words of two bfloat16s, the lower half first: shifted into an f32's high half).
 //
 // Layout: o runs row-major over `shape` (up to 8 dims): main's contiguous output, scatter's values. The indexed
 //   tensor (main's src, scatter's out) is addressed at table_offset plus, per dim of `shape`, o's coordinate
@@ -22,6 +25,10 @@
 //   per dimension; threads past `numel` exit at once.
 
 //! include strided.wgsl
+
+alias Src = u32;
+const SRC_FLOAT: bool = false;  // Src is a float type (f16; f32 in the fallback): the word is f32(x)'s bits
+const SRC_BF16: bool = false;
 
 override NUM_INDICES: u32 = 1u;
 override WINDOWED: bool = false;
@@ -49,13 +56,25 @@ struct Params {
   idx2_strides: array<vec4<u32>, 2>,
 }
 
-@group(0) @binding(0) var<storage, read> src: array<u32>;
+@group(0) @binding(0) var<storage, read> src: array<Src>;
 @group(0) @binding(1) var<storage, read> idx0: array<i32>;
 @group(0) @binding(2) var<storage, read> idx1: array<i32>;
 @group(0) @binding(3) var<storage, read> idx2: array<i32>;
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;
 @group(0) @binding(5) var<storage, read_write> status: array<u32>;
 @group(0) @binding(6) var<uniform> p: Params;
+
+// Source element `at` as a 32-bit word of the output.
+fn word(at: u32) -> u32 {
+  if (SRC_BF16) {
+    let pair = u32(src[at / 2u]);  // Src is u32: the word itself
+    return select(pair << 16u, pair & 0xffff0000u, (at & 1u) == 1u);
+  }
+  if (SRC_FLOAT) {
+    return bitcast<u32>(f32(src[at]));
+  }
+  return u32(src[at]);
+}
 
 // Index tensor t's value as a position in [0, index_sizes[t]), or -1 when out of range.
 fn wrapped(t: u32, value: i32) -> i32 {
@@ -98,7 +117,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   if (parts == -1) {
     out[i] = p.fill;
   } else if (parts >= 0) {
-    out[i] = src[p.table_offset + strided_offset(i, p.ndim, p.shape, p.table_strides) + u32(parts)];
+    out[i] = word(p.table_offset + strided_offset(i, p.ndim, p.shape, p.table_strides) + u32(parts));
   }
 }
 
@@ -111,6 +130,6 @@ fn scatter(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) n
   let parts = indexed(i);
   if (parts >= 0) {
     out[p.table_offset + strided_offset(i, p.ndim, p.shape, p.table_strides) + u32(parts)] =
-        src[p.values_offset + strided_offset(i, p.ndim, p.shape, p.values_strides)];
+        word(p.values_offset + strided_offset(i, p.ndim, p.shape, p.values_strides));
   }
 }

@@ -11,8 +11,9 @@ from math import prod
 
 import numpy as np
 
+from .. import dtypes
 from ..builder import Builder, KernelSpec
-from ..program import Tensor
+from ..program import F16, Tensor
 from .registry import NodeView, OpCase, register
 from .row import row_threads
 
@@ -23,17 +24,17 @@ def _check(node: NodeView) -> str | None:
     x = node.args["input"]
     for name in ("input", "weight", "bias"):
         v = node.args.get(name)
-        if v is not None and v.dtype != "float32":
-            return f"{name} is {v.dtype}; {node.target.split('.')[1]} is float32 only"
+        if v is not None and not dtypes.is_float(v.dtype):
+            return f"{name} is {v.dtype}; {node.target.split('.')[1]} is floating point only"
     if prod(node.args["normalized_shape"]) == 0 or x.numel == 0:
         return "layer_norm over an empty tensor is not supported"
     return None
 
 
-@register("aten.native_layer_norm.default", check=_check, dynamic=True)
+@register("aten.native_layer_norm.default", check=_check, dynamic=True, half=("input",))
 def native_layer_norm(ctx: Builder, node: NodeView) -> list[Tensor]:
     a = node.args
-    out, mean, rstd = (ctx.new(m.shape) for m in node.outputs)
+    out, mean, rstd = (ctx.new(m.shape, node.storage(i) if i == 0 else "float32") for i, m in enumerate(node.outputs))
     _normalize(ctx, a["input"], a["weight"], a["bias"], prod(a["normalized_shape"]), float(a["eps"]),
                [out, mean, rstd], rms=False)
     return [out, mean, rstd]
@@ -46,7 +47,7 @@ def rms_norm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     x, n = a["input"], prod(a["normalized_shape"])
     eps = float(a["eps"]) if a["eps"] is not None else float(np.finfo(np.float32).eps)
-    out = ctx.new(node.out.shape)
+    out = ctx.new(node.out.shape, node.storage())
     rows = x.numel // n
     _normalize(ctx, x, a["weight"], None, n, eps, [out, ctx.new((rows,)), ctx.new((rows,))], rms=True)
     return out
@@ -62,7 +63,10 @@ def _normalize(ctx: Builder, x: Tensor, w: Tensor | None, b: Tensor | None, n, e
     params = {"rows": rows, "n": n, "x_offset": x2.offset, "row_stride": x2.strides[0], "col_stride": x2.strides[1],
               "w_offset": w1.offset, "w_stride": w1.strides[0] if w is not None else 0,
               "b_offset": b1.offset, "b_stride": b1.strides[0] if b is not None else 0, "eps": eps}
-    spec = KernelSpec.of(FILE, "rms_norm" if rms else "layer_norm", overrides={
+    stored = {"In": dtypes.dtype(x2.dtype).wgsl, "Out": dtypes.dtype(outputs[0].dtype).wgsl}
+    half = "f16" in stored.values()
+    name = ("rms_norm" if rms else "layer_norm") + (",f16" if half else "")
+    spec = KernelSpec.of(FILE, name, consts=stored, requires=(F16,) if half else (), overrides={
         "ROW": row, "HAS_WEIGHT": w is not None, "HAS_BIAS": b is not None, "RMS": rms})
     ctx.dispatch(spec, [x2, w1, b1, *outputs], params, elements=rows * row)
 

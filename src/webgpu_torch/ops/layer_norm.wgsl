@@ -35,10 +35,14 @@ struct Params {
   eps: f32,
 }
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
+// In, Out: how x and out are stored: f32, or f16 activations (precision="float16"); the row is computed in f32.
+alias In = f32;
+alias Out = f32;
+
+@group(0) @binding(0) var<storage, read> x: array<In>;
 @group(0) @binding(1) var<storage, read> weight: array<f32>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<Out>;
 @group(0) @binding(4) var<storage, read_write> mean_out: array<f32>;
 @group(0) @binding(5) var<storage, read_write> rstd_out: array<f32>;
 @group(0) @binding(6) var<uniform> p: Params;
@@ -55,7 +59,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var s = 0.0;
   var big = 0.0;
   for (var c = lane; live && c < n; c += ROW) {
-    let v = x[base + c * p.col_stride];
+    let v = f32(x[base + c * p.col_stride]);
     s += v;
     big = max(big, abs(v));
   }
@@ -64,7 +68,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let inv = 1.0 / power_of_two_scale(sum_max.y);
   var d2 = 0.0;
   for (var c = lane; live && c < n; c += ROW) {
-    let d = (x[base + c * p.col_stride] - mean) * inv;
+    let d = (f32(x[base + c * p.col_stride]) - mean) * inv;
     d2 += d * d;
   }
   // var = q / inv², so rstd = inv / sqrt(q + eps·inv²); eps·inv² may underflow where q is 0 (a constant row).
@@ -74,14 +78,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     return;
   }
   for (var c = lane; c < n; c += ROW) {
-    var v = (x[base + c * p.col_stride] - mean) * rstd;
+    var v = (f32(x[base + c * p.col_stride]) - mean) * rstd;
     if (HAS_WEIGHT) {
       v *= weight[p.w_offset + c * p.w_stride];
     }
     if (HAS_BIAS) {
       v += bias[p.b_offset + c * p.b_stride];
     }
-    out[r * p.n + c] = v;
+    out[r * p.n + c] = Out(v);
   }
   if (lane == 0u) {
     mean_out[r] = mean;

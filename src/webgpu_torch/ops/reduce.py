@@ -75,10 +75,10 @@ def _check(node: NodeView) -> str | None:
     x = node.args["self"]
     if x.ndim > MAX_DIMS:
         return f"input has {x.ndim} dims; at most {MAX_DIMS} are supported"
-    if node.target.startswith(FLOAT_ONLY) and node.outputs[0].dtype != "float32":
-        return f"{node.target} producing {node.outputs[0].dtype} is not supported (float32 only)"
-    if node.target == "aten.linalg_vector_norm.default" and (node.args["ord"] != 2 or x.dtype != "float32"):
-        return f"vector norm of ord {node.args['ord']} over {x.dtype} is not supported (ord 2 of float32 only)"
+    if node.target.startswith(FLOAT_ONLY) and not dtypes.is_float(node.outputs[0].dtype):
+        return f"{node.target} producing {node.outputs[0].dtype} is not supported (floating point only)"
+    if node.target == "aten.linalg_vector_norm.default" and (node.args["ord"] != 2 or not dtypes.is_float(x.dtype)):
+        return f"vector norm of ord {node.args['ord']} over {x.dtype} is not supported (ord 2 of floats only)"
     if x.numel == 0 and not node.target.startswith(EMPTY_OK):
         return "reducing over an empty dim is supported for sum, any and the 2-norm only"
     correction = node.args.get("correction")

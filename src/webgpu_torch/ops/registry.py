@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import dtypes
 from ..graph import Epilogue, TensorMeta
 
 # A check sees the node with tensor arguments as TensorMeta; a lowering sees them as program.Tensor.
@@ -38,11 +39,17 @@ class NodeView:
     # The state buffer its result is the new value of, when its `self` is that state's value at the start of
     # the call and nothing else reads that: the lowering may update the state in place and return it.
     in_place: Any = None  # Tensor | None
+    half: frozenset[int] = frozenset()  # outputs its kernels store as f16 activations (precision="float16")
 
     @property
     def out(self) -> TensorMeta:
         (meta,) = self.outputs
         return meta
+
+    def storage(self, i: int = 0) -> str:
+        """The dtype output i is stored in: "f16" where the planner of half activations chose it
+        (half_storage.py), else the output's own."""
+        return dtypes.F16.name if i in self.half else self.outputs[i].dtype
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,10 @@ class OpDef:
     epilogue: bool  # its lowering applies node.epilogue's activation, so an activation of its result can fuse
     residual: bool  # … and its residual too, so an add of its result and another value can fuse
     dynamic: bool  # its lowering handles dynamic sizes (symbolic.Expr in shapes and arguments)
+    # Under precision="float16": the arguments its kernels read f16 activations from (True: every tensor
+    # argument), and then it stores the float outputs NodeView.half names as f16. Empty: it reads and writes
+    # float activations in their model dtype (float32 on the device).
+    half: tuple[str, ...] | bool
 
 
 @dataclass(frozen=True)
@@ -128,14 +139,15 @@ def refuse(*targets: str, reason: str, inference: bool = True) -> None:
 
 
 def register(*targets: str, check: Check | None = None, view: bool = False, epilogue: bool = False,
-             residual: bool = False, dynamic: bool = False) -> Callable[[Lower], Lower]:
+             residual: bool = False, dynamic: bool = False,
+             half: tuple[str, ...] | bool = ()) -> Callable[[Lower], Lower]:
     def deco(fn: Lower) -> Lower:
         for target in targets:
             if target in REFUSED:
                 raise RuntimeError(f"{target} is registered in {fn.__module__} but refused: {REFUSED[target].reason}")
             if target in OPS:
                 raise RuntimeError(f"{target} is registered twice ({OPS[target].module} and {fn.__module__})")
-            OPS[target] = OpDef(target, fn, check, fn.__module__, view, epilogue, residual, dynamic)
+            OPS[target] = OpDef(target, fn, check, fn.__module__, view, epilogue, residual, dynamic, half)
         return fn
 
     return deco

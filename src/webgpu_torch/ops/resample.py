@@ -34,8 +34,8 @@ def _check_input(x, spatial: int, batched_only: bool, what: str, dtypes_: tuple[
         dims = "DHW"[3 - spatial:]
         shapes = " or ".join(f"[{', '.join(('N', 'C', *dims)[r == spatial + 1:])}]" for r in ranks)
         return f"{what} needs a {shapes} input, got {list(x.shape)}"
-    if x.dtype != "float32" and x.dtype not in dtypes_:
-        return f"{what} of {x.dtype} is not supported (float32{''.join(', ' + d for d in dtypes_)})"
+    if not dtypes.is_float(x.dtype) and x.dtype not in dtypes_:
+        return f"{what} of {x.dtype} is not supported (floating point{''.join(', ' + d for d in dtypes_)})"
     return None
 
 

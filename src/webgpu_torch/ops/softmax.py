@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 
-from .. import layout, wgsl
+from .. import dtypes, layout, wgsl
 from ..builder import Builder, KernelSpec
-from ..program import Tensor
+from ..program import F16, Tensor
 from .registry import NodeView, OpCase, register
 from .row import row_params, row_threads
 
@@ -19,22 +19,26 @@ OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 
 
-def softmax(ctx: Builder, op: str, x: Tensor, dim: int) -> Tensor:
-    """`op` ("softmax", "log_softmax", "safe_softmax") of `x` along `dim`; a fresh contiguous tensor."""
-    out = ctx.new(x.shape)
+def softmax(ctx: Builder, op: str, x: Tensor, dim: int, out_dtype: str = "float32") -> Tensor:
+    """`op` ("softmax", "log_softmax", "safe_softmax") of `x` along `dim`; a fresh contiguous tensor of
+    `out_dtype` (f16: an activation stored in half precision)."""
+    out = ctx.new(x.shape, out_dtype)
     dim = layout.normalize_dim(dim, max(x.ndim, 1))
     x = ctx.walkable(x, x.shape[dim] if x.ndim else 1)
     params = row_params(x, dim)
     row = row_threads(params["n"], FILE)
-    spec = KernelSpec.of(FILE, f"softmax[{op}]", overrides={"OP": OP_CODES[op], "ROW": row})
+    stored = {"In": dtypes.dtype(x.dtype).wgsl, "Out": dtypes.dtype(out_dtype).wgsl}
+    half = "f16" in stored.values()
+    spec = KernelSpec.of(FILE, f"softmax[{op}{',f16' if half else ''}]", consts=stored,
+                         requires=(F16,) if half else (), overrides={"OP": OP_CODES[op], "ROW": row})
     ctx.dispatch(spec, [x, out], params, elements=params["rows"] * row)
     return out
 
 
 def _check(node: NodeView) -> str | None:
     x = node.args["self"]
-    if x.dtype != "float32" or node.out.dtype != "float32":
-        return f"softmax of {x.dtype} to {node.out.dtype} is not supported (float32 only)"
+    if not dtypes.is_float(x.dtype) or not dtypes.is_float(node.out.dtype):
+        return f"softmax of {x.dtype} to {node.out.dtype} is not supported (floating point only)"
     if x.ndim > MAX_ROW_DIMS + 1:
         return f"input has {x.ndim} dims; at most {MAX_ROW_DIMS + 1} are supported"
     if x.numel == 0:
@@ -44,14 +48,14 @@ def _check(node: NodeView) -> str | None:
 
 def _lower(op: str):
     def lower(ctx: Builder, node: NodeView) -> Tensor:
-        return softmax(ctx, op, node.args["self"], node.args["dim"])
+        return softmax(ctx, op, node.args["self"], node.args["dim"], node.storage())
 
     return lower
 
 
 for _target, _op in [("aten._softmax.default", "softmax"), ("aten._log_softmax.default", "log_softmax"),
                      ("aten._safe_softmax.default", "safe_softmax")]:
-    register(_target, check=_check, dynamic=True)(_lower(_op))
+    register(_target, check=_check, dynamic=True, half=("self",))(_lower(_op))
 
 
 def cases() -> list[OpCase]:

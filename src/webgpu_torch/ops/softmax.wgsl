@@ -24,8 +24,12 @@ const WORKGROUP: u32 = 256u;
 
 //! include row_params.wgsl
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+// In, Out: how x and out are stored: f32, or f16 activations (precision="float16"); the row is computed in f32.
+alias In = f32;
+alias Out = f32;
+
+@group(0) @binding(0) var<storage, read> x: array<In>;
+@group(0) @binding(1) var<storage, read_write> out: array<Out>;
 @group(0) @binding(2) var<uniform> p: Params;
 
 @compute @workgroup_size(WORKGROUP)
@@ -41,14 +45,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let neg_inf = bitcast<f32>(neg_inf_bits);
   var m = neg_inf;
   for (var r = lane; live && r < n; r += ROW) {
-    m = max(m, x[base + r * p.stride]);
+    m = max(m, f32(x[base + r * p.stride]));
   }
   m = row_max(li, lane, m);
   let all_masked = m == neg_inf;
   let shift = select(m, 0.0, all_masked);  // keeps exp(x - shift) defined on a row of only -inf
   var s = 0.0;
   for (var r = lane; live && r < n; r += ROW) {
-    s += exp(x[base + r * p.stride] - shift);
+    s += exp(f32(x[base + r * p.stride]) - shift);
   }
   s = row_sum(li, lane, s);
   if (!live) {
@@ -57,13 +61,13 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let log_s = log(s);
   let at = (o / p.inner * p.n) * p.inner + o % p.inner;
   for (var r = lane; r < n; r += ROW) {
-    let v = x[base + r * p.stride] - shift;
+    let v = f32(x[base + r * p.stride]) - shift;
     var y = exp(v) / s;
     if (OP == OP_LOG_SOFTMAX) {
       y = v - log_s;
     } else if (OP == OP_SAFE_SOFTMAX && all_masked) {
       y = 0.0;
     }
-    out[at + r * p.inner] = y;
+    out[at + r * p.inner] = Out(y);
   }
 }

@@ -20,24 +20,24 @@ from .elementwise import emit
 from .registry import NodeView, OpCase, register
 
 
-@register("aten.view.default", "aten._unsafe_view.default", view=True, dynamic=True)
+@register("aten.view.default", "aten._unsafe_view.default", view=True, dynamic=True, half=True)
 def reshape(ctx: Builder, node: NodeView) -> Tensor:
     t = node.args["self"]
     return ctx.reshaped(t, node.out.shape)
 
 
-@register("aten.permute.default", view=True, dynamic=True)
+@register("aten.permute.default", view=True, dynamic=True, half=True)
 def permute(ctx: Builder, node: NodeView) -> Tensor:
     return layout.permute(node.args["self"], node.args["dims"])
 
 
-@register("aten.t.default", view=True, dynamic=True)
+@register("aten.t.default", view=True, dynamic=True, half=True)
 def t(ctx: Builder, node: NodeView) -> Tensor:
     x = node.args["self"]
     return layout.permute(x, [1, 0]) if x.ndim == 2 else x
 
 
-@register("aten.transpose.int", view=True, dynamic=True)
+@register("aten.transpose.int", view=True, dynamic=True, half=True)
 def transpose(ctx: Builder, node: NodeView) -> Tensor:
     x = node.args["self"]
     dims = list(range(x.ndim))
@@ -46,34 +46,34 @@ def transpose(ctx: Builder, node: NodeView) -> Tensor:
     return layout.permute(x, dims)
 
 
-@register("aten.expand.default", view=True, dynamic=True)
+@register("aten.expand.default", view=True, dynamic=True, half=True)
 def expand(ctx: Builder, node: NodeView) -> Tensor:
     return layout.expand(node.args["self"], node.args["size"])
 
 
-@register("aten.unsqueeze.default", view=True, dynamic=True)
+@register("aten.unsqueeze.default", view=True, dynamic=True, half=True)
 def unsqueeze(ctx: Builder, node: NodeView) -> Tensor:
     return layout.unsqueeze(node.args["self"], node.args["dim"])
 
 
-@register("aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims", view=True, dynamic=True)
+@register("aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims", view=True, dynamic=True, half=True)
 def squeeze(ctx: Builder, node: NodeView) -> Tensor:
     dim = node.args.get("dim")
     return layout.squeeze(node.args["self"], None if dim is None else [dim] if isinstance(dim, int) else dim)
 
 
-@register("aten.slice.Tensor", view=True, dynamic=True)
+@register("aten.slice.Tensor", view=True, dynamic=True, half=True)
 def slice_(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return layout.slice_(a["self"], a["dim"], a["start"], a["end"], a["step"])
 
 
-@register("aten.select.int", view=True, dynamic=True)
+@register("aten.select.int", view=True, dynamic=True, half=True)
 def select(ctx: Builder, node: NodeView) -> Tensor:
     return layout.select(node.args["self"], node.args["dim"], node.args["index"])
 
 
-@register("aten.split.Tensor", "aten.split_with_sizes.default", view=True, dynamic=True)
+@register("aten.split.Tensor", "aten.split_with_sizes.default", view=True, dynamic=True, half=True)
 def split(ctx: Builder, node: NodeView) -> list[Tensor]:
     x, dim = node.args["self"], node.args["dim"]
     sizes = [m.shape[layout.normalize_dim(dim, x.ndim)] for m in node.outputs]
@@ -81,14 +81,14 @@ def split(ctx: Builder, node: NodeView) -> list[Tensor]:
     return [layout.slice_(x, dim, start, start + n, 1) for start, n in zip(starts, sizes, strict=True)]
 
 
-@register("aten.unbind.int", view=True, dynamic=True)
+@register("aten.unbind.int", view=True, dynamic=True, half=True)
 def unbind(ctx: Builder, node: NodeView) -> list[Tensor]:
     x, dim = node.args["self"], node.args["dim"]
     return [layout.select(x, dim, i) for i in range(x.shape[layout.normalize_dim(dim, x.ndim)])]
 
 
 # The graph is functional (nothing is mutated after export), so a clone can share its source's storage.
-@register("aten.clone.default", "aten.alias.default", "aten.detach.default", view=True, dynamic=True)
+@register("aten.clone.default", "aten.alias.default", "aten.detach.default", view=True, dynamic=True, half=True)
 def alias(ctx: Builder, node: NodeView) -> Tensor:
     return node.args["self"]
 
@@ -109,7 +109,7 @@ def _check_as_strided(node: NodeView) -> str | None:
     return None
 
 
-@register("aten.as_strided.default", check=_check_as_strided, view=True)
+@register("aten.as_strided.default", check=_check_as_strided, view=True, half=True)
 def as_strided(ctx: Builder, node: NodeView) -> Tensor:
     """A view of `self`'s elements laid out in torch's memory order: a view where our layout keeps that order
     (a contiguous tensor, a channels-last conv output seen as NCHW), a copy into it first otherwise."""
@@ -119,7 +119,7 @@ def as_strided(ctx: Builder, node: NodeView) -> Tensor:
                    offset=storage.offset + (a["storage_offset"] or 0))
 
 
-@register("aten.diagonal.default", view=True)
+@register("aten.diagonal.default", view=True, half=True)
 def diagonal(ctx: Builder, node: NodeView) -> Tensor:
     """The diagonal `offset` above (below, when negative) the main one of dims dim1 and dim2, as a last dim."""
     x, k = node.args["self"], node.args["offset"]
@@ -151,7 +151,7 @@ def _check_dropout(node: NodeView) -> str | None:
     return None
 
 
-@register("aten.native_dropout.default", check=_check_dropout, view=True, dynamic=True)
+@register("aten.native_dropout.default", check=_check_dropout, view=True, dynamic=True, half=True)
 def native_dropout(ctx: Builder, node: NodeView) -> list[Tensor]:
     """Inference dropout: the input itself, and a mask of ones (one stored element, broadcast) where it is read."""
     x = node.args["input"]

@@ -126,7 +126,7 @@ class Executor:
         # 16-byte multiples: kernels may bind a buffer as an array of vec4.
         self.buffers = [device.create_buffer(size=_round_up(b.size, 16), usage=usage) for b in self.program.buffers]
         for index, data in self.program.constants.items():
-            if data.nbytes:  # writes are 4-byte multiples: an odd count of float16 values gets a zero pad
+            if data.nbytes:  # writes are 4-byte multiples: an odd count of 16-bit values gets a zero pad
                 pad = -data.nbytes % 4
                 device.queue.write_buffer(self.buffers[index], 0, data.tobytes() + bytes(pad) if pad else data)
         self._staged = {x.buffer: transfer.StagedInput(self.engine, self.buffers[x.buffer].size)

@@ -170,15 +170,21 @@ def check_input(spec: Input, value: Any):
 
 
 def _torch_to_numpy(spec: Input, value) -> np.ndarray:
-    """A dense torch tensor's values; meta, sparse and dtypes numpy lacks (bfloat16) refused in one line."""
+    """A dense torch tensor's values (a bfloat16 one as its bits, uint16: its numpy host form); meta, sparse
+    and dtypes WebGPU lacks refused in one line."""
     if value.device.type == "meta":
         raise InputTypeError(f"input {spec.name!r}: a tensor on the meta device has no values to run on")
     if str(value.layout) != "torch.strided":
         raise InputTypeError(f"input {spec.name!r}: a {value.layout} tensor; pass a dense one (.to_dense())")
     name = str(value.dtype).removeprefix("torch.")
-    if name not in dtypes.DTYPES:
+    if name not in dtypes.DTYPES or (name == "bfloat16") != (spec.dtype == "bfloat16"):  # bits, past this point
         raise InputTypeError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {name}")
-    return value.detach().cpu().numpy()
+    value = value.detach().cpu()
+    if name == "bfloat16":
+        import torch  # the caller passed a torch tensor, so torch is already imported
+
+        return value.contiguous().view(torch.int16).numpy().view(np.uint16)
+    return value.numpy()
 
 
 def _to_host(array: np.ndarray, dtype: str, as_torch: bool):
@@ -187,7 +193,10 @@ def _to_host(array: np.ndarray, dtype: str, as_torch: bool):
         return array
     import torch  # the caller passed torch tensors, so torch is already imported
 
-    return torch.from_numpy(np.asarray(array, order="C"))
+    array = np.asarray(array, order="C")
+    if dtype == "bfloat16":
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
 
 
 def _show(shape: tuple) -> str:

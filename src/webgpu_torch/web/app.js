@@ -7,6 +7,7 @@
 // For a test driving the page: body[data-state] goes loading → ready → running → done (or error), and
 // `window.result` holds what the page last computed.
 
+import { halfArray, halfValues, isHalf } from './runtime/dtypes.js';
 import { load, loadCausalLM, loadSeq2Seq, openDevice } from './runtime/index.js';
 import { countLeaves, unflatten } from './runtime/tree.js';
 import { WordPiece } from './wordpiece.js';
@@ -297,7 +298,8 @@ async function anyProgram(program, name) {
   const leaves = spec.inputs.map((x) => {
     const shape = x.shape.map((d) => (typeof d === 'number' ? d : spec.symbols[/** @type {string} */ (d)].hint));
     const n = shape.reduce((a, b) => a * b, 1);
-    const data = x.dtype === 'float32' ? Float32Array.from({ length: n }, () => random.normal())
+    const normal = () => Float32Array.from({ length: n }, () => random.normal());
+    const data = x.dtype === 'float32' ? normal() : isHalf(x.dtype) ? halfArray(normal(), x.dtype)
       : x.dtype === 'bool' ? Uint8Array.from({ length: n }, () => Math.floor(random.uniform() * 2))
         : Int32Array.from({ length: n }, () => Math.floor(random.uniform() * 100));
     return { data, shape };
@@ -313,7 +315,7 @@ async function anyProgram(program, name) {
     for (let i = 0; i < REPEAT; i++) times.push((await timed(() => program.run({ args, kwargs })))[1]);
     const outputs = tensors(out);
     rows($('outputs'), ['output', 'dtype', 'shape', 'mean', 'std', 'first values'], outputs.map(([path, t]) => {
-      const xs = Array.from(t.data, Number);
+      const xs = Array.from(isHalf(t.dtype) ? halfValues(t.data, t.dtype) : t.data, Number); // 16-bit floats: their values
       const mean = xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
       const std = Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, xs.length));
       return [path, t.dtype, `[${t.shape}]`, mean.toPrecision(4), std.toPrecision(4), xs.slice(0, 4).map((v) => +v.toPrecision(4)).join(', ')];
