@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -35,12 +36,17 @@ def _linear_program():
     return webgpu_torch.compile_module(fn, (x, w, b)).program, (x, w, b), fn(x.double(), w.double(), b.double())
 
 
+FAMILY = (*gemm.VEC4_BY_SIZE, *gemm.VEC4_TUNED_ONLY, *gemm.CPU_OPTIONS)
+
+
 def test_gemm_offers_the_other_configurations():
     program, _, _ = _linear_program()
     (d,) = program.dispatches
-    names = [program.kernels[o.kernel].name for o in tuning.candidates(d)]
-    family = len(gemm.VEC4_BY_SIZE + gemm.VEC4_TUNED_ONLY)
-    assert len(names) == family and len(set(names)) == family and all(n.startswith("gemm[vec4_") for n in names), names
+    kernels = [program.kernels[o.kernel] for o in tuning.candidates(d)]
+    names = [k.name for k in kernels]
+    assert sorted(names) == sorted(f"gemm[{c}]+gelu" for c in FAMILY), names
+    assert [k.targets for k in kernels if "cpu_" in k.name] == [("cpu",)] * len(gemm.CPU_OPTIONS)
+    assert all(not k.targets for k in kernels if "cpu_" not in k.name)
 
 
 def test_forced_configuration_offers_nothing():
@@ -70,7 +76,7 @@ def test_choice_is_timed_once_then_read_from_the_cache(tmp_path, monkeypatch):
     assert again.program.dispatches[0].kernel == d.kernel
 
 
-@pytest.mark.parametrize("index", range(len(gemm.VEC4_BY_SIZE + gemm.VEC4_TUNED_ONLY)))
+@pytest.mark.parametrize("index", range(len(FAMILY)))
 def test_every_candidate_computes_the_same(index, monkeypatch, tmp_path):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     program, args, ref = _linear_program()
@@ -174,13 +180,20 @@ def test_a_subgroup_twin_is_timed_only_where_the_device_has_subgroups(tmp_path, 
     assert_close(Session(program)(x), torch.nn.functional.layer_norm(x.double(), (96,)))
 
 
-def test_a_spent_budget_leaves_groups_at_their_defaults_for_a_later_load(monkeypatch, tmp_path):
+def test_a_spent_budget_leaves_groups_at_their_best_ranked_candidate_for_a_later_load(monkeypatch, tmp_path):
+    """Untimed, a group runs what tuning would time first: the default on a GPU, an option shaped for the
+    adapter on a CPU adapter (this suite's lavapipe)."""
     cache = tmp_path / "cache.json"
     monkeypatch.setenv(tuning.CACHE_VAR, str(cache))
     monkeypatch.setenv(tuning.BUDGET_VAR, "0")
     program, args, ref = _linear_program()
     session = Session(program)
-    assert session.executor().program.dispatches[0].kernel == program.dispatches[0].kernel
+    engine = get_engine()
+    kind = tuning.adapter_kind(engine.adapter.info)
+    best = tuning._ranked(program, [0], engine.device.features, kind)[0]
+    chosen = session.executor().program.dispatches[0].kernel
+    assert chosen == tuning.candidates(program.dispatches[0])[best].kernel
+    assert program.kernels[chosen].targets == (("cpu",) if kind == "cpu" else ())
     assert not cache.exists()
     assert_close(session(*args), ref)
     monkeypatch.setenv(tuning.BUDGET_VAR, "600")
@@ -201,7 +214,10 @@ def test_only_the_best_ranked_candidates_are_timed(monkeypatch, tmp_path):
 
     monkeypatch.setattr(tuning, "_probe", spy)
     Session(program).executor()
-    assert timed and all(len(c) == 3 and c[0] == 0 for c in timed)  # the default, then two neighbours
+    engine = get_engine()
+    want = tuning._ranked(program, [0, 1], engine.device.features, tuning.adapter_kind(engine.adapter.info))[:3]
+    assert timed == [want] and 0 in want  # on a GPU the default and two neighbours; on a CPU adapter the two
+    # options targeting it, then the default
 
 
 def test_an_option_the_engine_refuses_is_never_chosen(monkeypatch, tmp_path):
@@ -223,13 +239,37 @@ def test_an_option_the_engine_refuses_is_never_chosen(monkeypatch, tmp_path):
     assert_close(session(*args), ref)
 
 
+DECISIONS = json.loads((Path(__file__).parent / "golden" / "decisions" / "tuning.json").read_text())
+
+
+@pytest.mark.parametrize("case", DECISIONS["adapter_kind"], ids=str)
+def test_decision_adapter_kind(case):
+    assert tuning.adapter_kind(case["info"]) == case["kind"]
+
+
+@pytest.mark.parametrize("case", DECISIONS["rank"], ids=str)
+def test_decision_rank(case):
+    assert tuning.rank(case["workgroups"], case["targets"], case["kind"]) == case["order"]
+
+
+@pytest.mark.parametrize("case", DECISIONS["probe_size"], ids=str)
+def test_decision_probe_size(case):
+    assert tuning.probe_size(case["timed"], case["elapsed"], case["budget"]) == case["size"]
+
+
+@pytest.mark.parametrize("case", DECISIONS["keep"], ids=str)
+def test_decision_keep(case):
+    assert tuning.keep(case["scouted"]) == case["kept"]
+
+
+@pytest.mark.parametrize("case", DECISIONS["repeats"], ids=str)
+def test_decision_repeats(case):
+    assert tuning.repeats(case["run"], case["left"]) == case["repeats"]
+
+
 def test_the_first_probe_times_one_group_then_as_many_as_the_budget_holds(monkeypatch, tmp_path):
     """A probe compiles every candidate before timing any, so the first holds one group: a cold shader cache
     on a software adapter then overruns the budget by one group's kernels, not a whole program's."""
-    assert tuning.probe_size(0, 0.0, 5.0) == 1
-    assert tuning.probe_size(1, 1.0, 5.0) == 4  # 4 s left at 1 s a group
-    assert tuning.probe_size(2, 0.5, 5.0) == tuning.GROUPS_PER_PROBE
-    assert tuning.probe_size(1, 4.9, 5.0) == 1
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     monkeypatch.setenv(tuning.BUDGET_VAR, "600")
     g = seeded("probes")
@@ -245,3 +285,50 @@ def test_the_first_probe_times_one_group_then_as_many_as_the_budget_holds(monkey
     monkeypatch.setattr(tuning, "_probe", spy)
     Session(program).executor()
     assert sizes[0] == 1 and sum(sizes) == len(tuning.groups(program)) == 3, sizes
+
+
+def _scripted_times(monkeypatch, seconds):
+    """Replaces per-dispatch timing with `seconds(i)` for probe dispatch i; returns the calls made."""
+    from webgpu_torch.runtime import timing
+
+    calls = []
+
+    def fake(executor, samples=3, repeats=1, only=None):
+        calls.append((samples, repeats, only))
+        n = len(executor.program.dispatches)
+        return [seconds(i) if only is None or i in only else float("nan") for i in range(n)]
+
+    monkeypatch.setattr(timing, "dispatch_times", fake)
+    return calls
+
+
+def test_a_slow_candidate_is_scouted_once_and_never_measured(monkeypatch, tmp_path):
+    """Each candidate runs once first; those over tuning.SLOWER times the fastest are not measured, so a tile
+    that wastes most of its work (seconds a run on a CPU adapter) costs one run, not SAMPLES x REPEATS."""
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    monkeypatch.setenv(tuning.TOP_VAR, "0")
+    program, _, _ = _linear_program()
+    count = len(tuning.candidates(program.dispatches[0]))
+    calls = _scripted_times(monkeypatch, lambda i: 10.0 if i == 0 else 1e-3 * (1 + (count - i) / count))
+    ex = Executor(program)
+    assert calls[0] == (1, 1, None)  # the scout
+    (samples, repeats, only), = calls[1:]
+    assert (samples, repeats) == (tuning.SAMPLES, tuning.REPEATS) and 0 not in only and len(only) == count - 1
+    engine = get_engine()
+    ranked = tuning._ranked(program, [0], engine.device.features, tuning.adapter_kind(engine.adapter.info))
+    fastest = ranked[count - 1]  # the last probe dispatch scouts fastest
+    assert ex.program.dispatches[0].kernel == tuning.candidates(program.dispatches[0])[fastest].kernel
+
+
+def test_a_probe_the_budget_cannot_measure_is_decided_by_its_scout(monkeypatch, tmp_path):
+    """When one run of the candidates would not fit the budget left SAMPLES + 1 times, the scout decides: a
+    load overruns its budget by one probe's compile and scout, never by a measurement."""
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    monkeypatch.setenv(tuning.BUDGET_VAR, "50")
+    program, _, _ = _linear_program()
+    calls = _scripted_times(monkeypatch, lambda i: 20.0 - i)  # within SLOWER of each other, 4 x 20 s > 50 s
+    ex = Executor(program)
+    assert calls == [(1, 1, None)]
+    engine = get_engine()
+    top = tuning._ranked(program, [0], engine.device.features, tuning.adapter_kind(engine.adapter.info))[:4]
+    assert ex.program.dispatches[0].kernel == tuning.candidates(program.dispatches[0])[top[-1]].kernel

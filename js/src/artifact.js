@@ -21,7 +21,7 @@ import * as tree from './tree.js';
 /**
  * @typedef {{name: string, source: number, entry: string, overrides: Record<string, number>,
  *   bindings: BindingKind[], uniform: UniformLayout | null, requires: string[], fallback: number | null,
- *   engineSources: Record<string, number>}} KernelSpec
+ *   engineSources: Record<string, number>, targets: string[]}} KernelSpec
  */
 /** @typedef {{size: number, role: 'input' | 'constant' | 'scratch' | 'status', name: string}} BufferSpec */
 /** @typedef {{node: string, message: string}} CheckSpec */
@@ -308,7 +308,8 @@ function readKernel(k, i, nSources) {
   const fallback = k.fallback === undefined ? null : int(k.fallback, `${it} fallback`);
   const engineSources = object(k.engine_sources ?? {}, `${it} engine_sources`);
   need(Object.values(engineSources).every((s) => isInt(s) && s >= 0 && s < nSources), `${it}: bad engine source`);
-  return { name, source, entry, overrides, bindings, uniform, requires, fallback, engineSources };
+  const targets = list(k.targets ?? [], `${it} targets`).map((t) => str(t, `${it} target`));
+  return { name, source, entry, overrides, bindings, uniform, requires, fallback, engineSources, targets };
 }
 
 /**

@@ -4,15 +4,20 @@
 // its slices) is chosen as a whole, by the sum of its members' times. The Python runtime's
 // runtime/tuning.py does the same, with the same settings.
 //
-// At load, groups whose choice is not cached are timed in probe programs (each dispatch of each candidate
-// REPEATS times in a compute pass of its own, on zero-filled copies of the buffers it binds: tile shapes,
-// not values, set the speed), the most work first, until the time budget is spent: one group in the first
-// probe, then as many as the budget left is expected to hold (probeSize), so a load overruns its budget by
-// at most one probe. In each group only the `top` best-ranked candidates are timed (compiling a candidate
-// is most of the cost on a software adapter): the default, then the others by how close their grids are to
-// its grid.
+// At load, groups whose choice is not cached are timed in probe programs (on zero-filled copies of the
+// buffers they bind: tile shapes, not values, set the speed), the most work first, until the time budget is
+// spent: one group in the first probe, then as many as the budget left is expected to hold (probeSize). A
+// probe first scouts: each candidate runs once (after a warm-up run), and only those within SLOWER times the
+// fastest are measured, REPEATS times in a compute pass of their own, SAMPLES times over, or as many repeats
+// as the budget left holds (repeats), none when not even one fits, and the scout decides. So a load overruns
+// its budget by one probe's compile and scout at most, however slow a candidate is. In each group only the
+// `top` best-ranked candidates are timed (compiling a candidate is most of the cost on a software adapter):
+// rank puts the options whose kernels target this kind of adapter first (a kernel's `targets`; "cpu" where
+// adapterKind finds one), then the default, then the others by how close their grids are to its grid.
 // A candidate whose kernel needs a feature the device lacks is neither timed nor chosen. Groups the budget
-// leaves untimed run their default and are timed at a later load. Choices persist per adapter and engine,
+// leaves untimed run their best-ranked candidate (on a GPU the default) and are timed at a later load. The
+// pure decisions (adapterKind, rank, probeSize, keep, repeats) are replayed from
+// tests/golden/tuning_decisions.json by both runtimes' tests. Choices persist per adapter and engine,
 // keyed by what the candidates are (source, entry, overrides, uniform words, grid), in a JSON file on Node
 // (WEBGPU_TORCH_JS_CACHE, default ~/.cache/webgpu_torch/tuning-js.json) or IndexedDB in a browser.
 // Settings: the load options `tune` (WEBGPU_TORCH_TUNE=0: off), `tuneBudget` (WEBGPU_TORCH_TUNE_BUDGET,
@@ -38,6 +43,8 @@ export const TOP_VAR = 'WEBGPU_TORCH_TUNE_TOP';
 const REPEATS = 8;
 const SAMPLES = 3;
 const GROUPS_PER_PROBE = 8;
+const SLOWER = 4; // a candidate scouted this many times slower than its group's fastest is not measured
+const CPU = 'cpu'; // the kind of adapter whose invocations run on CPU threads (a kernel's `targets`)
 
 /**
  * @typedef {object} TuningOptions
@@ -61,6 +68,16 @@ function setting(option, name, fallback) {
   const n = Number(value);
   if (!Number.isFinite(n)) throw new Error(`${name}=${JSON.stringify(value)}: give a number`);
   return n;
+}
+
+/**
+ * "cpu" for an adapter whose invocations run on CPU threads (SwiftShader, lavapipe, WARP): browsers and Dawn
+ * for Node mark their software adapters `isFallbackAdapter` (Dawn: exactly its CPU adapters), Dawn and
+ * wgpu-native's own APIs say `adapter_type`; else "gpu".
+ * @param {{adapter_type?: string, is_fallback_adapter?: boolean}} info
+ */
+export function adapterKind(info) {
+  return String(info.adapter_type ?? '').toLowerCase() === CPU || info.is_fallback_adapter === true ? CPU : 'gpu';
 }
 
 /**
@@ -130,58 +147,70 @@ export async function resolve(spec, gpu, features, options = {}) {
     const valid = Number.isInteger(chosen[key]) && chosen[key] >= 0 && chosen[key] <= spec.dispatches[which[g][0]].options.length;
     if (!valid && !missing.has(key)) missing.set(key, which[g]); // a hand-edited entry is timed again
   });
+  /** @type {Map<string, number[]>} each missing group's usable candidates, best-ranked first */
+  const ranked = new Map([...missing].map(([key, members]) => [key, usableRanked(spec, members, features, adapterKind(gpu.adapter))]));
   if (missing.size) {
-    const timed = await measure(spec, gpu, features, missing, options);
+    const timed = await measure(spec, gpu, features, missing, ranked, options);
     if (Object.keys(timed).length) {
       Object.assign(chosen, timed);
       await cache?.save(device, chosen);
     }
   }
-  return choose(spec, which, keys.map((key) => chosen[key] ?? 0)); // a group left untimed runs its default
+  // A group the budget left untimed runs its best-ranked candidate (the default, unless one targets this kind
+  // of adapter), and is timed at a later load.
+  return choose(spec, which, keys.map((key) => chosen[key] ?? ranked.get(key)?.[0] ?? 0));
 }
 
 /**
- * For each key timed within the budget, the index of its group's fastest candidate this device can run (a
- * group left with one such candidate takes it untimed).
+ * For each key timed within the budget, the index of its group's fastest candidate among the best-ranked
+ * usable ones (a group left with one such candidate takes it untimed).
  * @param {ProgramSpec} spec
  * @param {Gpu} gpu
  * @param {Set<string>} features
  * @param {Map<string, number[]>} which
+ * @param {Map<string, number[]>} usable
  * @param {TuningOptions} options
  * @returns {Promise<Choices>}
  */
-async function measure(spec, gpu, features, which, options) {
+async function measure(spec, gpu, features, which, usable, options) {
   const top = setting(options.tuneTop, TOP_VAR, 4) || Infinity;
   const budget = setting(options.tuneBudget, BUDGET_VAR, 5) * 1000;
   /** @type {Choices} */
   const chosen = {};
   /** @type {Map<string, number[]>} */
   const ranked = new Map();
-  for (const [key, members] of which) {
-    const r = rank(spec, members, features).slice(0, top);
+  for (const [key, all] of usable) {
+    const r = all.slice(0, top);
     if (r.length === 1) chosen[key] = r[0]; // nothing to compare
-    else ranked.set(key, r);
+    else if (r.length) ranked.set(key, r);
   }
-  const order = [...ranked.keys()].sort((a, b) => work(spec, /** @type {number[]} */ (which.get(b))) - work(spec, /** @type {number[]} */ (which.get(a))));
+  const members = (/** @type {string} */ key) => /** @type {number[]} */ (which.get(key));
+  const order = [...ranked.keys()].sort((a, b) => work(spec, members(b)) - work(spec, members(a)));
   const start = performance.now();
+  const deadline = start + budget;
   const progress = new Progress(order.length);
   let timed = 0;
   let elapsed = 0;
   while (timed < order.length && (elapsed = performance.now() - start) < budget) {
     const keys = order.slice(timed, timed + probeSize(timed, elapsed, budget));
-    progress.show(timed, spec.dispatches[/** @type {number[]} */ (which.get(keys[0]))[0]].node, elapsed);
-    const { probe, starts } = probeSpec(spec, features, keys.map((key) => [/** @type {number[]} */ (which.get(key)), /** @type {number[]} */ (ranked.get(key))]));
+    progress.show(timed, spec.dispatches[members(keys[0])[0]].node, elapsed);
+    const groups = keys.map((key) => /** @type {[number[], number[]]} */ ([members(key), ranked.get(key)]));
+    const { probe, starts } = probeSpec(spec, features, groups);
     const executor = await Executor.create(probe, gpu, features);
     try {
-      const times = await dispatchTimes(executor, SAMPLES, REPEATS);
+      const perCandidate = (/** @type {number[]} */ times) => groups.map(([m, cands], g) => cands.map((_, c) =>
+        times.slice(starts[g] + c * m.length, starts[g] + (c + 1) * m.length).reduce((a, b) => a + b, 0)));
+      let times = perCandidate(await dispatchTimes(executor, 1, 1));
+      const kept = times.map(keep);
+      const measured = kept.flatMap((k, g) => (k.length > 1 ? k.map((c) => [g, c]) : []));
+      const reps = repeats(measured.reduce((t, [g, c]) => t + times[g][c], 0), deadline - performance.now());
+      if (measured.length && reps) {
+        const only = measured.flatMap(([g, c]) => groups[g][0].map((_, j) => starts[g] + c * groups[g][0].length + j));
+        times = perCandidate(await dispatchTimes(executor, SAMPLES, reps, only));
+      }
       keys.forEach((key, g) => {
-        const members = /** @type {number[]} */ (which.get(key));
-        const cands = /** @type {number[]} */ (ranked.get(key));
-        const totals = cands.map((_, c) => {
-          const at = starts[g] + c * members.length;
-          return times.slice(at, at + members.length).reduce((a, b) => a + b, 0);
-        });
-        chosen[key] = cands[totals.indexOf(Math.min(...totals))];
+        const best = kept[g].reduce((a, c) => (times[g][c] < times[g][a] ? c : a));
+        chosen[key] = groups[g][1][best];
       });
       timed += keys.length;
     } finally {
@@ -190,6 +219,29 @@ async function measure(spec, gpu, features, which, options) {
   }
   progress.done(timed, order.length, performance.now() - start);
   return chosen;
+}
+
+/**
+ * Which candidates of a group, by their scouted times, are worth measuring: those within SLOWER times the
+ * fastest.
+ * @param {number[]} scouted
+ * @returns {number[]}
+ */
+export function keep(scouted) {
+  const best = Math.min(...scouted);
+  return scouted.flatMap((t, c) => (t <= SLOWER * best ? [c] : []));
+}
+
+/**
+ * How many times each measured dispatch repeats in its pass when one run of all of them takes `run` and
+ * `left` of the budget remains (any one unit): REPEATS, or as many as SAMPLES + 1 passes of them fit (0:
+ * none fits, the scout decides).
+ * @param {number} run
+ * @param {number} left
+ */
+export function repeats(run, left) {
+  if (run <= 0) return REPEATS;
+  return Math.max(0, Math.min(REPEATS, Math.floor(left / ((SAMPLES + 1) * run))));
 }
 
 /**
@@ -206,20 +258,36 @@ export function probeSize(timed, elapsed, budget) {
 }
 
 /**
- * The group's candidates this device can run: the default first, then by how far (in log2) the leader's
- * workgroup count is from the default's.
+ * Candidates in the order tuning times them, from each one's leader's workgroup count and its kernel's
+ * targets (candidate 0 is the default): those targeting `kind` of adapter first, then the default, then the
+ * rest; each part by how far (in log2) its workgroup count is from the default's.
+ * @param {number[]} workgroups
+ * @param {string[][]} targets
+ * @param {string} kind
+ * @returns {number[]}
+ */
+export function rank(workgroups, targets, kind) {
+  const key = (/** @type {number} */ c) => [targets[c].includes(kind) ? 0 : 1, c === 0 ? 0 : 1, Math.abs(Math.log2(workgroups[c] / workgroups[0]))];
+  return [...workgroups.keys()].sort((a, b) => {
+    const ka = key(a);
+    const kb = key(b);
+    return ka[0] - kb[0] || ka[1] - kb[1] || ka[2] - kb[2] || a - b;
+  });
+}
+
+/**
+ * The group's candidates this device can run, as rank orders them.
  * @param {ProgramSpec} spec
  * @param {number[]} members
  * @param {Set<string>} features
+ * @param {string} kind
  */
-function rank(spec, members, features) {
+function usableRanked(spec, members, features, kind) {
   const leader = candidates(spec.dispatches[members[0]]);
-  const count = leader.length;
-  const size = (/** @type {number} */ c) => leader[c].grid[0] * leader[c].grid[1] * leader[c].grid[2];
-  const distance = (/** @type {number} */ c) => Math.abs(Math.log2(size(c) / size(0)));
-  const usable = [...Array(count).keys()].filter((c) => members.every((i) =>
-    spec.kernels[candidates(spec.dispatches[i])[c].kernel].requires.every((f) => features.has(f))));
-  return usable.sort((a, b) => (a === 0 ? -1 : b === 0 ? 1 : distance(a) - distance(b)));
+  const usable = (/** @type {number} */ c) => members.every((i) =>
+    spec.kernels[candidates(spec.dispatches[i])[c].kernel].requires.every((f) => features.has(f)));
+  const order = rank(leader.map((o) => o.grid[0] * o.grid[1] * o.grid[2]), leader.map((o) => spec.kernels[o.kernel].targets), kind);
+  return order.filter(usable);
 }
 
 /**

@@ -1,7 +1,8 @@
-// The device-free parts: CRC-32, expressions, float16 widening, int64 conversion, trees, tuning's probe
-// sizes, and reader rules the golden corpus does not break one by one.
+// The device-free parts: CRC-32, expressions, float16 widening, int64 conversion, trees, tuning's decision
+// vectors, and reader rules the golden corpus does not break one by one.
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
 import { crc32 } from '../src/crc32.js';
@@ -10,7 +11,7 @@ import { ArtifactError, InputError, InputTypeError, parse } from '../src/index.j
 import * as expr from '../src/expr.js';
 import { Seq2Seq } from '../src/generation.js';
 import { flatten, unflatten } from '../src/tree.js';
-import { probeSize } from '../src/tuning.js';
+import { adapterKind, keep, probeSize, rank, repeats } from '../src/tuning.js';
 import { container, splitArtifact } from '../testkit/build.js';
 import { affine, grouped } from '../testkit/programs.js';
 
@@ -83,11 +84,15 @@ function edited(edit, raw = affine()) {
   return container(new TextEncoder().encode(JSON.stringify(header)), data);
 }
 
-test('tuning probes one group first, then as many as the budget left holds at the time per group so far', () => {
-  assert.equal(probeSize(0, 0, 5000), 1);
-  assert.equal(probeSize(1, 1000, 5000), 4); // 4 s left at 1 s a group
-  assert.equal(probeSize(2, 500, 5000), 8); // at most GROUPS_PER_PROBE
-  assert.equal(probeSize(1, 4900, 5000), 1);
+// Tuning's pure decisions, replayed from the vectors the Python runtime's tests replay too.
+const decisions = JSON.parse(readFileSync(new URL('../../tests/golden/decisions/tuning.json', import.meta.url), 'utf8'));
+
+test('tuning decides as tests/golden/decisions/tuning.json says', () => {
+  for (const c of decisions.adapter_kind) assert.equal(adapterKind(c.info), c.kind, JSON.stringify(c));
+  for (const c of decisions.rank) assert.deepEqual(rank(c.workgroups, c.targets, c.kind), c.order, JSON.stringify(c));
+  for (const c of decisions.probe_size) assert.equal(probeSize(c.timed, c.elapsed, c.budget), c.size, JSON.stringify(c));
+  for (const c of decisions.keep) assert.deepEqual(keep(c.scouted), c.kept, JSON.stringify(c));
+  for (const c of decisions.repeats) assert.equal(repeats(c.run, c.left), c.repeats, JSON.stringify(c));
 });
 
 test('the reader refuses what the contract rules out beyond the golden cases', () => {

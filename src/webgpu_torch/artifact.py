@@ -102,6 +102,8 @@ def _kernel_json(k: Kernel) -> dict:
         out["fallback"] = k.fallback
     if k.engine_sources:
         out["engine_sources"] = dict(k.engine_sources)
+    if k.targets:
+        out["targets"] = list(k.targets)
     return out
 
 
@@ -250,7 +252,8 @@ def _kernel(k: dict) -> Kernel:
                   tuple(sorted((_str(e, "engine"), _int(s, "engine source"))
                                for e, s in _dict(k.get("engine_sources", {}), "engine_sources").items())),
                   tuple(_str(f, "feature") for f in _list(k.get("requires", []), "requires")),
-                  _int(k["fallback"], "fallback") if "fallback" in k else None)
+                  _int(k["fallback"], "fallback") if "fallback" in k else None,
+                  tuple(_str(t, "target") for t in _list(k.get("targets", []), "targets")))
 
 
 def _tensor(t: dict, expr) -> Tensor:

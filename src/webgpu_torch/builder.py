@@ -28,13 +28,15 @@ class KernelSpec:
     consts: tuple[tuple[str, Any], ...] = ()
     overrides: tuple[tuple[str, float], ...] = ()
     engine_files: tuple[tuple[str, str], ...] = ()  # (engine, file): that engine's version of the kernel
+    targets: tuple[str, ...] = ()  # kinds of adapter it is shaped for (program.Kernel.targets)
 
     @staticmethod
     def of(file: str, name: str, *, entry: str = "main", consts: dict | None = None,
-           overrides: dict | None = None, engine_files: dict | None = None) -> KernelSpec:
+           overrides: dict | None = None, engine_files: dict | None = None,
+           targets: tuple[str, ...] = ()) -> KernelSpec:
         return KernelSpec(file, name, entry, tuple(sorted((consts or {}).items())),
                           tuple(sorted((k, float(v)) for k, v in (overrides or {}).items())),
-                          tuple(sorted((engine_files or {}).items())))
+                          tuple(sorted((engine_files or {}).items())), tuple(targets))
 
 
 DEFAULT_MAX_BINDING = 128 * 2**20  # WebGPU's default maxStorageBufferBindingSize: every adapter binds this much
@@ -236,12 +238,13 @@ class Builder:
         name = spec.name.replace(",f16", ",f16 widened") if widen else spec.name
         if wgsl.uses_subgroup_matrix(source):
             return Kernel(name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources,
-                          wgsl.SUBGROUP_MATRIX_FEATURES)
+                          wgsl.SUBGROUP_MATRIX_FEATURES, targets=spec.targets)
         if not wgsl.uses_f16(source):
-            return Kernel(name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources)
+            return Kernel(name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources,
+                          targets=spec.targets)
         fallback = self._kernel_index(self._make_kernel(spec, source, kinds, layout, widen=True))
         return Kernel(spec.name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources,
-                      (F16,), fallback)
+                      (F16,), fallback, spec.targets)
 
     def _subgroup_twin(self, spec: KernelSpec) -> int | None:
         """The kernel of `spec` built with its helpers' subgroup twins (wgsl.kernel_source), if it has any."""

@@ -134,7 +134,8 @@ class Kernel:
     optional WebGPU features its source uses: a kernel needing `subgroups` or subgroup matrices is only ever
     an option beside one that needs neither (tuning takes it where the device has them and it runs faster);
     any other needing `shader-f16` names a `fallback` kernel, the same one in float32, for devices without
-    the feature."""
+    the feature. `targets` names the kinds of adapter its shape is built for ("cpu": adapters whose
+    invocations run on CPU threads): tuning times such an option first on such an adapter."""
 
     name: str  # readable variant name, e.g. "gemm[128x128]"; shown in profiles
     source: int  # index into Program.sources
@@ -145,6 +146,7 @@ class Kernel:
     engine_sources: tuple[tuple[str, int], ...] = ()  # (engine name, source index)
     requires: tuple[str, ...] = ()  # optional WebGPU features its source uses
     fallback: int | None = None  # kernel index: this kernel in float32, for devices without shader-f16
+    targets: tuple[str, ...] = ()  # kinds of adapter it is shaped for (TARGETS); a ranking hint for tuning
 
     def source_for(self, engine: str) -> int:
         return dict(self.engine_sources).get(engine, self.source)

@@ -48,6 +48,7 @@ class GemmConfig:
     file: ClassVar[str] = FILE
     vec4: ClassVar[bool] = False
     engine_files: ClassVar[dict[str, str]] = {}
+    targets: ClassVar[tuple[str, ...]] = ()  # kinds of adapter it is shaped for (program.Kernel.targets)
 
     def __post_init__(self):
         wg_m, wg_n = self.tile_m // self.thread_m, self.tile_n // self.thread_n
@@ -80,6 +81,7 @@ class Vec4Config:
     vec4: ClassVar[bool] = True
     # wgpu-native's shader compiler spills gemm_vec4.wgsl's accumulator array; this style keeps registers.
     engine_files: ClassVar[dict[str, str]] = {"wgpu": "gemm_vec4_regs.wgsl"}
+    targets: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self):
         threads = self.wg_m * self.wg_n
@@ -122,6 +124,7 @@ class MatrixConfig:
     file: ClassVar[str] = "gemm_subgroup_matrix.wgsl"
     vec4: ClassVar[bool] = True
     engine_files: ClassVar[dict[str, str]] = {}
+    targets: ClassVar[tuple[str, ...]] = ()
 
     @property
     def tile_m(self) -> int:
@@ -155,6 +158,40 @@ class MatrixConfig:
                 "PARTS": self.parts}
 
 
+@dataclass(frozen=True)
+class CpuConfig:
+    """A configuration of gemm_cpu.wgsl, shaped for adapters whose invocations run on CPU threads (SwiftShader,
+    lavapipe): no workgroup memory, no barrier; WG_M x WG_N invocations, each GM x GN blocks of 4 x 4 outputs
+    read straight from A and B in k-steps of 4. A tuning option on every vec4 GEMM, never the default; its
+    kernels declare that they target CPU adapters, where tuning ranks them first (runtime/tuning.py)."""
+
+    wg_m: int
+    wg_n: int
+    gm: int
+    gn: int
+    tile_k: ClassVar[int] = 4
+    file: ClassVar[str] = "gemm_cpu.wgsl"
+    vec4: ClassVar[bool] = True
+    engine_files: ClassVar[dict[str, str]] = {}
+    targets: ClassVar[tuple[str, ...]] = ("cpu",)
+
+    def __post_init__(self):
+        if self.gm not in (1, 2) or self.gn not in (1, 2) or self.wg_m * self.wg_n > MAX_THREADS:
+            raise ValueError(f"{self}: GM and GN must be 1 or 2, and at most {MAX_THREADS} invocations")
+
+    @property
+    def tile_m(self) -> int:
+        return 4 * self.gm * self.wg_m
+
+    @property
+    def tile_n(self) -> int:
+        return 4 * self.gn * self.wg_n
+
+    @property
+    def consts(self) -> dict[str, int]:
+        return {"WG_M": self.wg_m, "WG_N": self.wg_n, "GM": self.gm, "GN": self.gn}
+
+
 CONFIGS = {
     "pr": GemmConfig(32, 32, 32, 4, 4),
     "64x64": GemmConfig(64, 64, 16, 4, 4),
@@ -171,6 +208,10 @@ CONFIGS = {
     "sm_f16_128x64": MatrixConfig(2, 2, 16, 2, 1),
     "sm_f16_64x64": MatrixConfig(1, 2, 32, 2, 1),
     "sm_f16x3_128x128": MatrixConfig(2, 4, 16, 1, 2),
+    "cpu_4x8": CpuConfig(1, 16, 1, 2),
+    "cpu_8x8": CpuConfig(1, 16, 2, 2),
+    "cpu_4x4": CpuConfig(1, 16, 1, 1),
+    "cpu_8x8_sq": CpuConfig(4, 4, 2, 2),
 }
 
 
@@ -191,6 +232,9 @@ VEC4_BY_SIZE = ("vec4_128x128", "vec4_128x64", "vec4_64x64", "vec4_32x64")
 # so half as many per FMA, which 64-thread workgroups feel most).
 VEC4_TUNED_ONLY = ("vec4_64x64_k16", "vec4_32x64_k16")
 SCALAR_BY_SIZE = ("128x128", "64x64", "pr")
+# Tuning candidates only, shaped for CPU adapters (tuning times them first there): unsplit, since a CPU has a
+# few cores to fill, not a GPU's hundreds of blocks.
+CPU_OPTIONS = ("cpu_4x8", "cpu_8x8")
 # Matrix-unit configurations: under precision="float16", tuning options beside the float32 ones wherever both
 # operands are vec4-readable. The split, float32-accurate configuration is offered nowhere (only forced): on an
 # H200 it ran 4096³ slower than the float32 kernel (37.0 against 42.0 TFLOP/s) with 2.2x its error.
@@ -352,7 +396,8 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     hb, hm, hn = (symbolic.hint(v) for v in (batch, m, n))
     name = choose_config(hb, hm, hn, None not in axes, "auto" if forced == "gemv" else forced)
     family = (*VEC4_BY_SIZE, *VEC4_TUNED_ONLY, *_matrix_options(ctx)) if CONFIGS[name].vec4 else SCALAR_BY_SIZE
-    others = [c for c in family if c != name] if forced == "auto" else []
+    cpu = CPU_OPTIONS if CONFIGS[name].vec4 else ()
+    others = [c for c in (*family, *cpu) if c != name] if forced == "auto" else []
     static = isinstance(k, int) and isinstance(batch, int)
     splits, part = split_k(hb, hm, hn, k, name) if forced == "auto" and CONFIGS[name].vec4 and static else (1, k)
     if splits == 1:
@@ -365,7 +410,7 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     # the slices into slice 0 (the result) with bias, residual and activation. Both dispatches belong to the
     # candidate, so an unsplit one costs a pass over its (small: the rule splits only small outputs) output.
     plans = list(dict.fromkeys([(name, splits, part), *((c, *split_k(hb, hm, hn, k, c)) for c in family),
-                                *((c, 1, k) for c in family)]))
+                                *((c, 1, k) for c in (*family, *cpu))]))
     slices = ctx.new((max(s for _, s, _ in plans), batch, m, n))
     spec = KernelSpec.of("gemm_split_sum.wgsl", "gemm_split_sum" + epilogue.suffix(ep),
                          overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep)})
@@ -398,14 +443,14 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
     label = f"conv[im2col_nhwc,{name}{b_label}]" if im2col else f"gemm[{name}{b_label}]"
     spec = KernelSpec.of(cfg.file, label + epilogue.suffix(ep), consts={**cfg.consts, **b_type}, overrides={
         "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, **_addend_overrides(bias3, res3), **epilogue.overrides(ep),
-        **({"A_IM2COL": True} if im2col else {})}, engine_files=cfg.engine_files)
+        **({"A_IM2COL": True} if im2col else {})}, engine_files=cfg.engine_files, targets=cfg.targets)
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
               "splits": splits, "k_part": part, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}
     ctx.dispatch(spec, [a3.image if im2col else a3, b3, bias3 or ctx.dummy(), out, res3 or ctx.dummy()], params,
                  tiles_m * tiles_n * batch * splits)
 
 
-GEMV_TEAMS = (32, 1)  # dot_k's lanes per column: the default for GPUs, then one per column (CPU adapters)
+GEMV_TEAMS = (32, 1)  # dot_k's lanes per column: the default for GPUs, then one per column (targets CPU adapters)
 
 
 def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None, alpha: float,
@@ -432,7 +477,8 @@ def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, r
     spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}{team_label}]{epilogue.suffix(ep)}",
                          entry=entry, consts={"ROWS": rows, **b_type},
                          overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep),
-                                    **({"TEAM": team} if b_k_contiguous else {})})
+                                    **({"TEAM": team} if b_k_contiguous else {})},
+                         targets=("cpu",) if team == 1 else ())
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 1, "tiles_n": blocks_n, "splits": 1,
               "k_part": k, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}
     ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out, res3 or ctx.dummy()], params, blocks_n * batch)

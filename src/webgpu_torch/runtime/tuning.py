@@ -3,18 +3,25 @@ configurations, attention thread layouts, a row kernel's subgroup twin) runs the
 device. A group (a split GEMM and the reduction of its slices: dispatches that `follow` a leader) is chosen
 as a whole, by the sum of its members' times, since a split that speeds the GEMM costs its reduction.
 
-At load, groups whose choice is not yet cached are timed in probe programs (each dispatch of each candidate
-`REPEATS` times in a compute pass of its own, on zero-filled copies of the buffers it binds: the tile shapes,
-not the values, set the speed), the most work first, until the time budget is spent: one group in the first
-probe, then as many as the budget left is expected to hold (`probe_size`), so a load overruns its budget by at
-most one probe. In each group only the `TOP` best-ranked candidates are timed (compiling a candidate's kernel
-is most of the cost on a software adapter): the compiler's default, then the others by how close their grids
-are to the default's — neighbouring tile configurations and splits, since the default already sizes its grid
-to the problem. An option whose kernel needs a feature the device lacks (`Kernel.requires`) is neither timed
-nor chosen. Groups the budget leaves untimed run their default and are timed at a later load. Choices persist
-in a JSON cache per adapter, driver and engine, keyed by what the candidates are (their source, entry,
-overrides, packed Params and grid), shared by every program on the device: a later load of any program with
-the same shapes times nothing. While timing, a progress line on a terminal says what is being timed.
+At load, groups whose choice is not yet cached are timed in probe programs (on zero-filled copies of the
+buffers they bind: the tile shapes, not the values, set the speed), the most work first, until the time budget
+is spent: one group in the first probe, then as many as the budget left is expected to hold (`probe_size`).
+A probe first scouts: each candidate runs once (after a warm-up run), and only those within `SLOWER` times
+the fastest are measured, `REPEATS` times in a compute pass of their own, `SAMPLES` times over — or as many
+repeats as the budget left holds (`repeats`), none when it holds not even one, and the scout decides. So a
+load overruns its budget by one probe's compile and scout at most, however slow a candidate is (a 128 x 128
+tile over a one-row product on a CPU adapter runs for seconds). In each group only the `TOP` best-ranked
+candidates are timed (compiling a candidate's kernel is most of the cost on a software adapter): `rank` puts
+the options whose kernels target this kind of adapter first (`Kernel.targets`; "cpu" where `adapter_kind`
+finds one), then the compiler's default, then the others by how close their grids are to the default's —
+neighbouring tile configurations and splits, since the default already sizes its grid to the problem. An
+option whose kernel needs a feature the device lacks (`Kernel.requires`) is neither timed nor chosen. Groups
+the budget leaves untimed run their best-ranked candidate (on a GPU the default) and are timed at a later
+load. Choices persist in a JSON cache per adapter, driver and engine, keyed by what the candidates are (their
+source, entry, overrides, packed Params and grid), shared by every program on the device: a later load of any
+program with the same shapes times nothing. While timing, a progress line on a terminal says what is being
+timed. The pure decisions (`adapter_kind`, `rank`, `probe_size`, `keep`, `repeats`) are replayed from
+tests/golden/tuning_decisions.json by this package's and the JavaScript runtime's tests alike.
 
 `WEBGPU_TORCH_TUNE=0` runs every dispatch's default and times nothing; `WEBGPU_TORCH_TUNE_BUDGET` (seconds,
 default 5) and `WEBGPU_TORCH_TUNE_TOP` (candidates per group, default 4; 0 for all) bound the timing;
@@ -47,6 +54,8 @@ TOP_VAR = "WEBGPU_TORCH_TUNE_TOP"
 REPEATS = 8
 SAMPLES = 3
 GROUPS_PER_PROBE = 8
+SLOWER = 4.0  # a candidate scouted this many times slower than its group's fastest is not measured
+CPU = "cpu"  # the kind of adapter whose invocations run on CPU threads (Kernel.targets)
 
 
 def _number(var: str, default: float) -> float:
@@ -69,6 +78,13 @@ def device_key(engine: Engine) -> str:
     info = engine.adapter.info
     return " | ".join([engine.name, engine.wgpu.__version__, info.get("device", ""), info.get("description", ""),
                        info.get("backend_type", "")])
+
+
+def adapter_kind(info: dict) -> str:
+    """"cpu" for an adapter whose invocations run on CPU threads (SwiftShader, lavapipe, WARP): Dawn and
+    wgpu-native say so in `adapter_type`, a browser by `is_fallback_adapter` (`isFallbackAdapter`); else
+    "gpu"."""
+    return CPU if str(info.get("adapter_type", "")).lower() == CPU or info.get("is_fallback_adapter") is True else "gpu"
 
 
 def candidates(d: Dispatch) -> list[Option]:
@@ -126,32 +142,40 @@ def resolve(program: Program, engine: Engine) -> Program:
     # One representative per key; an entry that is not a candidate's index (a hand-edited cache) is re-timed.
     missing = {key: g for key, g in zip(keys, tunable, strict=True)
                if chosen.get(key) not in range(len(program.dispatches[g[0]].options) + 1)}
+    kind = adapter_kind(engine.adapter.info)
+    ranked = {key: _ranked(program, members, engine.device.features, kind) for key, members in missing.items()}
     if missing:
-        timed = _measure(program, engine, missing)
+        timed = _measure(program, engine, missing, ranked)
         if timed:
             chosen.update(timed)
             _write(path, cache)
     dispatches = list(program.dispatches)
     for key, members in zip(keys, tunable, strict=True):
-        for i in members:  # a group the budget left untimed runs its default
-            dispatches[i] = dispatches[i].choose(candidates(dispatches[i])[chosen.get(key, 0)])
+        # A group the budget left untimed runs its best-ranked candidate (the default, unless one targets this
+        # kind of adapter), and is timed at a later load.
+        pick = chosen[key] if key in chosen else ranked[key][0] if ranked[key] else 0
+        for i in members:
+            dispatches[i] = dispatches[i].choose(candidates(dispatches[i])[pick])
     return replace(program, dispatches=dispatches)
 
 
-def _measure(program: Program, engine: Engine, which: dict[str, list[int]]) -> dict[str, int]:
-    """For each key timed within the budget, the index of its group's fastest candidate that this device can
-    run (a group left with one such candidate takes it untimed)."""
+def _measure(program: Program, engine: Engine, which: dict[str, list[int]], usable: dict[str, list[int]]
+             ) -> dict[str, int]:
+    """For each key timed within the budget, the index of its group's fastest candidate among the best-ranked
+    `usable` ones (a group left with one such candidate takes it untimed)."""
     top = int(_number(TOP_VAR, 4)) or None
-    ranked = {key: _ranked(program, members, engine.device.features)[:top] for key, members in which.items()}
+    ranked = {key: c[:top] for key, c in usable.items()}
     chosen = {key: c[0] for key, c in ranked.items() if len(c) == 1}
     order = sorted((key for key in which if key not in chosen), key=lambda key: -_work(program, which[key]))
-    budget, start = _number(BUDGET_VAR, 5.0), time.perf_counter()
+    budget = _number(BUDGET_VAR, 5.0)
+    start = time.perf_counter()
+    deadline = start + budget
     progress = _Progress(len(order))
     first = 0
     while first < len(order) and (elapsed := time.perf_counter() - start) < budget:
         keys = order[first:first + probe_size(first, elapsed, budget)]
         progress.show(first, program.dispatches[which[keys[0]][0]].node, elapsed)
-        chosen.update(_fastest(program, engine, {key: which[key] for key in keys}, ranked))
+        chosen.update(_fastest(program, engine, {key: which[key] for key in keys}, ranked, deadline))
         first += len(keys)
     progress.done(sum(key in chosen for key in order), len(order), time.perf_counter() - start)
     return chosen
@@ -166,48 +190,86 @@ def probe_size(timed: int, elapsed: float, budget: float) -> int:
     return max(1, min(GROUPS_PER_PROBE, int((budget - elapsed) * timed / max(elapsed, 1e-9))))
 
 
-def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], ranked: dict[str, list[int]]
-             ) -> dict[str, int]:
-    """Each group's fastest candidate, timed in one probe. A candidate the engine refuses (a kernel its shader
-    compiler rejects) is never chosen: when the probe fails, its groups are timed one by one, and a group that
-    still fails, one candidate at a time, dropping those that fail. A probe that times out ends the tuning."""
+def keep(scouted: list[float]) -> list[int]:
+    """Which candidates of a group, by their scouted seconds, are worth measuring: those within SLOWER times
+    the fastest."""
+    best = min(scouted)
+    return [c for c, t in enumerate(scouted) if t <= SLOWER * best]
+
+
+def repeats(run: float, left: float) -> int:
+    """How many times each measured dispatch repeats in its pass when one run of all of them takes `run`
+    seconds and `left` seconds of budget remain: REPEATS, or as many as SAMPLES + 1 passes of them fit (0: none
+    fits, the scout decides)."""
+    if run <= 0:
+        return REPEATS
+    return max(0, min(REPEATS, int(left / ((SAMPLES + 1) * run))))
+
+
+def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], ranked: dict[str, list[int]],
+             deadline: float) -> dict[str, int]:
+    """Each group's fastest candidate, scouted and measured in one probe (the module's docstring). A candidate
+    the engine refuses (a kernel its shader compiler rejects) is never chosen: when the probe fails, its groups
+    are timed one by one, and a group that still fails, one candidate at a time, dropping those that fail. A
+    probe that times out ends the tuning."""
     from .executor import Executor
     from .timing import dispatch_times
 
     keys = list(which)
     probe, starts = _probe(program, [which[key] for key in keys], [ranked[key] for key in keys])
     try:
-        times = dispatch_times(Executor(probe, engine.name), samples=SAMPLES, repeats=REPEATS)
+        executor = Executor(probe, engine.name)
+        times = _per_candidate(dispatch_times(executor, samples=1, repeats=1), keys, starts, which, ranked)
+        kept = {key: keep(t) for key, t in times.items()}
+        measured = [(key, c) for key in keys if len(kept[key]) > 1 for c in kept[key]]
+        reps = repeats(sum(times[key][c] for key, c in measured), deadline - time.perf_counter())
+        if measured and reps:
+            only = [starts[keys.index(key)] + c * len(which[key]) + j for key, c in measured
+                    for j in range(len(which[key]))]
+            times = _per_candidate(dispatch_times(executor, samples=SAMPLES, repeats=reps, only=only), keys,
+                                   starts, which, ranked)
     except CallTimeout:
         raise  # the device is still running the probe: retrying candidates would queue behind it
     except DeviceError:
         if len(keys) > 1:
-            return {k: v for key in keys for k, v in _fastest(program, engine, {key: which[key]}, ranked).items()}
+            return {k: v for key in keys
+                    for k, v in _fastest(program, engine, {key: which[key]}, ranked, deadline).items()}
         (key,) = keys
         if len(ranked[key]) == 1:
             return {}  # its only candidate fails: the load will say why
-        runnable = [c for c in ranked[key] if _fastest(program, engine, which, {key: [c]})]
-        return _fastest(program, engine, which, {key: runnable}) if runnable else {}
-    chosen = {}
+        runnable = [c for c in ranked[key] if _fastest(program, engine, which, {key: [c]}, deadline)]
+        return _fastest(program, engine, which, {key: runnable}, deadline) if runnable else {}
+    return {key: ranked[key][min(kept[key], key=lambda c, t=times[key]: t[c])] for key in keys}
+
+
+def _per_candidate(times: list[float], keys: list[str], starts: list[int], which: dict[str, list[int]],
+                   ranked: dict[str, list[int]]) -> dict[str, list[float]]:
+    """Each group's seconds per candidate (its members' times summed), from a probe's per-dispatch times (NaN
+    for dispatches not timed)."""
+    out = {}
     for key, at in zip(keys, starts, strict=True):
-        c, members = ranked[key], which[key]
-        if len(c) == 1:
-            chosen[key] = c[0]
-            continue
-        per = np.reshape(times[at:at + len(c) * len(members)], (len(c), len(members))).sum(axis=1)
-        chosen[key] = c[int(np.argmin(per))]
-    return chosen
+        n, members = len(ranked[key]), len(which[key])
+        out[key] = list(np.reshape(times[at:at + n * members], (n, members)).sum(axis=1))
+    return out
 
 
-def _ranked(program: Program, members: list[int], features) -> list[int]:
-    """The group's candidates this device can run: the default first, then by how far (in log2) the leader's
-    workgroup count is from the default's."""
+def rank(workgroups: list[int], targets: list[list[str]], kind: str) -> list[int]:
+    """Candidates in the order tuning times them, from each one's leader's workgroup count and its kernel's
+    targets (candidate 0 is the default): those targeting `kind` of adapter first, then the default, then the
+    rest; each part by how far (in log2) its workgroup count is from the default's."""
+
+    def order(c: int) -> tuple:
+        return kind not in targets[c], c != 0, abs(math.log2(workgroups[c] / workgroups[0]))
+
+    return sorted(range(len(workgroups)), key=order)
+
+
+def _ranked(program: Program, members: list[int], features, kind: str) -> list[int]:
+    """The group's candidates this device can run, as `rank` orders them."""
     leader = candidates(program.dispatches[members[0]])
-
-    def distance(c: int) -> float:
-        return abs(math.log2(math.prod(leader[c].grid) / math.prod(leader[0].grid)))
-
-    return sorted(_usable(program, members, features), key=lambda c: (c != 0, distance(c)))
+    usable = set(_usable(program, members, features))
+    order = rank([math.prod(o.grid) for o in leader], [list(program.kernels[o.kernel].targets) for o in leader], kind)
+    return [c for c in order if c in usable]
 
 
 def _work(program: Program, members: list[int]) -> int:
