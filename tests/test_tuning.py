@@ -293,8 +293,8 @@ def _scripted_times(monkeypatch, seconds):
 
     calls = []
 
-    def fake(executor, samples=3, repeats=1, only=None):
-        calls.append((samples, repeats, only))
+    def fake(executor, samples=3, repeats=1, only=None, warm_up=True):
+        calls.append((samples, repeats, only, warm_up))
         n = len(executor.program.dispatches)
         return [seconds(i) if only is None or i in only else float("nan") for i in range(n)]
 
@@ -311,9 +311,9 @@ def test_a_slow_candidate_is_scouted_once_and_never_measured(monkeypatch, tmp_pa
     count = len(tuning.candidates(program.dispatches[0]))
     calls = _scripted_times(monkeypatch, lambda i: 10.0 if i == 0 else 1e-3 * (1 + (count - i) / count))
     ex = Executor(program)
-    assert calls[0] == (1, 1, None)  # the scout
-    (samples, repeats, only), = calls[1:]
-    assert (samples, repeats) == (tuning.SAMPLES, tuning.REPEATS) and 0 not in only and len(only) == count - 1
+    assert calls[0] == (1, 1, None, True)  # the scout
+    assert calls[1:] == [(1, tuning.REPEATS, calls[1][2], False)] * tuning.SAMPLES
+    assert 0 not in calls[1][2] and len(calls[1][2]) == count - 1
     engine = get_engine()
     ranked = tuning._ranked(program, [0], engine.device.features, tuning.adapter_kind(engine.adapter.info))
     fastest = ranked[count - 1]  # the last probe dispatch scouts fastest
@@ -326,9 +326,9 @@ def test_a_probe_the_budget_cannot_measure_is_decided_by_its_scout(monkeypatch, 
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     monkeypatch.setenv(tuning.BUDGET_VAR, "50")
     program, _, _ = _linear_program()
-    calls = _scripted_times(monkeypatch, lambda i: 20.0 - i)  # within SLOWER of each other, 4 x 20 s > 50 s
+    calls = _scripted_times(monkeypatch, lambda i: 20.0 - i)  # within SLOWER of each other, 3 x 20 s > 50 s
     ex = Executor(program)
-    assert calls == [(1, 1, None)]
+    assert calls == [(1, 1, None, True)]
     engine = get_engine()
     top = tuning._ranked(program, [0], engine.device.features, tuning.adapter_kind(engine.adapter.info))[:4]
     assert ex.program.dispatches[0].kernel == tuning.candidates(program.dispatches[0])[top[-1]].kernel

@@ -7,7 +7,7 @@ const MAX_QUERIES = 4096; // WebGPU's largest query set
 /**
  * @param {number[]} xs
  */
-function median(xs) {
+export function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
@@ -63,17 +63,18 @@ class Timestamps {
 }
 
 /**
- * GPU seconds of each dispatch of `executor`'s current plan, median over `samples` runs after a warm-up.
- * Each dispatch runs `repeats` times back to back in a compute pass of its own, timed by timestamps. With
- * `only`, just those dispatches run, and the others' times are NaN. Needs the device's `timestamp-query`
- * feature.
+ * GPU seconds of each dispatch of `executor`'s current plan, median over `samples` runs after a warm-up
+ * (unless `warmUp` is false). Each dispatch runs `repeats` times back to back in a compute pass of its own,
+ * timed by timestamps. With `only`, just those dispatches run, and the others' times are NaN. Needs the
+ * device's `timestamp-query` feature.
  * @param {Executor} executor
  * @param {number} samples
  * @param {number} repeats
  * @param {number[]} [only]
+ * @param {boolean} [warmUp]
  * @returns {Promise<number[]>}
  */
-export async function dispatchTimes(executor, samples = 3, repeats = 1, only = undefined) {
+export async function dispatchTimes(executor, samples = 3, repeats = 1, only = undefined, warmUp = true) {
   const n = executor.planPipelines.length;
   const timed = only ? [...new Set(only)].sort((a, b) => a - b) : [...Array(n).keys()];
   const perPass = MAX_QUERIES / 2;
@@ -81,7 +82,7 @@ export async function dispatchTimes(executor, samples = 3, repeats = 1, only = u
   /** @type {number[][]} */
   const runs = Array.from({ length: n }, () => []);
   try {
-    for (let sample = 0; sample <= samples; sample++) { // sample 0 is the warm-up
+    for (let sample = warmUp ? 0 : 1; sample <= samples; sample++) { // sample 0 is the warm-up
       for (let first = 0; first < timed.length; first += perPass) {
         const count = Math.min(perPass, timed.length - first);
         const encoder = executor.device.createCommandEncoder();

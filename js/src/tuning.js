@@ -8,9 +8,10 @@
 // buffers they bind: tile shapes, not values, set the speed), the most work first, until the time budget is
 // spent: one group in the first probe, then as many as the budget left is expected to hold (probeSize). A
 // probe first scouts: each candidate runs once (after a warm-up run), and only those within SLOWER times the
-// fastest are measured, REPEATS times in a compute pass of their own, SAMPLES times over, or as many repeats
-// as the budget left holds (repeats), none when not even one fits, and the scout decides. So a load overruns
-// its budget by one probe's compile and scout at most, however slow a candidate is. In each group only the
+// fastest are measured, REPEATS times in a compute pass of their own, in up to SAMPLES samples, with as many
+// repeats as the budget left holds for all of them (repeats; none when not even one fits, and the scout
+// decides), and no sample begun past the budget. So a load overruns its budget by one probe's compile, scout
+// and sample at most, however slow a candidate is. In each group only the
 // `top` best-ranked candidates are timed (compiling a candidate is most of the cost on a software adapter):
 // rank puts the options whose kernels target this kind of adapter first (a kernel's `targets`; "cpu" where
 // adapterKind finds one), then the default, then the others by how close their grids are to its grid.
@@ -27,7 +28,7 @@
 import { envVar, isNode } from './env.js';
 import { Executor } from './executor.js';
 import { bufferSize, sourceFor } from './kernels.js';
-import { dispatchTimes } from './timing.js';
+import { dispatchTimes, median } from './timing.js';
 
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
 /** @typedef {import('./artifact.js').DispatchSpec} DispatchSpec */
@@ -206,7 +207,12 @@ async function measure(spec, gpu, features, which, usable, options) {
       const reps = repeats(measured.reduce((t, [g, c]) => t + times[g][c], 0), deadline - performance.now());
       if (measured.length && reps) {
         const only = measured.flatMap(([g, c]) => groups[g][0].map((_, j) => starts[g] + c * groups[g][0].length + j));
-        times = perCandidate(await dispatchTimes(executor, SAMPLES, reps, only));
+        /** @type {number[][]} */
+        const samples = []; // the scout warmed them up; no sample begins past the deadline
+        while (samples.length < SAMPLES && (!samples.length || performance.now() < deadline)) {
+          samples.push(await dispatchTimes(executor, 1, reps, only, false));
+        }
+        times = perCandidate(samples[0].map((_, i) => median(samples.map((t) => t[i]))));
       }
       keys.forEach((key, g) => {
         const best = kept[g].reduce((a, c) => (times[g][c] < times[g][a] ? c : a));
@@ -234,14 +240,14 @@ export function keep(scouted) {
 
 /**
  * How many times each measured dispatch repeats in its pass when one run of all of them takes `run` and
- * `left` of the budget remains (any one unit): REPEATS, or as many as SAMPLES + 1 passes of them fit (0:
- * none fits, the scout decides).
+ * `left` of the budget remains (any one unit): REPEATS, or as many as SAMPLES passes of them fit (0: none
+ * fits, the scout decides).
  * @param {number} run
  * @param {number} left
  */
 export function repeats(run, left) {
   if (run <= 0) return REPEATS;
-  return Math.max(0, Math.min(REPEATS, Math.floor(left / ((SAMPLES + 1) * run))));
+  return Math.max(0, Math.min(REPEATS, Math.floor(left / (SAMPLES * run))));
 }
 
 /**

@@ -7,10 +7,11 @@ At load, groups whose choice is not yet cached are timed in probe programs (on z
 buffers they bind: the tile shapes, not the values, set the speed), the most work first, until the time budget
 is spent: one group in the first probe, then as many as the budget left is expected to hold (`probe_size`).
 A probe first scouts: each candidate runs once (after a warm-up run), and only those within `SLOWER` times
-the fastest are measured, `REPEATS` times in a compute pass of their own, `SAMPLES` times over — or as many
-repeats as the budget left holds (`repeats`), none when it holds not even one, and the scout decides. So a
-load overruns its budget by one probe's compile and scout at most, however slow a candidate is (a 128 x 128
-tile over a one-row product on a CPU adapter runs for seconds). In each group only the `TOP` best-ranked
+the fastest are measured, `REPEATS` times in a compute pass of their own, in up to `SAMPLES` samples — with
+as many repeats as the budget left holds for all the samples (`repeats`; none when not even one fits, and
+the scout decides), and no sample begun past the budget. So a load overruns its budget by one probe's
+compile, scout and sample at most, however slow a candidate is (a 128 x 128 tile over a one-row product on
+a CPU adapter runs for seconds). In each group only the `TOP` best-ranked
 candidates are timed (compiling a candidate's kernel is most of the cost on a software adapter): `rank` puts
 the options whose kernels target this kind of adapter first (`Kernel.targets`; "cpu" where `adapter_kind`
 finds one), then the compiler's default, then the others by how close their grids are to the default's —
@@ -199,11 +200,11 @@ def keep(scouted: list[float]) -> list[int]:
 
 def repeats(run: float, left: float) -> int:
     """How many times each measured dispatch repeats in its pass when one run of all of them takes `run`
-    seconds and `left` seconds of budget remain: REPEATS, or as many as SAMPLES + 1 passes of them fit (0: none
+    seconds and `left` seconds of budget remain: REPEATS, or as many as SAMPLES passes of them fit (0: none
     fits, the scout decides)."""
     if run <= 0:
         return REPEATS
-    return max(0, min(REPEATS, int(left / ((SAMPLES + 1) * run))))
+    return max(0, min(REPEATS, int(left / (SAMPLES * run))))
 
 
 def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], ranked: dict[str, list[int]],
@@ -226,8 +227,10 @@ def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], rank
         if measured and reps:
             only = [starts[keys.index(key)] + c * len(which[key]) + j for key, c in measured
                     for j in range(len(which[key]))]
-            times = _per_candidate(dispatch_times(executor, samples=SAMPLES, repeats=reps, only=only), keys,
-                                   starts, which, ranked)
+            samples = []  # the scout warmed them up; no sample begins past the deadline
+            while len(samples) < SAMPLES and (not samples or time.perf_counter() < deadline):
+                samples.append(dispatch_times(executor, samples=1, repeats=reps, only=only, warm_up=False))
+            times = _per_candidate(list(np.median(samples, axis=0)), keys, starts, which, ranked)
     except CallTimeout:
         raise  # the device is still running the probe: retrying candidates would queue behind it
     except DeviceError:
