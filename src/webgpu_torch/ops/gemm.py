@@ -49,6 +49,7 @@ class GemmConfig:
     vec4: ClassVar[bool] = False
     engine_files: ClassVar[dict[str, str]] = {}
     targets: ClassVar[tuple[str, ...]] = ()  # kinds of adapter it is shaped for (program.Kernel.targets)
+    overrides: ClassVar[dict[str, bool]] = {}  # override constants of its kernel beyond the operand layout
 
     def __post_init__(self):
         wg_m, wg_n = self.tile_m // self.thread_m, self.tile_n // self.thread_n
@@ -82,6 +83,7 @@ class Vec4Config:
     # wgpu-native's shader compiler spills gemm_vec4.wgsl's accumulator array; this style keeps registers.
     engine_files: ClassVar[dict[str, str]] = {"wgpu": "gemm_vec4_regs.wgsl"}
     targets: ClassVar[tuple[str, ...]] = ()
+    overrides: ClassVar[dict[str, bool]] = {}
 
     def __post_init__(self):
         threads = self.wg_m * self.wg_n
@@ -114,13 +116,15 @@ class MatrixConfig:
     matrices): sg_m x sg_n subgroups, each a 64 x 32 block of outputs; k-steps of tile_k through `stages`
     stages of workgroup memory; `parts` f16 parts per operand: 1 (float16 products) or 2 (split operands,
     float32-accurate). Its kernel needs the chromium-experimental-subgroup-matrix feature, so it runs only
-    where tuning picks it on a device that has it, or when forced."""
+    where tuning picks it on a device that has it, or when forced. `convert_on_fetch` (parts 1): operands
+    become f16 as they are fetched rather than as they are staged (the kernel's CONVERT_ON_FETCH)."""
 
     sg_m: int
     sg_n: int
     tile_k: int
     stages: int
     parts: int
+    convert_on_fetch: bool = False
     file: ClassVar[str] = "gemm_subgroup_matrix.wgsl"
     vec4: ClassVar[bool] = True
     engine_files: ClassVar[dict[str, str]] = {}
@@ -157,6 +161,10 @@ class MatrixConfig:
         return {"SG_M": self.sg_m, "SG_N": self.sg_n, "TILE_K": self.tile_k, "STAGES": self.stages,
                 "PARTS": self.parts}
 
+    @property
+    def overrides(self) -> dict[str, bool]:
+        return {"CONVERT_ON_FETCH": True} if self.convert_on_fetch else {}
+
 
 @dataclass(frozen=True)
 class CpuConfig:
@@ -174,6 +182,7 @@ class CpuConfig:
     vec4: ClassVar[bool] = True
     engine_files: ClassVar[dict[str, str]] = {}
     targets: ClassVar[tuple[str, ...]] = ("cpu",)
+    overrides: ClassVar[dict[str, bool]] = {}
 
     def __post_init__(self):
         if self.gm not in (1, 2) or self.gn not in (1, 2) or self.wg_m * self.wg_n > MAX_THREADS:
@@ -208,6 +217,8 @@ CONFIGS = {
     "sm_f16_128x64": MatrixConfig(2, 2, 16, 2, 1),
     "sm_f16_64x64": MatrixConfig(1, 2, 32, 2, 1),
     "sm_f16x3_128x128": MatrixConfig(2, 4, 16, 1, 2),
+    # Timed beside sm_f16_128x128 on the H200 (benchmarks/matrix_units.py), offered nowhere until it wins.
+    "sm_f16_128x128_cf": MatrixConfig(2, 4, 32, 1, 1, convert_on_fetch=True),
     "cpu_4x8": CpuConfig(1, 16, 1, 2),
     "cpu_8x8": CpuConfig(1, 16, 2, 2),
     "cpu_4x4": CpuConfig(1, 16, 1, 1),
@@ -443,6 +454,7 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
     label = f"conv[im2col_nhwc,{name}{b_label}]" if im2col else f"gemm[{name}{b_label}]"
     spec = KernelSpec.of(cfg.file, label + epilogue.suffix(ep), consts={**cfg.consts, **b_type}, overrides={
         "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, **_addend_overrides(bias3, res3), **epilogue.overrides(ep),
+        **cfg.overrides,
         **({"A_IM2COL": True} if im2col else {})}, engine_files=cfg.engine_files, targets=cfg.targets)
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
               "splits": splits, "k_part": part, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}
