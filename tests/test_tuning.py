@@ -16,8 +16,7 @@ from webgpu_torch import artifact
 from webgpu_torch.ops import gemm
 from webgpu_torch.runtime import tuning
 from webgpu_torch.runtime.engine import get_engine
-from webgpu_torch.runtime.executor import Executor
-from webgpu_torch.runtime.session import Session
+from webgpu_torch.runtime.session import Session, open_executor
 
 from .helpers import Fn, assert_close, seeded
 
@@ -39,6 +38,7 @@ def _linear_program():
 FAMILY = (*gemm.VEC4_BY_SIZE, *gemm.VEC4_TUNED_ONLY, *gemm.CPU_OPTIONS)
 
 
+@pytest.mark.host
 def test_gemm_offers_the_other_configurations():
     program, _, _ = _linear_program()
     (d,) = program.dispatches
@@ -49,6 +49,7 @@ def test_gemm_offers_the_other_configurations():
     assert all(not k.targets for k in kernels if "cpu_" not in k.name)
 
 
+@pytest.mark.host
 def test_forced_configuration_offers_nothing():
     g = seeded("forced")
     x, w = torch.randn(5, 12, generator=g), torch.randn(12, 16, generator=g)
@@ -59,7 +60,7 @@ def test_forced_configuration_offers_nothing():
 def test_choice_is_timed_once_then_read_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     program, args, ref = _linear_program()
-    ex = Executor(program)
+    ex = open_executor(program)
     (d,) = ex.program.dispatches
     assert not d.options, "the executor runs a resolved program"
     cache = json.loads((tmp_path / "cache.json").read_text())
@@ -72,7 +73,7 @@ def test_choice_is_timed_once_then_read_from_the_cache(tmp_path, monkeypatch):
         raise AssertionError("timed again despite the cache")
 
     monkeypatch.setattr(tuning, "_measure", fail)
-    again = Executor(_linear_program()[0])
+    again = open_executor(_linear_program()[0])
     assert again.program.dispatches[0].kernel == d.kernel
 
 
@@ -81,7 +82,7 @@ def test_every_candidate_computes_the_same(index, monkeypatch, tmp_path):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     program, args, ref = _linear_program()
     (d,) = program.dispatches
-    key = tuning.choice_key(program, [0])
+    key = tuning.choice_key(program, [0], get_engine().name)
     device = tuning.device_key(get_engine())
     (tmp_path / "cache.json").write_text(json.dumps({device: {key: index}}))
     session = Session(program)
@@ -92,9 +93,10 @@ def test_every_candidate_computes_the_same(index, monkeypatch, tmp_path):
 def test_tuning_off_runs_the_default(monkeypatch):
     monkeypatch.setenv(tuning.TUNE_VAR, "0")
     program, _, _ = _linear_program()
-    assert Executor(program).program.dispatches == program.dispatches
+    assert open_executor(program).program.dispatches == program.dispatches
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("make", ["_linear_program", "_split_program"])
 def test_options_survive_the_artifact(make, tmp_path):
     program, _, _ = globals()[make]()
@@ -111,6 +113,7 @@ def _split_program():
     return webgpu_torch.compile_module(fn, (x, w, b)).program, (x, w, b), fn(x.double(), w.double(), b.double())
 
 
+@pytest.mark.host
 def test_a_split_gemm_and_its_reduction_are_one_group():
     program, _, _ = _split_program()
     gemm, reduction = program.dispatches  # the reduction applies bias and activation too
@@ -125,7 +128,7 @@ def test_a_split_gemm_and_its_reduction_are_one_group():
 def test_every_split_candidate_computes_the_same(monkeypatch, tmp_path):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     program, args, ref = _split_program()
-    key, device = tuning.choice_key(program, [0, 1]), tuning.device_key(get_engine())
+    key, device = tuning.choice_key(program, [0, 1], get_engine().name), tuning.device_key(get_engine())
     for index in range(len(program.dispatches[0].options) + 1):
         (tmp_path / "cache.json").write_text(json.dumps({device: {key: index}}))
         session = Session(program)
@@ -145,6 +148,7 @@ def test_a_split_group_is_timed_as_a_whole(monkeypatch, tmp_path):
     assert_close(session(*args), ref)
 
 
+@pytest.mark.host
 def test_a_follower_without_its_leader_is_refused():
     program, _, _ = _split_program()
     program.dispatches[0] = program.dispatches[0].choose(tuning.candidates(program.dispatches[0])[0])
@@ -156,7 +160,7 @@ def test_a_follower_without_its_leader_is_refused():
 def test_a_cache_entry_that_is_no_candidate_is_timed_again(entry, monkeypatch, tmp_path):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     program, args, ref = _linear_program()
-    key = tuning.choice_key(program, [0])
+    key = tuning.choice_key(program, [0], get_engine().name)
     device = tuning.device_key(get_engine())
     (tmp_path / "cache.json").write_text(json.dumps({device: {key: entry}}))
     session = Session(program)
@@ -172,9 +176,9 @@ def test_a_subgroup_twin_is_timed_only_where_the_device_has_subgroups(tmp_path, 
     program = webgpu_torch.compile_module(torch.nn.LayerNorm(96), (x,)).program
     (d,) = program.dispatches
     assert [program.kernels[o.kernel].requires for o in tuning.candidates(d)] == [(), ("subgroups",)]
-    assert tuning._usable(program, [0], features=set()) == [0]
-    assert tuning._usable(program, [0], features={"subgroups"}) == [0, 1]
-    ex = Executor(program)  # Dawn on lavapipe times both; wgpu-native takes the plain kernel untimed
+    assert tuning.usable(program, [0], set(), {}) == [0]
+    assert tuning.usable(program, [0], {"subgroups"}, {}) == [0, 1]
+    ex = open_executor(program)  # Dawn on lavapipe times both; wgpu-native takes the plain kernel untimed
     (chosen,) = ex.program.dispatches
     assert set(ex.program.kernels[chosen.kernel].requires) <= set(get_engine().device.features)
     assert_close(Session(program)(x), torch.nn.functional.layer_norm(x.double(), (96,)))
@@ -190,7 +194,7 @@ def test_a_spent_budget_leaves_groups_at_their_best_ranked_candidate_for_a_later
     session = Session(program)
     engine = get_engine()
     kind = tuning.adapter_kind(engine.adapter.info)
-    best = tuning._ranked(program, [0], engine.device.features, kind)[0]
+    best = _ranked(program, [0])[0]
     chosen = session.executor().program.dispatches[0].kernel
     assert chosen == tuning.candidates(program.dispatches[0])[best].kernel
     assert program.kernels[chosen].targets == (("cpu",) if kind == "cpu" else ())
@@ -214,8 +218,7 @@ def test_only_the_best_ranked_candidates_are_timed(monkeypatch, tmp_path):
 
     monkeypatch.setattr(tuning, "_probe", spy)
     Session(program).executor()
-    engine = get_engine()
-    want = tuning._ranked(program, [0, 1], engine.device.features, tuning.adapter_kind(engine.adapter.info))[:3]
+    want = _ranked(program, [0, 1])[:3]
     assert timed == [want] and 0 in want  # on a GPU the default and two neighbours; on a CPU adapter the two
     # options targeting it, then the default
 
@@ -239,29 +242,34 @@ def test_an_option_the_engine_refuses_is_never_chosen(monkeypatch, tmp_path):
     assert_close(session(*args), ref)
 
 
-DECISIONS = json.loads((Path(__file__).parent / "golden" / "decisions" / "tuning.json").read_text())
+DECISIONS = json.loads((Path(__file__).parent / "conformance" / "tuning_rules.json").read_text())
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("case", DECISIONS["adapter_kind"], ids=str)
 def test_decision_adapter_kind(case):
     assert tuning.adapter_kind(case["info"]) == case["kind"]
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("case", DECISIONS["rank"], ids=str)
 def test_decision_rank(case):
-    assert tuning.rank(case["workgroups"], case["targets"], case["kind"]) == case["order"]
+    assert tuning.candidate_order(case["workgroups"], case["targets"], case["kind"]) == case["order"]
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("case", DECISIONS["probe_size"], ids=str)
 def test_decision_probe_size(case):
     assert tuning.probe_size(case["timed"], case["elapsed"], case["budget"]) == case["size"]
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("case", DECISIONS["keep"], ids=str)
 def test_decision_keep(case):
     assert tuning.keep(case["scouted"]) == case["kept"]
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("case", DECISIONS["repeats"], ids=str)
 def test_decision_repeats(case):
     assert tuning.repeats(case["run"], case["left"]) == case["repeats"]
@@ -287,10 +295,15 @@ def test_the_first_probe_times_one_group_then_as_many_as_the_budget_holds(monkey
     assert sizes[0] == 1 and sum(sizes) == len(tuning.groups(program)) == 3, sizes
 
 
+def _ranked(program, members):
+    """The group's candidates in the order tuning times them on this suite's device."""
+    engine = get_engine()
+    return tuning.ranked_candidates(program, members, engine.device.features, engine.limits,
+                                    tuning.adapter_kind(engine.adapter.info))
+
+
 def _scripted_times(monkeypatch, seconds):
     """Replaces per-dispatch timing with `seconds(i)` for probe dispatch i; returns the calls made."""
-    from webgpu_torch.runtime import timing
-
     calls = []
 
     def fake(executor, samples=3, repeats=1, only=None, warm_up=True):
@@ -298,7 +311,7 @@ def _scripted_times(monkeypatch, seconds):
         n = len(executor.program.dispatches)
         return [seconds(i) if only is None or i in only else float("nan") for i in range(n)]
 
-    monkeypatch.setattr(timing, "dispatch_times", fake)
+    monkeypatch.setattr(tuning, "dispatch_times", fake)
     return calls
 
 
@@ -310,12 +323,11 @@ def test_a_slow_candidate_is_scouted_once_and_never_measured(monkeypatch, tmp_pa
     program, _, _ = _linear_program()
     count = len(tuning.candidates(program.dispatches[0]))
     calls = _scripted_times(monkeypatch, lambda i: 10.0 if i == 0 else 1e-3 * (1 + (count - i) / count))
-    ex = Executor(program)
+    ex = Session(program).executor()
     assert calls[0] == (1, 1, None, True)  # the scout
     assert calls[1:] == [(1, tuning.REPEATS, calls[1][2], False)] * tuning.SAMPLES
     assert 0 not in calls[1][2] and len(calls[1][2]) == count - 1
-    engine = get_engine()
-    ranked = tuning._ranked(program, [0], engine.device.features, tuning.adapter_kind(engine.adapter.info))
+    ranked = _ranked(program, [0])
     fastest = ranked[count - 1]  # the last probe dispatch scouts fastest
     assert ex.program.dispatches[0].kernel == tuning.candidates(program.dispatches[0])[fastest].kernel
 
@@ -327,8 +339,7 @@ def test_a_probe_the_budget_cannot_measure_is_decided_by_its_scout(monkeypatch, 
     monkeypatch.setenv(tuning.BUDGET_VAR, "50")
     program, _, _ = _linear_program()
     calls = _scripted_times(monkeypatch, lambda i: 20.0 - i)  # within SLOWER of each other, 3 x 20 s > 50 s
-    ex = Executor(program)
+    ex = Session(program).executor()
     assert calls == [(1, 1, None, True)]
-    engine = get_engine()
-    top = tuning._ranked(program, [0], engine.device.features, tuning.adapter_kind(engine.adapter.info))[:4]
+    top = _ranked(program, [0])[:4]
     assert ex.program.dispatches[0].kernel == tuning.candidates(program.dispatches[0])[top[-1]].kernel

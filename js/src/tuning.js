@@ -8,18 +8,19 @@
 // buffers they bind: tile shapes, not values, set the speed), the most work first, until the time budget is
 // spent: one group in the first probe, then as many as the budget left is expected to hold (probeSize). A
 // probe first scouts: each candidate runs once (after a warm-up run), and only those within SLOWER times the
-// fastest are measured, REPEATS times in a compute pass of their own, in up to SAMPLES samples, with as many
-// repeats as the budget left holds for all of them (repeats; none when not even one fits, and the scout
-// decides), and no sample begun past the budget. So a load overruns its budget by one probe's compile, scout
-// and sample at most, however slow a candidate is. In each group only the
-// `top` best-ranked candidates are timed (compiling a candidate is most of the cost on a software adapter):
-// rank puts the options whose kernels target this kind of adapter first (a kernel's `targets`; "cpu" where
-// adapterKind finds one), then the default, then the others by how close their grids are to its grid.
-// A candidate whose kernel needs a feature the device lacks is neither timed nor chosen. Groups the budget
-// leaves untimed run their best-ranked candidate (on a GPU the default) and are timed at a later load. The
-// pure decisions (adapterKind, rank, probeSize, keep, repeats) are replayed from
-// tests/golden/tuning_decisions.json by both runtimes' tests. Choices persist per adapter and engine,
-// keyed by what the candidates are (source, entry, overrides, uniform words, grid), in a JSON file on Node
+// fastest are measured (keep), REPEATS times in a compute pass of their own, in up to SAMPLES samples, with
+// as many repeats as the budget left holds for all of them (repeats; none when not even one fits, and the
+// scout decides), and no sample begun past the budget. So a load overruns its budget by one probe's compile,
+// scout and sample at most, however slow a candidate is. In each group only the `top` best-ranked
+// candidates are timed (compiling a candidate is most of the cost on a software adapter): candidateOrder puts
+// the options whose kernels target this kind of adapter first (a kernel's `targets`; "cpu" where adapterKind
+// finds one), then the default, then the others by how close their grids are to its grid. A candidate whose
+// kernel the device cannot run (a feature it lacks, a workgroup past its limits) is neither timed nor
+// chosen, and a cached choice it cannot run is timed again. Groups the budget leaves untimed run their
+// best-ranked candidate (on a GPU the default) and are timed at a later load. The pure decisions
+// (adapterKind, candidateOrder, probeSize, keep, repeats) are replayed from tests/conformance/tuning_rules.json
+// by both runtimes' tests. Choices persist per adapter and engine, keyed by what the candidates are
+// (choiceKey, docs/artifact.md "Tuning": the Python runtime's key), in a JSON file on Node
 // (WEBGPU_TORCH_JS_CACHE, default ~/.cache/webgpu_torch/tuning-js.json) or IndexedDB in a browser.
 // Settings: the load options `tune` (WEBGPU_TORCH_TUNE=0: off), `tuneBudget` (WEBGPU_TORCH_TUNE_BUDGET,
 // seconds, default 5), `tuneTop` (WEBGPU_TORCH_TUNE_TOP, default 4; 0 for all). A device without timestamp
@@ -27,7 +28,8 @@
 
 import { envVar, isNode } from './env.js';
 import { Executor } from './executor.js';
-import { bufferSize, sourceFor } from './kernels.js';
+import { bufferSize, runsOn, sourceFor } from './kernels.js';
+import { LIMITS } from './limits.js';
 import { dispatchTimes, median } from './timing.js';
 
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
@@ -41,10 +43,10 @@ export const TUNE_VAR = 'WEBGPU_TORCH_TUNE';
 export const CACHE_VAR = 'WEBGPU_TORCH_JS_CACHE';
 export const BUDGET_VAR = 'WEBGPU_TORCH_TUNE_BUDGET';
 export const TOP_VAR = 'WEBGPU_TORCH_TUNE_TOP';
-const REPEATS = 8;
-const SAMPLES = 3;
-const GROUPS_PER_PROBE = 8;
-const SLOWER = 4; // a candidate scouted this many times slower than its group's fastest is not measured
+const REPEATS = LIMITS.tuning.repeats;
+const SAMPLES = LIMITS.tuning.samples;
+const GROUPS_PER_PROBE = LIMITS.tuning.groups_per_probe;
+const SLOWER = LIMITS.tuning.slower; // a candidate scouted this many times slower than its group's fastest is not measured
 const CPU = 'cpu'; // the kind of adapter whose invocations run on CPU threads (a kernel's `targets`)
 
 /**
@@ -145,11 +147,13 @@ export async function resolve(spec, gpu, features, options = {}) {
   /** @type {Map<string, number[]>} one group per key: equal keys time alike */
   const missing = new Map();
   keys.forEach((key, g) => {
-    const valid = Number.isInteger(chosen[key]) && chosen[key] >= 0 && chosen[key] <= spec.dispatches[which[g][0]].options.length;
-    if (!valid && !missing.has(key)) missing.set(key, which[g]); // a hand-edited entry is timed again
+    // A cached choice this device cannot run (a hand-edited cache, or a hostile file whose candidates look
+    // like cached ones) is timed again.
+    const valid = usable(spec, which[g], features, gpu.device.limits).includes(chosen[key]);
+    if (!valid && !missing.has(key)) missing.set(key, which[g]);
   });
   /** @type {Map<string, number[]>} each missing group's usable candidates, best-ranked first */
-  const ranked = new Map([...missing].map(([key, members]) => [key, usableRanked(spec, members, features, adapterKind(gpu.adapter))]));
+  const ranked = new Map([...missing].map(([key, members]) => [key, rank(spec, members, features, gpu.device.limits, adapterKind(gpu.adapter))]));
   if (missing.size) {
     const timed = await measure(spec, gpu, features, missing, ranked, options);
     if (Object.keys(timed).length) {
@@ -174,8 +178,8 @@ export async function resolve(spec, gpu, features, options = {}) {
  * @returns {Promise<Choices>}
  */
 async function measure(spec, gpu, features, which, usable, options) {
-  const top = setting(options.tuneTop, TOP_VAR, 4) || Infinity;
-  const budget = setting(options.tuneBudget, BUDGET_VAR, 5) * 1000;
+  const top = setting(options.tuneTop, TOP_VAR, LIMITS.tuning.top) || Infinity;
+  const budget = setting(options.tuneBudget, BUDGET_VAR, LIMITS.tuning.budget_seconds) * 1000;
   /** @type {Choices} */
   const chosen = {};
   /** @type {Map<string, number[]>} */
@@ -266,13 +270,13 @@ export function probeSize(timed, elapsed, budget) {
 /**
  * Candidates in the order tuning times them, from each one's leader's workgroup count and its kernel's
  * targets (candidate 0 is the default): those targeting `kind` of adapter first, then the default, then the
- * rest; each part by how far (in log2) its workgroup count is from the default's.
+ * rest; each part by how far (in log2) its workgroup count is from the default's (ties in candidate order).
  * @param {number[]} workgroups
  * @param {string[][]} targets
  * @param {string} kind
  * @returns {number[]}
  */
-export function rank(workgroups, targets, kind) {
+export function candidateOrder(workgroups, targets, kind) {
   const key = (/** @type {number} */ c) => [targets[c].includes(kind) ? 0 : 1, c === 0 ? 0 : 1, Math.abs(Math.log2(workgroups[c] / workgroups[0]))];
   return [...workgroups.keys()].sort((a, b) => {
     const ka = key(a);
@@ -282,18 +286,33 @@ export function rank(workgroups, targets, kind) {
 }
 
 /**
- * The group's candidates this device can run, as rank orders them.
+ * The candidates of a group whose every member's kernel runs on the device (kernels.js, runsOn).
  * @param {ProgramSpec} spec
  * @param {number[]} members
  * @param {Set<string>} features
- * @param {string} kind
+ * @param {Partial<import('./kernels.js').WorkgroupLimits>} limits
+ * @returns {number[]}
  */
-function usableRanked(spec, members, features, kind) {
+export function usable(spec, members, features, limits) {
+  const count = spec.dispatches[members[0]].options.length + 1;
+  return [...Array(count).keys()].filter((c) => members.every((i) =>
+    runsOn(spec.kernels[candidates(spec.dispatches[i])[c].kernel], features, limits)));
+}
+
+/**
+ * The group's candidates this device can run, as candidateOrder orders them on `kind` of adapter.
+ * @param {ProgramSpec} spec
+ * @param {number[]} members
+ * @param {Set<string>} features
+ * @param {Partial<import('./kernels.js').WorkgroupLimits>} limits
+ * @param {string} [kind]
+ * @returns {number[]}
+ */
+export function rank(spec, members, features, limits, kind = 'gpu') {
   const leader = candidates(spec.dispatches[members[0]]);
-  const usable = (/** @type {number} */ c) => members.every((i) =>
-    spec.kernels[candidates(spec.dispatches[i])[c].kernel].requires.every((f) => features.has(f)));
-  const order = rank(leader.map((o) => o.grid[0] * o.grid[1] * o.grid[2]), leader.map((o) => spec.kernels[o.kernel].targets), kind);
-  return order.filter(usable);
+  const runnable = new Set(usable(spec, members, features, limits));
+  const order = candidateOrder(leader.map((o) => o.grid[0] * o.grid[1] * o.grid[2]), leader.map((o) => spec.kernels[o.kernel].targets), kind);
+  return order.filter((c) => runnable.has(c));
 }
 
 /**
@@ -371,21 +390,41 @@ function probeSpec(spec, features, which) {
 }
 
 /**
- * What a group's candidates are, independent of buffer numbering: equal keys time alike.
+ * What a group's candidates are on `engine`, independent of buffer numbering: equal keys time alike
+ * (docs/artifact.md, "Tuning": the Python runtime computes the same key).
  * @param {ProgramSpec} spec
  * @param {number[]} members
  * @param {string} engine
  */
-async function choiceKey(spec, members, engine) {
+export async function choiceKey(spec, members, engine) {
   const parts = [];
   for (const i of members) {
     for (const o of candidates(spec.dispatches[i])) {
       const k = spec.kernels[o.kernel];
       const source = await sha1(spec.sources[sourceFor(k, engine)]);
-      parts.push([source, k.entry, Object.entries(k.overrides).sort(), Array.from(o.uniform), o.grid]);
+      const overrides = Object.keys(k.overrides).sort(byCodePoint).map((name) => [name, overrideJson(k.overrides[name])]);
+      parts.push([source, k.entry, overrides, [...k.requires].sort(byCodePoint), Array.from(o.uniform), o.grid]);
     }
   }
   return sha1(JSON.stringify(parts));
+}
+
+/**
+ * @param {string} a
+ * @param {string} b
+ */
+const byCodePoint = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * An override value in a choice key: the integer when it is one, else its binary64 bits in hex.
+ * @param {number} v
+ * @returns {number | string}
+ */
+function overrideJson(v) {
+  if (Number.isSafeInteger(v)) return v;
+  const bits = new DataView(new ArrayBuffer(8));
+  bits.setFloat64(0, v);
+  return Array.from(new Uint8Array(bits.buffer), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 /** @type {Map<string, Promise<string>>} */

@@ -37,9 +37,6 @@
 //   are held as f32 and converted as they are staged, between the barriers. (benchmarks/matrix_units.py times
 //   both: the conversion's place is one of the candidates for this kernel's gap to cuBLAS fp16.)
 
-enable f16;
-enable subgroups;
-enable chromium_experimental_subgroup_matrix;
 // Subgroup-matrix calls must be subgroup-uniform; Tint can prove only workgroup uniformity, and the calls
 // depend on the subgroup's id. They are subgroup-uniform: every value they take is the same across a subgroup.
 diagnostic(off, chromium.subgroup_matrix_uniformity);

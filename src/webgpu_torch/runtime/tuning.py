@@ -7,22 +7,23 @@ At load, groups whose choice is not yet cached are timed in probe programs (on z
 buffers they bind: the tile shapes, not the values, set the speed), the most work first, until the time budget
 is spent: one group in the first probe, then as many as the budget left is expected to hold (`probe_size`).
 A probe first scouts: each candidate runs once (after a warm-up run), and only those within `SLOWER` times
-the fastest are measured, `REPEATS` times in a compute pass of their own, in up to `SAMPLES` samples — with
-as many repeats as the budget left holds for all the samples (`repeats`; none when not even one fits, and
-the scout decides), and no sample begun past the budget. So a load overruns its budget by one probe's
-compile, scout and sample at most, however slow a candidate is (a 128 x 128 tile over a one-row product on
-a CPU adapter runs for seconds). In each group only the `TOP` best-ranked
-candidates are timed (compiling a candidate's kernel is most of the cost on a software adapter): `rank` puts
-the options whose kernels target this kind of adapter first (`Kernel.targets`; "cpu" where `adapter_kind`
-finds one), then the compiler's default, then the others by how close their grids are to the default's —
+the fastest are measured (`keep`), `REPEATS` times in a compute pass of their own, in up to `SAMPLES`
+samples — with as many repeats as the budget left holds for all the samples (`repeats`; none when not even
+one fits, and the scout decides), and no sample begun past the budget. So a load overruns its budget by one
+probe's compile, scout and sample at most, however slow a candidate is (a 128 x 128 tile over a one-row
+product on a CPU adapter runs for seconds). In each group only the `TOP` best-ranked candidates are timed
+(compiling a candidate's kernel is most of the cost on a software adapter): `candidate_order` puts the
+options whose kernels target this kind of adapter first (`Kernel.targets`; "cpu" where `adapter_kind` finds
+one), then the compiler's default, then the others by how close their grids are to the default's —
 neighbouring tile configurations and splits, since the default already sizes its grid to the problem. An
-option whose kernel needs a feature the device lacks (`Kernel.requires`) is neither timed nor chosen. Groups
-the budget leaves untimed run their best-ranked candidate (on a GPU the default) and are timed at a later
-load. Choices persist in a JSON cache per adapter, driver and engine, keyed by what the candidates are (their
-source, entry, overrides, packed Params and grid), shared by every program on the device: a later load of any
-program with the same shapes times nothing. While timing, a progress line on a terminal says what is being
-timed. The pure decisions (`adapter_kind`, `rank`, `probe_size`, `keep`, `repeats`) are replayed from
-tests/golden/tuning_decisions.json by this package's and the JavaScript runtime's tests alike.
+option whose kernel needs a feature the device lacks (`Kernel.requires`) is neither timed nor chosen, and a
+cached choice this device cannot run is timed again. Groups the budget leaves untimed run their best-ranked
+candidate (on a GPU the default) and are timed at a later load. Choices persist in a JSON cache per adapter,
+driver and engine, keyed by what the candidates are (`choice_key`, docs/artifact.md "Tuning": the source the
+engine compiles, entry, overrides, requires, packed Params and grid), shared by every program on the device: a
+later load of any program with the same shapes times nothing. While timing, a progress line on a terminal says
+what is being timed. The pure decisions (`adapter_kind`, `candidate_order`, `probe_size`, `keep`, `repeats`)
+are also cases of tests/conformance/tuning_rules.json, which both runtimes' tests replay.
 
 `WEBGPU_TORCH_TUNE=0` runs every dispatch's default and times nothing; `WEBGPU_TORCH_TUNE_BUDGET` (seconds,
 default 5) and `WEBGPU_TORCH_TUNE_TOP` (candidates per group, default 4; 0 for all) bound the timing;
@@ -36,6 +37,7 @@ import hashlib
 import json
 import math
 import os
+import struct
 import sys
 import time
 from collections.abc import Callable
@@ -45,18 +47,29 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DeviceError
+from ..limits import LIMITS
 from ..program import Buffer, Dispatch, Kernel, Option, Program
 from .engine import CallTimeout, Engine
+from .executor import Executor
+from .features import runs_on
+from .timing import dispatch_times
 
 TUNE_VAR = "WEBGPU_TORCH_TUNE"
 CACHE_VAR = "WEBGPU_TORCH_CACHE"
 BUDGET_VAR = "WEBGPU_TORCH_TUNE_BUDGET"
 TOP_VAR = "WEBGPU_TORCH_TUNE_TOP"
-REPEATS = 8
-SAMPLES = 3
-GROUPS_PER_PROBE = 8
-SLOWER = 4.0  # a candidate scouted this many times slower than its group's fastest is not measured
+REPEATS = LIMITS["tuning"]["repeats"]
+SAMPLES = LIMITS["tuning"]["samples"]
+GROUPS_PER_PROBE = LIMITS["tuning"]["groups_per_probe"]
+SLOWER = LIMITS["tuning"]["slower"]  # a candidate scouted this many times slower than the fastest is not measured
 CPU = "cpu"  # the kind of adapter whose invocations run on CPU threads (Kernel.targets)
+
+
+def adapter_kind(info: dict) -> str:
+    """"cpu" for an adapter whose invocations run on CPU threads (SwiftShader, lavapipe, WARP): Dawn and
+    wgpu-native say so in `adapter_type`, a browser by `is_fallback_adapter` (`isFallbackAdapter`); else
+    "gpu"."""
+    return CPU if str(info.get("adapter_type", "")).lower() == CPU or info.get("is_fallback_adapter") is True else "gpu"
 
 
 def _number(var: str, default: float) -> float:
@@ -81,13 +94,6 @@ def device_key(engine: Engine) -> str:
                        info.get("backend_type", "")])
 
 
-def adapter_kind(info: dict) -> str:
-    """"cpu" for an adapter whose invocations run on CPU threads (SwiftShader, lavapipe, WARP): Dawn and
-    wgpu-native say so in `adapter_type`, a browser by `is_fallback_adapter` (`isFallbackAdapter`); else
-    "gpu"."""
-    return CPU if str(info.get("adapter_type", "")).lower() == CPU or info.get("is_fallback_adapter") is True else "gpu"
-
-
 def candidates(d: Dispatch) -> list[Option]:
     """The dispatch's own kernel first, then its options."""
     return [Option(d.kernel, d.uniform, d.grid), *d.options]
@@ -105,15 +111,24 @@ def groups(program: Program) -> list[list[int]]:
     return out
 
 
-def choice_key(program: Program, members: list[int]) -> str:
-    """What a group's candidates are, independent of buffer numbering: equal keys time alike."""
+def choice_key(program: Program, members: list[int], engine: str) -> str:
+    """What a group's candidates are on `engine`, independent of buffer numbering: equal keys time alike
+    (docs/artifact.md, "Tuning": the Python and JavaScript runtimes compute the same key)."""
     parts = []
     for i in members:
         for o in candidates(program.dispatches[i]):
             k = program.kernels[o.kernel]
-            parts.append([hashlib.sha1(program.sources[k.source].encode()).hexdigest(), k.entry, list(k.overrides),
-                          o.uniform.hex(), list(o.grid)])
-    return hashlib.sha1(json.dumps(parts).encode()).hexdigest()
+            source = hashlib.sha1(program.sources[k.source_for(engine)].encode()).hexdigest()
+            overrides = [[name, _override_json(v)] for name, v in sorted(k.overrides)]
+            words = list(struct.unpack(f"<{len(o.uniform) // 4}I", o.uniform))
+            parts.append([source, k.entry, overrides, sorted(k.requires), words, list(o.grid)])
+    text = json.dumps(parts, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def _override_json(v: float) -> int | str:
+    """An override value in a choice key: the integer when it is one, else its binary64 bits in hex."""
+    return int(v) if float(v).is_integer() and abs(v) < 2**53 else struct.pack(">d", v).hex()
 
 
 def force(program: Program, pick: Callable[[Kernel], bool]) -> Program:
@@ -139,12 +154,14 @@ def resolve(program: Program, engine: Engine) -> Program:
     path, device = cache_path(), device_key(engine)
     cache = _read(path)
     chosen = cache.setdefault(device, {})
-    keys = [choice_key(program, g) for g in tunable]
-    # One representative per key; an entry that is not a candidate's index (a hand-edited cache) is re-timed.
+    keys = [choice_key(program, g, engine.name) for g in tunable]
+    # One representative per key; an entry that is not a candidate this device runs (a hand-edited cache, or
+    # a hostile file whose candidates look like cached ones) is timed again.
     missing = {key: g for key, g in zip(keys, tunable, strict=True)
-               if chosen.get(key) not in range(len(program.dispatches[g[0]].options) + 1)}
+               if chosen.get(key) not in usable(program, g, engine.device.features, engine.limits)}
     kind = adapter_kind(engine.adapter.info)
-    ranked = {key: _ranked(program, members, engine.device.features, kind) for key, members in missing.items()}
+    ranked = {key: ranked_candidates(program, members, engine.device.features, engine.limits, kind)
+              for key, members in missing.items()}
     if missing:
         timed = _measure(program, engine, missing, ranked)
         if timed:
@@ -164,12 +181,11 @@ def _measure(program: Program, engine: Engine, which: dict[str, list[int]], usab
              ) -> dict[str, int]:
     """For each key timed within the budget, the index of its group's fastest candidate among the best-ranked
     `usable` ones (a group left with one such candidate takes it untimed)."""
-    top = int(_number(TOP_VAR, 4)) or None
+    top = int(_number(TOP_VAR, LIMITS["tuning"]["top"])) or None
     ranked = {key: c[:top] for key, c in usable.items()}
     chosen = {key: c[0] for key, c in ranked.items() if len(c) == 1}
     order = sorted((key for key in which if key not in chosen), key=lambda key: -_work(program, which[key]))
-    budget = _number(BUDGET_VAR, 5.0)
-    start = time.perf_counter()
+    budget, start = _number(BUDGET_VAR, LIMITS["tuning"]["budget_seconds"]), time.perf_counter()
     deadline = start + budget
     progress = _Progress(len(order))
     first = 0
@@ -213,13 +229,10 @@ def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], rank
     the engine refuses (a kernel its shader compiler rejects) is never chosen: when the probe fails, its groups
     are timed one by one, and a group that still fails, one candidate at a time, dropping those that fail. A
     probe that times out ends the tuning."""
-    from .executor import Executor
-    from .timing import dispatch_times
-
     keys = list(which)
     probe, starts = _probe(program, [which[key] for key in keys], [ranked[key] for key in keys])
     try:
-        executor = Executor(probe, engine.name)
+        executor = Executor(probe, engine)
         times = _per_candidate(dispatch_times(executor, samples=1, repeats=1), keys, starts, which, ranked)
         kept = {key: keep(t) for key, t in times.items()}
         measured = [(key, c) for key in keys if len(kept[key]) > 1 for c in kept[key]]
@@ -256,10 +269,10 @@ def _per_candidate(times: list[float], keys: list[str], starts: list[int], which
     return out
 
 
-def rank(workgroups: list[int], targets: list[list[str]], kind: str) -> list[int]:
+def candidate_order(workgroups: list[int], targets: list[list[str]], kind: str) -> list[int]:
     """Candidates in the order tuning times them, from each one's leader's workgroup count and its kernel's
     targets (candidate 0 is the default): those targeting `kind` of adapter first, then the default, then the
-    rest; each part by how far (in log2) its workgroup count is from the default's."""
+    rest; each part by how far (in log2) its workgroup count is from the default's (ties in candidate order)."""
 
     def order(c: int) -> tuple:
         return kind not in targets[c], c != 0, abs(math.log2(workgroups[c] / workgroups[0]))
@@ -267,12 +280,14 @@ def rank(workgroups: list[int], targets: list[list[str]], kind: str) -> list[int
     return sorted(range(len(workgroups)), key=order)
 
 
-def _ranked(program: Program, members: list[int], features, kind: str) -> list[int]:
-    """The group's candidates this device can run, as `rank` orders them."""
+def ranked_candidates(program: Program, members: list[int], features, limits: dict[str, int],
+                      kind: str = "gpu") -> list[int]:
+    """The group's candidates this device can run, as `candidate_order` orders them on `kind` of adapter."""
     leader = candidates(program.dispatches[members[0]])
-    usable = set(_usable(program, members, features))
-    order = rank([math.prod(o.grid) for o in leader], [list(program.kernels[o.kernel].targets) for o in leader], kind)
-    return [c for c in order if c in usable]
+    runnable = set(usable(program, members, features, limits))
+    order = candidate_order([math.prod(o.grid) for o in leader],
+                            [list(program.kernels[o.kernel].targets) for o in leader], kind)
+    return [c for c in order if c in runnable]
 
 
 def _work(program: Program, members: list[int]) -> int:
@@ -300,11 +315,11 @@ class _Progress:
         sys.stderr.write(f"\r{line}\033[K\n" if self.live else line + "\n")
 
 
-def _usable(program: Program, members: list[int], features) -> list[int]:
-    """The candidates of a group whose kernels need no feature the device lacks (Kernel.requires)."""
+def usable(program: Program, members: list[int], features, limits: dict[str, int]) -> list[int]:
+    """The candidates of a group whose every member's kernel runs on the device (features.runs_on)."""
     count = len(program.dispatches[members[0]].options) + 1
-    return [c for c in range(count) if all(set(program.kernels[candidates(program.dispatches[i])[c].kernel].requires)
-                                           <= set(features) for i in members)]
+    return [c for c in range(count) if all(runs_on(program.kernels[candidates(program.dispatches[i])[c].kernel],
+                                                   features, limits) for i in members)]
 
 
 def _probe(program: Program, which, usable) -> tuple[Program, list[int]]:
