@@ -5,6 +5,7 @@ a whole among splits of K (and none)."""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -212,15 +213,15 @@ def test_only_the_best_ranked_candidates_are_timed(monkeypatch, tmp_path):
     timed = []
     probe = tuning._probe
 
-    def spy(program, which, ranked):
-        timed.extend(ranked)
-        return probe(program, which, ranked)
+    def spy(program, members, c):
+        timed.append(c)
+        return probe(program, members, c)
 
     monkeypatch.setattr(tuning, "_probe", spy)
     Session(program).executor()
     want = _ranked(program, [0, 1])[:3]
-    assert timed == [want] and 0 in want  # on a GPU the default and two neighbours; on a CPU adapter the two
-    # options targeting it, then the default
+    assert timed == want and 0 in want  # in rank order: on a GPU the default and two neighbours; on a CPU
+    # adapter the two options targeting it, then the default
 
 
 def test_an_option_the_engine_refuses_is_never_chosen(monkeypatch, tmp_path):
@@ -276,21 +277,20 @@ def test_decision_repeats(case):
 
 
 def test_the_first_probe_times_one_group_then_as_many_as_the_budget_holds(monkeypatch, tmp_path):
-    """A probe compiles every candidate before timing any, so the first holds one group: a cold shader cache
-    on a software adapter then overruns the budget by one group's kernels, not a whole program's."""
+    """The first probe holds one group, later ones as many as the budget left holds at the time per group."""
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     monkeypatch.setenv(tuning.BUDGET_VAR, "600")
     g = seeded("probes")
     x, *ws = (torch.randn(n, k, generator=g) for n, k in ((67, 36), (36, 44), (44, 53), (53, 29)))
     program = webgpu_torch.compile_module(Fn(lambda x, a, b, c: ((x @ a).relu() @ b).relu() @ c), (x, *ws)).program
     sizes = []
-    probe = tuning._probe
+    fastest = tuning._fastest
 
-    def spy(program, which, ranked):
+    def spy(program, engine, which, ranked, deadline):
         sizes.append(len(which))
-        return probe(program, which, ranked)
+        return fastest(program, engine, which, ranked, deadline)
 
-    monkeypatch.setattr(tuning, "_probe", spy)
+    monkeypatch.setattr(tuning, "_fastest", spy)
     Session(program).executor()
     assert sizes[0] == 1 and sum(sizes) == len(tuning.groups(program)) == 3, sizes
 
@@ -303,13 +303,13 @@ def _ranked(program, members):
 
 
 def _scripted_times(monkeypatch, seconds):
-    """Replaces per-dispatch timing with `seconds(i)` for probe dispatch i; returns the calls made."""
+    """Replaces per-dispatch timing with `seconds(kernel)` for each dispatch of kernel index `kernel` (a
+    candidate's probe runs the program's own kernels); returns the calls made."""
     calls = []
 
     def fake(executor, samples=3, repeats=1, only=None, warm_up=True):
-        calls.append((samples, repeats, only, warm_up))
-        n = len(executor.program.dispatches)
-        return [seconds(i) if only is None or i in only else float("nan") for i in range(n)]
+        calls.append((samples, repeats, warm_up))
+        return [seconds(d.kernel) for d in executor.program.dispatches]
 
     monkeypatch.setattr(tuning, "dispatch_times", fake)
     return calls
@@ -321,25 +321,45 @@ def test_a_slow_candidate_is_scouted_once_and_never_measured(monkeypatch, tmp_pa
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     monkeypatch.setenv(tuning.TOP_VAR, "0")
     program, _, _ = _linear_program()
-    count = len(tuning.candidates(program.dispatches[0]))
-    calls = _scripted_times(monkeypatch, lambda i: 10.0 if i == 0 else 1e-3 * (1 + (count - i) / count))
+    kernels = [o.kernel for o in tuning.candidates(program.dispatches[0])]
+    slow, fast = kernels[0], kernels[-1]
+    calls = _scripted_times(monkeypatch, lambda k: 10.0 if k == slow else 1e-3 if k == fast else 2e-3)
     ex = Session(program).executor()
-    assert calls[0] == (1, 1, None, True)  # the scout
-    assert calls[1:] == [(1, tuning.REPEATS, calls[1][2], False)] * tuning.SAMPLES
-    assert 0 not in calls[1][2] and len(calls[1][2]) == count - 1
-    ranked = _ranked(program, [0])
-    fastest = ranked[count - 1]  # the last probe dispatch scouts fastest
-    assert ex.program.dispatches[0].kernel == tuning.candidates(program.dispatches[0])[fastest].kernel
+    n = len(kernels)
+    assert calls[:n] == [(1, 1, True)] * n  # the scouts, one candidate at a time
+    assert calls[n:] == [(1, tuning.REPEATS, False)] * (tuning.SAMPLES * (n - 1))  # all but the slow one
+    assert ex.program.dispatches[0].kernel == fast
 
 
 def test_a_probe_the_budget_cannot_measure_is_decided_by_its_scout(monkeypatch, tmp_path):
-    """When one run of the candidates would not fit the budget left SAMPLES + 1 times, the scout decides: a
-    load overruns its budget by one probe's compile and scout, never by a measurement."""
+    """When one run of the candidates would not fit the budget left SAMPLES times, the scout decides: a load
+    overruns its budget by a candidate's compile and scout, never by a measurement."""
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     monkeypatch.setenv(tuning.BUDGET_VAR, "50")
     program, _, _ = _linear_program()
-    calls = _scripted_times(monkeypatch, lambda i: 20.0 - i)  # within SLOWER of each other, 3 x 20 s > 50 s
+    top = [tuning.candidates(program.dispatches[0])[c].kernel for c in _ranked(program, [0])[:4]]
+    calls = _scripted_times(monkeypatch, lambda k: 10.0 - top.index(k))  # within SLOWER, 3 x 34 s > 50 s
     ex = Session(program).executor()
-    assert calls == [(1, 1, None, True)]
-    top = _ranked(program, [0])[:4]
-    assert ex.program.dispatches[0].kernel == tuning.candidates(program.dispatches[0])[top[-1]].kernel
+    assert calls == [(1, 1, True)] * 4
+    assert ex.program.dispatches[0].kernel == top[-1]
+
+
+def test_no_candidate_is_begun_past_the_budget(monkeypatch, tmp_path):
+    """A group whose candidates the budget cuts short stays untimed (its best-ranked candidate runs and the
+    cache has no entry): the load overruns by one candidate, not by the group's remaining compiles."""
+    cache = tmp_path / "cache.json"
+    monkeypatch.setenv(tuning.CACHE_VAR, str(cache))
+    monkeypatch.setenv(tuning.BUDGET_VAR, "0.001")
+    program, _, _ = _linear_program()
+    calls = _scripted_times(monkeypatch, lambda k: 0.01)
+    probe = tuning._probe
+
+    def slow_compile(program, members, c):
+        time.sleep(0.002)  # past the budget
+        return probe(program, members, c)
+
+    monkeypatch.setattr(tuning, "_probe", slow_compile)
+    ex = Session(program).executor()
+    assert calls == [(1, 1, True)] and not cache.exists()
+    best = _ranked(program, [0])[0]
+    assert ex.program.dispatches[0].kernel == tuning.candidates(program.dispatches[0])[best].kernel

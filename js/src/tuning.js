@@ -4,29 +4,31 @@
 // its slices) is chosen as a whole, by the sum of its members' times. The Python runtime's
 // runtime/tuning.py does the same, with the same settings.
 //
-// At load, groups whose choice is not cached are timed in probe programs (on zero-filled copies of the
-// buffers they bind: tile shapes, not values, set the speed), the most work first, until the time budget is
-// spent: one group in the first probe, then as many as the budget left is expected to hold (probeSize). A
-// probe first scouts: each candidate runs once (after a warm-up run), and only those within SLOWER times the
-// fastest are measured (keep), REPEATS times in a compute pass of their own, in up to SAMPLES samples, with
-// as many repeats as the budget left holds for all of them (repeats; none when not even one fits, and the
-// scout decides), and no sample begun past the budget. So a load overruns its budget by one probe's compile,
-// scout and sample at most, however slow a candidate is. In each group only the `top` best-ranked
-// candidates are timed (compiling a candidate is most of the cost on a software adapter): candidateOrder puts
-// the options whose kernels target this kind of adapter first (a kernel's `targets`; "cpu" where adapterKind
-// finds one), then the default, then the others by how close their grids are to its grid. A candidate whose
-// kernel the device cannot run (a feature it lacks, a workgroup past its limits) is neither timed nor
-// chosen, and a cached choice it cannot run is timed again. Groups the budget leaves untimed run their
-// best-ranked candidate (on a GPU the default) and are timed at a later load. The pure decisions
-// (adapterKind, candidateOrder, probeSize, keep, repeats) are replayed from tests/conformance/tuning_rules.json
-// by both runtimes' tests. Choices persist per adapter and engine, keyed by what the candidates are
-// (choiceKey, docs/artifact.md "Tuning": the Python runtime's key), in a JSON file on Node
+// At load, groups whose choice is not cached are timed, the most work first, until the time budget is spent,
+// in probes of one group first, then as many as the budget left is expected to hold (probeSize). Each
+// candidate is compiled and scouted on its own (one run after a warm-up run, on zero-filled copies of the
+// buffers it binds: tile shapes, not values, set the speed), in rank order, none begun past the budget; then
+// only those within SLOWER times the fastest are measured (keep), REPEATS times in a compute pass of their
+// own, in up to SAMPLES interleaved samples, with as many repeats as the budget left holds for all of them
+// (repeats; none when not even one fits, and the scout decides), and no sample begun past the budget. So a
+// load overruns its budget by one candidate's compile and scout and one sample at most; a group broken off
+// by the budget stays untimed. In each group only the `top` best-ranked candidates are timed (compiling a
+// candidate is most of the cost on a software adapter): candidateOrder puts the options whose kernels target
+// this kind of adapter first (a kernel's `targets`; "cpu" where adapterKind finds one), then the default,
+// then the others by how close their grids are to its grid. A candidate whose kernel the device cannot run
+// (a feature it lacks, a workgroup past its limits) is neither timed nor chosen, and a cached choice it
+// cannot run is timed again. Groups the budget leaves untimed run their best-ranked candidate (on a GPU the
+// default) and are timed at a later load. The pure decisions (adapterKind, candidateOrder, probeSize, keep,
+// repeats) are replayed from tests/conformance/tuning_rules.json by both runtimes' tests. Choices persist
+// per adapter and engine, keyed by what the candidates are (choiceKey, docs/artifact.md "Tuning": the Python
+// runtime's key), in a JSON file on Node
 // (WEBGPU_TORCH_JS_CACHE, default ~/.cache/webgpu_torch/tuning-js.json) or IndexedDB in a browser.
 // Settings: the load options `tune` (WEBGPU_TORCH_TUNE=0: off), `tuneBudget` (WEBGPU_TORCH_TUNE_BUDGET,
 // seconds, default 5), `tuneTop` (WEBGPU_TORCH_TUNE_TOP, default 4; 0 for all). A device without timestamp
 // queries keeps the defaults.
 
 import { envVar, isNode } from './env.js';
+import { DeviceError } from './errors.js';
 import { Executor } from './executor.js';
 import { bufferSize, runsOn, sourceFor } from './kernels.js';
 import { LIMITS } from './limits.js';
@@ -199,36 +201,82 @@ async function measure(spec, gpu, features, which, usable, options) {
   while (timed < order.length && (elapsed = performance.now() - start) < budget) {
     const keys = order.slice(timed, timed + probeSize(timed, elapsed, budget));
     progress.show(timed, spec.dispatches[members(keys[0])[0]].node, elapsed);
-    const groups = keys.map((key) => /** @type {[number[], number[]]} */ ([members(key), ranked.get(key)]));
-    const { probe, starts } = probeSpec(spec, features, groups);
-    const executor = await Executor.create(probe, gpu, features);
-    try {
-      const perCandidate = (/** @type {number[]} */ times) => groups.map(([m, cands], g) => cands.map((_, c) =>
-        times.slice(starts[g] + c * m.length, starts[g] + (c + 1) * m.length).reduce((a, b) => a + b, 0)));
-      let times = perCandidate(await dispatchTimes(executor, 1, 1));
-      const kept = times.map(keep);
-      const measured = kept.flatMap((k, g) => (k.length > 1 ? k.map((c) => [g, c]) : []));
-      const reps = repeats(measured.reduce((t, [g, c]) => t + times[g][c], 0), deadline - performance.now());
-      if (measured.length && reps) {
-        const only = measured.flatMap(([g, c]) => groups[g][0].map((_, j) => starts[g] + c * groups[g][0].length + j));
-        /** @type {number[][]} */
-        const samples = []; // the scout warmed them up; no sample begins past the deadline
-        while (samples.length < SAMPLES && (!samples.length || performance.now() < deadline)) {
-          samples.push(await dispatchTimes(executor, 1, reps, only, false));
-        }
-        times = perCandidate(samples[0].map((_, i) => median(samples.map((t) => t[i]))));
+    for (const key of keys) {
+      const best = await fastest(spec, gpu, features, members(key), /** @type {number[]} */ (ranked.get(key)), deadline);
+      if (best !== null) chosen[key] = best;
+    }
+    timed += keys.length;
+  }
+  progress.done(order.filter((key) => key in chosen).length, order.length, performance.now() - start);
+  return chosen;
+}
+
+/**
+ * A group's fastest candidate, or null where the budget cut it short (or none runs). Candidates are compiled
+ * and scouted one at a time in rank order, none begun past the deadline, so a load overruns its budget by
+ * one candidate's compile and scout at most; the kept ones are then measured (measured). A candidate the
+ * engine refuses (its pipeline fails to build) is never chosen.
+ * @param {ProgramSpec} spec
+ * @param {Gpu} gpu
+ * @param {Set<string>} features
+ * @param {number[]} members
+ * @param {number[]} ranked
+ * @param {number} deadline
+ * @returns {Promise<number | null>}
+ */
+async function fastest(spec, gpu, features, members, ranked, deadline) {
+  /** @type {Map<number, {executor: Executor, time: number}>} */
+  const scouted = new Map();
+  let tried = 0;
+  try {
+    for (const c of ranked) {
+      if (tried && performance.now() >= deadline) break;
+      tried++;
+      let executor;
+      try {
+        executor = await Executor.create(probeSpec(spec, features, members, c), gpu, features);
+      } catch (e) {
+        if (e instanceof DeviceError) continue; // refused by the engine: never chosen
+        throw e;
       }
-      keys.forEach((key, g) => {
-        const best = kept[g].reduce((a, c) => (times[g][c] < times[g][a] ? c : a));
-        chosen[key] = groups[g][1][best];
-      });
-      timed += keys.length;
-    } finally {
-      executor.destroy();
+      scouted.set(c, { executor, time: sum(await dispatchTimes(executor, 1, 1)) });
+    }
+    if (tried < ranked.length || !scouted.size) return null;
+    const order = [...scouted.keys()];
+    const kept = keep(order.map((c) => /** @type {{time: number}} */ (scouted.get(c)).time)).map((i) => order[i]);
+    const times = await measured(scouted, kept, deadline);
+    return kept.reduce((a, c) => (/** @type {number} */ (times.get(c)) < /** @type {number} */ (times.get(a)) ? c : a));
+  } finally {
+    for (const { executor } of scouted.values()) executor.destroy();
+  }
+}
+
+/**
+ * Seconds per run of each kept candidate: the median of up to SAMPLES samples of `repeats` runs each,
+ * interleaved, none begun past the deadline; the scout's own time where not one sample fits the budget.
+ * @param {Map<number, {executor: Executor, time: number}>} scouted
+ * @param {number[]} kept
+ * @param {number} deadline
+ * @returns {Promise<Map<number, number>>}
+ */
+async function measured(scouted, kept, deadline) {
+  const scout = (/** @type {number} */ c) => /** @type {{executor: Executor, time: number}} */ (scouted.get(c));
+  const reps = kept.length > 1 ? repeats(kept.reduce((t, c) => t + scout(c).time, 0), deadline - performance.now()) : 0;
+  if (!reps) return new Map(kept.map((c) => [c, scout(c).time]));
+  /** @type {Map<number, number[]>} */
+  const samples = new Map(kept.map((c) => [c, []]));
+  const count = () => /** @type {number[]} */ (samples.get(kept[0])).length;
+  while (count() < SAMPLES && (!count() || performance.now() < deadline)) {
+    for (const c of kept) { // the scout warmed them up
+      /** @type {number[]} */ (samples.get(c)).push(sum(await dispatchTimes(scout(c).executor, 1, reps, undefined, false)));
     }
   }
-  progress.done(timed, order.length, performance.now() - start);
-  return chosen;
+  return new Map([...samples].map(([c, t]) => [c, median(t)]));
+}
+
+/** @param {number[]} xs */
+function sum(xs) {
+  return xs.reduce((a, b) => a + b, 0);
 }
 
 /**
@@ -355,38 +403,30 @@ class Progress {
 }
 
 /**
- * A program of the usable candidates of each group (each candidate's members in order) over zero-filled
- * scratch copies of the buffers they bind, and each group's first dispatch in it.
+ * A program of candidate `c` of the group `members` (its dispatches in order) over zero-filled scratch
+ * copies of the buffers they bind.
  * @param {ProgramSpec} spec
  * @param {Set<string>} features
- * @param {[number[], number[]][]} which members and usable candidates of each group
- * @returns {{probe: ProgramSpec, starts: number[]}}
+ * @param {number[]} members
+ * @param {number} c
+ * @returns {ProgramSpec}
  */
-function probeSpec(spec, features, which) {
+function probeSpec(spec, features, members, c) {
   /** @type {Map<number, number>} */
   const used = new Map();
-  /** @type {DispatchSpec[]} */
-  const dispatches = [];
-  const starts = [];
-  for (const [members, usable] of which) {
-    starts.push(dispatches.length);
-    for (const c of usable) {
-      for (const i of members) {
-        const d = spec.dispatches[i];
-        const buffers = d.buffers.map((b) => {
-          if (!used.has(b)) used.set(b, used.size);
-          return /** @type {number} */ (used.get(b));
-        });
-        dispatches.push({ ...d, ...candidates(d)[c], buffers, patches: [], count: null, options: [], follows: 0 });
-      }
-    }
-  }
+  const dispatches = members.map((i) => {
+    const d = spec.dispatches[i];
+    const buffers = d.buffers.map((b) => {
+      if (!used.has(b)) used.set(b, used.size);
+      return /** @type {number} */ (used.get(b));
+    });
+    return { ...d, ...candidates(d)[c], buffers, patches: [], count: null, options: [], follows: 0 };
+  });
   const empty = /** @type {import('./tree.js').TreeSpec} */ ({ type: 'tuple', items: [] });
-  const probe = {
+  return {
     ...spec, symbols: {}, constants: new Map(), inputs: [], outputs: [], inputTree: empty, outputTree: empty, dispatches, checks: [], status: null,
     buffers: [...used.keys()].map((b) => ({ size: bufferSize(spec, b, features), role: /** @type {const} */ ('scratch'), name: '' })),
   };
-  return { probe, starts };
 }
 
 /**

@@ -3,27 +3,28 @@ configurations, attention thread layouts, a row kernel's subgroup twin) runs the
 device. A group (a split GEMM and the reduction of its slices: dispatches that `follow` a leader) is chosen
 as a whole, by the sum of its members' times, since a split that speeds the GEMM costs its reduction.
 
-At load, groups whose choice is not yet cached are timed in probe programs (on zero-filled copies of the
-buffers they bind: the tile shapes, not the values, set the speed), the most work first, until the time budget
-is spent: one group in the first probe, then as many as the budget left is expected to hold (`probe_size`).
-A probe first scouts: each candidate runs once (after a warm-up run), and only those within `SLOWER` times
-the fastest are measured (`keep`), `REPEATS` times in a compute pass of their own, in up to `SAMPLES`
-samples — with as many repeats as the budget left holds for all the samples (`repeats`; none when not even
-one fits, and the scout decides), and no sample begun past the budget. So a load overruns its budget by one
-probe's compile, scout and sample at most, however slow a candidate is (a 128 x 128 tile over a one-row
-product on a CPU adapter runs for seconds). In each group only the `TOP` best-ranked candidates are timed
-(compiling a candidate's kernel is most of the cost on a software adapter): `candidate_order` puts the
-options whose kernels target this kind of adapter first (`Kernel.targets`; "cpu" where `adapter_kind` finds
-one), then the compiler's default, then the others by how close their grids are to the default's —
-neighbouring tile configurations and splits, since the default already sizes its grid to the problem. An
-option whose kernel needs a feature the device lacks (`Kernel.requires`) is neither timed nor chosen, and a
-cached choice this device cannot run is timed again. Groups the budget leaves untimed run their best-ranked
-candidate (on a GPU the default) and are timed at a later load. Choices persist in a JSON cache per adapter,
-driver and engine, keyed by what the candidates are (`choice_key`, docs/artifact.md "Tuning": the source the
-engine compiles, entry, overrides, requires, packed Params and grid), shared by every program on the device: a
-later load of any program with the same shapes times nothing. While timing, a progress line on a terminal says
-what is being timed. The pure decisions (`adapter_kind`, `candidate_order`, `probe_size`, `keep`, `repeats`)
-are also cases of tests/conformance/tuning_rules.json, which both runtimes' tests replay.
+At load, groups whose choice is not yet cached are timed, the most work first, until the time budget is spent,
+in probes of one group first, then as many as the budget left is expected to hold (`probe_size`). Each
+candidate is compiled and scouted on its own (one run after a warm-up run, on zero-filled copies of the
+buffers it binds: the tile shapes, not the values, set the speed), in rank order, none begun past the budget;
+then only those within `SLOWER` times the fastest are measured (`keep`), `REPEATS` times in a compute pass of
+their own, in up to `SAMPLES` interleaved samples — with as many repeats as the budget left holds for all the
+samples (`repeats`; none when not even one fits, and the scout decides), and no sample begun past the budget.
+So a load overruns its budget by one candidate's compile and scout and one sample at most, however slow a
+candidate is to compile (lavapipe's LLVM) or to run (a 128 x 128 tile over a one-row product on a CPU adapter
+runs for seconds); a group broken off by the budget stays untimed. In each group only the `TOP` best-ranked
+candidates are timed (compiling a candidate's kernel is most of the cost on a software adapter):
+`candidate_order` puts the options whose kernels target this kind of adapter first (`Kernel.targets`; "cpu"
+where `adapter_kind` finds one), then the compiler's default, then the others by how close their grids are to
+the default's — neighbouring tile configurations and splits, since the default already sizes its grid to the
+problem. An option whose kernel needs a feature the device lacks (`Kernel.requires`) is neither timed nor
+chosen, and a cached choice this device cannot run is timed again. Groups the budget leaves untimed run their
+best-ranked candidate (on a GPU the default) and are timed at a later load. Choices persist in a JSON cache
+per adapter, driver and engine, keyed by what the candidates are (`choice_key`, docs/artifact.md "Tuning": the
+source the engine compiles, entry, overrides, requires, packed Params and grid), shared by every program on
+the device: a later load of any program with the same shapes times nothing. While timing, a progress line on a
+terminal says what is being timed. The pure decisions (`adapter_kind`, `candidate_order`, `probe_size`,
+`keep`, `repeats`) are also cases of tests/conformance/tuning_rules.json, which both runtimes' tests replay.
 
 `WEBGPU_TORCH_TUNE=0` runs every dispatch's default and times nothing; `WEBGPU_TORCH_TUNE_BUDGET` (seconds,
 default 5) and `WEBGPU_TORCH_TUNE_TOP` (candidates per group, default 4; 0 for all) bound the timing;
@@ -200,8 +201,7 @@ def _measure(program: Program, engine: Engine, which: dict[str, list[int]], usab
 
 def probe_size(timed: int, elapsed: float, budget: float) -> int:
     """How many groups the next probe times: one first, then as many as the budget left holds at the time a
-    group has taken so far, at most GROUPS_PER_PROBE. A probe compiles all its candidates before it times
-    any (most of a load on a software adapter with a cold shader cache), so its size bounds the overrun."""
+    group has taken so far, at most GROUPS_PER_PROBE (the budget is checked before each candidate too)."""
     if timed == 0:
         return 1
     return max(1, min(GROUPS_PER_PROBE, int((budget - elapsed) * timed / max(elapsed, 1e-9))))
@@ -225,48 +225,45 @@ def repeats(run: float, left: float) -> int:
 
 def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], ranked: dict[str, list[int]],
              deadline: float) -> dict[str, int]:
-    """Each group's fastest candidate, scouted and measured in one probe (the module's docstring). A candidate
-    the engine refuses (a kernel its shader compiler rejects) is never chosen: when the probe fails, its groups
-    are timed one by one, and a group that still fails, one candidate at a time, dropping those that fail. A
-    probe that times out ends the tuning."""
-    keys = list(which)
-    probe, starts = _probe(program, [which[key] for key in keys], [ranked[key] for key in keys])
-    try:
-        executor = Executor(probe, engine)
-        times = _per_candidate(dispatch_times(executor, samples=1, repeats=1), keys, starts, which, ranked)
-        kept = {key: keep(t) for key, t in times.items()}
-        measured = [(key, c) for key in keys if len(kept[key]) > 1 for c in kept[key]]
-        reps = repeats(sum(times[key][c] for key, c in measured), deadline - time.perf_counter())
-        if measured and reps:
-            only = [starts[keys.index(key)] + c * len(which[key]) + j for key, c in measured
-                    for j in range(len(which[key]))]
-            samples = []  # the scout warmed them up; no sample begins past the deadline
-            while len(samples) < SAMPLES and (not samples or time.perf_counter() < deadline):
-                samples.append(dispatch_times(executor, samples=1, repeats=reps, only=only, warm_up=False))
-            times = _per_candidate(list(np.median(samples, axis=0)), keys, starts, which, ranked)
-    except CallTimeout:
-        raise  # the device is still running the probe: retrying candidates would queue behind it
-    except DeviceError:
-        if len(keys) > 1:
-            return {k: v for key in keys
-                    for k, v in _fastest(program, engine, {key: which[key]}, ranked, deadline).items()}
-        (key,) = keys
-        if len(ranked[key]) == 1:
-            return {}  # its only candidate fails: the load will say why
-        runnable = [c for c in ranked[key] if _fastest(program, engine, which, {key: [c]}, deadline)]
-        return _fastest(program, engine, which, {key: runnable}, deadline) if runnable else {}
-    return {key: ranked[key][min(kept[key], key=lambda c, t=times[key]: t[c])] for key in keys}
+    """Each group's fastest candidate (the module's docstring). Candidates are compiled and scouted one at a
+    time in rank order, none begun past the deadline, so a load overruns its budget by one candidate's compile
+    and scout at most; a group broken off so stays untimed (its best-ranked candidate runs, and a later load,
+    with those kernels in the shader cache, times it). A candidate the engine refuses (a kernel its shader
+    compiler rejects) is never chosen. A call that times out ends the tuning."""
+    chosen = {}
+    for key, members in which.items():
+        scouted: dict[int, tuple[Executor, float]] = {}
+        tried = 0
+        for c in ranked[key]:
+            if tried and time.perf_counter() >= deadline:
+                break
+            tried += 1
+            try:
+                executor = Executor(_probe(program, members, c), engine)
+                scouted[c] = executor, sum(dispatch_times(executor, samples=1, repeats=1))
+            except CallTimeout:
+                raise  # the device is still running the candidate: the rest would queue behind it
+            except DeviceError:
+                continue  # refused by the engine: never chosen
+        if tried < len(ranked[key]) or not scouted:
+            continue
+        order = list(scouted)
+        kept = [order[i] for i in keep([scouted[c][1] for c in order])]
+        chosen[key] = min(kept, key=_measured(scouted, kept, deadline).__getitem__)
+    return chosen
 
 
-def _per_candidate(times: list[float], keys: list[str], starts: list[int], which: dict[str, list[int]],
-                   ranked: dict[str, list[int]]) -> dict[str, list[float]]:
-    """Each group's seconds per candidate (its members' times summed), from a probe's per-dispatch times (NaN
-    for dispatches not timed)."""
-    out = {}
-    for key, at in zip(keys, starts, strict=True):
-        n, members = len(ranked[key]), len(which[key])
-        out[key] = list(np.reshape(times[at:at + n * members], (n, members)).sum(axis=1))
-    return out
+def _measured(scouted: dict[int, tuple[Executor, float]], kept: list[int], deadline: float) -> dict[int, float]:
+    """Seconds per run of each kept candidate: the median of up to SAMPLES samples of `repeats` runs each,
+    interleaved, none begun past the deadline; the scout's own time where not one sample fits the budget."""
+    reps = repeats(sum(scouted[c][1] for c in kept), deadline - time.perf_counter()) if len(kept) > 1 else 0
+    if not reps:
+        return {c: scouted[c][1] for c in kept}
+    samples: dict[int, list[float]] = {c: [] for c in kept}
+    while len(samples[kept[0]]) < SAMPLES and (not samples[kept[0]] or time.perf_counter() < deadline):
+        for c in kept:  # the scout warmed them up
+            samples[c].append(sum(dispatch_times(scouted[c][0], samples=1, repeats=reps, warm_up=False)))
+    return {c: float(np.median(t)) for c, t in samples.items()}
 
 
 def candidate_order(workgroups: list[int], targets: list[list[str]], kind: str) -> list[int]:
@@ -322,23 +319,20 @@ def usable(program: Program, members: list[int], features, limits: dict[str, int
                                                    features, limits) for i in members)]
 
 
-def _probe(program: Program, which, usable) -> tuple[Program, list[int]]:
-    """A program of the candidates `usable[g]` of each group `which[g]` (each candidate's members in order),
-    over scratch copies of the buffers they bind; and each group's first probe dispatch."""
+def _probe(program: Program, members: list[int], c: int) -> Program:
+    """A program of candidate `c` of the group `members` (its dispatches in order), over scratch copies of the
+    buffers they bind."""
     used: dict[int, int] = {}
-    dispatches, starts = [], []
-    for members, cands in zip(which, usable, strict=True):
-        starts.append(len(dispatches))
-        for c in cands:
-            for i in members:
-                d = program.dispatches[i]
-                o = candidates(d)[c]
-                buffers = tuple(used.setdefault(b, len(used)) for b in d.buffers)
-                dispatches.append(Dispatch(o.kernel, buffers, o.uniform, o.grid, d.node))
+    dispatches = []
+    for i in members:
+        d = program.dispatches[i]
+        o = candidates(d)[c]
+        buffers = tuple(used.setdefault(b, len(used)) for b in d.buffers)
+        dispatches.append(Dispatch(o.kernel, buffers, o.uniform, o.grid, d.node))
     buffers = [Buffer(program.buffers[b].size, "scratch") for b in used]
     no_args = {"type": "tuple", "items": [{"type": "tuple", "items": []}, {"type": "dict", "keys": [], "items": []}]}
     no_outputs = {"type": "tuple", "items": []}
-    return Program(program.sources, program.kernels, buffers, {}, [], [], no_args, no_outputs, dispatches), starts
+    return Program(program.sources, program.kernels, buffers, {}, [], [], no_args, no_outputs, dispatches)
 
 
 def _read(path: Path) -> dict:
