@@ -48,7 +48,9 @@ f16() {  # weights="float16" against float32, on both engines (Dawn has shader-f
   done
 }
 matrix() {  # the matrix-unit kernels: checks and 4096³ vs cuBLAS, precision="float16" on GEMMs, models, Florence-2
-  stage matrix_units 120 python3 benchmarks/matrix_units.py "$out/matrix_units.json"
+  stage matrix_units 150 python3 benchmarks/matrix_units.py "$out/matrix_units.json"
+  stage matrix_units_unchecked 90 env WEBGPU_TORCH_DAWN_TOGGLES=disable_robustness \
+    python3 benchmarks/matrix_units.py "$out/matrix_units_unchecked.json" --no-checks
   stage linear_f16 60 $cli bench gemm --linear --variants auto --error --precision float16 \
     --sizes 4096x4096x4096 593x3072x768 593x768x3072 128x3072x768 --json "$out/linear_f16.json"
   stage models_f16 150 $cli bench models --precision float16 --models vit_b16 resnet50 florence2_vision \

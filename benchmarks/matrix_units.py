@@ -3,10 +3,15 @@ adapter offers, each configuration checked against a float64 product on shapes t
 every operand layout, and timed at one size against cuBLAS fp32 (TF32 off) and fp16 on the same inputs.
 
     python benchmarks/matrix_units.py OUT.json [--size 4096]
-        [--configs NAME=SG_M,SG_N,TILE_K,STAGES,PARTS ...]
+        [--configs NAME=SG_M,SG_N,TILE_K,STAGES,PARTS[,CONVERT_ON_FETCH] ...]
 
 Without --configs, the configurations in ops.gemm.CONFIGS; --configs adds others (exploring tilings). The
-float32 kernel vec4_128x128 is checked and timed beside them.
+float32 kernel vec4_128x128 is checked and timed beside them. Each configuration is timed twice: with B an
+input (float32, converted to f16 as it is staged) and with B a float16 weight (compile option
+weights="float16": read as f16). The candidates for the kernel's gap to cuBLAS fp16 are measured apart so:
+the conversion's place (a configuration and its `_cf` twin, CONVERT_ON_FETCH), f16 weights read as f16 (the
+"f16 weights" rows), and the bounds checks Tint puts around each load (the same run under
+WEBGPU_TORCH_DAWN_TOGGLES=disable_robustness: benchmarks/h200.sh's `matrix` stage runs both).
 Errors are max |ours - ref| / max |ref|: ref is the float64 product of the inputs, for float16 products
 (PARTS 1) of the inputs rounded to float16 as well (`rounded error`: what is left is the summation's).
 """
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 
@@ -24,7 +30,7 @@ import webgpu_torch
 from webgpu_torch.bench import baseline_seconds
 from webgpu_torch.ops import gemm
 from webgpu_torch.runtime import timing
-from webgpu_torch.runtime.engine import get_engine
+from webgpu_torch.runtime.engine import DAWN_TOGGLES_VAR, get_engine
 
 CHECKS = {  # name: (fn, shapes); every contiguous axis a multiple of 4, no size a multiple of the tiles
     "nn": (lambda a, b: a @ b, [(1004, 1000), (1000, 996)]),
@@ -86,21 +92,34 @@ def check(name: str) -> dict:
     return results
 
 
+class Weighted(torch.nn.Module):
+    """x @ w with w a constant of the exported program (a weight), so weights="float16" stores it as f16."""
+
+    def __init__(self, w):
+        super().__init__()
+        self.register_buffer("w", w)
+
+    def forward(self, x):
+        return x @ self.w
+
+
 def timed(size: int, variants: list[str], repeats: int = 10) -> dict:
     gen = torch.Generator().manual_seed(size)
     a, b = torch.randn(size, size, generator=gen), torch.randn(size, size, generator=gen)
-    ep = torch.export.export(Fn(lambda x, y: x @ y), (a, b))
+    programs = {"": (torch.export.export(Fn(lambda x, y: x @ y), (a, b)), "float32", (a, b)),
+                ", f16 weights": (torch.export.export(Weighted(b), (a,)), "float16", (a,))}
     flops = 2.0 * size ** 3
     rows = {}
     for variant in variants:
-        try:
-            session = webgpu_torch.compile(ep, gemm=variant, max_binding_size=1 << 30)
-            out = session(a, b)
-            t = timing.gpu_time(session.executor(), repeats=repeats).seconds
-            rows[variant] = {"ms": t * 1e3, "TFLOP/s": flops / t / 1e12,
-                             "error": error(out, lambda x, y: x @ y, (a, b), False)}
-        except Exception as e:  # a configuration the device refuses: record why, time the rest
-            rows[variant] = {"failed": f"{type(e).__name__}: {e}"[:2000]}
+        for label, (ep, weights, args) in programs.items():
+            try:
+                session = webgpu_torch.compile(ep, gemm=variant, max_binding_size=1 << 30, weights=weights)
+                out = session(*args)
+                t = timing.gpu_time(session.executor(), repeats=repeats).seconds
+                rows[variant + label] = {"ms": t * 1e3, "TFLOP/s": flops / t / 1e12,
+                                         "error": error(out, lambda x, y: x @ y, (a, b), False)}
+            except Exception as e:  # a configuration the device refuses: record why, time the rest
+                rows[variant + label] = {"failed": f"{type(e).__name__}: {e}"[:2000]}
     if torch.cuda.is_available():
         torch.backends.cuda.matmul.allow_tf32 = False
         x, y = a.cuda(), b.cuda()
@@ -113,21 +132,24 @@ def timed(size: int, variants: list[str], repeats: int = 10) -> dict:
 
 def parse_config(spec: str) -> tuple[str, gemm.MatrixConfig]:
     name, values = spec.split("=")
-    return name, gemm.MatrixConfig(*(int(v) for v in values.split(",")))
+    sg_m, sg_n, tile_k, stages, parts, *convert = (int(v) for v in values.split(","))
+    return name, gemm.MatrixConfig(sg_m, sg_n, tile_k, stages, parts, bool(convert and convert[0]))
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out")
     parser.add_argument("--size", type=int, default=4096)
-    parser.add_argument("--configs", nargs="*", default=[], metavar="NAME=SG_M,SG_N,TILE_K,STAGES,PARTS")
+    parser.add_argument("--configs", nargs="*", default=[],
+                        metavar="NAME=SG_M,SG_N,TILE_K,STAGES,PARTS[,CONVERT_ON_FETCH]")
     parser.add_argument("--no-checks", action="store_true", help="time only (tests/test_gemm_configs.py checks)")
     args = parser.parse_args(argv)
     gemm.CONFIGS.update(parse_config(s) for s in args.configs)
     names = [n for n, c in gemm.CONFIGS.items() if isinstance(c, gemm.MatrixConfig)]
-    report = {"adapter": adapter(), "configs": {n: vars(gemm.CONFIGS[n]) | {
-        "tile": f"{gemm.CONFIGS[n].tile_m}x{gemm.CONFIGS[n].tile_n}",
-        "workgroup bytes": gemm.CONFIGS[n].workgroup_bytes} for n in names}, "checks": {}}
+    configs = {n: vars(gemm.CONFIGS[n]) | {"tile": f"{gemm.CONFIGS[n].tile_m}x{gemm.CONFIGS[n].tile_n}",
+                                           "workgroup bytes": gemm.CONFIGS[n].workgroup_bytes} for n in names}
+    report = {"adapter": adapter(), "dawn toggles": os.environ.get(DAWN_TOGGLES_VAR, ""), "configs": configs,
+              "checks": {}}
     print(json.dumps(report["adapter"], indent=1), flush=True)
     for name in [] if args.no_checks else ["vec4_128x128", *names]:
         try:

@@ -24,6 +24,9 @@ LAYOUTS = {
     "tn": (lambda a, b: a.t() @ b, [(76, 132), (76, 140)]),
     "nt_bias_relu": (lambda a, b, c: torch.relu(torch.addmm(c, a, b.t())), [(132, 76), (140, 76), (140,)]),
     "odd": (lambda a, b: a @ b, [(131, 77), (77, 139)]),
+    "tn_odd_k": (lambda a, b: a.t() @ b, [(77, 132), (77, 140)]),  # vec4 along M and N, K not a multiple of 4
+    "conv_im2col": (lambda x, w: torch.nn.functional.conv2d(x, w, stride=(2, 1), padding=1),
+                    [(2, 8, 13, 11), (12, 8, 3, 3)]),  # channels-last, A read as the implicit im2col matrix
 }
 
 
@@ -36,7 +39,7 @@ def test_config(config, layout, poisoned):
     session = webgpu_torch.compile(torch.export.export(Fn(fn), tuple(inputs)), gemm=config)
     used = {session.program.kernels[d.kernel].name for d in session.program.dispatches}
     vec4 = CONFIGS[config].vec4 and layout != "odd"
-    assert any(("vec4" in k or "sm_" in k) == vec4 for k in used), used
+    assert any(any(f in k for f in ("vec4", "sm_", "cpu_")) == vec4 for k in used), used
     matrix = isinstance(CONFIGS[config], MatrixConfig) and vec4
     if matrix and SUBGROUP_MATRIX not in get_engine().device.features:
         with pytest.raises(DeviceError, match=f"{SUBGROUP_MATRIX} features?, which this"):

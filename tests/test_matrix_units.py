@@ -114,3 +114,23 @@ def test_engine_takes_subgroup_matrices_only_in_the_kernels_shape(monkeypatch, c
     adapter = SimpleNamespace(limits={"max-compute-workgroup-storage-size": 32768})
     monkeypatch.setattr(extras, "get_adapter_properties", lambda adapter: {"subgroup_matrix_configs": [config]})
     assert engine._matrix_units(adapter) == usable
+
+
+MATRIX_CONFIGS = sorted(n for n, c in gemm.CONFIGS.items() if isinstance(c, gemm.MatrixConfig))
+
+
+@pytest.mark.parametrize("name", MATRIX_CONFIGS)
+def test_every_matrix_variant_parses(name):
+    """Where the device lacks subgroup matrices (lavapipe), Dawn's compiler parses a matrix kernel and stops at
+    its `enable` (a syntax error would be its first message): what can be checked short of an H200, where
+    benchmarks/matrix_units.py checks each variant against float64."""
+    cfg = gemm.CONFIGS[name]
+    device = engine.get_engine("dawn").device
+    if SUBGROUP_MATRIX in device.features:
+        pytest.fail("a device with subgroup matrices: run benchmarks/matrix_units.py, which checks them fully")
+    source = wgsl.enables(cfg.requires) + wgsl.specialize(wgsl.kernel_source(cfg.file), {**cfg.consts, "B_T": "f16"})
+    with pytest.raises(Exception, match="extension 'chromium_experimental_subgroup_matrix' is not allowed"):
+        device.create_shader_module(code=source).get_compilation_info_sync()
+    broken = source.replace("fn main(", "fn main(oops: , ")  # the check itself: a syntax error shows first
+    with pytest.raises(Exception, match="invalid type for parameter"):
+        device.create_shader_module(code=broken).get_compilation_info_sync()

@@ -5,7 +5,9 @@ a whole among splits of K (and none)."""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -24,7 +26,9 @@ pytestmark = pytest.mark.gemm
 
 @pytest.fixture(autouse=True)
 def _tuning_on(monkeypatch):
+    """Tuning on, with a budget no compile on a loaded machine outlasts: the tests of the budget set their own."""
     monkeypatch.setenv(tuning.TUNE_VAR, "1")
+    monkeypatch.setenv(tuning.BUDGET_VAR, "600")
 
 
 def _linear_program():
@@ -34,13 +38,18 @@ def _linear_program():
     return webgpu_torch.compile_module(fn, (x, w, b)).program, (x, w, b), fn(x.double(), w.double(), b.double())
 
 
+FAMILY = (*gemm.VEC4_BY_SIZE, *gemm.VEC4_TUNED_ONLY, *gemm.CPU_OPTIONS)
+
+
 @pytest.mark.host
 def test_gemm_offers_the_other_configurations():
     program, _, _ = _linear_program()
     (d,) = program.dispatches
-    names = [program.kernels[o.kernel].name for o in tuning.candidates(d)]
-    family = len(gemm.VEC4_BY_SIZE + gemm.VEC4_TUNED_ONLY)
-    assert len(names) == family and len(set(names)) == family and all(n.startswith("gemm[vec4_") for n in names), names
+    kernels = [program.kernels[o.kernel] for o in tuning.candidates(d)]
+    names = [k.name for k in kernels]
+    assert sorted(names) == sorted(f"gemm[{c}]+gelu" for c in FAMILY), names
+    assert [k.targets for k in kernels if "cpu_" in k.name] == [("cpu",)] * len(gemm.CPU_OPTIONS)
+    assert all(not k.targets for k in kernels if "cpu_" not in k.name)
 
 
 @pytest.mark.host
@@ -71,7 +80,7 @@ def test_choice_is_timed_once_then_read_from_the_cache(tmp_path, monkeypatch):
     assert again.program.dispatches[0].kernel == d.kernel
 
 
-@pytest.mark.parametrize("index", range(len(gemm.VEC4_BY_SIZE + gemm.VEC4_TUNED_ONLY)))
+@pytest.mark.parametrize("index", range(len(FAMILY)))
 def test_every_candidate_computes_the_same(index, monkeypatch, tmp_path):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     program, args, ref = _linear_program()
@@ -178,13 +187,20 @@ def test_a_subgroup_twin_is_timed_only_where_the_device_has_subgroups(tmp_path, 
     assert_close(Session(program)(x), torch.nn.functional.layer_norm(x.double(), (96,)))
 
 
-def test_a_spent_budget_leaves_groups_at_their_defaults_for_a_later_load(monkeypatch, tmp_path):
+def test_a_spent_budget_leaves_groups_at_their_best_ranked_candidate_for_a_later_load(monkeypatch, tmp_path):
+    """Untimed, a group runs what tuning would time first: the default on a GPU, an option shaped for the
+    adapter on a CPU adapter (this suite's lavapipe)."""
     cache = tmp_path / "cache.json"
     monkeypatch.setenv(tuning.CACHE_VAR, str(cache))
     monkeypatch.setenv(tuning.BUDGET_VAR, "0")
     program, args, ref = _linear_program()
     session = Session(program)
-    assert session.executor().program.dispatches[0].kernel == program.dispatches[0].kernel
+    engine = get_engine()
+    kind = tuning.adapter_kind(engine.adapter.info)
+    best = _ranked(program, [0])[0]
+    chosen = session.executor().program.dispatches[0].kernel
+    assert chosen == tuning.candidates(program.dispatches[0])[best].kernel
+    assert program.kernels[chosen].targets == (("cpu",) if kind == "cpu" else ())
     assert not cache.exists()
     assert_close(session(*args), ref)
     monkeypatch.setenv(tuning.BUDGET_VAR, "600")
@@ -199,13 +215,15 @@ def test_only_the_best_ranked_candidates_are_timed(monkeypatch, tmp_path):
     timed = []
     probe = tuning._probe
 
-    def spy(program, which, ranked):
-        timed.extend(ranked)
-        return probe(program, which, ranked)
+    def spy(program, members, c):
+        timed.append(c)
+        return probe(program, members, c)
 
     monkeypatch.setattr(tuning, "_probe", spy)
     Session(program).executor()
-    assert timed and all(len(c) == 3 and c[0] == 0 for c in timed)  # the default, then two neighbours
+    want = _ranked(program, [0, 1])[:3]
+    assert timed == want and 0 in want  # in rank order: on a GPU the default and two neighbours; on a CPU
+    # adapter the two options targeting it, then the default
 
 
 def test_an_option_the_engine_refuses_is_never_chosen(monkeypatch, tmp_path):
@@ -227,25 +245,123 @@ def test_an_option_the_engine_refuses_is_never_chosen(monkeypatch, tmp_path):
     assert_close(session(*args), ref)
 
 
+DECISIONS = json.loads((Path(__file__).parent / "conformance" / "tuning_rules.json").read_text())
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("case", DECISIONS["adapter_kind"], ids=str)
+def test_decision_adapter_kind(case):
+    assert tuning.adapter_kind(case["info"]) == case["kind"]
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("case", DECISIONS["rank"], ids=str)
+def test_decision_rank(case):
+    assert tuning.candidate_order(case["workgroups"], case["targets"], case["kind"]) == case["order"]
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("case", DECISIONS["probe_size"], ids=str)
+def test_decision_probe_size(case):
+    assert tuning.probe_size(case["timed"], case["elapsed"], case["budget"]) == case["size"]
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("case", DECISIONS["keep"], ids=str)
+def test_decision_keep(case):
+    assert tuning.keep(case["scouted"]) == case["kept"]
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("case", DECISIONS["repeats"], ids=str)
+def test_decision_repeats(case):
+    assert tuning.repeats(case["run"], case["left"]) == case["repeats"]
+
+
 def test_the_first_probe_times_one_group_then_as_many_as_the_budget_holds(monkeypatch, tmp_path):
-    """A probe compiles every candidate before timing any, so the first holds one group: a cold shader cache
-    on a software adapter then overruns the budget by one group's kernels, not a whole program's."""
-    assert tuning.probe_size(0, 0.0, 5.0) == 1
-    assert tuning.probe_size(1, 1.0, 5.0) == 4  # 4 s left at 1 s a group
-    assert tuning.probe_size(2, 0.5, 5.0) == tuning.GROUPS_PER_PROBE
-    assert tuning.probe_size(1, 4.9, 5.0) == 1
+    """The first probe holds one group, later ones as many as the budget left holds at the time per group."""
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     monkeypatch.setenv(tuning.BUDGET_VAR, "600")
     g = seeded("probes")
     x, *ws = (torch.randn(n, k, generator=g) for n, k in ((67, 36), (36, 44), (44, 53), (53, 29)))
     program = webgpu_torch.compile_module(Fn(lambda x, a, b, c: ((x @ a).relu() @ b).relu() @ c), (x, *ws)).program
     sizes = []
-    probe = tuning._probe
+    fastest = tuning._fastest
 
-    def spy(program, which, ranked):
+    def spy(program, engine, which, ranked, deadline):
         sizes.append(len(which))
-        return probe(program, which, ranked)
+        return fastest(program, engine, which, ranked, deadline)
 
-    monkeypatch.setattr(tuning, "_probe", spy)
+    monkeypatch.setattr(tuning, "_fastest", spy)
     Session(program).executor()
     assert sizes[0] == 1 and sum(sizes) == len(tuning.groups(program)) == 3, sizes
+
+
+def _ranked(program, members):
+    """The group's candidates in the order tuning times them on this suite's device."""
+    engine = get_engine()
+    return tuning.ranked_candidates(program, members, engine.device.features, engine.limits,
+                                    tuning.adapter_kind(engine.adapter.info))
+
+
+def _scripted_times(monkeypatch, seconds):
+    """Replaces per-dispatch timing with `seconds(kernel)` for each dispatch of kernel index `kernel` (a
+    candidate's probe runs the program's own kernels); returns the calls made."""
+    calls = []
+
+    def fake(executor, samples=3, repeats=1, only=None, warm_up=True):
+        calls.append((samples, repeats, warm_up))
+        return [seconds(d.kernel) for d in executor.program.dispatches]
+
+    monkeypatch.setattr(tuning, "dispatch_times", fake)
+    return calls
+
+
+def test_a_slow_candidate_is_scouted_once_and_never_measured(monkeypatch, tmp_path):
+    """Each candidate runs once first; those over tuning.SLOWER times the fastest are not measured, so a tile
+    that wastes most of its work (seconds a run on a CPU adapter) costs one run, not SAMPLES x REPEATS."""
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    monkeypatch.setenv(tuning.TOP_VAR, "0")
+    program, _, _ = _linear_program()
+    kernels = [o.kernel for o in tuning.candidates(program.dispatches[0])]
+    slow, fast = kernels[0], kernels[-1]
+    calls = _scripted_times(monkeypatch, lambda k: 10.0 if k == slow else 1e-3 if k == fast else 2e-3)
+    ex = Session(program).executor()
+    n = len(kernels)
+    assert calls[:n] == [(1, 1, True)] * n  # the scouts, one candidate at a time
+    assert calls[n:] == [(1, tuning.REPEATS, False)] * (tuning.SAMPLES * (n - 1))  # all but the slow one
+    assert ex.program.dispatches[0].kernel == fast
+
+
+def test_a_probe_the_budget_cannot_measure_is_decided_by_its_scout(monkeypatch, tmp_path):
+    """When one run of the candidates would not fit the budget left SAMPLES times, the scout decides: a load
+    overruns its budget by a candidate's compile and scout, never by a measurement."""
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    monkeypatch.setenv(tuning.BUDGET_VAR, "50")
+    program, _, _ = _linear_program()
+    top = [tuning.candidates(program.dispatches[0])[c].kernel for c in _ranked(program, [0])[:4]]
+    calls = _scripted_times(monkeypatch, lambda k: 10.0 - top.index(k))  # within SLOWER, 3 x 34 s > 50 s
+    ex = Session(program).executor()
+    assert calls == [(1, 1, True)] * 4
+    assert ex.program.dispatches[0].kernel == top[-1]
+
+
+def test_no_candidate_is_begun_past_the_budget(monkeypatch, tmp_path):
+    """A group whose candidates the budget cuts short stays untimed (its best-ranked candidate runs and the
+    cache has no entry): the load overruns by one candidate, not by the group's remaining compiles."""
+    cache = tmp_path / "cache.json"
+    monkeypatch.setenv(tuning.CACHE_VAR, str(cache))
+    monkeypatch.setenv(tuning.BUDGET_VAR, "0.001")
+    program, _, _ = _linear_program()
+    calls = _scripted_times(monkeypatch, lambda k: 0.01)
+    probe = tuning._probe
+
+    def slow_compile(program, members, c):
+        time.sleep(0.002)  # past the budget
+        return probe(program, members, c)
+
+    monkeypatch.setattr(tuning, "_probe", slow_compile)
+    ex = Session(program).executor()
+    assert calls == [(1, 1, True)] and not cache.exists()
+    best = _ranked(program, [0])[0]
+    assert ex.program.dispatches[0].kernel == tuning.candidates(program.dispatches[0])[best].kernel

@@ -22,7 +22,7 @@ import * as tree from './tree.js';
 /**
  * @typedef {{name: string, source: number, entry: string, overrides: Record<string, number>,
  *   bindings: BindingKind[], uniform: UniformLayout | null, requires: string[], fallback: number | null,
- *   engineSources: Record<string, number>, workgroupSize: Grid, workgroupBytes: number}} KernelSpec
+ *   engineSources: Record<string, number>, workgroupSize: Grid, workgroupBytes: number, targets: string[]}} KernelSpec
  */
 /** @typedef {{size: number, role: 'input' | 'constant' | 'scratch' | 'status' | 'state', name: string}} BufferSpec */
 /** @typedef {{name: string, buffer: number, shape: number[], dtype: ModelDtype}} StateSpec */
@@ -396,7 +396,8 @@ function readKernel(k, i, nSources) {
   need(x >= 1 && y >= 1 && z >= 1 && x * y * z <= LIMITS.max_workgroup_invocations, `${it}: bad workgroup size ${JSON.stringify(workgroupSize)}`);
   const workgroupBytes = int(field(k, 'workgroup_bytes', it), 'workgroup bytes');
   need(workgroupBytes >= 0 && workgroupBytes <= LIMITS.max_workgroup_bytes, `${it}: bad workgroup memory ${workgroupBytes}`);
-  return { name, source, entry, overrides, bindings, uniform, requires, fallback, engineSources, workgroupSize, workgroupBytes };
+  const targets = list(k.targets ?? [], `${it} targets`).map((t) => str(t, `${it} target`));
+  return { name, source, entry, overrides, bindings, uniform, requires, fallback, engineSources, workgroupSize, workgroupBytes, targets };
 }
 
 /**

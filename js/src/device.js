@@ -16,6 +16,7 @@ export const OPTIONAL_FEATURES = ['timestamp-query', 'shader-f16', 'subgroups'];
  * @property {GPUDevice} device
  * @property {string} engine the WebGPU implementation: "dawn" (Node, Chromium), "wgpu" (Firefox), "webkit"
  * @property {string} key the adapter and engine, for the tuning cache
+ * @property {{is_fallback_adapter: boolean}} adapter what tuning reads of the adapter (tuning.adapterKind)
  */
 
 /** @type {Map<string, Promise<Gpu>>} */
@@ -45,7 +46,7 @@ export async function openDevice(options = {}) {
   if (options.device) {
     const info = options.device.adapterInfo;
     const engine = options.engine ?? detectEngine();
-    return { device: options.device, engine, key: deviceKey(engine, info) };
+    return { device: options.device, engine, key: deviceKey(engine, info), adapter: adapterOf(info) };
   }
   const preference = options.powerPreference ?? 'high-performance';
   const level = options.featureLevel ?? 'core';
@@ -88,7 +89,8 @@ async function open(preference, featureLevel, engine) {
     throw new DeviceError(`the WebGPU adapter refused a device: ${/** @type {Error} */ (e).message}`);
   }
   const name = engine ?? detectEngine();
-  return { device, engine: name, key: deviceKey(name, adapter.info) + (featureLevel === 'core' ? '' : ` | ${featureLevel}`) };
+  const key = deviceKey(name, adapter.info) + (featureLevel === 'core' ? '' : ` | ${featureLevel}`);
+  return { device, engine: name, key, adapter: adapterOf(adapter.info) };
 }
 
 /**
@@ -127,6 +129,14 @@ function detectEngine() {
   if (/Firefox\//.test(agent)) return 'wgpu';
   if (/Chrom(e|ium)\/|Edg\//.test(agent)) return 'dawn';
   return 'webkit';
+}
+
+/**
+ * What tuning reads of an adapter: whether it is a fallback adapter (a CPU's, in browsers and Dawn).
+ * @param {GPUAdapterInfo | undefined} info
+ */
+function adapterOf(info) {
+  return { is_fallback_adapter: /** @type {any} */ (info)?.isFallbackAdapter === true };
 }
 
 /**

@@ -42,6 +42,7 @@ export const LIMITS = Object.freeze({
  "tuning": {
   "repeats": 8,
   "samples": 3,
+  "slower": 4,
   "groups_per_probe": 8,
   "top": 4,
   "budget_seconds": 5

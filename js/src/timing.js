@@ -7,7 +7,7 @@ const MAX_QUERIES = 4096; // WebGPU's largest query set
 /**
  * @param {number[]} xs
  */
-function median(xs) {
+export function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
@@ -63,27 +63,31 @@ class Timestamps {
 }
 
 /**
- * GPU seconds of each dispatch of `executor`'s current plan, median over `samples` runs after a warm-up.
- * Each dispatch runs `repeats` times back to back in a compute pass of its own, timed by timestamps.
- * Needs the device's `timestamp-query` feature.
+ * GPU seconds of each dispatch of `executor`'s current plan, median over `samples` runs after a warm-up
+ * (unless `warmUp` is false). Each dispatch runs `repeats` times back to back in a compute pass of its own,
+ * timed by timestamps. With `only`, just those dispatches run, and the others' times are NaN. Needs the
+ * device's `timestamp-query` feature.
  * @param {Executor} executor
  * @param {number} samples
  * @param {number} repeats
+ * @param {number[]} [only]
+ * @param {boolean} [warmUp]
  * @returns {Promise<number[]>}
  */
-export async function dispatchTimes(executor, samples = 3, repeats = 1) {
+export async function dispatchTimes(executor, samples = 3, repeats = 1, only = undefined, warmUp = true) {
   const n = executor.planPipelines.length;
+  const timed = only ? [...new Set(only)].sort((a, b) => a - b) : [...Array(n).keys()];
   const perPass = MAX_QUERIES / 2;
-  const stamps = new Timestamps(executor.device, 2 * Math.min(Math.max(n, 1), perPass));
+  const stamps = new Timestamps(executor.device, 2 * Math.min(Math.max(timed.length, 1), perPass));
   /** @type {number[][]} */
   const runs = Array.from({ length: n }, () => []);
   try {
-    for (let sample = 0; sample <= samples; sample++) { // sample 0 is the warm-up
-      for (let first = 0; first < n; first += perPass) {
-        const count = Math.min(perPass, n - first);
+    for (let sample = warmUp ? 0 : 1; sample <= samples; sample++) { // sample 0 is the warm-up
+      for (let first = 0; first < timed.length; first += perPass) {
+        const count = Math.min(perPass, timed.length - first);
         const encoder = executor.device.createCommandEncoder();
         for (let j = 0; j < count; j++) {
-          const i = first + j;
+          const i = timed[first + j];
           const pass = encoder.beginComputePass({ timestampWrites: stamps.writes(2 * j, 2 * j + 1) });
           pass.setPipeline(executor.planPipelines[i]);
           pass.setBindGroup(0, executor.planGroups[i]);
@@ -92,13 +96,13 @@ export async function dispatchTimes(executor, samples = 3, repeats = 1) {
           pass.end();
         }
         const t = await stamps.finish(encoder, 2 * count);
-        if (sample) for (let j = 0; j < count; j++) runs[first + j].push(Number(t[2 * j + 1] - t[2 * j]) * 1e-9 / repeats);
+        if (sample) for (let j = 0; j < count; j++) runs[timed[first + j]].push(Number(t[2 * j + 1] - t[2 * j]) * 1e-9 / repeats);
       }
     }
   } finally {
     stamps.destroy();
   }
-  return runs.map(median);
+  return runs.map((r) => (r.length ? median(r) : NaN));
 }
 
 /** Seconds a timed submit should last: timestamps are quantised (Dawn: to 65.5 µs on some GPUs). */

@@ -4,27 +4,35 @@
 // its slices) is chosen as a whole, by the sum of its members' times. The Python runtime's
 // runtime/tuning.py does the same, with the same settings.
 //
-// At load, groups whose choice is not cached are timed in probe programs (each dispatch of each candidate
-// REPEATS times in a compute pass of its own, on zero-filled copies of the buffers it binds: tile shapes,
-// not values, set the speed), the most work first, until the time budget is spent: one group in the first
-// probe, then as many as the budget left is expected to hold (probeSize), so a load overruns its budget by
-// at most one probe. In each group only the `top` best-ranked candidates are timed (compiling a candidate
-// is most of the cost on a software adapter): the default, then the others by how close their grids are to
-// its grid.
-// A candidate whose kernel the device cannot run (a feature it lacks, a workgroup past its limits) is neither
-// timed nor chosen, and a cached choice it cannot run is timed again. Groups the budget leaves untimed run
-// their default and are timed at a later load. Choices persist per adapter and engine, keyed by what the
-// candidates are (choiceKey, docs/artifact.md "Tuning": the Python runtime's key), in a JSON file on Node
+// At load, groups whose choice is not cached are timed, the most work first, until the time budget is spent,
+// in probes of one group first, then as many as the budget left is expected to hold (probeSize). Each
+// candidate is compiled and scouted on its own (one run after a warm-up run, on zero-filled copies of the
+// buffers it binds: tile shapes, not values, set the speed), in rank order, none begun past the budget; then
+// only those within SLOWER times the fastest are measured (keep), REPEATS times in a compute pass of their
+// own, in up to SAMPLES interleaved samples, with as many repeats as the budget left holds for all of them
+// (repeats; none when not even one fits, and the scout decides), and no sample begun past the budget. So a
+// load overruns its budget by one candidate's compile and scout and one sample at most; a group broken off
+// by the budget stays untimed. In each group only the `top` best-ranked candidates are timed (compiling a
+// candidate is most of the cost on a software adapter): candidateOrder puts the options whose kernels target
+// this kind of adapter first (a kernel's `targets`; "cpu" where adapterKind finds one), then the default,
+// then the others by how close their grids are to its grid. A candidate whose kernel the device cannot run
+// (a feature it lacks, a workgroup past its limits) is neither timed nor chosen, and a cached choice it
+// cannot run is timed again. Groups the budget leaves untimed run their best-ranked candidate (on a GPU the
+// default) and are timed at a later load. The pure decisions (adapterKind, candidateOrder, probeSize, keep,
+// repeats) are replayed from tests/conformance/tuning_rules.json by both runtimes' tests. Choices persist
+// per adapter and engine, keyed by what the candidates are (choiceKey, docs/artifact.md "Tuning": the Python
+// runtime's key), in a JSON file on Node
 // (WEBGPU_TORCH_JS_CACHE, default ~/.cache/webgpu_torch/tuning-js.json) or IndexedDB in a browser.
 // Settings: the load options `tune` (WEBGPU_TORCH_TUNE=0: off), `tuneBudget` (WEBGPU_TORCH_TUNE_BUDGET,
 // seconds, default 5), `tuneTop` (WEBGPU_TORCH_TUNE_TOP, default 4; 0 for all). A device without timestamp
 // queries keeps the defaults.
 
 import { envVar, isNode } from './env.js';
+import { DeviceError } from './errors.js';
 import { Executor } from './executor.js';
 import { bufferSize, runsOn, sourceFor } from './kernels.js';
 import { LIMITS } from './limits.js';
-import { dispatchTimes } from './timing.js';
+import { dispatchTimes, median } from './timing.js';
 
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
 /** @typedef {import('./artifact.js').DispatchSpec} DispatchSpec */
@@ -40,6 +48,8 @@ export const TOP_VAR = 'WEBGPU_TORCH_TUNE_TOP';
 const REPEATS = LIMITS.tuning.repeats;
 const SAMPLES = LIMITS.tuning.samples;
 const GROUPS_PER_PROBE = LIMITS.tuning.groups_per_probe;
+const SLOWER = LIMITS.tuning.slower; // a candidate scouted this many times slower than its group's fastest is not measured
+const CPU = 'cpu'; // the kind of adapter whose invocations run on CPU threads (a kernel's `targets`)
 
 /**
  * @typedef {object} TuningOptions
@@ -63,6 +73,16 @@ function setting(option, name, fallback) {
   const n = Number(value);
   if (!Number.isFinite(n)) throw new Error(`${name}=${JSON.stringify(value)}: give a number`);
   return n;
+}
+
+/**
+ * "cpu" for an adapter whose invocations run on CPU threads (SwiftShader, lavapipe, WARP): browsers and Dawn
+ * for Node mark their software adapters `isFallbackAdapter` (Dawn: exactly its CPU adapters), Dawn and
+ * wgpu-native's own APIs say `adapter_type`; else "gpu".
+ * @param {{adapter_type?: string, is_fallback_adapter?: boolean}} info
+ */
+export function adapterKind(info) {
+  return String(info.adapter_type ?? '').toLowerCase() === CPU || info.is_fallback_adapter === true ? CPU : 'gpu';
 }
 
 /**
@@ -134,66 +154,152 @@ export async function resolve(spec, gpu, features, options = {}) {
     const valid = usable(spec, which[g], features, gpu.device.limits).includes(chosen[key]);
     if (!valid && !missing.has(key)) missing.set(key, which[g]);
   });
+  /** @type {Map<string, number[]>} each missing group's usable candidates, best-ranked first */
+  const ranked = new Map([...missing].map(([key, members]) => [key, rank(spec, members, features, gpu.device.limits, adapterKind(gpu.adapter))]));
   if (missing.size) {
-    const timed = await measure(spec, gpu, features, missing, options);
+    const timed = await measure(spec, gpu, features, missing, ranked, options);
     if (Object.keys(timed).length) {
       Object.assign(chosen, timed);
       await cache?.save(device, chosen);
     }
   }
-  return choose(spec, which, keys.map((key) => chosen[key] ?? 0)); // a group left untimed runs its default
+  // A group the budget left untimed runs its best-ranked candidate (the default, unless one targets this kind
+  // of adapter), and is timed at a later load.
+  return choose(spec, which, keys.map((key) => chosen[key] ?? ranked.get(key)?.[0] ?? 0));
 }
 
 /**
- * For each key timed within the budget, the index of its group's fastest candidate this device can run (a
- * group left with one such candidate takes it untimed).
+ * For each key timed within the budget, the index of its group's fastest candidate among the best-ranked
+ * usable ones (a group left with one such candidate takes it untimed).
  * @param {ProgramSpec} spec
  * @param {Gpu} gpu
  * @param {Set<string>} features
  * @param {Map<string, number[]>} which
+ * @param {Map<string, number[]>} usable
  * @param {TuningOptions} options
  * @returns {Promise<Choices>}
  */
-async function measure(spec, gpu, features, which, options) {
+async function measure(spec, gpu, features, which, usable, options) {
   const top = setting(options.tuneTop, TOP_VAR, LIMITS.tuning.top) || Infinity;
   const budget = setting(options.tuneBudget, BUDGET_VAR, LIMITS.tuning.budget_seconds) * 1000;
   /** @type {Choices} */
   const chosen = {};
   /** @type {Map<string, number[]>} */
   const ranked = new Map();
-  for (const [key, members] of which) {
-    const r = rank(spec, members, features, gpu.device.limits).slice(0, top);
+  for (const [key, all] of usable) {
+    const r = all.slice(0, top);
     if (r.length === 1) chosen[key] = r[0]; // nothing to compare
-    else ranked.set(key, r);
+    else if (r.length) ranked.set(key, r);
   }
-  const order = [...ranked.keys()].sort((a, b) => work(spec, /** @type {number[]} */ (which.get(b))) - work(spec, /** @type {number[]} */ (which.get(a))));
+  const members = (/** @type {string} */ key) => /** @type {number[]} */ (which.get(key));
+  const order = [...ranked.keys()].sort((a, b) => work(spec, members(b)) - work(spec, members(a)));
   const start = performance.now();
+  const deadline = start + budget;
   const progress = new Progress(order.length);
   let timed = 0;
   let elapsed = 0;
   while (timed < order.length && (elapsed = performance.now() - start) < budget) {
     const keys = order.slice(timed, timed + probeSize(timed, elapsed, budget));
-    progress.show(timed, spec.dispatches[/** @type {number[]} */ (which.get(keys[0]))[0]].node, elapsed);
-    const { probe, starts } = probeSpec(spec, features, keys.map((key) => [/** @type {number[]} */ (which.get(key)), /** @type {number[]} */ (ranked.get(key))]));
-    const executor = await Executor.create(probe, gpu, features);
-    try {
-      const times = await dispatchTimes(executor, SAMPLES, REPEATS);
-      keys.forEach((key, g) => {
-        const members = /** @type {number[]} */ (which.get(key));
-        const cands = /** @type {number[]} */ (ranked.get(key));
-        const totals = cands.map((_, c) => {
-          const at = starts[g] + c * members.length;
-          return times.slice(at, at + members.length).reduce((a, b) => a + b, 0);
-        });
-        chosen[key] = cands[totals.indexOf(Math.min(...totals))];
-      });
-      timed += keys.length;
-    } finally {
-      executor.destroy();
+    progress.show(timed, spec.dispatches[members(keys[0])[0]].node, elapsed);
+    for (const key of keys) {
+      const best = await fastest(spec, gpu, features, members(key), /** @type {number[]} */ (ranked.get(key)), deadline);
+      if (best !== null) chosen[key] = best;
+    }
+    timed += keys.length;
+  }
+  progress.done(order.filter((key) => key in chosen).length, order.length, performance.now() - start);
+  return chosen;
+}
+
+/**
+ * A group's fastest candidate, or null where the budget cut it short (or none runs). Candidates are compiled
+ * and scouted one at a time in rank order, none begun past the deadline, so a load overruns its budget by
+ * one candidate's compile and scout at most; the kept ones are then measured (measured). A candidate the
+ * engine refuses (its pipeline fails to build) is never chosen.
+ * @param {ProgramSpec} spec
+ * @param {Gpu} gpu
+ * @param {Set<string>} features
+ * @param {number[]} members
+ * @param {number[]} ranked
+ * @param {number} deadline
+ * @returns {Promise<number | null>}
+ */
+async function fastest(spec, gpu, features, members, ranked, deadline) {
+  /** @type {Map<number, {executor: Executor, time: number}>} */
+  const scouted = new Map();
+  let tried = 0;
+  try {
+    for (const c of ranked) {
+      if (tried && performance.now() >= deadline) break;
+      tried++;
+      let executor;
+      try {
+        executor = await Executor.create(probeSpec(spec, features, members, c), gpu, features);
+      } catch (e) {
+        if (e instanceof DeviceError) continue; // refused by the engine: never chosen
+        throw e;
+      }
+      scouted.set(c, { executor, time: sum(await dispatchTimes(executor, 1, 1)) });
+    }
+    if (tried < ranked.length || !scouted.size) return null;
+    const order = [...scouted.keys()];
+    const kept = keep(order.map((c) => /** @type {{time: number}} */ (scouted.get(c)).time)).map((i) => order[i]);
+    const times = await measured(scouted, kept, deadline);
+    return kept.reduce((a, c) => (/** @type {number} */ (times.get(c)) < /** @type {number} */ (times.get(a)) ? c : a));
+  } finally {
+    for (const { executor } of scouted.values()) executor.destroy();
+  }
+}
+
+/**
+ * Seconds per run of each kept candidate: the median of up to SAMPLES samples of `repeats` runs each,
+ * interleaved, none begun past the deadline; the scout's own time where not one sample fits the budget.
+ * @param {Map<number, {executor: Executor, time: number}>} scouted
+ * @param {number[]} kept
+ * @param {number} deadline
+ * @returns {Promise<Map<number, number>>}
+ */
+async function measured(scouted, kept, deadline) {
+  const scout = (/** @type {number} */ c) => /** @type {{executor: Executor, time: number}} */ (scouted.get(c));
+  const reps = kept.length > 1 ? repeats(kept.reduce((t, c) => t + scout(c).time, 0), deadline - performance.now()) : 0;
+  if (!reps) return new Map(kept.map((c) => [c, scout(c).time]));
+  /** @type {Map<number, number[]>} */
+  const samples = new Map(kept.map((c) => [c, []]));
+  const count = () => /** @type {number[]} */ (samples.get(kept[0])).length;
+  while (count() < SAMPLES && (!count() || performance.now() < deadline)) {
+    for (const c of kept) { // the scout warmed them up
+      /** @type {number[]} */ (samples.get(c)).push(sum(await dispatchTimes(scout(c).executor, 1, reps, undefined, false)));
     }
   }
-  progress.done(timed, order.length, performance.now() - start);
-  return chosen;
+  return new Map([...samples].map(([c, t]) => [c, median(t)]));
+}
+
+/** @param {number[]} xs */
+function sum(xs) {
+  return xs.reduce((a, b) => a + b, 0);
+}
+
+/**
+ * Which candidates of a group, by their scouted times, are worth measuring: those within SLOWER times the
+ * fastest.
+ * @param {number[]} scouted
+ * @returns {number[]}
+ */
+export function keep(scouted) {
+  const best = Math.min(...scouted);
+  return scouted.flatMap((t, c) => (t <= SLOWER * best ? [c] : []));
+}
+
+/**
+ * How many times each measured dispatch repeats in its pass when one run of all of them takes `run` and
+ * `left` of the budget remains (any one unit): REPEATS, or as many as SAMPLES passes of them fit (0: none
+ * fits, the scout decides).
+ * @param {number} run
+ * @param {number} left
+ */
+export function repeats(run, left) {
+  if (run <= 0) return REPEATS;
+  return Math.max(0, Math.min(REPEATS, Math.floor(left / (SAMPLES * run))));
 }
 
 /**
@@ -207,6 +313,24 @@ async function measure(spec, gpu, features, which, options) {
 export function probeSize(timed, elapsed, budget) {
   if (timed === 0) return 1;
   return Math.max(1, Math.min(GROUPS_PER_PROBE, Math.floor((budget - elapsed) * timed / Math.max(elapsed, 1e-9))));
+}
+
+/**
+ * Candidates in the order tuning times them, from each one's leader's workgroup count and its kernel's
+ * targets (candidate 0 is the default): those targeting `kind` of adapter first, then the default, then the
+ * rest; each part by how far (in log2) its workgroup count is from the default's (ties in candidate order).
+ * @param {number[]} workgroups
+ * @param {string[][]} targets
+ * @param {string} kind
+ * @returns {number[]}
+ */
+export function candidateOrder(workgroups, targets, kind) {
+  const key = (/** @type {number} */ c) => [targets[c].includes(kind) ? 0 : 1, c === 0 ? 0 : 1, Math.abs(Math.log2(workgroups[c] / workgroups[0]))];
+  return [...workgroups.keys()].sort((a, b) => {
+    const ka = key(a);
+    const kb = key(b);
+    return ka[0] - kb[0] || ka[1] - kb[1] || ka[2] - kb[2] || a - b;
+  });
 }
 
 /**
@@ -224,19 +348,19 @@ export function usable(spec, members, features, limits) {
 }
 
 /**
- * The group's candidates this device can run: the default first, then by how far (in log2) the leader's
- * workgroup count is from the default's (ties in candidate order).
+ * The group's candidates this device can run, as candidateOrder orders them on `kind` of adapter.
  * @param {ProgramSpec} spec
  * @param {number[]} members
  * @param {Set<string>} features
  * @param {Partial<import('./kernels.js').WorkgroupLimits>} limits
+ * @param {string} [kind]
  * @returns {number[]}
  */
-export function rank(spec, members, features, limits) {
+export function rank(spec, members, features, limits, kind = 'gpu') {
   const leader = candidates(spec.dispatches[members[0]]);
-  const size = (/** @type {number} */ c) => leader[c].grid[0] * leader[c].grid[1] * leader[c].grid[2];
-  const distance = (/** @type {number} */ c) => Math.abs(Math.log2(size(c) / size(0)));
-  return usable(spec, members, features, limits).sort((a, b) => (a === 0 ? -1 : b === 0 ? 1 : distance(a) - distance(b) || a - b));
+  const runnable = new Set(usable(spec, members, features, limits));
+  const order = candidateOrder(leader.map((o) => o.grid[0] * o.grid[1] * o.grid[2]), leader.map((o) => spec.kernels[o.kernel].targets), kind);
+  return order.filter((c) => runnable.has(c));
 }
 
 /**
@@ -279,38 +403,30 @@ class Progress {
 }
 
 /**
- * A program of the usable candidates of each group (each candidate's members in order) over zero-filled
- * scratch copies of the buffers they bind, and each group's first dispatch in it.
+ * A program of candidate `c` of the group `members` (its dispatches in order) over zero-filled scratch
+ * copies of the buffers they bind.
  * @param {ProgramSpec} spec
  * @param {Set<string>} features
- * @param {[number[], number[]][]} which members and usable candidates of each group
- * @returns {{probe: ProgramSpec, starts: number[]}}
+ * @param {number[]} members
+ * @param {number} c
+ * @returns {ProgramSpec}
  */
-function probeSpec(spec, features, which) {
+function probeSpec(spec, features, members, c) {
   /** @type {Map<number, number>} */
   const used = new Map();
-  /** @type {DispatchSpec[]} */
-  const dispatches = [];
-  const starts = [];
-  for (const [members, usable] of which) {
-    starts.push(dispatches.length);
-    for (const c of usable) {
-      for (const i of members) {
-        const d = spec.dispatches[i];
-        const buffers = d.buffers.map((b) => {
-          if (!used.has(b)) used.set(b, used.size);
-          return /** @type {number} */ (used.get(b));
-        });
-        dispatches.push({ ...d, ...candidates(d)[c], buffers, patches: [], count: null, options: [], follows: 0 });
-      }
-    }
-  }
+  const dispatches = members.map((i) => {
+    const d = spec.dispatches[i];
+    const buffers = d.buffers.map((b) => {
+      if (!used.has(b)) used.set(b, used.size);
+      return /** @type {number} */ (used.get(b));
+    });
+    return { ...d, ...candidates(d)[c], buffers, patches: [], count: null, options: [], follows: 0 };
+  });
   const empty = /** @type {import('./tree.js').TreeSpec} */ ({ type: 'tuple', items: [] });
-  const probe = {
+  return {
     ...spec, symbols: {}, constants: new Map(), inputs: [], outputs: [], inputTree: empty, outputTree: empty, dispatches, checks: [], status: null,
     buffers: [...used.keys()].map((b) => ({ size: bufferSize(spec, b, features), role: /** @type {const} */ ('scratch'), name: '' })),
   };
-  return { probe, starts };
 }
 
 /**

@@ -1,7 +1,8 @@
 // The device-free parts the conformance corpus does not cover: CRC-32, expressions, float16 widening, int64
-// conversion, trees, generation's forced tokens, and the reader's leniency.
+// conversion, trees, generation's forced tokens, the reader's leniency, and tuning's rules as cases.
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
 import { crc32 } from '../src/crc32.js';
@@ -10,6 +11,7 @@ import { InputError, InputTypeError, parse } from '../src/index.js';
 import * as expr from '../src/expr.js';
 import { Seq2Seq } from '../src/generation.js';
 import { flatten, unflatten } from '../src/tree.js';
+import { adapterKind, candidateOrder, keep, probeSize, repeats } from '../src/tuning.js';
 import { container, splitArtifact } from '../testkit/build.js';
 import { affine } from '../testkit/programs.js';
 
@@ -103,6 +105,17 @@ function edited(edit, raw = affine()) {
   edit(header);
   return container(new TextEncoder().encode(JSON.stringify(header)), data);
 }
+
+// Tuning's rules, replayed from the cases the Python runtime's tests replay too.
+const rules = JSON.parse(readFileSync(new URL('../../tests/conformance/tuning_rules.json', import.meta.url), 'utf8'));
+
+test('tuning decides as tests/conformance/tuning_rules.json says', () => {
+  for (const c of rules.adapter_kind) assert.equal(adapterKind(c.info), c.kind, JSON.stringify(c));
+  for (const c of rules.rank) assert.deepEqual(candidateOrder(c.workgroups, c.targets, c.kind), c.order, JSON.stringify(c));
+  for (const c of rules.probe_size) assert.equal(probeSize(c.timed, c.elapsed, c.budget), c.size, JSON.stringify(c));
+  for (const c of rules.keep) assert.deepEqual(keep(c.scouted), c.kept, JSON.stringify(c));
+  for (const c of rules.repeats) assert.equal(repeats(c.run, c.left), c.repeats, JSON.stringify(c));
+});
 
 test('the reader ignores keys it does not know and takes the optional ones as absent', () => {
   assert.doesNotThrow(() => parse(edited((h) => { delete h.meta; delete h.requires; h.unknown = 1; }), 'lenient'));

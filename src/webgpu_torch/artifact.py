@@ -110,6 +110,8 @@ def _kernel_json(k: Kernel) -> dict:
         out["fallback"] = k.fallback
     if k.engine_sources:
         out["engine_sources"] = dict(k.engine_sources)
+    if k.targets:
+        out["targets"] = list(k.targets)
     return out
 
 
@@ -332,7 +334,8 @@ def _kernel(k: dict) -> Kernel:
                   tuple(_str(f, "feature") for f in _list(k.get("requires", []), "requires")),
                   _int(k["fallback"], "fallback") if "fallback" in k else None,
                   _triple(k["workgroup_size"], "workgroup size"),
-                  _int(k["workgroup_bytes"], "workgroup bytes"))
+                  _int(k["workgroup_bytes"], "workgroup bytes"),
+                  tuple(_str(t, "target") for t in _list(k.get("targets", []), "targets")))
 
 
 def _tensor(t: dict, expr) -> Tensor:

@@ -45,16 +45,19 @@ class KernelSpec:
     overrides: tuple[tuple[str, float], ...] = ()
     engine_files: tuple[tuple[str, str], ...] = ()  # (engine, file): that engine's version of the kernel
     requires: tuple[str, ...] = ()  # in the format's order (program.FEATURES)
+    targets: tuple[str, ...] = ()  # kinds of adapter it is shaped for (program.Kernel.targets)
 
     @staticmethod
     def of(file: str, name: str, *, entry: str = "main", consts: dict | None = None,
-           overrides: dict | None = None, engine_files: dict | None = None, requires=()) -> KernelSpec:
+           overrides: dict | None = None, engine_files: dict | None = None, requires=(),
+           targets: tuple[str, ...] = ()) -> KernelSpec:
         consts = consts or {}
         if "f16" in consts.values() and F16 not in requires:
             raise ValueError(f"{name}: an f16 substitution needs requires=({F16!r},)")
         return KernelSpec(file, name, entry, tuple(sorted(consts.items())),
                           tuple(sorted((k, float(v)) for k, v in (overrides or {}).items())),
-                          tuple(sorted((engine_files or {}).items())), tuple(f for f in FEATURES if f in requires))
+                          tuple(sorted((engine_files or {}).items())), tuple(f for f in FEATURES if f in requires),
+                          tuple(targets))
 
     def widened(self) -> KernelSpec:
         """This kernel over float32 operands, for a device without shader-f16 (its fallback)."""
@@ -290,7 +293,7 @@ class Builder:
                                for (engine, _), text in zip(spec.engine_files, texts[1:], strict=True))
         fallback = self._kernel_index(self._make_kernel(spec.widened())) if spec.requires == (F16,) else None
         return Kernel(spec.name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources,
-                      spec.requires, fallback, **_workgroup(spec, texts))
+                      spec.requires, fallback, **_workgroup(spec, texts), targets=spec.targets)
 
     def _subgroup_twin(self, spec: KernelSpec) -> int | None:
         """The kernel of `spec` built with its helpers' subgroup twins (wgsl.kernel_source), if it has any."""

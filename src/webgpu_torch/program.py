@@ -155,7 +155,9 @@ class Kernel:
     optional WebGPU features its source uses: a kernel needing `subgroups` or subgroup matrices is only ever
     an option beside one that needs neither (tuning takes it where the device has them and it runs faster);
     any other needing `shader-f16` names a `fallback` kernel, the same one in float32, for devices without
-    the feature. `needs` is what a device must have to run it as a dispatch."""
+    the feature. `needs` is what a device must have to run it as a dispatch. `targets` names the kinds of
+    adapter its shape is built for ("cpu": adapters whose invocations run on CPU threads): tuning times such
+    an option first on such an adapter."""
 
     name: str  # readable variant name, e.g. "gemm[128x128]"; shown in profiles
     source: int  # index into Program.sources
@@ -168,6 +170,7 @@ class Kernel:
     fallback: int | None = None  # kernel index: this kernel in float32, for devices without shader-f16
     workgroup_size: tuple[int, int, int] = (1, 1, 1)  # the entry point's @workgroup_size, overrides applied
     workgroup_bytes: int = 0  # the workgroup memory its entry point uses (each variable rounded up to 16)
+    targets: tuple[str, ...] = ()  # kinds of adapter it is shaped for; a ranking hint for tuning
 
     @property
     def needs(self) -> tuple[str, ...]:

@@ -5,7 +5,8 @@ Each model is compiled by us (.wgpt) and exported by torch.onnx (.onnx) from the
 js/bench/side_by_side.html runs both call for call, alternating. MiniLM, MobileNetV2 and ViT-B/16 per call
 (host in, host out); Florence-2's decoder step per token of a greedy decode with the caches on the GPU.
 Needs the checkout's js/ (`npm ci` in js/ and in js/bench/ort/) and torch.onnx's exporter (onnx, onnxscript).
-With `--prepare-only` it writes the folder and stops (for a machine without Chromium: side_by_side_node.js).
+With `--prepare-only` it writes the folder and stops (for a machine without Chromium: side_by_side_node.js);
+with `--prepared` it runs over a folder written so before (the same artifacts measured again, or elsewhere).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--steps", type=int, default=20, help="tokens a decoder generation")
     parser.add_argument("--folder", default=str(REPO / "build" / "bench-browser"))
     parser.add_argument("--prepare-only", action="store_true", help="write the folder, run nothing")
+    parser.add_argument("--prepared", action="store_true", help="run over the folder as written before")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds the page may take")
 
 
@@ -105,7 +107,8 @@ def run(args) -> tuple[list[dict], dict]:
     from ..headless import Chromium
 
     folder = Path(args.folder)
-    manifest = prepare(folder, args.models, args.steps)
+    manifest = (json.loads((folder / "manifest.json").read_text()) if args.prepared
+                else prepare(folder, args.models, args.steps))
     if args.prepare_only:
         per = {"call": "call", "decoder": "token"}
         rows = [{"model": e["name"], "per": per[e["kind"]]} for e in manifest["models"]]

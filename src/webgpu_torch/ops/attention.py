@@ -38,18 +38,23 @@ ROWS_TO_FILL = 32768  # query rows (over every head) below which more lanes per 
 
 @dataclass(frozen=True)
 class Config:
-    """attention.wgsl's thread layout: `rows` query rows per workgroup, `lanes` threads per row."""
+    """attention.wgsl's thread layout: `rows` query rows per workgroup, `lanes` threads per row; with `cpu`,
+    its `rows` entry (one invocation per row, no workgroup memory: targets CPU adapters, never the default)."""
 
     rows: int
     lanes: int
+    cpu: bool = False
 
     @property
     def name(self) -> str:
-        return f"{self.rows}x{self.lanes}"
+        return f"cpu{self.rows}" if self.cpu else f"{self.rows}x{self.lanes}"
 
     def tile_keys(self, d4: int, dv4: int) -> int | None:
         """Keys per K/V tile for head dims of d4 and dv4 vec4s (a power of two, at most KEYS_PER_LANE per
-        lane), or None where the tiles or the row sums would not fit workgroup memory."""
+        lane), or None where the tiles or the row sums would not fit workgroup memory (the `rows` entry has
+        no tiles: any head fits)."""
+        if self.cpu:
+            return KEYS_PER_LANE
         bc = min(KEYS_PER_LANE * self.lanes, 1 << ((TILE_FLOATS // (4 * (d4 + dv4))).bit_length() - 1))
         sums = self.rows * dv4 * 4 if self.lanes > 1 else 0
         return bc if bc >= self.lanes and sums <= TILE_FLOATS else None
@@ -57,7 +62,9 @@ class Config:
 
 # One lane per row is the plain flash kernel; more lanes split each row's keys (for short
 # sequences over few heads, where rows alone leave the GPU idle). 64 threads, but 8x4 (32) for the longest heads.
-CONFIGS = {c.name: c for c in (Config(64, 1), Config(32, 2), Config(16, 4), Config(8, 8), Config(8, 4))}
+# cpu16: the barrier-free entry for CPU adapters, 16 rows a workgroup.
+CONFIGS = {c.name: c for c in (Config(64, 1), Config(32, 2), Config(16, 4), Config(8, 8), Config(8, 4),
+                               Config(16, 1, cpu=True))}
 SPLIT_CONFIGS = tuple(f"split{c}" for c in CHUNKS)  # the split kernel's chunk sizes, by name
 ATTENTION = register_option("attention", "auto", *CONFIGS, *SPLIT_CONFIGS)
 
@@ -157,13 +164,15 @@ def _flash(ctx: Builder, operands: tuple, s: _Shape, *, scale: float, causal: bo
     forced = ATTENTION.of(ctx.options)
     if forced not in ("auto", *SPLIT_CONFIGS):
         fits = [c for c in fits if c.name == forced] or fits  # a layout that cannot hold these heads: the rest
-    first = _default(fits, symbolic.hint(s.b) * s.h * symbolic.hint(s.sq))  # a speed choice: judged at the hints
+    gpu_fits = [c for c in fits if not c.cpu] or fits
+    first = _default(gpu_fits, symbolic.hint(s.b) * s.h * symbolic.hint(s.sq))  # a speed choice: judged at the hints
 
     def emit(c: Config) -> None:
         tiles_q = -(-s.sq // c.rows)
         spec = KernelSpec.of(FILE, f"attention[{d4 * 4}x{dv4 * 4},{c.name}{s.suffix}]", consts={
             "D4": d4, "DV4": dv4, "BC": c.tile_keys(d4, dv4), "BR": c.rows, "LANES": c.lanes, **s.consts()},
-            requires=s.requires, overrides={"MASK_KIND": s.mask_kind, "CAUSAL": causal, "SAFE": safe})
+            requires=s.requires, overrides={"MASK_KIND": s.mask_kind, "CAUSAL": causal, "SAFE": safe},
+            entry="rows" if c.cpu else "main", targets=("cpu",) if c.cpu else ())
         params = {**_params(operands, s, scale), "batch": s.b, "tiles_q": tiles_q}
         ctx.dispatch(spec, [q4, k4, v4, m4 or ctx.dummy(), out4], params, s.b * s.h * tiles_q)
 

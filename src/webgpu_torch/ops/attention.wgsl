@@ -28,6 +28,14 @@
 // rule), else NaN (softmax's, as the eager form computes it).
 // Geometry: B * H * ceil(Sq / BR) workgroups, query tiles fastest, over a grid folded to fit 65,535 per
 //   dimension; those past the end exit at once (uniformly, before any barrier).
+// Entry `rows`, for adapters whose invocations run on CPU threads (SwiftShader, lavapipe), which pay for each
+//   barrier a switch between all of a workgroup's invocations and keep private arrays in memory: no
+//   workgroup memory and no barrier. A workgroup of BR invocations owns BR consecutive query rows of one
+//   (b, h), one row each, and every invocation reads the keys and values itself (its neighbours read the
+//   same ones: a CPU's cache serves them). Keys go KB at a time, so q and the accumulator are read once per
+//   KB keys. Its loops over the head dims end at the heads' own vec4 counts (uniforms), not D4 and DV4:
+//   lavapipe's compiler unrolls constant-bound loops, and this entry's unrolled took it 80 s to compile.
+//   Same geometry as `main` with LANES = 1.
 // Specialised by const substitution (array sizes and the thread layout) and alias (MaskT).
 
 //! include attention_rows.wgsl
@@ -41,6 +49,7 @@ const LANES: u32 = 4u;
 const THREADS: u32 = BR * LANES;
 const KEYS: u32 = BC / LANES;  // keys per lane per tile
 const V_AT: u32 = BC * D4;  // the V tile's first vec4 in `tiles`
+const KB: u32 = 4u;  // `rows`: keys scored together
 // K and V tiles ([BC][D4], then [BC][DV4]); after the last tile, the row sums [BR][DV4] (none for one lane).
 const SHARED: u32 = max(BC * (D4 + DV4), BR * DV4 * min(LANES - 1u, 1u));
 
@@ -112,8 +121,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let q_base = p.q_offset + b * p.q_strides.x + h * p.q_strides.y + i * p.q_strides.z;
   for (var d4 = 0u; d4 < D4; d4++) {
     let at = at4(q_base, p.q_strides.w, d4 * 4u, p.d);
-    qr[d4] = select(vec4<f32>(0.0), vec4<f32>(f32(q[at.x]), f32(q[at.y]), f32(q[at.z]), f32(q[at.w])), in4(d4 * 4u, p.d)) *
-             p.scale;
+    let qv = vec4<f32>(f32(q[at.x]), f32(q[at.y]), f32(q[at.z]), f32(q[at.w]));
+    qr[d4] = select(vec4<f32>(0.0), qv, in4(d4 * 4u, p.d)) * p.scale;
   }
   var acc: array<vec4<f32>, DV4>;
   var m = neg_inf;
@@ -237,6 +246,112 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
             out[o_base + e4 * 4u + c] = O_T(o[c] * inv);
           }
         }
+      }
+    }
+  }
+}
+
+// Element strides of K and V rows as the `rows` entry reads them: K[j, d .. d+3] and V[j, e .. e+3] for key j
+// (clamped into the keys: a clamped key's weight is 0), zero outside the head dims.
+fn key4(base: u32, j: u32, d: u32) -> vec4<f32> {
+  let at = at4(base + min(j, p.skv - 1u) * p.k_strides.z, p.k_strides.w, d, p.d);
+  return select(vec4<f32>(0.0), vec4<f32>(f32(k[at.x]), f32(k[at.y]), f32(k[at.z]), f32(k[at.w])), in4(d, p.d));
+}
+
+fn value4(base: u32, j: u32, e: u32) -> vec4<f32> {
+  let at = at4(base + min(j, p.skv - 1u) * p.v_strides.z, p.v_strides.w, e, p.dv);
+  return select(vec4<f32>(0.0), vec4<f32>(f32(v[at.x]), f32(v[at.y]), f32(v[at.z]), f32(v[at.w])), in4(e, p.dv));
+}
+
+@compute @workgroup_size(BR)
+fn rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) li: u32) {
+  let block = wid.x + wid.y * nwg.x;
+  if (block >= p.batch * p.heads * p.tiles_q) {
+    return;
+  }
+  let bh = block / p.tiles_q;
+  let b = bh / p.heads;
+  let h = bh % p.heads;
+  let g = h / p.group;
+  let row = (block % p.tiles_q) * BR + li;
+  if (row >= p.sq) {
+    return;  // no barrier follows
+  }
+  var neg_inf_bits = 0xff800000u;  // a runtime value: WGSL rejects -inf in constant expressions
+  let neg_inf = bitcast<f32>(neg_inf_bits);
+
+  let d4_end = min((p.d + 3u) / 4u, D4);
+  let dv4_end = min((p.dv + 3u) / 4u, DV4);
+  var qr: array<vec4<f32>, D4>;
+  let q_base = p.q_offset + b * p.q_strides.x + h * p.q_strides.y + row * p.q_strides.z;
+  for (var d4 = 0u; d4 < d4_end; d4++) {
+    let at = at4(q_base, p.q_strides.w, d4 * 4u, p.d);
+    let qv = vec4<f32>(f32(q[at.x]), f32(q[at.y]), f32(q[at.z]), f32(q[at.w]));
+    qr[d4] = select(vec4<f32>(0.0), qv, in4(d4 * 4u, p.d)) * p.scale;
+  }
+  var acc: array<vec4<f32>, DV4>;
+  var m = neg_inf;
+  var l = 0.0;
+  let k_base = p.k_offset + b * p.k_strides.x + g * p.k_strides.y;
+  let v_base = p.v_offset + b * p.v_strides.x + g * p.v_strides.y;
+  let m_base = p.m_offset + b * p.m_strides.x + h * p.m_strides.y + row * p.m_strides.z;
+  var kv_end = p.skv;
+  if (CAUSAL) {
+    kv_end = min(p.skv, row + 1u);
+  }
+  if (MASK_KIND == 3u) {
+    kv_end = min(kv_end, live_keys(b, h, row));
+  }
+  for (var j0 = 0u; j0 < kv_end; j0 += KB) {
+    var x = vec4<f32>(0.0);  // the scores of keys j0 .. j0 + 3
+    for (var d4 = 0u; d4 < d4_end; d4++) {
+      let qv = qr[d4];
+      x += vec4<f32>(dot(qv, key4(k_base, j0, d4 * 4u)), dot(qv, key4(k_base, j0 + 1u, d4 * 4u)),
+                     dot(qv, key4(k_base, j0 + 2u, d4 * 4u)), dot(qv, key4(k_base, j0 + 3u, d4 * 4u)));
+    }
+    let j = vec4<u32>(j0) + vec4<u32>(0u, 1u, 2u, 3u);
+    let jm = min(j, vec4<u32>(p.skv - 1u));
+    if (MASK_KIND == 1u) {
+      x += vec4<f32>(f32(mask[m_base + jm.x * p.m_strides.w]), f32(mask[m_base + jm.y * p.m_strides.w]),
+                     f32(mask[m_base + jm.z * p.m_strides.w]), f32(mask[m_base + jm.w * p.m_strides.w]));
+    } else if (MASK_KIND == 2u) {
+      let keep = vec4<bool>(mask[m_base + jm.x * p.m_strides.w] != MaskT(0),
+                            mask[m_base + jm.y * p.m_strides.w] != MaskT(0),
+                            mask[m_base + jm.z * p.m_strides.w] != MaskT(0),
+                            mask[m_base + jm.w * p.m_strides.w] != MaskT(0));
+      x = select(vec4<f32>(neg_inf), x, keep);
+    }
+    x = select(x, vec4<f32>(neg_inf), j >= vec4<u32>(kv_end));  // past Skv, the causal diagonal or the live keys
+    let top = max(max(x.x, x.y), max(x.z, x.w));
+    if (top > m) {  // a new max: rescale what is folded so far (from m = -inf, l and acc are still 0)
+      let corr = select(exp(m - top), 0.0, m == neg_inf);
+      l *= corr;
+      for (var e4 = 0u; e4 < dv4_end; e4++) {
+        acc[e4] *= corr;
+      }
+      m = top;
+    }
+    if (top != neg_inf) {  // masked keys add nothing
+      let w = select(exp(x - vec4<f32>(m)), vec4<f32>(0.0), x == vec4<f32>(neg_inf));
+      l += w.x + w.y + w.z + w.w;
+      for (var e4 = 0u; e4 < dv4_end; e4++) {
+        acc[e4] += w.x * value4(v_base, j0, e4 * 4u) + w.y * value4(v_base, j0 + 1u, e4 * 4u) +
+                   w.z * value4(v_base, j0 + 2u, e4 * 4u) + w.w * value4(v_base, j0 + 3u, e4 * 4u);
+      }
+    }
+  }
+
+  var inv = 1.0 / l;
+  if (l == 0.0) {
+    var nan_bits = 0x7fc00000u;
+    inv = select(bitcast<f32>(nan_bits), 0.0, SAFE);
+  }
+  let o_base = b * p.o_strides.x + h * p.o_strides.y + row * p.o_strides.z;
+  for (var e4 = 0u; e4 < dv4_end; e4++) {
+    for (var c = 0u; c < 4u; c++) {
+      if (e4 * 4u + c < p.dv) {
+        out[o_base + e4 * 4u + c] = O_T(acc[e4][c] * inv);
       }
     }
   }

@@ -51,6 +51,8 @@ class GemmConfig:
     requires: ClassVar[tuple[str, ...]] = ()  # the optional WebGPU features its kernel needs
     vec4: ClassVar[bool] = False
     engine_files: ClassVar[dict[str, str]] = {}
+    targets: ClassVar[tuple[str, ...]] = ()  # kinds of adapter it is shaped for (program.Kernel.targets)
+    overrides: ClassVar[dict[str, bool]] = {}  # override constants of its kernel beyond the operand layout
 
     def __post_init__(self):
         wg_m, wg_n = self.tile_m // self.thread_m, self.tile_n // self.thread_n
@@ -84,6 +86,8 @@ class Vec4Config:
     vec4: ClassVar[bool] = True
     # wgpu-native's shader compiler spills gemm_vec4.wgsl's accumulator array; this style keeps registers.
     engine_files: ClassVar[dict[str, str]] = {"wgpu": "gemm_vec4_regs.wgsl"}
+    targets: ClassVar[tuple[str, ...]] = ()
+    overrides: ClassVar[dict[str, bool]] = {}
 
     def __post_init__(self):
         threads = self.wg_m * self.wg_n
@@ -116,17 +120,20 @@ class MatrixConfig:
     matrices): sg_m x sg_n subgroups, each a 64 x 32 block of outputs; k-steps of tile_k through `stages`
     stages of workgroup memory; `parts` f16 parts per operand: 1 (float16 products) or 2 (split operands,
     float32-accurate). Its kernel needs the chromium-experimental-subgroup-matrix feature, so it runs only
-    where tuning picks it on a device that has it, or when forced."""
+    where tuning picks it on a device that has it, or when forced. `convert_on_fetch` (parts 1): operands
+    become f16 as they are fetched rather than as they are staged (the kernel's CONVERT_ON_FETCH)."""
 
     sg_m: int
     sg_n: int
     tile_k: int
     stages: int
     parts: int
+    convert_on_fetch: bool = False
     file: ClassVar[str] = "gemm_subgroup_matrix.wgsl"
     requires: ClassVar[tuple[str, ...]] = (F16, SUBGROUPS, SUBGROUP_MATRIX)
     vec4: ClassVar[bool] = True
     engine_files: ClassVar[dict[str, str]] = {}
+    targets: ClassVar[tuple[str, ...]] = ()
 
     @property
     def tile_m(self) -> int:
@@ -159,6 +166,46 @@ class MatrixConfig:
         return {"SG_M": self.sg_m, "SG_N": self.sg_n, "TILE_K": self.tile_k, "STAGES": self.stages,
                 "PARTS": self.parts}
 
+    @property
+    def overrides(self) -> dict[str, bool]:
+        return {"CONVERT_ON_FETCH": True} if self.convert_on_fetch else {}
+
+
+@dataclass(frozen=True)
+class CpuConfig:
+    """A configuration of gemm_cpu.wgsl, shaped for adapters whose invocations run on CPU threads (SwiftShader,
+    lavapipe): no workgroup memory, no barrier; WG_M x WG_N invocations, each GM x GN blocks of 4 x 4 outputs
+    read straight from A and B in k-steps of 4. A tuning option on every vec4 GEMM, never the default; its
+    kernels declare that they target CPU adapters, where tuning ranks them first (runtime/tuning.py)."""
+
+    wg_m: int
+    wg_n: int
+    gm: int
+    gn: int
+    tile_k: ClassVar[int] = 4
+    file: ClassVar[str] = "gemm_cpu.wgsl"
+    requires: ClassVar[tuple[str, ...]] = ()
+    vec4: ClassVar[bool] = True
+    engine_files: ClassVar[dict[str, str]] = {}
+    targets: ClassVar[tuple[str, ...]] = ("cpu",)
+    overrides: ClassVar[dict[str, bool]] = {}
+
+    def __post_init__(self):
+        if self.gm not in (1, 2) or self.gn not in (1, 2) or self.wg_m * self.wg_n > MAX_THREADS:
+            raise ValueError(f"{self}: GM and GN must be 1 or 2, and at most {MAX_THREADS} invocations")
+
+    @property
+    def tile_m(self) -> int:
+        return 4 * self.gm * self.wg_m
+
+    @property
+    def tile_n(self) -> int:
+        return 4 * self.gn * self.wg_n
+
+    @property
+    def consts(self) -> dict[str, int]:
+        return {"WG_M": self.wg_m, "WG_N": self.wg_n, "GM": self.gm, "GN": self.gn}
+
 
 CONFIGS = {
     "pr": GemmConfig(32, 32, 32, 4, 4),
@@ -176,6 +223,10 @@ CONFIGS = {
     "sm_f16_128x64": MatrixConfig(2, 2, 16, 2, 1),
     "sm_f16_64x64": MatrixConfig(1, 2, 32, 2, 1),
     "sm_f16x3_128x128": MatrixConfig(2, 4, 16, 1, 2),
+    # Timed beside sm_f16_128x128 on the H200 (benchmarks/matrix_units.py), offered nowhere until it wins.
+    "sm_f16_128x128_cf": MatrixConfig(2, 4, 32, 1, 1, convert_on_fetch=True),
+    "cpu_4x8": CpuConfig(1, 16, 1, 2),
+    "cpu_8x8": CpuConfig(1, 16, 2, 2),
 }
 # Force one configuration on every GEMM (`compile(ep, gemm="pr")`; "gemv" the matrix-vector kernel): tests and
 # benchmarks of one kernel. "auto" routes by shape and layout, and offers the others for tuning.
@@ -199,6 +250,9 @@ VEC4_BY_SIZE = ("vec4_128x128", "vec4_128x64", "vec4_64x64", "vec4_32x64")
 # so half as many per FMA, which 64-thread workgroups feel most).
 VEC4_TUNED_ONLY = ("vec4_64x64_k16", "vec4_32x64_k16")
 SCALAR_BY_SIZE = ("128x128", "64x64", "pr")
+# Tuning candidates only, shaped for CPU adapters (tuning times them first there): unsplit, since a CPU has a
+# few cores to fill, not a GPU's hundreds of blocks.
+CPU_OPTIONS = ("cpu_4x8", "cpu_8x8")
 # Matrix-unit configurations: under precision="float16", tuning options beside the float32 ones wherever both
 # operands are vec4-readable. The split, float32-accurate configuration is offered nowhere (only forced): on an
 # H200 it ran 4096³ slower than the float32 kernel (37.0 against 42.0 TFLOP/s) with 2.2x its error.
@@ -375,7 +429,8 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     hb, hm, hn = (symbolic.hint(v) for v in (batch, m, n))
     name = choose_config(hb, hm, hn, None not in axes, "auto" if forced == "gemv" else forced)
     family = (*VEC4_BY_SIZE, *VEC4_TUNED_ONLY, *_matrix_options(ctx)) if CONFIGS[name].vec4 else SCALAR_BY_SIZE
-    others = [c for c in family if c != name] if forced == "auto" else []
+    cpu = CPU_OPTIONS if CONFIGS[name].vec4 else ()
+    others = [c for c in (*family, *cpu) if c != name] if forced == "auto" else []
     static = isinstance(k, int) and isinstance(batch, int)
     splits, part = split_k(hb, hm, hn, k, name) if forced == "auto" and CONFIGS[name].vec4 and static else (1, k)
     if splits == 1:
@@ -388,7 +443,7 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     # the slices into slice 0 (the result) with bias, residual and activation. Both dispatches belong to the
     # candidate, so an unsplit one costs a pass over its (small: the rule splits only small outputs) output.
     plans = list(dict.fromkeys([(name, splits, part), *((c, *split_k(hb, hm, hn, k, c)) for c in family),
-                                *((c, 1, k) for c in family)]))
+                                *((c, 1, k) for c in (*family, *cpu))]))
     slices = ctx.new((max(s for _, s, _ in plans), batch, m, n))
     residual_type = {"R_T": "f16"} if res3 is not None and res3.dtype == dtypes.F16.name else {}
     spec = KernelSpec.of("gemm_split_sum.wgsl", "gemm_split_sum" + (",f16" if residual_type else "")
@@ -423,14 +478,15 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
     label = f"conv[im2col_nhwc,{name}{b_label}]" if im2col else f"gemm[{name}{b_label}]"
     spec = KernelSpec.of(cfg.file, label + epilogue.suffix(ep), consts={**cfg.consts, **b_type}, overrides={
         "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, **_addend_overrides(bias3, res3), **epilogue.overrides(ep),
-        **({"A_IM2COL": True} if im2col else {})}, engine_files=cfg.engine_files, requires=(*cfg.requires, *b_needs))
+        **cfg.overrides, **({"A_IM2COL": True} if im2col else {})}, engine_files=cfg.engine_files,
+        requires=(*cfg.requires, *b_needs), targets=cfg.targets)
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
               "splits": splits, "k_part": part, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}
     ctx.dispatch(spec, [a3.image if im2col else a3, b3, bias3 or ctx.dummy(), out, res3 or ctx.dummy()], params,
                  tiles_m * tiles_n * batch * splits)
 
 
-GEMV_TEAMS = (32, 1)  # dot_k's lanes per column: the default for GPUs, then one per column (CPU adapters)
+GEMV_TEAMS = (32, 1)  # dot_k's lanes per column: the default for GPUs, then one per column (targets CPU adapters)
 
 
 def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None, alpha: float,
@@ -459,7 +515,8 @@ def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, r
     spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}{team_label}]{epilogue.suffix(ep)}",
                          entry=entry, consts={"ROWS": rows, **b_type}, requires=b_needs,
                          overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep),
-                                    **({"TEAM": team} if b_k_contiguous else {})})
+                                    **({"TEAM": team} if b_k_contiguous else {})},
+                         targets=("cpu",) if team == 1 else ())
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 1, "tiles_n": blocks_n, "splits": 1,
               "k_part": k, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}
     ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out, res3 or ctx.dummy()], params, blocks_n * batch)

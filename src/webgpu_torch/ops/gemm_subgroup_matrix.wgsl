@@ -32,6 +32,10 @@
 //   workgroup writes the staged blocks out, 2 vec4s of outputs per invocation, through finish() (whatever
 //   the subgroups' width), and the accumulators shift towards c00.
 // Geometry: as the vec4 kernels: blocks n-fastest, then m, then z, then K slices; workgroups past the end exit.
+// CONVERT_ON_FETCH (an override, PARTS = 1 only; off by default): the next k-step's operands are converted to
+//   f16 as they are fetched, while the current step multiplies, and held as half as many registers; off, they
+//   are held as f32 and converted as they are staged, between the barriers. (benchmarks/matrix_units.py times
+//   both: the conversion's place is one of the candidates for this kernel's gap to cuBLAS fp16.)
 
 // Subgroup-matrix calls must be subgroup-uniform; Tint can prove only workgroup uniformity, and the calls
 // depend on the subgroup's id. They are subgroup-uniform: every value they take is the same across a subgroup.
@@ -61,6 +65,8 @@ const B_PART: u32 = max(TILE_K * (TILE_N + PAD), TILE_N * (TILE_K + PAD));
 const SCALE_IN: f32 = select(1.0, 0.0625, PARTS == 2u);  // 2^-4 for split operands
 const SCALE_OUT: f32 = 1.0 / (SCALE_IN * SCALE_IN);
 const LO_SCALE: f32 = 2048.0;  // 2^11
+
+override CONVERT_ON_FETCH: bool = false;
 
 //! include gemm_operands.wgsl
 
@@ -118,24 +124,32 @@ fn on_f16_grid(x: vec4<f32>) -> vec4<f32> {
 
 // Writes vec4 number e of a k-step's A tile (as fetched) into stage s, part q at q * A_PART.
 fn stage_a(s: u32, e: u32, v: vec4<f32>) {
-  let mk = a_element(e);
-  let at = s * PARTS * A_PART + a_at(mk.x, mk.y);
   let h = parts(v);
   for (var q = 0u; q < PARTS; q++) {
-    for (var j = 0u; j < 4u; j++) {
-      a_tile[at + q * A_PART + j] = h[q][j];
-    }
+    stage_a_part(s, q, e, h[q]);
+  }
+}
+
+fn stage_a_part(s: u32, q: u32, e: u32, v: vec4<f16>) {
+  let mk = a_element(e);
+  let at = (s * PARTS + q) * A_PART + a_at(mk.x, mk.y);
+  for (var j = 0u; j < 4u; j++) {
+    a_tile[at + j] = v[j];
   }
 }
 
 fn stage_b(s: u32, e: u32, v: vec4<f32>) {
-  let kn = b_element(e);
-  let at = s * PARTS * B_PART + b_at(kn.x, kn.y);
   let h = parts(v);
   for (var q = 0u; q < PARTS; q++) {
-    for (var j = 0u; j < 4u; j++) {
-      b_tile[at + q * B_PART + j] = h[q][j];
-    }
+    stage_b_part(s, q, e, h[q]);
+  }
+}
+
+fn stage_b_part(s: u32, q: u32, e: u32, v: vec4<f16>) {
+  let kn = b_element(e);
+  let at = (s * PARTS + q) * B_PART + b_at(kn.x, kn.y);
+  for (var j = 0u; j < 4u; j++) {
+    b_tile[at + j] = v[j];
   }
 }
 
@@ -213,8 +227,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let sm = sg / SG_N;
   let sn = sg % SG_N;
 
+  let early = CONVERT_ON_FETCH && PARTS == 1u;
   var a_next: array<vec4<f32>, A_LOADS>;
   var b_next: array<vec4<f32>, B_LOADS>;
+  var a_half: array<vec4<f16>, A_LOADS>;  // CONVERT_ON_FETCH: the same, converted
+  var b_half: array<vec4<f16>, B_LOADS>;
   for (var i = 0u; i < A_LOADS; i++) {
     stage_a(0u, li + i * THREADS, fetch_a(a_base, m0, k_begin, li + i * THREADS));
   }
@@ -228,7 +245,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var s = 0u;
   for (var k0 = k_begin; k0 < k_end; k0 += TILE_K) {
     let more = k0 + TILE_K < k_end;
-    if (more) {
+    if (more && early) {
+      for (var i = 0u; i < A_LOADS; i++) {
+        a_half[i] = vec4<f16>(fetch_a(a_base, m0, k0 + TILE_K, li + i * THREADS));
+      }
+      for (var i = 0u; i < B_LOADS; i++) {
+        b_half[i] = vec4<f16>(fetch_b(b_base, k0 + TILE_K, n0, li + i * THREADS));
+      }
+    } else if (more) {
       for (var i = 0u; i < A_LOADS; i++) {
         a_next[i] = fetch_a(a_base, m0, k0 + TILE_K, li + i * THREADS);
       }
@@ -252,7 +276,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     if (STAGES == 1u) {
       workgroupBarrier();
     }
-    if (more) {
+    if (more && early) {
+      let next = (s + 1u) % STAGES;
+      for (var i = 0u; i < A_LOADS; i++) {
+        stage_a_part(next, 0u, li + i * THREADS, a_half[i]);
+      }
+      for (var i = 0u; i < B_LOADS; i++) {
+        stage_b_part(next, 0u, li + i * THREADS, b_half[i]);
+      }
+    } else if (more) {
       let next = (s + 1u) % STAGES;
       for (var i = 0u; i < A_LOADS; i++) {
         stage_a(next, li + i * THREADS, a_next[i]);

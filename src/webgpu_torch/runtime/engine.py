@@ -44,6 +44,9 @@ OPTIONAL_FEATURES = ("timestamp-query", "shader-f16", "subgroups", "chromium-exp
 # Dawn offers subgroup matrices only with unsafe APIs allowed, and shader-f16 on NVIDIA's Vulkan driver only
 # when asked; both are toggles of its instance, set before the first adapter is requested.
 DAWN_TOGGLES = ("allow_unsafe_apis", "vulkan_enable_f16_on_nvidia")
+# More of Dawn's toggles, comma-separated, for measurements (benchmarks/matrix_units.py times the matrix-unit
+# kernels with `disable_robustness`, which drops the bounds checks Tint puts around their loads).
+DAWN_TOGGLES_VAR = "WEBGPU_TORCH_DAWN_TOGGLES"
 # What the matrix-unit kernels need of subgroup matrices (docs/artifact.md, "requires"): f16 operands and f32
 # results 16 x 16 x 16, in subgroups of at most 32 invocations, and 32 KiB of workgroup memory.
 MATRIX_SHAPE = {"component_type": "f16", "result_component_type": "f32", "m": 16, "n": 16, "k": 16}
@@ -133,7 +136,7 @@ def default_timeout() -> float:
 def engine_names(choice: str | None = None) -> list[str]:
     choice = (choice or os.environ.get(ENV_VAR) or "auto").lower()
     if choice == "auto":
-        return ["dawn", "wgpu"]
+        return ["dawn"] if os.environ.get(DAWN_TOGGLES_VAR) else ["dawn", "wgpu"]  # Dawn's toggles ask for Dawn
     if choice not in MODULES:
         raise DeviceError(f"unknown WebGPU engine {choice!r} (from {ENV_VAR} or engine=): use dawn, wgpu or auto")
     return [choice]
@@ -199,7 +202,10 @@ def _set_dawn_toggles() -> None:
     known = extras.all_toggles()
     # RuntimeError: the instance exists already (made by another user of wgpudawn); it keeps its toggles.
     with contextlib.suppress(RuntimeError):
-        extras.set_instance_extras(enable_toggles=[t for t in DAWN_TOGGLES if t in known])
+        extra = [t for t in os.environ.get(DAWN_TOGGLES_VAR, "").split(",") if t]
+        if unknown := [t for t in extra if t not in known]:
+            raise ValueError(f"{DAWN_TOGGLES_VAR}: Dawn has no toggle {', '.join(unknown)}")
+        extras.set_instance_extras(enable_toggles=[t for t in (*DAWN_TOGGLES, *extra) if t in known])
 
 
 def _matrix_units(adapter) -> bool:

@@ -113,29 +113,35 @@ def _gpu_time(executor: Executor, repeats: int, samples: int) -> Timing:
 
 
 @_locked
-def dispatch_times(executor: Executor, samples: int = 3, repeats: int = 1) -> list[float]:
-    """GPU seconds of each dispatch, median over `samples`. Each dispatch runs `repeats` times back to back in
-    a compute pass of its own, timed by timestamps: repeats resolve dispatches shorter than the timestamp
-    quantum, at the price of warm caches (a repeat re-reads what its predecessor just touched). Needs the
-    adapter's `timestamp-query` feature."""
+def dispatch_times(executor: Executor, samples: int = 3, repeats: int = 1, only: list[int] | None = None,
+                   warm_up: bool = True) -> list[float]:
+    """GPU seconds of each dispatch, median over `samples` (after one warm-up run, unless `warm_up` is
+    False). Each dispatch runs `repeats` times back to back in a compute pass of its own, timed by
+    timestamps: repeats resolve dispatches shorter than the timestamp quantum, at the price of warm caches (a
+    repeat re-reads what its predecessor just touched). With `only`, just those dispatches run, and the
+    others' times are NaN. Needs the adapter's `timestamp-query` feature."""
     if not _has_timestamps(executor):
         raise RuntimeError("this adapter has no timestamp-query feature: per-dispatch times are unavailable")
     n = len(executor.program.dispatches)
-    stamps = _Timestamps(executor, 2 * max(n, 1))
+    timed = range(n) if only is None else sorted(set(only))
+    stamps = _Timestamps(executor, 2 * max(len(timed), 1))
     runs = []
-    for sample in range(samples + 1):
+    for sample in range(samples + warm_up):
         encoder = executor.engine.device.create_command_encoder()
-        for i, (pipeline, bind_group, grid) in enumerate(executor._plan):
-            cpass = encoder.begin_compute_pass(timestamp_writes=stamps.writes(2 * i, 2 * i + 1))
+        for slot, i in enumerate(timed):
+            pipeline, bind_group, grid = executor._plan[i]
+            cpass = encoder.begin_compute_pass(timestamp_writes=stamps.writes(2 * slot, 2 * slot + 1))
             cpass.set_pipeline(pipeline)
             cpass.set_bind_group(0, bind_group)
             for _ in range(repeats):
                 cpass.dispatch_workgroups(*grid)
             cpass.end()
         t = stamps.finish(encoder).astype(np.int64)
-        if sample:
-            runs.append((t[1::2] - t[0::2])[:n] * 1e-9 / repeats)
-    return list(np.median(np.stack(runs), axis=0))
+        if sample or not warm_up:
+            runs.append((t[1::2] - t[0::2])[:len(timed)] * 1e-9 / repeats)
+    out = np.full(n, np.nan)
+    out[list(timed)] = np.median(np.stack(runs), axis=0)
+    return list(out)
 
 
 def wall_time(fn, repeats: int) -> float:

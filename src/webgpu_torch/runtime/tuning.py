@@ -3,19 +3,28 @@ configurations, attention thread layouts, a row kernel's subgroup twin) runs the
 device. A group (a split GEMM and the reduction of its slices: dispatches that `follow` a leader) is chosen
 as a whole, by the sum of its members' times, since a split that speeds the GEMM costs its reduction.
 
-At load, groups whose choice is not yet cached are timed in probe programs (each dispatch of each candidate
-`REPEATS` times in a compute pass of its own, on zero-filled copies of the buffers it binds: the tile shapes,
-not the values, set the speed), the most work first, until the time budget is spent: one group in the first
-probe, then as many as the budget left is expected to hold (`probe_size`), so a load overruns its budget by at
-most one probe. In each group only the `TOP` best-ranked candidates are timed (compiling a candidate's kernel
-is most of the cost on a software adapter): the compiler's default, then the others by how close their grids
-are to the default's — neighbouring tile configurations and splits, since the default already sizes its grid
-to the problem. An option whose kernel needs a feature the device lacks (`Kernel.requires`) is neither timed
-nor chosen, and a cached choice this device cannot run is timed again. Groups the budget leaves untimed run
-their default and are timed at a later load. Choices persist in a JSON cache per adapter, driver and engine,
-keyed by what the candidates are (`choice_key`, docs/artifact.md "Tuning": the source the engine compiles,
-entry, overrides, requires, packed Params and grid), shared by every program on the device: a later load of
-any program with the same shapes times nothing. While timing, a progress line on a terminal says what is being timed.
+At load, groups whose choice is not yet cached are timed, the most work first, until the time budget is spent,
+in probes of one group first, then as many as the budget left is expected to hold (`probe_size`). Each
+candidate is compiled and scouted on its own (one run after a warm-up run, on zero-filled copies of the
+buffers it binds: the tile shapes, not the values, set the speed), in rank order, none begun past the budget;
+then only those within `SLOWER` times the fastest are measured (`keep`), `REPEATS` times in a compute pass of
+their own, in up to `SAMPLES` interleaved samples — with as many repeats as the budget left holds for all the
+samples (`repeats`; none when not even one fits, and the scout decides), and no sample begun past the budget.
+So a load overruns its budget by one candidate's compile and scout and one sample at most, however slow a
+candidate is to compile (lavapipe's LLVM) or to run (a 128 x 128 tile over a one-row product on a CPU adapter
+runs for seconds); a group broken off by the budget stays untimed. In each group only the `TOP` best-ranked
+candidates are timed (compiling a candidate's kernel is most of the cost on a software adapter):
+`candidate_order` puts the options whose kernels target this kind of adapter first (`Kernel.targets`; "cpu"
+where `adapter_kind` finds one), then the compiler's default, then the others by how close their grids are to
+the default's — neighbouring tile configurations and splits, since the default already sizes its grid to the
+problem. An option whose kernel needs a feature the device lacks (`Kernel.requires`) is neither timed nor
+chosen, and a cached choice this device cannot run is timed again. Groups the budget leaves untimed run their
+best-ranked candidate (on a GPU the default) and are timed at a later load. Choices persist in a JSON cache
+per adapter, driver and engine, keyed by what the candidates are (`choice_key`, docs/artifact.md "Tuning": the
+source the engine compiles, entry, overrides, requires, packed Params and grid), shared by every program on
+the device: a later load of any program with the same shapes times nothing. While timing, a progress line on a
+terminal says what is being timed. The pure decisions (`adapter_kind`, `candidate_order`, `probe_size`,
+`keep`, `repeats`) are also cases of tests/conformance/tuning_rules.json, which both runtimes' tests replay.
 
 `WEBGPU_TORCH_TUNE=0` runs every dispatch's default and times nothing; `WEBGPU_TORCH_TUNE_BUDGET` (seconds,
 default 5) and `WEBGPU_TORCH_TUNE_TOP` (candidates per group, default 4; 0 for all) bound the timing;
@@ -53,6 +62,15 @@ TOP_VAR = "WEBGPU_TORCH_TUNE_TOP"
 REPEATS = LIMITS["tuning"]["repeats"]
 SAMPLES = LIMITS["tuning"]["samples"]
 GROUPS_PER_PROBE = LIMITS["tuning"]["groups_per_probe"]
+SLOWER = LIMITS["tuning"]["slower"]  # a candidate scouted this many times slower than the fastest is not measured
+CPU = "cpu"  # the kind of adapter whose invocations run on CPU threads (Kernel.targets)
+
+
+def adapter_kind(info: dict) -> str:
+    """"cpu" for an adapter whose invocations run on CPU threads (SwiftShader, lavapipe, WARP): Dawn and
+    wgpu-native say so in `adapter_type`, a browser by `is_fallback_adapter` (`isFallbackAdapter`); else
+    "gpu"."""
+    return CPU if str(info.get("adapter_type", "")).lower() == CPU or info.get("is_fallback_adapter") is True else "gpu"
 
 
 def _number(var: str, default: float) -> float:
@@ -142,33 +160,40 @@ def resolve(program: Program, engine: Engine) -> Program:
     # a hostile file whose candidates look like cached ones) is timed again.
     missing = {key: g for key, g in zip(keys, tunable, strict=True)
                if chosen.get(key) not in usable(program, g, engine.device.features, engine.limits)}
+    kind = adapter_kind(engine.adapter.info)
+    ranked = {key: ranked_candidates(program, members, engine.device.features, engine.limits, kind)
+              for key, members in missing.items()}
     if missing:
-        timed = _measure(program, engine, missing)
+        timed = _measure(program, engine, missing, ranked)
         if timed:
             chosen.update(timed)
             _write(path, cache)
     dispatches = list(program.dispatches)
     for key, members in zip(keys, tunable, strict=True):
-        for i in members:  # a group the budget left untimed runs its default
-            dispatches[i] = dispatches[i].choose(candidates(dispatches[i])[chosen.get(key, 0)])
+        # A group the budget left untimed runs its best-ranked candidate (the default, unless one targets this
+        # kind of adapter), and is timed at a later load.
+        pick = chosen[key] if key in chosen else ranked[key][0] if ranked[key] else 0
+        for i in members:
+            dispatches[i] = dispatches[i].choose(candidates(dispatches[i])[pick])
     return replace(program, dispatches=dispatches)
 
 
-def _measure(program: Program, engine: Engine, which: dict[str, list[int]]) -> dict[str, int]:
-    """For each key timed within the budget, the index of its group's fastest candidate that this device can
-    run (a group left with one such candidate takes it untimed)."""
+def _measure(program: Program, engine: Engine, which: dict[str, list[int]], usable: dict[str, list[int]]
+             ) -> dict[str, int]:
+    """For each key timed within the budget, the index of its group's fastest candidate among the best-ranked
+    `usable` ones (a group left with one such candidate takes it untimed)."""
     top = int(_number(TOP_VAR, LIMITS["tuning"]["top"])) or None
-    ranked = {key: ranked_candidates(program, members, engine.device.features, engine.limits)[:top]
-              for key, members in which.items()}
+    ranked = {key: c[:top] for key, c in usable.items()}
     chosen = {key: c[0] for key, c in ranked.items() if len(c) == 1}
     order = sorted((key for key in which if key not in chosen), key=lambda key: -_work(program, which[key]))
     budget, start = _number(BUDGET_VAR, LIMITS["tuning"]["budget_seconds"]), time.perf_counter()
+    deadline = start + budget
     progress = _Progress(len(order))
     first = 0
     while first < len(order) and (elapsed := time.perf_counter() - start) < budget:
         keys = order[first:first + probe_size(first, elapsed, budget)]
         progress.show(first, program.dispatches[which[keys[0]][0]].node, elapsed)
-        chosen.update(_fastest(program, engine, {key: which[key] for key in keys}, ranked))
+        chosen.update(_fastest(program, engine, {key: which[key] for key in keys}, ranked, deadline))
         first += len(keys)
     progress.done(sum(key in chosen for key in order), len(order), time.perf_counter() - start)
     return chosen
@@ -176,52 +201,90 @@ def _measure(program: Program, engine: Engine, which: dict[str, list[int]]) -> d
 
 def probe_size(timed: int, elapsed: float, budget: float) -> int:
     """How many groups the next probe times: one first, then as many as the budget left holds at the time a
-    group has taken so far, at most GROUPS_PER_PROBE. A probe compiles all its candidates before it times
-    any (most of a load on a software adapter with a cold shader cache), so its size bounds the overrun."""
+    group has taken so far, at most GROUPS_PER_PROBE (the budget is checked before each candidate too)."""
     if timed == 0:
         return 1
     return max(1, min(GROUPS_PER_PROBE, int((budget - elapsed) * timed / max(elapsed, 1e-9))))
 
 
-def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], ranked: dict[str, list[int]]
-             ) -> dict[str, int]:
-    """Each group's fastest candidate, timed in one probe. A candidate the engine refuses (a kernel its shader
-    compiler rejects) is never chosen: when the probe fails, its groups are timed one by one, and a group that
-    still fails, one candidate at a time, dropping those that fail. A probe that times out ends the tuning."""
-    keys = list(which)
-    probe, starts = _probe(program, [which[key] for key in keys], [ranked[key] for key in keys])
-    try:
-        times = dispatch_times(Executor(probe, engine), samples=SAMPLES, repeats=REPEATS)
-    except CallTimeout:
-        raise  # the device is still running the probe: retrying candidates would queue behind it
-    except DeviceError:
-        if len(keys) > 1:
-            return {k: v for key in keys for k, v in _fastest(program, engine, {key: which[key]}, ranked).items()}
-        (key,) = keys
-        if len(ranked[key]) == 1:
-            return {}  # its only candidate fails: the load will say why
-        runnable = [c for c in ranked[key] if _fastest(program, engine, which, {key: [c]})]
-        return _fastest(program, engine, which, {key: runnable}) if runnable else {}
+def keep(scouted: list[float]) -> list[int]:
+    """Which candidates of a group, by their scouted seconds, are worth measuring: those within SLOWER times
+    the fastest."""
+    best = min(scouted)
+    return [c for c, t in enumerate(scouted) if t <= SLOWER * best]
+
+
+def repeats(run: float, left: float) -> int:
+    """How many times each measured dispatch repeats in its pass when one run of all of them takes `run`
+    seconds and `left` seconds of budget remain: REPEATS, or as many as SAMPLES passes of them fit (0: none
+    fits, the scout decides)."""
+    if run <= 0:
+        return REPEATS
+    return max(0, min(REPEATS, int(left / (SAMPLES * run))))
+
+
+def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], ranked: dict[str, list[int]],
+             deadline: float) -> dict[str, int]:
+    """Each group's fastest candidate (the module's docstring). Candidates are compiled and scouted one at a
+    time in rank order, none begun past the deadline, so a load overruns its budget by one candidate's compile
+    and scout at most; a group broken off so stays untimed (its best-ranked candidate runs, and a later load,
+    with those kernels in the shader cache, times it). A candidate the engine refuses (a kernel its shader
+    compiler rejects) is never chosen. A call that times out ends the tuning."""
     chosen = {}
-    for key, at in zip(keys, starts, strict=True):
-        c, members = ranked[key], which[key]
-        if len(c) == 1:
-            chosen[key] = c[0]
+    for key, members in which.items():
+        scouted: dict[int, tuple[Executor, float]] = {}
+        tried = 0
+        for c in ranked[key]:
+            if tried and time.perf_counter() >= deadline:
+                break
+            tried += 1
+            try:
+                executor = Executor(_probe(program, members, c), engine)
+                scouted[c] = executor, sum(dispatch_times(executor, samples=1, repeats=1))
+            except CallTimeout:
+                raise  # the device is still running the candidate: the rest would queue behind it
+            except DeviceError:
+                continue  # refused by the engine: never chosen
+        if tried < len(ranked[key]) or not scouted:
             continue
-        per = np.reshape(times[at:at + len(c) * len(members)], (len(c), len(members))).sum(axis=1)
-        chosen[key] = c[int(np.argmin(per))]
+        order = list(scouted)
+        kept = [order[i] for i in keep([scouted[c][1] for c in order])]
+        chosen[key] = min(kept, key=_measured(scouted, kept, deadline).__getitem__)
     return chosen
 
 
-def ranked_candidates(program: Program, members: list[int], features, limits: dict[str, int]) -> list[int]:
-    """The group's candidates this device can run: the default first, then by how far (in log2) the leader's
-    workgroup count is from the default's (ties in candidate order)."""
+def _measured(scouted: dict[int, tuple[Executor, float]], kept: list[int], deadline: float) -> dict[int, float]:
+    """Seconds per run of each kept candidate: the median of up to SAMPLES samples of `repeats` runs each,
+    interleaved, none begun past the deadline; the scout's own time where not one sample fits the budget."""
+    reps = repeats(sum(scouted[c][1] for c in kept), deadline - time.perf_counter()) if len(kept) > 1 else 0
+    if not reps:
+        return {c: scouted[c][1] for c in kept}
+    samples: dict[int, list[float]] = {c: [] for c in kept}
+    while len(samples[kept[0]]) < SAMPLES and (not samples[kept[0]] or time.perf_counter() < deadline):
+        for c in kept:  # the scout warmed them up
+            samples[c].append(sum(dispatch_times(scouted[c][0], samples=1, repeats=reps, warm_up=False)))
+    return {c: float(np.median(t)) for c, t in samples.items()}
+
+
+def candidate_order(workgroups: list[int], targets: list[list[str]], kind: str) -> list[int]:
+    """Candidates in the order tuning times them, from each one's leader's workgroup count and its kernel's
+    targets (candidate 0 is the default): those targeting `kind` of adapter first, then the default, then the
+    rest; each part by how far (in log2) its workgroup count is from the default's (ties in candidate order)."""
+
+    def order(c: int) -> tuple:
+        return kind not in targets[c], c != 0, abs(math.log2(workgroups[c] / workgroups[0]))
+
+    return sorted(range(len(workgroups)), key=order)
+
+
+def ranked_candidates(program: Program, members: list[int], features, limits: dict[str, int],
+                      kind: str = "gpu") -> list[int]:
+    """The group's candidates this device can run, as `candidate_order` orders them on `kind` of adapter."""
     leader = candidates(program.dispatches[members[0]])
-
-    def distance(c: int) -> float:
-        return abs(math.log2(math.prod(leader[c].grid) / math.prod(leader[0].grid)))
-
-    return sorted(usable(program, members, features, limits), key=lambda c: (c != 0, distance(c)))
+    runnable = set(usable(program, members, features, limits))
+    order = candidate_order([math.prod(o.grid) for o in leader],
+                            [list(program.kernels[o.kernel].targets) for o in leader], kind)
+    return [c for c in order if c in runnable]
 
 
 def _work(program: Program, members: list[int]) -> int:
@@ -256,23 +319,20 @@ def usable(program: Program, members: list[int], features, limits: dict[str, int
                                                    features, limits) for i in members)]
 
 
-def _probe(program: Program, which, usable) -> tuple[Program, list[int]]:
-    """A program of the candidates `usable[g]` of each group `which[g]` (each candidate's members in order),
-    over scratch copies of the buffers they bind; and each group's first probe dispatch."""
+def _probe(program: Program, members: list[int], c: int) -> Program:
+    """A program of candidate `c` of the group `members` (its dispatches in order), over scratch copies of the
+    buffers they bind."""
     used: dict[int, int] = {}
-    dispatches, starts = [], []
-    for members, cands in zip(which, usable, strict=True):
-        starts.append(len(dispatches))
-        for c in cands:
-            for i in members:
-                d = program.dispatches[i]
-                o = candidates(d)[c]
-                buffers = tuple(used.setdefault(b, len(used)) for b in d.buffers)
-                dispatches.append(Dispatch(o.kernel, buffers, o.uniform, o.grid, d.node))
+    dispatches = []
+    for i in members:
+        d = program.dispatches[i]
+        o = candidates(d)[c]
+        buffers = tuple(used.setdefault(b, len(used)) for b in d.buffers)
+        dispatches.append(Dispatch(o.kernel, buffers, o.uniform, o.grid, d.node))
     buffers = [Buffer(program.buffers[b].size, "scratch") for b in used]
     no_args = {"type": "tuple", "items": [{"type": "tuple", "items": []}, {"type": "dict", "keys": [], "items": []}]}
     no_outputs = {"type": "tuple", "items": []}
-    return Program(program.sources, program.kernels, buffers, {}, [], [], no_args, no_outputs, dispatches), starts
+    return Program(program.sources, program.kernels, buffers, {}, [], [], no_args, no_outputs, dispatches)
 
 
 def _read(path: Path) -> dict:
