@@ -9,6 +9,7 @@ one, else numpy arrays; with `on_device`, DeviceTensors that stay in GPU memory.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -57,9 +58,11 @@ class Session:
         """A call with its arguments spelled out: the outputs whose indices (in the flat order of the output
         tree's leaves) are in `keep_on_device` stay on the GPU as DeviceTensors, the others are read back —
         all in one submit (a decoder step keeps its caches and reads its next token). Read outputs are torch
-        tensors when any input was one, else numpy arrays."""
+        tensors when any input was one (or, for a program without inputs, when torch is loaded), else numpy
+        arrays."""
         leaves = tree.flatten(self.program.input_tree, (tuple(args), dict(kwargs or {})))
-        as_torch = any(_is_torch(x) for x in leaves)
+        # torch tensors out when torch tensors came in (or, with no tensor in, when torch is loaded at all)
+        as_torch = any(_is_torch(x) for x in leaves) if leaves else "torch" in sys.modules
         values = [check_input(spec, x) for spec, x in zip(self.program.inputs, leaves, strict=True)]
         outs = self.executor().run(values, bind(self.program, values), frozenset(keep_on_device))
         outs = [o if isinstance(o, DeviceTensor) else _to_host(o, t.dtype, as_torch)
