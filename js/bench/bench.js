@@ -29,7 +29,7 @@ async function benchProgram(path, n) {
     await program.run(inputs);
     times.push(performance.now() - start);
   }
-  const gpu = await gpuTime(program.executor, 3, 3);
+  const gpu = await gpuTime(program, 3, 3);
   console.log(`${path}: ${median(times).toFixed(3)} ms per call (wall, median of ${n}); GPU ${(gpu.seconds * 1e3).toFixed(3)} ms ` +
     `(${gpu.method}); ${program.spec.dispatches.length} dispatches`);
   program.destroy();

@@ -157,7 +157,8 @@ async function compareDecoder(entry, env) {
     for (let s = 0; s < steps; s++) {
       const start = performance.now();
       tokenIds[0] = token;
-      const [logits, chosen, grown] = await program.runOnDevice([{ data: tokenIds, shape: [1, 1] }, past, crossOurs], { read: [1] });
+      const [logits, chosen, grown] = /** @type {[any, any, DeviceTensor[]]} */ (await program.runOnDevice(
+        [{ data: tokenIds, shape: [1, 1] }, past, crossOurs], { read: [1] }));
       logits.release();
       for (const t of past) if (t instanceof DeviceTensor) t.release();
       past = grown;

@@ -8,7 +8,8 @@ import { InputError } from './errors.js';
 
 /** @typedef {'float32' | 'int32' | 'int64' | 'bool'} ModelDtype */
 /** @typedef {'f32' | 'f16' | 'i32' | 'u32'} DeviceDtype */
-/** @typedef {Float32Array | Int32Array | BigInt64Array | Uint8Array} HostArray */
+/** @typedef {{float32: Float32Array, int32: Int32Array, int64: BigInt64Array, bool: Uint8Array}} HostArrays the host form of each dtype */
+/** @typedef {HostArrays[ModelDtype]} HostArray */
 
 /** @type {Record<ModelDtype, DeviceDtype>} */
 export const DEVICE_FORM = { float32: 'f32', int32: 'i32', int64: 'i32', bool: 'u32' };

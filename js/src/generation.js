@@ -72,7 +72,7 @@ export class Seq2Seq {
   async generate(pixelValues, promptIds, options = {}) {
     const { maxNewTokens = 20, teacher, onToken } = options;
     const info = this.info;
-    const features = await this.vision.runOnDevice([pixelValues]); // queued: the first step's read waits for both
+    const features = /** @type {DeviceTensor} */ (await this.vision.runOnDevice([pixelValues])); // queued: the first step's read waits for both
     const cross = /** @type {DeviceTensor[]} */ (await this.encoder.runOnDevice([features, promptIds]));
     features.release();
     const empty = { data: new Float32Array(0), shape: [1, info.heads, 0, info.head_dim] };
@@ -87,8 +87,8 @@ export class Seq2Seq {
       for (let step = 0; step < maxNewTokens; step++) {
         const start = performance.now();
         tokenIds[0] = token;
-        const [out, chosen, grown] = await this.decoder.runOnDevice([{ data: tokenIds, shape: [1, 1] }, past, cross],
-          { read: [teacher ? 0 : 1] });
+        const [out, chosen, grown] = /** @type {[any, any, DeviceTensor[]]} */ (await this.decoder.runOnDevice(
+          [{ data: tokenIds, shape: [1, 1] }, past, cross], { read: [teacher ? 0 : 1] }));
         release(past);
         past = grown;
         if (teacher) {
@@ -125,8 +125,14 @@ export class Seq2Seq {
     return token;
   }
 
+  /** Free the three programs' GPU buffers now. */
   destroy() {
     for (const p of [this.vision, this.encoder, this.decoder]) p.destroy();
+  }
+
+  /** `using model = await loadSeq2Seq(…)` destroys it at the end of the scope. */
+  [Symbol.dispose]() {
+    this.destroy();
   }
 }
 
