@@ -3,10 +3,11 @@
 //   node main.js GOLDEN_DIR
 
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { DeviceTensor, InputError, load } from '@webgpu-torch/runtime';
+import { DeviceTensor, InputError, load, loadTokenizer } from '@webgpu-torch/runtime';
 
 const golden = process.argv[2];
 const call = JSON.parse(readFileSync(join(golden, 'mlp.json'), 'utf8')).calls[0];
@@ -32,4 +33,23 @@ await assert.rejects(program.run([x]), /cannot run again/);
 const dynamic = await load(join(golden, 'dynamic.wgpt'), { tune: false, cache: false });
 assert.deepEqual(dynamic.inputs[0].shape, [{ name: 's77', min: 1, max: 64 }, 37]);
 dynamic.destroy();
+// The tokenizer helper, its library resolved from the installed package: a tiny WordPiece tokenizer.json.
+const vocab = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', 'hello', 'world', '##s'];
+const special = (/** @type {number} */ id) => ({ id, content: vocab[id], single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+const folder = mkdtempSync(join(tmpdir(), 'tokenizer-'));
+writeFileSync(join(folder, 'tokenizer.json'), JSON.stringify({
+  version: '1.0', truncation: null, padding: null, added_tokens: [0, 1, 2, 3].map(special),
+  normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true },
+  pre_tokenizer: { type: 'BertPreTokenizer' },
+  post_processor: { type: 'BertProcessing', sep: ['[SEP]', 3], cls: ['[CLS]', 2] },
+  decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
+  model: { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: 100,
+    vocab: Object.fromEntries(vocab.map((t, i) => [t, i])) },
+}));
+const tokenizer = await loadTokenizer(folder);
+const batch = tokenizer.batch(['Hello worlds!', 'hello']);
+assert.deepEqual(batch.input_ids.shape, [2, 6]); // [CLS] hello world ##s [UNK] [SEP], and a padded row
+assert.deepEqual(Array.from(batch.input_ids.data, Number), [2, 4, 5, 6, 1, 3, 2, 4, 3, 0, 0, 0]);
+assert.deepEqual(Array.from(batch.attention_mask.data, Number), [1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0]);
+assert.equal(tokenizer.decode([2, 4, 5, 6, 3], { skipSpecialTokens: true }), 'hello worlds');
 console.log('javascript consumer: ok');

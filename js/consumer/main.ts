@@ -8,7 +8,7 @@ import { join } from 'node:path';
 
 import {
   type Dim, type HostTensor, type InputInfo, type LoadOptions, type Outputs, ArtifactError, DeviceTensor, InputError,
-  Program, WebGPUTorchError, load,
+  Program, type TextBatch, type Tokenizer, WebGPUTorchError, load, loadTokenizer,
 } from '@webgpu-torch/runtime';
 
 function check(ok: boolean, what: string): asserts ok {
@@ -43,6 +43,16 @@ try {
 } catch (e) {
   check(e instanceof InputError && e instanceof WebGPUTorchError && !(e instanceof ArtifactError), 'InputError');
 }
+
+// A tokenizer's batch goes to a call by name (type-checked only: no tokenizer files here).
+async function tokenized(p: Program, folder: string): Promise<Float32Array> {
+  const tokenizer: Tokenizer = await loadTokenizer(folder);
+  const batch: TextBatch = tokenizer.batch(['a sentence'], { maxLength: 128 });
+  const ids: BigInt64Array = batch.input_ids.data;
+  void ids;
+  return (await p.run<HostTensor<'float32'>>(batch)).data;
+}
+void tokenized;
 
 // What the public types refuse (never run: each line only has to fail to type-check).
 function refusedByTheTypes(p: Program, out: Outputs) {

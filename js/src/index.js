@@ -4,6 +4,7 @@
 export { dispatchTimes, gpuTime, load, Program } from './program.js';
 export { loadSeq2Seq, Seq2Seq } from './generation.js';
 export { DeviceTensor } from './device_tensor.js';
+export { loadTokenizer, Tokenizer } from './tokenizer.js';
 export { parse } from './artifact.js';
 export { openDevice, requestAdapter } from './device.js';
 export { ArtifactError, DeviceError, DeviceIndexError, InputError, InputTypeError, WebGPUTorchError } from './errors.js';
@@ -28,4 +29,5 @@ export { ArtifactError, DeviceError, DeviceIndexError, InputError, InputTypeErro
 /** @typedef {import('./dtypes.js').ModelDtype} ModelDtype */
 /** @typedef {import('./dtypes.js').HostArray} HostArray */
 /** @typedef {import('./source.js').Source} Source */
+/** @typedef {import('./tokenizer.js').TextBatch} TextBatch */
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */

@@ -169,9 +169,16 @@ def _bake(spec: dict, leaves) -> dict:
 
 
 def _decomposition_table() -> dict:
-    """torch.export's core-ATen decompositions, but for the overloads the registry lowers or refuses: those
-    stay whole, to run on their kernel or to be refused with their reason."""
+    """torch.export's core-ATen decompositions, and torch's own over ATen ops (torch._decomp) for the
+    overloads outside core ATen that export keeps (`view_copy`, `dist`, `ldexp`, …: with no kernel of ours they
+    could only be refused); but for the overloads the registry lowers or refuses: those stay whole, to run on their
+    kernel or to be refused with their reason."""
     table = torch.export.default_decompositions()
+    for op, fn in torch._decomp.decomposition_table.items():
+        # Only decompositions written over ATen ops: torch._refs' are written over prims, which nothing lowers.
+        aten_level = getattr(fn, "__module__", "") in ("torch._decomp.decompositions", "torch._ops.aten")
+        if aten_level and isinstance(op, torch._ops.OpOverload) and torch.Tag.core not in op.tags and op not in table:
+            table[op] = fn  # (a CustomDecompTable: no setdefault)
     for target in [*OPS, *REFUSED]:
         if not target.startswith("aten."):  # our own ops (graph rewrites make them): nothing to keep
             continue

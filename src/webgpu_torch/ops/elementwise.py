@@ -40,7 +40,9 @@ ARITHMETIC = {
     "aten.maximum.default": "maximum", "aten.minimum.default": "minimum", "aten.pow.Tensor_Tensor": "pow",
     "aten.add.Scalar": "add", "aten.sub.Scalar": "sub", "aten.mul.Scalar": "mul", "aten.div.Scalar": "div",
     "aten.rsub.Scalar": "rsub", "aten.pow.Tensor_Scalar": "pow",
-    "aten.atan2.default": "atan2",
+    "aten.atan2.default": "atan2", "aten.hypot.default": "hypot",
+    "aten.fmax.default": "fmax", "aten.fmin.default": "fmin",
+    "aten.copysign.Tensor": "copysign", "aten.copysign.Scalar": "copysign",
     "aten.remainder.Tensor": "remainder", "aten.remainder.Scalar": "remainder",
     "aten.remainder.Scalar_Tensor": "remainder",
     "aten.fmod.Tensor": "fmod", "aten.fmod.Scalar": "fmod",
@@ -52,7 +54,8 @@ ARITHMETIC = {
 # (torch gives float32 for them).
 UNARY = {f"aten.{name}.default": name for name in
          ("neg", "abs", "reciprocal", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin",
-          "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfinv")}
+          "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfinv",
+          "exp2")}
 # Rounding: float only in the kernel; of an integer tensor, the tensor itself.
 ROUNDING = {f"aten.{name}.default": name for name in ("ceil", "floor", "round", "trunc")}
 COMPARISONS = {name: (f"aten.{name}.Tensor", f"aten.{name}.Scalar") for name in ("eq", "ne", "lt", "le", "gt", "ge")}
@@ -60,8 +63,8 @@ COMPARISONS = {name: (f"aten.{name}.Tensor", f"aten.{name}.Scalar") for name in 
 LOGICAL = {"aten.logical_and.default": "and", "aten.logical_or.default": "or", "aten.logical_xor.default": "xor",
            "aten.logical_not.default": "not"}
 # Ops the kernel computes in integer types too (the rest are float-only: their integer forms promote to float).
-INTEGER_OPS = {"copy", "add", "sub", "rsub", "mul", "neg", "abs", "maximum", "minimum", "clamp", "remainder",
-               "fmod", "div_floor", "div_trunc", "bitand", "bitor", "bitxor", "sign", "pow"}
+INTEGER_OPS = {"copy", "add", "sub", "rsub", "mul", "neg", "abs", "maximum", "minimum", "fmax", "fmin", "clamp",
+               "remainder", "fmod", "div_floor", "div_trunc", "bitand", "bitor", "bitxor", "sign", "pow"}
 # Ops on bools with a bool result (u32 0 and 1 in the kernel): add is `or`, the rest keep 0 and 1 as they are.
 BOOL_OPS = {"add", "mul", "maximum", "minimum", "bitand", "bitor", "bitxor"}
 DIV_MODES = {None: "div", "floor": "div_floor", "trunc": "div_trunc"}
@@ -389,7 +392,8 @@ for _target, _op in UNARY.items():
     register(_target, check=_check_arithmetic(_op), epilogue=True, dynamic=True)(_lower_unary(_op))
 for _op, _targets in COMPARISONS.items():
     register(*_targets, check=_check_comparison, dynamic=True)(_lower_predicate(_op))
-for _target, _op in [*LOGICAL.items(), ("aten.isnan.default", "isnan"), ("aten.isinf.default", "isinf")]:
+for _target, _op in [*LOGICAL.items(), ("aten.isnan.default", "isnan"), ("aten.isinf.default", "isinf"),
+                     ("aten.signbit.default", "signbit")]:
     register(_target, check=_limits, dynamic=True)(_lower_predicate(_op))
 
 
@@ -512,6 +516,20 @@ def cases() -> list[OpCase]:
                [uniform(-9.0, 9.0, (89,), specials=[*halves, nan, inf, -inf]), ints((89,))]),
         OpCase("sign_of_every_dtype", lambda x, i, m: (torch.sign(x), torch.sign(i), torch.sign(m), torch.sgn(x)),
                [uniform(-2, 2, specials=[nan, inf, -inf, 0.0, -0.0]), ints((37, 41), -2, 3), mask((37, 41))]),
+        # NaN-ignoring max / min, copysign and signbit on bits (±0, -NaN), hypot past float32's squares, exp2.
+        OpCase("fmax_fmin_of_floats_and_ints", lambda x, y, i, j: (torch.fmax(x, y), torch.fmin(x, y.t()),
+                                                                   torch.fmax(i, j), torch.fmin(i, j.flip(0))),
+               [uniform(-2, 2, (37, 37), specials=[nan, nan, 1.0, inf, -inf, 0.0]),
+                uniform(-2, 2, (37, 37), seed=1, specials=[nan, 2.0, nan, -inf, nan, -0.0]),
+                ints((37, 37)), ints((37,), seed=1)]),
+        OpCase("copysign_signbit", lambda x, y, i: (torch.copysign(x, y), torch.copysign(x, -2.0), torch.signbit(x),
+                                                    torch.signbit(i), torch.copysign(i, y)),
+               [uniform(-3, 3, specials=[nan, inf, -inf, 0.0, -0.0, 5.0]),
+                uniform(-3, 3, seed=1, specials=[-0.0, -1.0, 0.0, -nan, nan, -inf]), ints((37, 41))]),
+        OpCase("hypot_exp2", lambda x, y: (torch.hypot(x, y), torch.hypot(x * 1e30, y * 1e30),
+                                           torch.hypot(x * 1e-30, y), torch.exp2(x * 20.0)),
+               [uniform(-3, 3, specials=[inf, nan, -inf, 0.0, nan, 3.0]),
+                uniform(-3, 3, seed=1, specials=[nan, inf, 1.0, 0.0, nan, 4.0])]),
         OpCase("isnan_isinf_isfinite", lambda x, i: (torch.isnan(x), torch.isinf(x), torch.isfinite(x), torch.isnan(i),
                                                      torch.isinf(i), torch.nan_to_num(x, 9.0, 5.0, -5.0),
                                                      x != x, x != 1.0, x.bool(), x == x),

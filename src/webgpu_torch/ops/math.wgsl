@@ -249,3 +249,20 @@ fn floor_div_f32(x: f32, y: f32) -> f32 {
   }
   return f;
 }
+
+// sqrt(x² + y²), scaled by a power of two near the larger magnitude so the squares neither overflow nor
+// underflow; ±inf wins over NaN (C's hypot, as torch).
+fn hypot_f32(x: f32, y: f32) -> f32 {
+  let a = abs(x);
+  let b = abs(y);
+  if (is_inf(a) || is_inf(b)) {
+    return inf_f32();
+  }
+  if (is_nan(a) || is_nan(b)) {
+    return nan_f32();
+  }
+  let s = power_of_two_scale(max(a, b));
+  let u = a / s;
+  let v = b / s;
+  return sqrt(u * u + v * v) * s;
+}
