@@ -72,6 +72,7 @@ def test_a_graph_that_cannot_run_falls_back_to_eager_with_one_warning():
         assert_close(got, model(x))
 
 
+@pytest.mark.host
 def test_recording_autograd_runs_eagerly():
     model = nn.Linear(5, 3)
     x = torch.randn(2, 5)

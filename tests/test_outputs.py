@@ -69,6 +69,7 @@ def _spec(cls: str, kind: str = "dict") -> dict:
         {"type": kind, "items": items, "class": cls}
 
 
+@pytest.mark.host
 def test_a_class_that_is_not_loaded_gives_a_record_that_indexes_like_a_model_output():
     out = tree.unflatten(_spec("a_package_never_imported.outputs.Output"), [1, 2])
     assert type(out) is tree.Record
@@ -81,12 +82,14 @@ def test_a_class_that_is_not_loaded_gives_a_record_that_indexes_like_a_model_out
 
 @pytest.mark.parametrize("name", ["os.system", "builtins.eval", "collections.abc.Mapping", "antigravity.geohash",
                                   "tests.test_outputs.Pair.low"])
+@pytest.mark.host
 def test_a_class_name_from_a_file_never_imports_or_calls_anything_but_a_container(name):
     loaded = set(sys.modules)
     assert type(tree.unflatten(_spec(name), [1, 2])) is tree.Record
     assert set(sys.modules) == loaded
 
 
+@pytest.mark.host
 def test_class_names_are_module_qualified_and_resolve_to_the_class():
     for cls in (collections.OrderedDict, collections.defaultdict, Pair, torch.return_types.max, torch.Size):
         assert tree.loaded_class(tree.class_name(cls)) is cls

@@ -1,11 +1,12 @@
-// Reading a `.wgpt` artifact (docs/artifact.md, format 2): the container, both checksums and every rule the
+// Reading a `.wgpt` artifact (docs/artifact.md, format 3): the container, both checksums and every rule the
 // contract lists, before anything reaches a device. The result is plain data (a ProgramSpec); the
 // constants are views over the file's bytes, not copies.
 
 import { crc32 } from './crc32.js';
 import { ArtifactError } from './errors.js';
 import * as expr from './expr.js';
-import { DEVICE_SIZE, ITEMSIZE, isModelDtype } from './dtypes.js';
+import { DEVICE_FORM, DEVICE_SIZE, ITEMSIZE, isModelDtype } from './dtypes.js';
+import { LIMITS } from './limits.js';
 import * as tree from './tree.js';
 
 /** @typedef {import('./expr.js').Expr} Expr */
@@ -21,7 +22,7 @@ import * as tree from './tree.js';
 /**
  * @typedef {{name: string, source: number, entry: string, overrides: Record<string, number>,
  *   bindings: BindingKind[], uniform: UniformLayout | null, requires: string[], fallback: number | null,
- *   engineSources: Record<string, number>}} KernelSpec
+ *   engineSources: Record<string, number>, workgroupSize: Grid, workgroupBytes: number}} KernelSpec
  */
 /** @typedef {{size: number, role: 'input' | 'constant' | 'scratch' | 'status', name: string}} BufferSpec */
 /** @typedef {{node: string, message: string}} CheckSpec */
@@ -35,29 +36,32 @@ import * as tree from './tree.js';
  *   patches: Patch[], count: Expr | null, options: Option[], follows: number}} DispatchSpec
  */
 /**
- * @typedef {{meta: Record<string, unknown>, symbols: Record<string, SymbolSpec>, sources: string[],
+ * @typedef {{meta: Record<string, unknown>, requires: string[], symbols: Record<string, SymbolSpec>, sources: string[],
  *   kernels: KernelSpec[], buffers: BufferSpec[], constants: Map<number, Constant>, inputs: InputSpec[],
  *   outputs: OutputSpec[], inputTree: TreeSpec, outputTree: TreeSpec, dispatches: DispatchSpec[],
  *   checks: CheckSpec[], status: number | null}} ProgramSpec
  * `status`: the index of the "status" buffer, whose word i check i sets when it fails (docs/artifact.md, Checks).
  */
 
-export const MAGIC = 'WGPUTRCH';
-export const CONTAINER_VERSION = 2;
-export const FORMAT = 2;
+export const MAGIC = LIMITS.magic;
+export const CONTAINER_VERSION = LIMITS.container_version;
+export const FORMAT = LIMITS.format;
 export const PREAMBLE = 32;
-const ALIGN = 64;
-export const FEATURES = ['shader-f16', 'subgroups'];
+const ALIGN = LIMITS.align;
 const SCALARS = ['u32', 'i32', 'f32'];
 // Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
-// finishes, deep nesting crashes some WGSL compilers). The Python reader enforces the same.
-const MAX_GRID = 65535;
-const MAX_WORKGROUPS = 2 ** 24;
-const MAX_SOURCE = 4 * 2 ** 20;
-const MAX_NESTING = 64;
-const MAX_TREE_DEPTH = 64;
-const MAX_HEADER = 2 ** 30;
-const SCALAR_RANGE = /** @type {Record<Scalar, [number, number]>} */ ({ u32: [0, 2 ** 32 - 1], i32: [-(2 ** 31), 2 ** 31 - 1], f32: [-(2 ** 31), 2 ** 31 - 1] });
+// finishes, deep nesting crashes some WGSL compilers): src/webgpu_torch/limits.json, which both readers use.
+const MAX_GRID = LIMITS.max_workgroups_per_dim;
+const MAX_WORKGROUPS = LIMITS.max_workgroups;
+const MAX_SOURCE = LIMITS.max_source_chars;
+const MAX_NESTING = LIMITS.max_nesting;
+const MAX_TREE_DEPTH = LIMITS.max_tree_depth;
+const MAX_HEADER = LIMITS.max_header_bytes;
+const SCALAR_RANGE = /** @type {Record<Scalar, [number, number]>} */ (LIMITS.scalar_ranges);
+const MAX_JSON_DEPTH = LIMITS.max_json_depth; // arrays and objects nested in the header (a tree 64 deep: 131)
+const MAX_NUMBER = LIMITS.max_number; // 2^53 - 1: every number JSON.parse reads exactly
+const MAX_RANK = LIMITS.max_rank; // dimensions of an input or output
+const MAX_STATEMENT_TOKENS = LIMITS.max_statement_tokens; // between two of ; { } in a WGSL source (ours: < 150)
 
 /**
  * Read and validate an artifact; `where` (a path, a URL, "<bytes>") begins every message.
@@ -99,6 +103,12 @@ export function parse(raw, where) {
   const data = raw.subarray(PREAMBLE + h);
   if (isObject && crc32(data) !== header.data_crc32) throw fail('tensor data is damaged (checksum mismatch)');
   if (!isObject) throw fail(`malformed program: the header is a JSON ${Array.isArray(header) ? 'array' : typeof header}, not an object`);
+  try {
+    checkValues(header);
+  } catch (e) {
+    if (e instanceof Invalid) throw fail(`malformed program: ${e.message}`);
+    throw e;
+  }
   if (header.format !== FORMAT) {
     throw fail(`program format ${JSON.stringify(header.format)}; this webgpu_torch reads format ${FORMAT} — recompile the model with this version`);
   }
@@ -113,6 +123,41 @@ export function parse(raw, where) {
 
 /** A rule of the contract the header breaks (becomes an ArtifactError naming the file). */
 class Invalid extends Error {}
+
+/**
+ * Every number in the header within ±(2^53 - 1) (so it is read exactly: JSON.parse gives float64s), every
+ * string (and key) well-formed Unicode (no lone surrogate: engines take UTF-8), arrays and objects nested at
+ * most MAX_JSON_DEPTH deep. Walks the header without recursion.
+ * @param {unknown} header
+ */
+function checkValues(header) {
+  /** @type {[unknown, string, number][]} */
+  const stack = [[header, 'the header', 0]];
+  while (stack.length) {
+    const [value, where, depth] = /** @type {[unknown, string, number]} */ (stack.pop());
+    if (typeof value === 'string') {
+      checkString(value, where);
+    } else if (typeof value === 'number') {
+      need(Math.abs(value) <= MAX_NUMBER, `${where}: the number ${value} is out of range (beyond ±(2^53 - 1))`);
+    } else if (value !== null && typeof value === 'object') {
+      need(depth < MAX_JSON_DEPTH, `${where}: nested deeper than ${MAX_JSON_DEPTH}`);
+      for (const [key, item] of Object.entries(value)) {
+        checkString(key, where);
+        stack.push([item, depth ? `${where}.${key.slice(0, 40)}` : key.slice(0, 40), depth + 1]);
+      }
+    }
+  }
+}
+
+/**
+ * @param {string} text
+ * @param {string} where
+ */
+function checkString(text, where) {
+  need(!LONE_SURROGATE.test(text), `${where}: a string that is not well-formed Unicode (a lone surrogate)`);
+}
+
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u; // with the u flag, a pair is one code point and does not match
 
 /**
  * @param {boolean} ok
@@ -196,6 +241,7 @@ function kind(v) {
 function validate(header, data) {
   const top = 'the header';
   const meta = object(header.meta ?? {}, 'meta');
+  const requires = list(header.requires ?? [], 'requires').map((f) => str(f, 'feature'));
   const symbols = readSymbols(object(field(header, 'symbols', top), 'symbols'));
   const sources = list(field(header, 'sources', top), 'sources').map((s, i) => readSource(s, i));
   const rawKernels = list(field(header, 'kernels', top), 'kernels');
@@ -213,7 +259,7 @@ function validate(header, data) {
   const outputs = list(field(header, 'outputs', top), 'outputs').map((t, i) => readOutput(object(t, `output ${i}`), i, buffers, symbols, ex));
   const inputTree = readTree(field(header, 'input_tree', top), 'input_tree');
   const outputTree = readTree(field(header, 'output_tree', top), 'output_tree');
-  need(inputTree.type === 'tuple' && inputTree.items.length === 2 && ['tuple', 'list'].includes(inputTree.items[0].type) &&
+  need(inputTree.type === 'tuple' && inputTree.items.length === 2 && inputTree.items[0].type === 'tuple' &&
     inputTree.items[1].type === 'dict', 'input_tree is not a tuple of (positional arguments, keyword arguments)');
   need(tree.countLeaves(inputTree) === inputs.length, `input tree does not match the inputs (${tree.countLeaves(inputTree)} leaves for ${inputs.length})`);
   need(tree.countLeaves(outputTree) === outputs.length, `output tree does not match the outputs (${tree.countLeaves(outputTree)} leaves for ${outputs.length})`);
@@ -222,8 +268,13 @@ function validate(header, data) {
   }
   const dispatches = list(field(header, 'dispatches', top), 'dispatches').map((x, i) => readDispatch(object(x, `dispatch ${i}`), i, kernels, buffers, ex, symbols));
   dispatches.forEach((dsp, i) => checkGroup(dispatches, dsp, i));
+  checkRequires(requires, kernels, dispatches);
   const bound = new Set([...dispatches.flatMap((x) => x.buffers), ...outputs.map((t) => t.buffer)]);
   buffers.forEach((b, i) => need(b.role !== 'scratch' || bound.has(i), `buffer ${i}: a scratch buffer no dispatch binds`));
+  outputs.forEach((t, k) => {
+    const why = disagreement(t, { buffers, inputs, constants, dispatches, kernels, symbols });
+    need(why === null, `output ${k}: ${why}`);
+  });
   const checks = list(field(header, 'checks', top), 'checks').map((raw, i) => {
     const c = object(raw, `check ${i}`);
     return { node: str(field(c, 'node', `check ${i}`), `check ${i} node`), message: str(field(c, 'message', `check ${i}`), `check ${i} message`) };
@@ -233,7 +284,7 @@ function validate(header, data) {
   const status = statuses.length ? statuses[0] : null;
   need(!checks.length || (status !== null && buffers[status].size >= 4 * checks.length), 'checks without a status buffer large enough for them');
   need(outputs.every((t) => t.buffer !== status), 'a status buffer an output reads');
-  return { meta, symbols, sources, kernels, buffers, constants, inputs, outputs, inputTree, outputTree, dispatches, checks, status };
+  return { meta, requires, symbols, sources, kernels, buffers, constants, inputs, outputs, inputTree, outputTree, dispatches, checks, status };
 }
 
 /**
@@ -249,7 +300,7 @@ function readSymbols(j) {
     const lo = int(field(s, 'lo', what), `${what} lo`);
     const hi = int(field(s, 'hi', what), `${what} hi`);
     const hint = int(field(s, 'hint', what), `${what} hint`);
-    need(lo >= 0 && lo <= hint && hint <= hi && hi < 2 ** 31, `${what}: range [${lo}, ${hi}] with hint ${hint}`);
+    need(lo >= 0 && lo <= hint && hint <= hi && hi < LIMITS.symbol_limit, `${what}: range [${lo}, ${hi}] with hint ${hint}`);
     out[name] = { lo, hi, hint, about: str(s.about ?? `dimension ${name}`, `${what} about`) };
   }
   return out;
@@ -263,7 +314,22 @@ function readSource(s, i) {
   const text = str(s, `source ${i}`);
   need(text.length <= MAX_SOURCE, `source ${i}: ${count(text.length)} characters, over ${count(MAX_SOURCE)}`);
   need(nestingOk(text), `source ${i}: brackets nested deeper than ${MAX_NESTING} or unbalanced`);
+  need(statementsOk(text), `source ${i}: a statement of more than ${count(MAX_STATEMENT_TOKENS)} tokens`);
   return text;
+}
+
+const LINE_COMMENT = /\/\/[^\n]*/g;
+const TOKEN = /[A-Za-z0-9_]+|[^ \t\n\v\f\rA-Za-z0-9_]/gu;
+
+/**
+ * Whether every statement (the text between two of `;`, `{`, `}` outside line comments) holds at most
+ * MAX_STATEMENT_TOKENS tokens: runs of ASCII letters, digits and `_`, and each other code point that is not
+ * ASCII blank. Engines parse an expression recursively; one of 200,000 terms crashes some.
+ * @param {string} source
+ */
+function statementsOk(source) {
+  return source.replace(LINE_COMMENT, '').split(/[;{}]/).every((text) =>
+    text.length <= MAX_STATEMENT_TOKENS || (text.match(TOKEN)?.length ?? 0) <= MAX_STATEMENT_TOKENS);
 }
 
 /**
@@ -273,7 +339,7 @@ function readSource(s, i) {
 function nestingOk(source) {
   const stack = [];
   const opening = /** @type {Record<string, string>} */ ({ ')': '(', ']': '[', '}': '{' });
-  for (const ch of source.replace(/\/\/[^\n]*/g, '').replace(/[^()[\]{}]+/g, '')) {
+  for (const ch of source.replace(LINE_COMMENT, '').replace(/[^()[\]{}]+/g, '')) {
     if (ch === '(' || ch === '[' || ch === '{') {
       stack.push(ch);
       if (stack.length > MAX_NESTING) return false;
@@ -303,25 +369,60 @@ function readKernel(k, i, nSources) {
   const uniforms = bindings.filter((b) => b === 'uniform').length;
   need(uniforms === (k.uniform === undefined ? 0 : 1), `${it}: a uniform binding needs a uniform layout, and only one`);
   const uniform = uniforms ? readUniform(object(k.uniform, `${it} uniform`), it) : null;
-  const requires = list(k.requires ?? [], `${it} requires`);
-  need(requires.every((f) => FEATURES.includes(f)), `${it}: requires unknown features ${JSON.stringify(requires)} (known: ${FEATURES.join(', ')})`);
+  const requires = list(k.requires ?? [], `${it} requires`).map((f) => str(f, 'feature'));
   const fallback = k.fallback === undefined ? null : int(k.fallback, `${it} fallback`);
   const engineSources = object(k.engine_sources ?? {}, `${it} engine_sources`);
   need(Object.values(engineSources).every((s) => isInt(s) && s >= 0 && s < nSources), `${it}: bad engine source`);
-  return { name, source, entry, overrides, bindings, uniform, requires, fallback, engineSources };
+  const workgroupSize = triple(field(k, 'workgroup_size', it), 'workgroup size');
+  const [x, y, z] = workgroupSize;
+  need(x >= 1 && y >= 1 && z >= 1 && x * y * z <= LIMITS.max_workgroup_invocations, `${it}: bad workgroup size ${JSON.stringify(workgroupSize)}`);
+  const workgroupBytes = int(field(k, 'workgroup_bytes', it), 'workgroup bytes');
+  need(workgroupBytes >= 0 && workgroupBytes <= LIMITS.max_workgroup_bytes, `${it}: bad workgroup memory ${workgroupBytes}`);
+  return { name, source, entry, overrides, bindings, uniform, requires, fallback, engineSources, workgroupSize, workgroupBytes };
 }
 
 /**
- * A kernel that needs shader-f16 names a fallback kernel: one that does not, with the same interface.
+ * A kernel's fallback (its float32 twin, for devices without shader-f16) requires nothing and has the same
+ * interface; only a kernel that requires shader-f16 names one.
  * @param {KernelSpec} k
  * @param {KernelSpec[]} kernels
  */
 function checkFallback(k, kernels) {
-  if (!k.requires.includes('shader-f16')) return;
-  need(k.fallback !== null && k.fallback >= 0 && k.fallback < kernels.length, `kernel ${k.name}: needs shader-f16 but has no fallback`);
+  if (k.fallback === null) return;
+  need(k.fallback >= 0 && k.fallback < kernels.length, `kernel ${k.name}: bad fallback index`);
+  need(k.requires.includes('shader-f16'), `kernel ${k.name}: a fallback on a kernel that does not require shader-f16`);
   const alt = kernels[k.fallback];
-  need(!alt.requires.includes('shader-f16') && sameInterface(alt, k),
-    `kernel ${k.name}: its fallback ${alt.name} needs shader-f16 or differs in bindings or Params`);
+  need(!alt.requires.length && sameInterface(alt, k),
+    `kernel ${k.name}: its fallback ${alt.name} requires features or differs in bindings or Params`);
+}
+
+/**
+ * The features a device must have to run kernel `k` as a dispatch: its `requires`, less shader-f16 when a
+ * fallback (which requires nothing) runs in its place without it.
+ * @param {KernelSpec} k
+ * @returns {string[]}
+ */
+export function needs(k) {
+  return k.requires.filter((f) => !(f === 'shader-f16' && k.fallback !== null));
+}
+
+/**
+ * The header's `requires` is exactly what the dispatches' kernels need.
+ * @param {string[]} requires
+ * @param {KernelSpec[]} kernels
+ * @param {DispatchSpec[]} dispatches
+ */
+function checkRequires(requires, kernels, dispatches) {
+  const needed = new Set();
+  dispatches.forEach((d, i) => {
+    const k = kernels[d.kernel];
+    const missing = needs(k).filter((f) => !requires.includes(f)).sort();
+    const extra = missing.includes('shader-f16') ? ' and names no fallback' : '';
+    need(!missing.length, `dispatch ${i}: its kernel ${k.name} needs ${missing.join(', ')}, which the file does not require${extra}`);
+    for (const f of needs(k)) needed.add(f);
+  });
+  const unneeded = [...new Set(requires)].filter((f) => !needed.has(f)).sort();
+  need(!unneeded.length, `the file requires ${unneeded.join(', ')}, which no dispatch needs`);
 }
 
 /**
@@ -349,8 +450,8 @@ function readUniform(u, it) {
  */
 function readBuffer(b, i) {
   const what = `buffer ${i}`;
-  const size = field(b, 'size', what);
-  need(isInt(size) && size > 0, `${what}: bad size ${JSON.stringify(size)}`);
+  const size = int(field(b, 'size', what), `${what} size`);
+  need(size > 0, `${what}: bad size ${size}`);
   const role = field(b, 'role', what);
   need(['input', 'constant', 'scratch', 'status'].includes(role), `${what}: unknown role ${JSON.stringify(role)}`);
   return { size, role, name: str(b.name ?? '', `${what} name`) };
@@ -400,6 +501,7 @@ function readInput(x, i, buffers, symbols, ex) {
   const dtype = field(x, 'dtype', what);
   need(isModelDtype(dtype), `${what}: unknown dtype ${JSON.stringify(dtype)}`);
   const shape = list(field(x, 'shape', what), `${what} shape`).map((s) => ex(s, `${what} shape`));
+  need(shape.length <= MAX_RANK, `${what}: ${shape.length} dimensions, over ${MAX_RANK}`);
   const buffer = int(field(x, 'buffer', what), `${what} buffer`);
   need(buffer >= 0 && buffer < buffers.length, `${what}: bad buffer`);
   need(buffers[buffer].role === 'input', `${what}: buffer ${buffer} is not an input buffer`);
@@ -426,11 +528,36 @@ function readOutput(t, i, buffers, symbols, ex) {
   const shape = list(field(t, 'shape', what), `${what} shape`).map((s) => ex(s, `${what} shape`));
   const strides = list(field(t, 'strides', what), `${what} strides`).map((s) => ex(s, `${what} strides`));
   need(shape.length === strides.length, `${what}: ${shape.length} sizes but ${strides.length} strides`);
+  need(shape.length <= MAX_RANK, `${what}: ${shape.length} dimensions, over ${MAX_RANK}`);
   const offset = ex(field(t, 'offset', what), `${what} offset`);
   const lows = [offset, ...strides, ...shape].map((e) => expr.bounds(e, symbols)[0]);
   need(Math.min(...lows) >= 0 && expr.bound(viewEnd({ shape, strides, offset }), symbols) * ITEMSIZE <= buffers[buffer].size,
     `${what}: view reaches past its buffer`);
   return { buffer, shape, strides, offset, dtype };
+}
+
+/**
+ * How an output disagrees with what holds its buffer's data at the end of a call, or null: a scratch buffer
+ * must be written by some dispatch (unless the output has no element), an input buffer must hold an input and
+ * a constant buffer constants stored as the output's device form (int64 read as int32 is a view).
+ * @param {OutputSpec} t
+ * @param {{buffers: BufferSpec[], inputs: InputSpec[], constants: Map<number, Constant>, dispatches: DispatchSpec[],
+ *   kernels: KernelSpec[], symbols: Record<string, SymbolSpec>}} p
+ * @returns {string | null}
+ */
+function disagreement(t, p) {
+  const role = p.buffers[t.buffer].role;
+  const form = DEVICE_FORM[t.dtype];
+  const empty = t.shape.some((n) => expr.bound(n, p.symbols) === 0);
+  const writes = (/** @type {DispatchSpec} */ d) =>
+    p.kernels[d.kernel].bindings.filter((b) => b !== 'uniform').some((kind, j) => kind === 'read_write' && d.buffers[j] === t.buffer);
+  if (role === 'scratch' && !empty && !p.dispatches.some(writes)) return `buffer ${t.buffer} is scratch that no dispatch writes`;
+  if (role === 'input' && !p.inputs.some((x) => x.buffer === t.buffer && DEVICE_FORM[x.dtype] === form)) {
+    return `buffer ${t.buffer} holds no input stored as ${form} (${t.dtype})`;
+  }
+  const stored = role === 'constant' ? p.constants.get(t.buffer)?.dtype ?? form : form;
+  if (stored !== form) return `buffer ${t.buffer} holds constants stored as ${stored}, not ${form} (${t.dtype})`;
+  return null;
 }
 
 /**
@@ -490,8 +617,15 @@ function readDispatch(x, i, kernels, buffers, ex, symbols) {
   need(bound.every((b, j) => storage[j] !== 'read_write' || ['scratch', 'status'].includes(buffers[b].role)),
     `${it}: writes a buffer that is not scratch`);
   const uniform = readWords(field(x, 'uniform', it), it);
-  need(uniform.length * 4 >= (k.uniform?.size ?? 0), `${it}: short uniform`);
+  const size = k.uniform?.size ?? 0;
+  need(uniform.length * 4 === size, `${it}: ${uniform.length} uniform words for a ${size}-byte Params`);
+  const written = bound.filter((_, j) => storage[j] === 'read_write');
+  need(written.every((b) => bound.indexOf(b) === bound.lastIndexOf(b)), `${it}: binds a buffer it writes twice`);
+  // Every workgroup writes something: a grid of more workgroups than the words its dispatch writes only runs
+  // longer than the data implies.
+  const words = Math.max(1, Math.floor([...new Set(written)].reduce((a, b) => a + buffers[b].size, 0) / 4));
   const grid = readGrid(field(x, 'grid', it), it);
+  need(grid[0] * grid[1] * grid[2] <= words, `${it}: ${count(grid[0] * grid[1] * grid[2])} workgroups for ${count(words)} words written`);
   const patches = list(x.patches ?? [], `${it} patches`).map((p) => {
     need(Array.isArray(p) && p.length === 3, `${it}: a uniform patch is not [offset, type, expression]`);
     const value = ex(p[2], `${it} patch`);
@@ -501,24 +635,29 @@ function readDispatch(x, i, kernels, buffers, ex, symbols) {
     need(ok, `${it}: bad uniform patch`);
     return { offset: p[0], type: p[1], value };
   });
-  const count = x.count === undefined ? null : ex(x.count, `${it} count`);
-  if (count !== null) {
-    const [lo, hi] = expr.bounds(count, symbols);
-    need(lo >= 0 && (hi === 0 || (hi <= MAX_GRID * MAX_GRID && notAfter(foldGrid(hi), grid))), `${it}: bad workgroup count`);
+  const workgroups = x.count === undefined ? null : ex(x.count, `${it} count`);
+  if (workgroups !== null) {
+    const [lo, hi] = expr.bounds(workgroups, symbols);
+    const largest = Math.max(1, hi);
+    need(lo >= 0 && largest <= MAX_GRID * MAX_GRID && foldGrid(largest).every((n, k) => n === grid[k]),
+      `${it}: its grid is not its workgroup count's largest value folded`);
   }
   const options = list(x.options ?? [], `${it} options`).map((raw, j) => {
     const o = object(raw, `${it} option ${j}`);
     const ok = isInt(o.kernel) && o.kernel >= 0 && o.kernel < kernels.length;
     need(ok, `${it}: bad option`);
     const alt = kernels[o.kernel];
-    const words = readWords(field(o, 'uniform', `${it} option`), it);
-    need(sameInterface(alt, k) && words.length >= uniform.length, `${it}: option ${alt.name} differs in bindings or Params`);
-    return { kernel: o.kernel, uniform: words, grid: readGrid(field(o, 'grid', `${it} option`), it) };
+    const optionWords = readWords(field(o, 'uniform', `${it} option`), it);
+    need(sameInterface(alt, k) && optionWords.length === uniform.length, `${it}: option ${alt.name} differs in bindings or Params`);
+    const optionGrid = readGrid(field(o, 'grid', `${it} option`), it);
+    const n = optionGrid[0] * optionGrid[1] * optionGrid[2];
+    need(n <= words, `${it}: an option of ${count(n)} workgroups for ${count(words)} words written`);
+    return { kernel: o.kernel, uniform: optionWords, grid: optionGrid };
   });
-  need(!options.length || (count === null && !patches.length), `${it}: a dynamic one has options`);
+  need(!options.length || (workgroups === null && !patches.length), `${it}: a dynamic one has options`);
   const follows = int(x.follows ?? 0, `${it} follows`);
   need(follows >= 0, `${it}: follows no group leader with as many options`);
-  return { kernel, buffers: bound, uniform, grid, node, patches, count, options, follows };
+  return { kernel, buffers: bound, uniform, grid, node, patches, count: workgroups, options, follows };
 }
 
 /**
@@ -555,14 +694,25 @@ function readWords(w, it) {
 }
 
 /**
+ * Three integers.
+ * @param {unknown} g
+ * @param {string} what
+ * @returns {Grid}
+ */
+function triple(g, what) {
+  need(Array.isArray(g) && g.length === 3, `${what} ${String(JSON.stringify(g)).slice(0, 60)} is not [x, y, z]`);
+  return /** @type {Grid} */ (g.map((n) => int(n, what)));
+}
+
+/**
  * @param {unknown} g
  * @param {string} it
  * @returns {Grid}
  */
 function readGrid(g, it) {
-  const ok = Array.isArray(g) && g.length === 3 && g.every((n) => isInt(n) && n >= 1 && n <= MAX_GRID) && g[0] * g[1] * g[2] <= MAX_WORKGROUPS;
-  need(ok, `${it}: bad grid ${JSON.stringify(g).slice(0, 60)}`);
-  return /** @type {Grid} */ (g);
+  const grid = triple(g, 'grid');
+  need(grid.every((n) => n >= 1 && n <= MAX_GRID) && grid[0] * grid[1] * grid[2] <= MAX_WORKGROUPS, `${it}: bad grid ${JSON.stringify(grid)}`);
+  return grid;
 }
 
 /**
@@ -577,13 +727,3 @@ export function foldGrid(n) {
   return [Math.ceil(n / y), y, 1];
 }
 
-/**
- * Whether grid `a` comes no later than `b` in lexicographic order (the Python reader's test that a count's
- * largest fold fits the dispatch's grid).
- * @param {Grid} a
- * @param {Grid} b
- */
-function notAfter(a, b) {
-  for (let k = 0; k < 3; k++) if (a[k] !== b[k]) return a[k] < b[k];
-  return true;
-}

@@ -20,7 +20,9 @@ import numpy as np
 
 from . import symbolic
 from .errors import ArtifactError
+from .limits import LIMITS
 from .program import (
+    F16,
     FORMAT_VERSION,
     Buffer,
     Check,
@@ -35,12 +37,12 @@ from .program import (
     UniformLayout,
 )
 
-MAGIC = b"WGPUTRCH"
-CONTAINER_VERSION = 2
+MAGIC = LIMITS["magic"].encode()
+CONTAINER_VERSION = LIMITS["container_version"]
 PREAMBLE = struct.Struct("<8sIIQQ")  # magic, container version, header CRC-32, header length, data length
-ALIGN = 64
+ALIGN = LIMITS["align"]
 DTYPES = {"f32": np.dtype("<f4"), "f16": np.dtype("<f2"), "i32": np.dtype("<i4"), "u32": np.dtype("<u4")}
-MAX_HEADER = 1 << 30  # a header past 1 GiB is not one we wrote
+MAX_HEADER = LIMITS["max_header_bytes"]  # a header past 1 GiB is not one we wrote
 
 
 def _pad(n: int) -> int:
@@ -76,6 +78,7 @@ def to_json(p: Program) -> dict:
     return {
         "format": FORMAT_VERSION,
         "meta": p.meta,
+        "requires": list(p.requires),
         "symbols": {s.name: {"lo": s.lo, "hi": s.hi, "hint": s.hint, "about": s.about} for s in p.symbols.values()},
         "sources": p.sources,
         "kernels": [_kernel_json(k) for k in p.kernels],
@@ -92,7 +95,8 @@ def to_json(p: Program) -> dict:
 
 def _kernel_json(k: Kernel) -> dict:
     out = {"name": k.name, "source": k.source, "entry": k.entry, "overrides": dict(k.overrides),
-           "bindings": list(k.bindings)}
+           "bindings": list(k.bindings), "workgroup_size": list(k.workgroup_size),
+           "workgroup_bytes": k.workgroup_bytes}
     if k.uniform is not None:
         out["uniform"] = {"size": k.uniform.size, "fields": [
             {"name": f.name, "offset": f.offset, "type": f.scalar, "count": f.count} for f in k.uniform.fields]}
@@ -144,11 +148,13 @@ def from_bytes(raw: bytes, where: str = "artifact") -> Program:
     try:
         if not isinstance(header, dict):
             raise ValueError(f"the header is a JSON {type(header).__name__}, not an object")
+        _check_values(header)
         if header.get("format") != FORMAT_VERSION:
             raise ArtifactError(f"{where}: program format {header.get('format')!r}; this webgpu_torch reads format "
                                 f"{FORMAT_VERSION} — recompile the model with this version")
         program = from_json(header, _read_tensors(header, data))
         program.check()
+        _check_requires(program, header)
     except ArtifactError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, OverflowError, RecursionError) as e:
@@ -177,13 +183,73 @@ def _split(raw: bytes, where: str) -> tuple[Any, memoryview]:
     if zlib.crc32(text) != header_crc:
         raise ArtifactError(f"{where}: the header is damaged (checksum mismatch)")
     try:
-        header = json.loads(bytes(text))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        header = json.loads(bytes(text), parse_int=_parse_int, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise ArtifactError(f"{where}: damaged header: {str(e)[:200] or 'nested too deeply'}") from None
     data = memoryview(raw)[PREAMBLE.size + header_len:]
     if isinstance(header, dict) and zlib.crc32(data) != header.get("data_crc32"):
         raise ArtifactError(f"{where}: tensor data is damaged (checksum mismatch)")
+    if header_len % ALIGN or data_len % ALIGN:
+        raise ArtifactError(f"{where}: malformed program: header length {header_len} or data length {data_len} "
+                            f"is not a multiple of {ALIGN}")
     return header, data
+
+
+MAX_JSON_DEPTH = LIMITS["max_json_depth"]  # arrays and objects nested in the header (a tree 64 deep: 131)
+MAX_NUMBER = LIMITS["max_number"]  # 2^53 - 1: every number JavaScript reads exactly
+
+
+def _parse_int(text: str) -> int | float:
+    """An integer literal; one too long to be in range parses as an infinity, which `_check_values` refuses
+    (converting thousands of digits is slow, and Python refuses past 4,300)."""
+    return int(text) if len(text) <= 20 else float("-inf" if text.startswith("-") else "inf")
+
+
+def _check_values(header: Any) -> None:
+    """Every number in the header within ±(2^53 - 1) (so both runtimes read it exactly: a JavaScript number
+    is a float64), every string (and key) well-formed Unicode (no lone surrogate: engines take UTF-8), and
+    arrays and objects nested at most MAX_JSON_DEPTH deep. Walks the header without recursion."""
+    stack = [(header, "the header", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth >= MAX_JSON_DEPTH:
+                raise ValueError(f"{where}: nested deeper than {MAX_JSON_DEPTH}")
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(key, str):
+                    _check_string(key, where)
+                stack.append((item, f"{where}.{str(key)[:40]}" if depth else str(key)[:40], depth + 1))
+        elif isinstance(value, str):
+            _check_string(value, where)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= MAX_NUMBER:
+            raise ValueError(f"{where}: the number {str(value)[:30]} is out of range (beyond ±(2^53 - 1))")
+
+
+def _check_string(text: str, where: str) -> None:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise ValueError(f"{where}: a string that is not well-formed Unicode (a lone surrogate)") from None
+
+
+def _no_constant(text: str):
+    raise ValueError(f"{text} is not JSON")  # NaN and Infinity, which Python's json module would accept
+
+
+def _check_requires(program: Program, header: dict) -> None:
+    """The header's `requires` is exactly what the dispatches' kernels need (Kernel.needs)."""
+    declared = set(_str(f, "feature") for f in _list(header.get("requires", []), "requires"))
+    for i, d in enumerate(program.dispatches):
+        k = program.kernels[d.kernel]
+        missing = sorted(set(k.needs) - declared)
+        if missing:
+            extra = " and names no fallback" if F16 in missing else ""
+            raise ValueError(f"dispatch {i}: its kernel {k.name} needs {', '.join(missing)}, which the file does "
+                             f"not require{extra}")
+    unneeded = sorted(declared - set(program.requires))
+    if unneeded:
+        raise ValueError(f"the file requires {', '.join(unneeded)}, which no dispatch needs")
 
 
 def _read_tensors(header: dict, data: memoryview) -> dict[int, np.ndarray]:
@@ -207,9 +273,7 @@ def _read_tensors(header: dict, data: memoryview) -> dict[int, np.ndarray]:
 
 def from_json(d: dict, constants: dict[int, np.ndarray]) -> Program:
     """A Program from the header's fields, every value type-checked (ranges and indices: Program.check)."""
-    symbols = {_str(name, "symbol name"): symbolic.Symbol(name, _int(s["lo"], "lo"), _int(s["hi"], "hi"),
-                                                         _int(s["hint"], "hint"), _str(s.get("about", ""), "about"))
-               for name, s in _dict(d["symbols"], "symbols").items()}
+    symbols = {name: _symbol(name, _dict(s, "symbol")) for name, s in _dict(d["symbols"], "symbols").items()}
 
     def expr(v):
         return symbolic.from_json(v, symbols)
@@ -234,6 +298,15 @@ def from_json(d: dict, constants: dict[int, np.ndarray]) -> Program:
     )
 
 
+def _symbol(name: str, s: dict) -> symbolic.Symbol:
+    """A symbol, its range checked before any expression's interval is taken over it."""
+    symbol = symbolic.Symbol(name, _int(s["lo"], "lo"), _int(s["hi"], "hi"), _int(s["hint"], "hint"),
+                             _str(s.get("about", ""), "about"))
+    if not 0 <= symbol.lo <= symbol.hint <= symbol.hi < 2**31:
+        raise ValueError(f"symbol {name}: range [{symbol.lo}, {symbol.hi}] with hint {symbol.hint}")
+    return symbol
+
+
 def _kernel(k: dict) -> Kernel:
     uniform = None
     if "uniform" in k:
@@ -250,7 +323,9 @@ def _kernel(k: dict) -> Kernel:
                   tuple(sorted((_str(e, "engine"), _int(s, "engine source"))
                                for e, s in _dict(k.get("engine_sources", {}), "engine_sources").items())),
                   tuple(_str(f, "feature") for f in _list(k.get("requires", []), "requires")),
-                  _int(k["fallback"], "fallback") if "fallback" in k else None)
+                  _int(k["fallback"], "fallback") if "fallback" in k else None,
+                  _triple(k["workgroup_size"], "workgroup size"),
+                  _int(k["workgroup_bytes"], "workgroup bytes"))
 
 
 def _tensor(t: dict, expr) -> Tensor:
@@ -284,7 +359,7 @@ def _tree(t: Any, depth: int = 0) -> dict:
     if kind in ("tuple", "list", "dict"):
         items = [_tree(s, depth + 1) for s in _list(t["items"], "tree items")]
         if kind == "dict" and (len(_list(t["keys"], "tree keys")) != len(items)
-                               or not all(isinstance(k, str) for k in t["keys"])):
+                               or not all(isinstance(k, str) for k in t["keys"]) or len(set(t["keys"])) != len(items)):
             raise ValueError("a dict tree node's keys do not match its items")
     if not isinstance(t.get("class", ""), str):
         raise ValueError(f"a tree node's class is {type(t['class']).__name__}, not a string")
@@ -294,27 +369,32 @@ def _tree(t: Any, depth: int = 0) -> dict:
 
 
 def _grid(g: Any) -> tuple[int, int, int]:
-    g = _list(g, "grid")
+    return _triple(g, "grid")
+
+
+def _triple(g: Any, what: str) -> tuple[int, int, int]:
+    g = _list(g, what)
     if len(g) != 3:
-        raise ValueError(f"grid {g} is not [x, y, z]")
-    return tuple(_int(v, "grid") for v in g)
+        raise ValueError(f"{what} {str(g)[:60]} is not [x, y, z]")
+    return tuple(_int(v, what) for v in g)
 
 
 def _bytes(words: Any) -> bytes:
     words = _list(words, "uniform")
     if not all(_is_int(w) and 0 <= w < 2**32 for w in words):
         raise ValueError("a uniform word is not a u32")
-    return struct.pack(f"<{len(words)}I", *words)
+    return struct.pack(f"<{len(words)}I", *map(int, words))
 
 
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    """Whether JSON value `v` is an integer as JavaScript reads JSON (16.0 and 1e2 are integers)."""
+    return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
 
 
 def _int(v: Any, what: str) -> int:
     if not _is_int(v) or abs(v) >= 2**53:
         raise ValueError(f"{what}: {str(v)[:40]} is not an integer")
-    return v
+    return int(v)
 
 
 def _str(v: Any, what: str) -> str:

@@ -17,23 +17,27 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, symbolic, tree
+from .limits import LIMITS
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = LIMITS["format"]
 BINDING_KINDS = ("read", "read_write", "uniform")
 SCALARS = ("u32", "i32", "f32")
 F16 = "shader-f16"
 SUBGROUP_MATRIX = "chromium-experimental-subgroup-matrix"  # the matrix units (docs/artifact.md, "requires")
-FEATURES = (F16, "subgroups", SUBGROUP_MATRIX)  # the optional WebGPU features a kernel may require
+FEATURES = tuple(LIMITS["features"])  # the optional WebGPU features the format defines; a file may name others
 ROLES = ("input", "constant", "scratch", "status")
 # Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
 # finishes, deep nesting crashes some WGSL compilers).
-MAX_WORKGROUPS = 1 << 24  # per dispatch: 2^30 invocations of 64 threads
-MAX_SOURCE_BYTES = 4 << 20
-MAX_NESTING = 64  # (), [] and {} in a WGSL source
-SCALAR_RANGE = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1), "f32": (-(2**31), 2**31 - 1)}
-
-
-MAX_WORKGROUPS_PER_DIM = 65535  # WebGPU's guaranteed maxComputeWorkgroupsPerDimension
+MAX_WORKGROUPS = LIMITS["max_workgroups"]  # per dispatch
+MAX_SOURCE_BYTES = LIMITS["max_source_chars"]
+MAX_NESTING = LIMITS["max_nesting"]  # (), [] and {} in a WGSL source
+MAX_STATEMENT_TOKENS = LIMITS["max_statement_tokens"]  # between two of ; { } in a WGSL source (ours: < 150)
+MAX_RANK = LIMITS["max_rank"]  # dimensions of an input or output
+MAX_INVOCATIONS = LIMITS["max_workgroup_invocations"]
+MAX_WORKGROUP_BYTES = LIMITS["max_workgroup_bytes"]
+SYMBOL_LIMIT = LIMITS["symbol_limit"]
+SCALAR_RANGE = {k: tuple(v) for k, v in LIMITS["scalar_ranges"].items()}
+MAX_WORKGROUPS_PER_DIM = LIMITS["max_workgroups_per_dim"]  # WebGPU's guaranteed maxComputeWorkgroupsPerDimension
 
 
 def fold_grid(workgroups: int) -> tuple[int, int, int]:
@@ -75,6 +79,9 @@ class Tensor:
         return len(self.shape)
 
     def is_contiguous(self) -> bool:
+        """Whether the view is its elements in C order, densely (one without elements always is)."""
+        if self.numel == 0:
+            return True
         return all(s == c for n, s, c in zip(self.shape, self.strides, contiguous_strides(self.shape),
                                               strict=True) if n != 1)
 
@@ -127,14 +134,16 @@ class UniformLayout:
 @dataclass(frozen=True)
 class Kernel:
     """One compute pipeline: an entry point of a (specialised) source, with its override constants, its bind
-    group 0 (`bindings`: "read", "read_write" or "uniform" per binding, in order) and its Params layout.
+    group 0 (`bindings`: "read", "read_write" or "uniform" per binding, in order), its Params layout, and what
+    a workgroup of its entry point takes (`workgroup_size`, `workgroup_bytes`: checked against the device's
+    limits before anything compiles).
 
     `engine_sources` names a different source for some engines: the same computation in a style that
     engine's shader compiler handles better, with identical bindings and Params. `requires` names the
     optional WebGPU features its source uses: a kernel needing `subgroups` or subgroup matrices is only ever
     an option beside one that needs neither (tuning takes it where the device has them and it runs faster);
     any other needing `shader-f16` names a `fallback` kernel, the same one in float32, for devices without
-    the feature."""
+    the feature. `needs` is what a device must have to run it as a dispatch."""
 
     name: str  # readable variant name, e.g. "gemm[128x128]"; shown in profiles
     source: int  # index into Program.sources
@@ -145,6 +154,14 @@ class Kernel:
     engine_sources: tuple[tuple[str, int], ...] = ()  # (engine name, source index)
     requires: tuple[str, ...] = ()  # optional WebGPU features its source uses
     fallback: int | None = None  # kernel index: this kernel in float32, for devices without shader-f16
+    workgroup_size: tuple[int, int, int] = (1, 1, 1)  # the entry point's @workgroup_size, overrides applied
+    workgroup_bytes: int = 0  # the workgroup memory its entry point uses (each variable rounded up to 16)
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """The features a device must have to run this kernel: `requires`, less shader-f16 when a fallback
+        (which requires nothing) runs in its place without it."""
+        return tuple(f for f in self.requires if not (f == F16 and self.fallback is not None))
 
     def source_for(self, engine: str) -> int:
         return dict(self.engine_sources).get(engine, self.source)
@@ -218,6 +235,12 @@ class Program:
     # nonzero value when it fails; the runtime raises `checks[i]` naming its node (docs/artifact.md).
     checks: list[Check] = field(default_factory=list)
 
+    @property
+    def requires(self) -> tuple[str, ...]:
+        """The optional features a device needs to run the dispatches as written (their options aside): the
+        header's `requires`, sorted."""
+        return tuple(sorted({f for d in self.dispatches for f in self.kernels[d.kernel].needs}))
+
     # -- inspection ----------------------------------------------------------------------------------------
     def check(self) -> None:
         """Raise ValueError unless every index, size, binding and expression is consistent, so that a damaged
@@ -252,10 +275,11 @@ def _problems(p: Program):
     ones before it (indices are checked before they are used)."""
     nb = len(p.buffers)
     for name, s in p.symbols.items():
-        yield f"symbol {name}: range [{s.lo}, {s.hi}] with hint {s.hint}", 0 <= s.lo <= s.hint <= s.hi < 2**31
+        yield f"symbol {name}: range [{s.lo}, {s.hi}] with hint {s.hint}", 0 <= s.lo <= s.hint <= s.hi < SYMBOL_LIMIT
     for i, source in enumerate(p.sources):
         yield f"source {i}: {len(source):,} characters, over {MAX_SOURCE_BYTES:,}", len(source) <= MAX_SOURCE_BYTES
         yield f"source {i}: brackets nested deeper than {MAX_NESTING} or unbalanced", _nesting_ok(source)
+        yield f"source {i}: a statement of more than {MAX_STATEMENT_TOKENS:,} tokens", _statements_ok(source)
     for i, b in enumerate(p.buffers):
         yield f"buffer {i}: bad size {b.size!r}", _is_int(b.size) and b.size > 0
         yield f"buffer {i}: unknown role {b.role!r}", b.role in ROLES
@@ -272,18 +296,21 @@ def _problems(p: Program):
         status and p.buffers[status[0]].size >= 4 * len(p.checks))
     yield "a status buffer an output reads", not set(status) & {t.buffer for t in p.outputs}
     for x in p.inputs:
+        yield f"input {x.name}: {len(x.shape)} dimensions, over {MAX_RANK}", len(x.shape) <= MAX_RANK
         yield f"input {x.name}: bad buffer", _is_int(x.buffer) and 0 <= x.buffer < nb
         yield f"input {x.name}: buffer {x.buffer} is not an input buffer", p.buffers[x.buffer].role == "input"
         yield f"input {x.name}: unknown dtype {x.dtype!r}", x.dtype in dtypes.DTYPES
         yield f"input {x.name}: buffer too small", (max(1, symbolic.bound(prod(x.shape))) * dtypes.dtype(
             x.dtype).itemsize <= p.buffers[x.buffer].size and all(symbolic.bounds(n)[0] >= 0 for n in x.shape))
     yield "input tree does not match the inputs", len(p.inputs) == tree.count_leaves(p.input_tree)
-    yield "the input tree is not (positional arguments, keyword arguments)", (
+    yield "input_tree is not a tuple of (positional arguments, keyword arguments)", (
         p.input_tree["type"] == "tuple" and [t["type"] for t in p.input_tree["items"]] == ["tuple", "dict"])
     sized = {s.args[0].name for x in p.inputs for s in x.shape if isinstance(s, symbolic.Expr) and s.op == "sym"}
-    yield f"dynamic dimensions that size no input dimension: {sorted(set(p.symbols) - sized)}", set(p.symbols) <= sized
+    for name, s in p.symbols.items():
+        yield f"symbol {name} ({s.about}) is not the size of any input dimension", name in sized
     yield "output tree does not match the outputs", len(p.outputs) == tree.count_leaves(p.output_tree)
     for k, t in enumerate(p.outputs):
+        yield f"output {k}: {len(t.shape)} dimensions, over {MAX_RANK}", len(t.shape) <= MAX_RANK
         yield f"output {k}: bad buffer {t.buffer}", _is_int(t.buffer) and 0 <= t.buffer < nb
         yield f"output {k}: unknown dtype {t.dtype!r}", t.dtype in dtypes.DTYPES
         yield f"output {k}: view reaches past its buffer", _within(t, p.buffers[t.buffer].size)
@@ -291,6 +318,9 @@ def _problems(p: Program):
         yield from _kernel_problems(p, k)
     for i, d in enumerate(p.dispatches):
         yield from _dispatch_problems(p, i, d)
+    for k, t in enumerate(p.outputs):  # after the dispatches: it reads their bindings
+        why = _disagreement(p, t)
+        yield f"output {k}: {why}", why is None
 
 
 def _kernel_problems(p: Program, k: Kernel):
@@ -304,13 +334,17 @@ def _kernel_problems(p: Program, k: Kernel):
         yield f"kernel {k.name}: bad uniform layout", _is_int(k.uniform.size) and k.uniform.size % 16 == 0 and all(
             f.scalar in SCALARS and f.count >= 1 and f.offset >= 0 and f.offset + 4 * f.count <= k.uniform.size
             for f in k.uniform.fields)
-    yield f"kernel {k.name}: requires unknown features {list(k.requires)}", set(k.requires) <= set(FEATURES)
-    if F16 in k.requires and SUBGROUP_MATRIX not in k.requires:  # a matrix kernel is only ever an option
-        yield f"kernel {k.name}: needs shader-f16 but has no fallback", (
-            _is_int(k.fallback) and 0 <= k.fallback < len(p.kernels))
+    x, y, z = k.workgroup_size
+    yield f"kernel {k.name}: bad workgroup size {list(k.workgroup_size)}", (
+        all(_is_int(n) and n >= 1 for n in k.workgroup_size) and x * y * z <= MAX_INVOCATIONS)
+    yield f"kernel {k.name}: bad workgroup memory {k.workgroup_bytes!r}", (
+        _is_int(k.workgroup_bytes) and 0 <= k.workgroup_bytes <= MAX_WORKGROUP_BYTES)
+    if k.fallback is not None:
+        yield f"kernel {k.name}: bad fallback index", _is_int(k.fallback) and 0 <= k.fallback < len(p.kernels)
         alt = p.kernels[k.fallback]
-        yield f"kernel {k.name}: its fallback {alt.name} needs shader-f16 or differs in bindings or Params", (
-            F16 not in alt.requires and alt.bindings == k.bindings and alt.uniform == k.uniform)
+        yield f"kernel {k.name}: a fallback on a kernel that does not require shader-f16", F16 in k.requires
+        yield f"kernel {k.name}: its fallback {alt.name} requires features or differs in bindings or Params", (
+            not alt.requires and alt.bindings == k.bindings and alt.uniform == k.uniform)
 
 
 def _dispatch_problems(p: Program, i: int, d: Dispatch):
@@ -323,22 +357,32 @@ def _dispatch_problems(p: Program, i: int, d: Dispatch):
     yield f"dispatch {i}: writes a buffer that is not scratch", all(
         p.buffers[b].role in ("scratch", "status") for b, kind in zip(d.buffers, storage, strict=True)
         if kind == "read_write")
-    yield f"dispatch {i}: short uniform", len(d.uniform) >= (k.uniform.size if k.uniform else 0)
+    size = k.uniform.size if k.uniform else 0
+    yield f"dispatch {i}: {len(d.uniform) // 4} uniform words for a {size}-byte Params", len(d.uniform) == size
+    written = [b for b, kind in zip(d.buffers, storage, strict=True) if kind == "read_write"]
+    yield f"dispatch {i}: binds a buffer it writes twice", all(d.buffers.count(b) == 1 for b in written)
+    # Every workgroup writes something: a grid of more workgroups than the words its dispatch writes only runs
+    # longer than the data implies.
+    words = max(1, sum(p.buffers[b].size for b in set(written)) // 4)
     yield f"dispatch {i}: bad grid", _grid_ok(d.grid)
+    yield f"dispatch {i}: {prod(d.grid):,} workgroups for {words:,} words written", prod(d.grid) <= words
     yield f"dispatch {i}: bad uniform patch", all(
         _is_int(q.offset) and 0 <= q.offset <= len(d.uniform) - 4 and q.offset % 4 == 0 and q.scalar in SCALARS
         and SCALAR_RANGE[q.scalar][0] <= symbolic.bounds(q.value)[0] <= symbolic.bound(q.value)
         <= SCALAR_RANGE[q.scalar][1] for q in d.patches)
     if d.count is not None:
+        lo, hi = symbolic.bounds(d.count)
         yield f"dispatch {i}: its grid is not its workgroup count's largest value folded", (
-            symbolic.bounds(d.count)[0] >= 0 and fold_grid(max(1, symbolic.bound(d.count))) == tuple(d.grid))
+            lo >= 0 and hi <= MAX_WORKGROUPS_PER_DIM**2 and fold_grid(max(1, hi)) == tuple(d.grid))
     yield f"dispatch {i}: a dynamic one has options", not d.options or (d.count is None and not d.patches)
     for o in d.options:
-        ok = _is_int(o.kernel) and 0 <= o.kernel < len(p.kernels) and _grid_ok(o.grid)
-        yield f"dispatch {i}: bad option", ok
+        yield f"dispatch {i}: bad option", _is_int(o.kernel) and 0 <= o.kernel < len(p.kernels)
+        yield f"dispatch {i}: bad grid {list(o.grid)} in an option", _grid_ok(o.grid)
+        yield f"dispatch {i}: an option of {prod(o.grid):,} workgroups for {words:,} words written", (
+            prod(o.grid) <= words)
         alt = p.kernels[o.kernel]
         yield f"dispatch {i}: option {alt.name} differs in bindings or Params", (
-            alt.bindings == k.bindings and alt.uniform == k.uniform and len(o.uniform) >= len(d.uniform))
+            alt.bindings == k.bindings and alt.uniform == k.uniform and len(o.uniform) == len(d.uniform))
     if d.follows:
         lead = p.dispatches[i - d.follows] if 0 < d.follows <= i else None
         yield f"dispatch {i}: follows no group leader with as many options", (
@@ -355,10 +399,28 @@ def _grid_ok(grid) -> bool:
             and prod(grid) <= MAX_WORKGROUPS)
 
 
+def _disagreement(p: Program, t: Tensor) -> str | None:
+    """How output `t` disagrees with what holds its buffer's data at the end of a call, or None: a scratch
+    buffer must be written by some dispatch (unless the output has no element), an input buffer must hold an
+    input and a constant buffer constants stored as the output's device form (int64 read as int32 is a view)."""
+    role, form = p.buffers[t.buffer].role, dtypes.dtype(t.dtype).wgsl
+    empty = any(symbolic.bound(n) == 0 for n in t.shape)
+    if role == "scratch" and not empty and not any(
+            b == t.buffer and kind == "read_write" for d in p.dispatches
+            for b, kind in zip(d.buffers, [k for k in p.kernels[d.kernel].bindings if k != "uniform"], strict=True)):
+        return f"buffer {t.buffer} is scratch that no dispatch writes"
+    if role == "input" and not any(x.buffer == t.buffer and dtypes.dtype(x.dtype).wgsl == form for x in p.inputs):
+        return f"buffer {t.buffer} holds no input stored as {form} ({t.dtype})"
+    stored = dtypes.DEVICE_NAMES[p.constants[t.buffer].dtype] if role == "constant" else form
+    if stored != form:
+        return f"buffer {t.buffer} holds constants stored as {stored}, not {form} ({t.dtype})"
+    return None
+
+
 def _nesting_ok(source: str) -> bool:
     """Whether the brackets outside line comments balance, at most MAX_NESTING deep."""
     stack, opening = [], {")": "(", "]": "[", "}": "{"}
-    for ch in re.sub(r"[^()\[\]{}]+", "", re.sub(r"//[^\n]*", "", source)):
+    for ch in re.sub(r"[^()\[\]{}]+", "", _LINE_COMMENT.sub("", source)):
         if ch in "([{":
             stack.append(ch)
             if len(stack) > MAX_NESTING:
@@ -366,6 +428,18 @@ def _nesting_ok(source: str) -> bool:
         elif not stack or stack.pop() != opening[ch]:
             return False
     return not stack
+
+
+_LINE_COMMENT = re.compile(r"//[^\n]*")
+_TOKEN = re.compile(r"[A-Za-z0-9_]+|[^ \t\n\v\f\rA-Za-z0-9_]")
+
+
+def _statements_ok(source: str) -> bool:
+    """Whether every statement (the text between two of `;`, `{`, `}` outside line comments) holds at most
+    MAX_STATEMENT_TOKENS tokens: runs of ASCII letters, digits and `_`, and each other character that is not
+    ASCII blank. Engines parse an expression recursively; one of 200,000 terms crashes some."""
+    return all(len(text) <= MAX_STATEMENT_TOKENS or len(_TOKEN.findall(text)) <= MAX_STATEMENT_TOKENS
+               for text in re.split(r"[;{}]", _LINE_COMMENT.sub("", source)))
 
 
 def _within(t: Tensor, size: int) -> bool:

@@ -33,9 +33,6 @@
 //   the subgroups' width), and the accumulators shift towards c00.
 // Geometry: as the vec4 kernels: blocks n-fastest, then m, then z, then K slices; workgroups past the end exit.
 
-enable f16;
-enable subgroups;
-enable chromium_experimental_subgroup_matrix;
 // Subgroup-matrix calls must be subgroup-uniform; Tint can prove only workgroup uniformity, and the calls
 // depend on the subgroup's id. They are subgroup-uniform: every value they take is the same across a subgroup.
 diagnostic(off, chromium.subgroup_matrix_uniformity);
@@ -211,7 +208,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let a_base = p.a_offset + z * p.a_strides.x;
   let b_base = p.b_offset + z * p.b_strides.x;
   let k_begin = (zc / p.batch) * p.k_part;
-  let k_end = min(p.K, k_begin + p.k_part);
+  let k_end = min(k_steps(), k_begin + p.k_part);
   let mine = sg < SUBGROUPS;  // whether this subgroup owns accumulators
   let sm = sg / SG_N;
   let sn = sg % SG_N;

@@ -19,6 +19,7 @@
 // Blocks are numbered n-fastest, then z, over a folded grid; workgroups past the end exit at once.
 
 //! include activation.wgsl
+//! include bounded.wgsl
 
 const ROWS: u32 = 1u;
 const WORKGROUP: u32 = 256u;
@@ -36,6 +37,11 @@ override ACTIVATION: u32 = ACT_NONE;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read> residual: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
+
+// The K the loops walk: p.K, never more than the longer operand holds elements (bounded.wgsl).
+fn k_steps() -> u32 {
+  return bounded(p.K, 4u * max(arrayLength(&a), arrayLength(&b)));
+}
 
 var<workgroup> partial: array<f32, WORKGROUP * 4u * ROWS>;
 
@@ -61,7 +67,8 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var sums: array<f32, ROWS>;
   if (n < p.N) {
     let col = p.b_offset + z * p.b_strides.x + n * p.b_strides.z;
-    for (var k = lane * 4u; k < p.K; k += TEAM * 4u) {
+    let K = k_steps();
+    for (var k = lane * 4u; k < K; k += TEAM * 4u) {
       let w = vec4<f32>(b[(col + k * p.b_strides.y) / 4u]);
       for (var m = 0u; m < ROWS; m++) {
         if (m < p.M) {
@@ -83,7 +90,7 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     workgroupBarrier();
   }
   if (lane == 0u && n < p.N) {
-    for (var m = 0u; m < p.M; m++) {
+    for (var m = 0u; m < min(p.M, ROWS); m++) {
       store(z, m, n, partial[m * WORKGROUP + li]);
     }
   }
@@ -103,7 +110,8 @@ fn sweep_n(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
   var sums: array<vec4<f32>, ROWS>;
   if (n < p.N) {
     let base = p.b_offset + z * p.b_strides.x + n * p.b_strides.z;
-    for (var k4 = slice * 4u; k4 < p.K; k4 += SLICES * 4u) {
+    let K = k_steps();
+    for (var k4 = slice * 4u; k4 < K; k4 += SLICES * 4u) {
       for (var m = 0u; m < ROWS; m++) {
         if (m < p.M) {
           let av = a_vec(z, m, k4);
@@ -121,7 +129,7 @@ fn sweep_n(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
   }
   workgroupBarrier();
   if (slice == 0u && n < p.N) {
-    for (var m = 0u; m < p.M; m++) {
+    for (var m = 0u; m < min(p.M, ROWS); m++) {
       for (var j = 0u; j < 4u; j++) {
         var acc = 0.0;
         for (var s = 0u; s < SLICES; s++) {
