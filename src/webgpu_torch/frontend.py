@@ -36,8 +36,9 @@ from .symbolic import Expr, Symbol
 FOLD_TINY_ELEMENTS = 1 << 12
 FOLD_MAX_ELEMENTS = 1 << 26  # a value this large is not even computed at compile time
 SHAPE_ONLY = ("full_like", "zeros_like", "ones_like", "empty_like", "new_full", "new_zeros", "new_ones",
-              "new_empty")
-UNINITIALIZED = ("empty", "empty_like", "new_empty", "empty_strided", "empty_permuted")  # folded as zeros
+              "new_empty", "new_empty_strided")
+UNINITIALIZED = ("empty", "empty_like", "new_empty", "empty_strided", "empty_permuted",
+                 "new_empty_strided")  # folded as zeros
 # Ops whose meaning depends on how torch lays an input out in memory, not only on its values (op -> that
 # argument): the node also gets "<argument>_storage_order", the input's dims from outermost to innermost in
 # torch's memory, or None where the input is not the whole of a dense storage of its own.

@@ -55,7 +55,7 @@ ARITHMETIC = {
 UNARY = {f"aten.{name}.default": name for name in
          ("neg", "abs", "reciprocal", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin",
           "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfinv",
-          "exp2")}
+          "exp2", "erfc", "lgamma", "digamma", "angle")}
 # Rounding: float only in the kernel; of an integer tensor, the tensor itself.
 ROUNDING = {f"aten.{name}.default": name for name in ("ceil", "floor", "round", "trunc")}
 COMPARISONS = {name: (f"aten.{name}.Tensor", f"aten.{name}.Scalar") for name in ("eq", "ne", "lt", "le", "gt", "ge")}
@@ -309,6 +309,18 @@ def round_decimals(ctx: Builder, node: NodeView) -> Tensor:
     return emit(ctx, op, [node.args["self"], 0.0], node.out.shape, alpha=float(np.float32(10.0 ** abs(d))))
 
 
+def _check_polygamma(node: NodeView) -> str | None:
+    if node.args["n"] not in (0, 1):
+        return f"polygamma of order {node.args['n']} is not supported (orders 0 and 1: digamma and trigamma)"
+    return _check_arithmetic("digamma")(node)
+
+
+@register("aten.polygamma.default", check=_check_polygamma, dynamic=True)
+def polygamma(ctx: Builder, node: NodeView) -> Tensor:
+    op = ("digamma", "trigamma")[node.args["n"]]
+    return emit(ctx, op, [node.args["self"], 0.0], node.out.shape, out_dtype=node.out.dtype)
+
+
 @register("aten.sign.default", check=_limits, dynamic=True)
 def sign(ctx: Builder, node: NodeView) -> Tensor:
     return emit(ctx, "sign", [node.args["self"], 0], node.out.shape, out_dtype=node.out.dtype)
@@ -530,6 +542,18 @@ def cases() -> list[OpCase]:
                                            torch.hypot(x * 1e-30, y), torch.exp2(x * 20.0)),
                [uniform(-3, 3, specials=[inf, nan, -inf, 0.0, nan, 3.0]),
                 uniform(-3, 3, seed=1, specials=[nan, inf, 1.0, 0.0, nan, 4.0])]),
+        # The gamma family at its poles, across the reflection point 0.5, for large and tiny arguments; erfc's tail.
+        OpCase("lgamma_digamma_erfc_angle", lambda x, y, i: (torch.lgamma(x), torch.digamma(x), torch.erfc(y),
+                                                             torch.angle(x), torch.lgamma(i), torch.digamma(i)),
+               [uniform(-9.5, 9.5, specials=[nan, inf, -inf, 0.0, -0.0, -1.0, -2.0, 0.5, 1.0, 2.0, -7.5, 0.49999997]),
+                uniform(-6.0, 12.0, seed=1, specials=[nan, inf, -inf, 0.0, 0.49999997, 0.5, 5.0, 9.0]),
+                ints((37, 41), 1, 30)]),
+        OpCase("polygamma_orders_0_and_1", lambda x, y: (torch.polygamma(0, x), torch.polygamma(1, x),
+                                                         torch.special.polygamma(1, y)),
+               [uniform(-7.5, 9.5, specials=[nan, inf, -inf, 0.0, -0.0, 0.5, 1.0, 1e-3, -1e-3, 5.9, 6.0, -2.5]),
+                uniform(-30.0, 30.0, seed=2)]),
+        OpCase("lgamma_digamma_extremes", lambda x: (torch.lgamma(x), torch.digamma(x)),
+               [lambda: torch.tensor([1e-30, -1e-30, 1e30, -1e6 - 0.5, 1e6 + 0.25, 3e-8, -3e-8, 100.5])]),
         OpCase("isnan_isinf_isfinite", lambda x, i: (torch.isnan(x), torch.isinf(x), torch.isfinite(x), torch.isnan(i),
                                                      torch.isinf(i), torch.nan_to_num(x, 9.0, 5.0, -5.0),
                                                      x != x, x != 1.0, x.bool(), x == x),

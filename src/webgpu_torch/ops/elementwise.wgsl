@@ -94,6 +94,11 @@ const OP_FMIN: u32 = 66u;
 const OP_COPYSIGN: u32 = 67u;  // |a| with the sign bit of b (-0.0 and -NaN count as negative)
 const OP_HYPOT: u32 = 68u;     // sqrt(a² + b²) without overflow; inf when either is ±inf, even against NaN
 const OP_SIGNBIT: u32 = 69u;   // the sign bit of a (bool out)
+const OP_ERFC: u32 = 70u;
+const OP_LGAMMA: u32 = 71u;    // ln |Γ(a)|
+const OP_DIGAMMA: u32 = 72u;
+const OP_ANGLE: u32 = 73u;     // of a real number: pi below 0, else 0 (NaN kept)
+const OP_TRIGAMMA: u32 = 74u;  // ψ'(a): polygamma(1, a)
 
 alias A = f32;
 alias B = f32;
@@ -257,6 +262,11 @@ fn apply(x: T, y: T, z: T) -> Out {
     case OP_ATAN: { return Out(atan_f32(f32(x))); }
     case OP_ATAN2: { return Out(atan2_f32(f32(x), f32(y))); }
     case OP_EXP2: { return Out(exp2(f32(x))); }
+    case OP_ERFC: { return Out(erfc_f32(f32(x))); }
+    case OP_LGAMMA: { return Out(lgamma_f32(f32(x))); }
+    case OP_DIGAMMA: { return Out(digamma_f32(f32(x))); }
+    case OP_TRIGAMMA: { return Out(trigamma_f32(f32(x))); }
+    case OP_ANGLE: { return Out(select(select(0.0, 3.141592653589793, f32(x) < 0.0), f32(x), is_nan(f32(x)))); }
     case OP_COPYSIGN: {
       return Out(bitcast<f32>((bitcast<u32>(f32(x)) & 0x7fffffffu) | (bitcast<u32>(f32(y)) & 0x80000000u)));
     }

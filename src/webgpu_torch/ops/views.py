@@ -121,15 +121,8 @@ def as_strided(ctx: Builder, node: NodeView) -> Tensor:
 
 @register("aten.diagonal.default", view=True)
 def diagonal(ctx: Builder, node: NodeView) -> Tensor:
-    """The diagonal `offset` above (below, when negative) the main one of dims dim1 and dim2, as a last dim."""
-    x, k = node.args["self"], node.args["offset"]
-    d1, d2 = (layout.normalize_dim(node.args[n], x.ndim) for n in ("dim1", "dim2"))
-    rest = [d for d in range(x.ndim) if d not in (d1, d2)]
-    n = node.out.shape[-1]
-    start = 0 if n == 0 else k * x.strides[d2] if k >= 0 else -k * x.strides[d1]
-    return replace(x, shape=tuple(x.shape[d] for d in rest) + (n,),
-                   strides=tuple(x.strides[d] for d in rest) + (x.strides[d1] + x.strides[d2],),
-                   offset=x.offset + start)
+    a = node.args
+    return layout.diagonal(a["self"], a["offset"], a["dim1"], a["dim2"])
 
 
 @register("aten.unfold.default", view=True)
