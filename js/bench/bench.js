@@ -31,7 +31,7 @@ async function benchProgram(path, n) {
     await program.run(inputs);
     times.push(performance.now() - start);
   }
-  const gpu = await gpuTime(program.executor, 3, 3);
+  const gpu = await gpuTime(program, 3, 3);
   console.log(`${path}: ${median(times).toFixed(3)} ms per call (wall, median of ${n}); GPU ${(gpu.seconds * 1e3).toFixed(3)} ms ` +
     `(${gpu.method}); ${program.spec.dispatches.length} dispatches`);
   program.destroy();
@@ -59,7 +59,7 @@ async function benchGeneration(folder, n) {
     for (const [phase, seconds] of Object.entries(t.host ?? {})) (host[phase] ??= []).push(median(seconds) * 1e3);
   }
   const step = model instanceof Seq2Seq ? model.decoder : model.step;
-  const gpu = await gpuTime(step.executor, 3, 3);
+  const gpu = await gpuTime(step, 3, 3);
   const wall = median(steps);
   console.log(`${folder}: ${wall.toFixed(3)} ms per token (wall, median over ${n} generations of ${record.max_new_tokens}); ` +
     `decoder step GPU ${(gpu.seconds * 1e3).toFixed(3)} ms (${gpu.method}): ${(wall / (gpu.seconds * 1e3)).toFixed(2)}x; ` +

@@ -113,7 +113,7 @@ async function navigatorGpu() {
   try {
     dawn = await import('webgpu');
   } catch (e) {
-    throw new DeviceError(`the \`webgpu\` package (Dawn for Node) does not load: ${/** @type {Error} */ (e).message}; run npm install`);
+    throw new DeviceError(`the \`webgpu\` package (Dawn for Node) does not load: ${/** @type {Error} */ (e).message}; install it beside this package (npm install webgpu)`);
   }
   if (!(/** @type {any} */ (globalThis).GPUBufferUsage)) Object.assign(globalThis, dawn.globals);
   const { createRequire } = await import('node:module');

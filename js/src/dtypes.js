@@ -10,7 +10,11 @@ import { InputError } from './errors.js';
 
 /** @typedef {'float32' | 'float16' | 'bfloat16' | 'int32' | 'int64' | 'bool'} ModelDtype */
 /** @typedef {'f32' | 'f16' | 'bf16' | 'i32' | 'u32'} DeviceDtype */
-/** @typedef {Float32Array | Int32Array | BigInt64Array | Uint8Array | Uint16Array} HostArray */
+/**
+ * @typedef {{float32: Float32Array, float16: Uint16Array, bfloat16: Uint16Array, int32: Int32Array,
+ *   int64: BigInt64Array, bool: Uint8Array}} HostArrays the host form of each dtype (16-bit floats: their bits)
+ */
+/** @typedef {HostArrays[ModelDtype]} HostArray */
 
 /** @type {Record<ModelDtype, DeviceDtype>} */
 export const DEVICE_FORM = { float32: 'f32', float16: 'f32', bfloat16: 'f32', int32: 'i32', int64: 'i32', bool: 'u32' };

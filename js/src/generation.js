@@ -255,7 +255,7 @@ export class Seq2Seq {
     if (info.max_length !== undefined && info.max_length !== null && maxNewTokens > info.max_length) {
       throw new RangeError(`maxNewTokens ${maxNewTokens}: the decoder's cache holds ${info.max_length} tokens`);
     }
-    const features = await this.vision.runOnDevice([pixelValues]); // queued: the first step's read waits for both
+    const features = /** @type {DeviceTensor} */ (await this.vision.runOnDevice([pixelValues])); // queued: the first step's read waits for both
     const cross = /** @type {DeviceTensor[]} */ (await this.encoder.runOnDevice([features, promptIds]));
     features.release();
     try {
@@ -284,8 +284,14 @@ export class Seq2Seq {
     return null;
   }
 
+  /** Free the three programs' GPU buffers now. */
   destroy() {
     for (const p of [this.vision, this.encoder, this.decoder]) p.destroy();
+  }
+
+  /** `using model = await loadSeq2Seq(…)` destroys it at the end of the scope. */
+  [Symbol.dispose]() {
+    this.destroy();
   }
 }
 

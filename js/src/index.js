@@ -1,9 +1,33 @@
 // webgpu_torch for JavaScript: run a compiled `.wgpt` program on WebGPU in Node (Dawn) and browsers.
+/// <reference lib="esnext.disposable" preserve="true" />
 
-export { load, Program } from './program.js';
+export { dispatchTimes, gpuTime, load, Program } from './program.js';
 export { CausalLM, greedy, loadCausalLM, loadSeq2Seq, Seq2Seq } from './generation.js';
 export { DeviceTensor } from './device_tensor.js';
+export { loadTokenizer, Tokenizer } from './tokenizer.js';
 export { parse } from './artifact.js';
 export { openDevice, requestAdapter } from './device.js';
-export { gpuTime, dispatchTimes } from './timing.js';
 export { ArtifactError, DeviceError, DeviceIndexError, InputError, InputTypeError, WebGPUTorchError } from './errors.js';
+
+// The public types (`import type { HostTensor } from '@webgpu-torch/runtime'`).
+/** @typedef {import('./program.js').LoadOptions} LoadOptions */
+/** @typedef {import('./program.js').Inputs} Inputs */
+/** @typedef {import('./program.js').Outputs} Outputs */
+/** @typedef {import('./program.js').DeviceOutputs} DeviceOutputs */
+/** @typedef {import('./program.js').InputInfo} InputInfo */
+/** @typedef {import('./program.js').OutputInfo} OutputInfo */
+/** @typedef {import('./program.js').Dim} Dim */
+/**
+ * @template T
+ * @typedef {import('./program.js').Tree<T>} Tree
+ */
+/** @typedef {import('./inputs.js').InputValue} InputValue */
+/**
+ * @template {import('./dtypes.js').ModelDtype} [D=import('./dtypes.js').ModelDtype]
+ * @typedef {import('./device_tensor.js').HostTensor<D>} HostTensor
+ */
+/** @typedef {import('./dtypes.js').ModelDtype} ModelDtype */
+/** @typedef {import('./dtypes.js').HostArray} HostArray */
+/** @typedef {import('./source.js').Source} Source */
+/** @typedef {import('./tokenizer.js').TextBatch} TextBatch */
+/** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */

@@ -4,18 +4,23 @@
 
 import { parse } from './artifact.js';
 import { openDevice } from './device.js';
+import { DeviceTensor } from './device_tensor.js';
+import { InputError } from './errors.js';
 import { Executor } from './executor.js';
-import { bind, checkInput, deviceForms, showShape } from './inputs.js';
+import * as expr from './expr.js';
+import { bind, checkInput, deviceForms } from './inputs.js';
 import { forDevice } from './kernels.js';
 import { readSource } from './source.js';
+import * as timing from './timing.js';
 import * as tree from './tree.js';
 import * as tuning from './tuning.js';
 
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
-/** @typedef {import('./device_tensor.js').DeviceTensor} DeviceTensor */
 /** @typedef {import('./device_tensor.js').HostTensor} HostTensor */
-/** @typedef {import('./device.js').Gpu} Gpu */
+/** @typedef {import('./dtypes.js').ModelDtype} ModelDtype */
+/** @typedef {import('./inputs.js').InputValue} InputValue */
 /** @typedef {import('./source.js').Source} Source */
+/** @typedef {import('./tree.js').Const} Const */
 /**
  * @typedef {import('./device.js').DeviceOptions & import('./tuning.js').TuningOptions &
  *   import('./executor.js').ExecutorOptions & {disableFeatures?: string[]}} LoadOptions
@@ -29,9 +34,26 @@ import * as tuning from './tuning.js';
  *   result: () => Promise<any>, discard: () => void}} Pending
  */
 /**
- * The call's arguments: an array of positional arguments, {args, kwargs}, or a single tensor.
- * @typedef {unknown[] | {args?: unknown[], kwargs?: Record<string, unknown>} | import('./inputs.js').InputValue} Inputs
+ * A call's arguments: an array of positional arguments; `{args, kwargs}`; an object of tensors by input
+ * name (`{input_ids: …, attention_mask: …}`, every input of `program.inputs` named once); or one tensor.
+ * @typedef {unknown[] | {args?: unknown[], kwargs?: Record<string, unknown>} | Record<string, InputValue> |
+ *   InputValue} Inputs
  */
+/**
+ * A model's results in the structure it returned them: a tensor, an array (a tuple or list), an object (a
+ * dict or a transformers ModelOutput), or a constant fixed at export.
+ * @template T
+ * @typedef {T | Const | Tree<T>[] | {[key: string]: Tree<T>}} Tree
+ */
+/** @typedef {Tree<HostTensor>} Outputs what `run` returns */
+/** @typedef {Tree<HostTensor | DeviceTensor>} DeviceOutputs what `runOnDevice` returns */
+/**
+ * One size of an input's shape: a number when static; for a dynamic size, its name (a symbol, or the
+ * expression over symbols it is) and the range of values a call may give it.
+ * @typedef {number | {name: string, min: number, max: number}} Dim
+ */
+/** @typedef {{name: string, dtype: ModelDtype, shape: ReadonlyArray<Dim>}} InputInfo an input, in call order */
+/** @typedef {{dtype: ModelDtype, shape: ReadonlyArray<Dim>}} OutputInfo an output, in the order of the output tree's leaves */
 
 /**
  * Load a program: `source` is the artifact's bytes, a URL, or (Node) a file path.
@@ -46,11 +68,38 @@ export async function load(source, options = {}) {
   const disabled = new Set(options.disableFeatures ?? []);
   const features = new Set([...gpu.device.features].filter((f) => !disabled.has(f)));
   const tuned = await tuning.resolve(forDevice(spec, features), gpu, features, options);
-  return new Program(tuned, await Executor.create(tuned, gpu, features, options), where);
+  return Program.create(tuned, await Executor.create(tuned, gpu, features, options), where);
 }
 
 export class Program {
+  /** @internal @type {ProgramSpec} */
+  spec;
+  /** @internal @type {Executor} */
+  executor;
+  /** @internal @type {string} where it was loaded from, for messages */
+  where;
+  /** @internal @type {(Uint32Array | null)[]} per input, the device form of host data that needs converting */
+  scratch;
+  /** @internal @type {Promise<unknown>} calls run one at a time: they share the program's buffers */
+  queue = Promise.resolve();
+  /** @readonly @type {ReadonlyArray<InputInfo>} the inputs, in call order, with each dynamic size's range */
+  inputs;
+  /** @readonly @type {ReadonlyArray<OutputInfo>} the outputs, in the order of the output tree's leaves */
+  outputs;
+
   /**
+   * @internal
+   * @param {ProgramSpec} spec
+   * @param {Executor} executor
+   * @param {string} where
+   */
+  static create(spec, executor, where) {
+    return new Program(spec, executor, where);
+  }
+
+  /**
+   * Programs come from `load`.
+   * @private
    * @param {ProgramSpec} spec
    * @param {Executor} executor
    * @param {string} where
@@ -59,48 +108,49 @@ export class Program {
     this.spec = spec;
     this.executor = executor;
     this.where = where;
-    /** @type {(Uint32Array | null)[]} */
     this.scratch = spec.inputs.map(() => null);
-    /** @type {Promise<unknown>} calls run one at a time: they share the program's buffers */
-    this.queue = Promise.resolve();
+    this.inputs = Object.freeze(spec.inputs.map((x) => Object.freeze({ name: x.name, dtype: x.dtype, shape: dims(x.shape, spec) })));
+    this.outputs = Object.freeze(spec.outputs.map((x) => Object.freeze({ dtype: x.dtype, shape: dims(x.shape, spec) })));
   }
 
+  /** The GPUDevice the program runs on (for `DeviceTensor.fromGpuBuffer` and buffers of one's own). */
   get device() {
     return this.executor.device;
   }
 
-  get inputs() {
-    return this.spec.inputs;
+  /** The inputs' names, in call order. */
+  get inputNames() {
+    return this.inputs.map((x) => x.name);
   }
 
-  get outputs() {
-    return this.spec.outputs;
-  }
-
+  /** Provenance the compiler recorded (torch version, model name). */
   get meta() {
     return this.spec.meta;
   }
 
   /**
-   * Run on the GPU; outputs in the model's structure, each {data, shape, dtype} with a typed array.
+   * Run on the GPU; the outputs in the model's structure, each `{data, shape, dtype}` with a typed array.
+   * The type parameter states the structure the caller knows the model returns (`run<HostTensor>(x)`).
+   * @template {Outputs} [T=Outputs]
    * @param {Inputs} inputs
-   * @returns {Promise<any>}
+   * @returns {Promise<T>}
    */
   async run(inputs) {
-    return this.call(inputs, () => false);
+    return /** @type {Promise<T>} */ (this.call(inputs, () => false));
   }
 
   /**
    * Like run, but outputs stay on the GPU as DeviceTensors (pass them to later calls of any program on the
    * same device, or `.read()` them); the flat output indices in `read` come back to the host instead, in
    * the same submit.
+   * @template {DeviceOutputs} [T=DeviceOutputs]
    * @param {Inputs} inputs
    * @param {{read?: number[]}} [options]
-   * @returns {Promise<any>}
+   * @returns {Promise<T>}
    */
   async runOnDevice(inputs, options = {}) {
     const read = new Set(options.read ?? []);
-    return this.call(inputs, (i) => !read.has(i));
+    return /** @type {Promise<T>} */ (this.call(inputs, (i) => !read.has(i)));
   }
 
   /**
@@ -113,7 +163,7 @@ export class Program {
    * @returns {Promise<Pending>}
    */
   async start(inputs, options = {}) {
-    const leaves = tree.flatten(this.spec.inputTree, callArgs(inputs));
+    const leaves = this.byName(inputs) ?? tree.flatten(this.spec.inputTree, callArgs(inputs));
     const checked = this.spec.inputs.map((x, i) => checkInput(x, leaves[i]));
     const env = bind(this.spec, checked);
     const keep = new Set(options.keep ?? []);
@@ -132,11 +182,12 @@ export class Program {
   }
 
   /**
+   * @internal
    * @param {Inputs} inputs
    * @param {(i: number) => boolean} keep
    */
   async call(inputs, keep) {
-    const leaves = tree.flatten(this.spec.inputTree, callArgs(inputs));
+    const leaves = this.byName(inputs) ?? tree.flatten(this.spec.inputTree, callArgs(inputs));
     const checked = this.spec.inputs.map((x, i) => checkInput(x, leaves[i]));
     const env = bind(this.spec, checked);
     const flags = this.spec.outputs.map((_, i) => keep(i));
@@ -173,16 +224,86 @@ export class Program {
     return result;
   }
 
-  /** Free the program's GPU buffers (device tensors it returned stay valid). */
+  /**
+   * The flat inputs of a call that names them (`{input_ids, attention_mask}`: a plain object whose keys
+   * are all input names), or null for a call in the model's own structure.
+   * @internal
+   * @param {Inputs} inputs
+   * @returns {unknown[] | null}
+   */
+  byName(inputs) {
+    if (!isPlainObject(inputs)) return null;
+    const given = Object.keys(/** @type {object} */ (inputs));
+    const names = new Set(this.inputNames);
+    if (!given.length || !given.every((k) => names.has(k))) return null;
+    const missing = this.inputNames.filter((n) => !given.includes(n));
+    if (missing.length) {
+      throw new InputError(`missing input${missing.length > 1 ? 's' : ''} ${missing.map((n) => `'${n}'`).join(', ')} ` +
+        `(a call by name passes every input: ${this.inputNames.join(', ')})`);
+    }
+    const named = /** @type {Record<string, unknown>} */ (inputs);
+    return this.inputNames.map((n) => named[n]);
+  }
+
+  /** Free the program's GPU buffers now (device tensors it returned stay valid); later calls fail. */
   destroy() {
     this.executor.destroy();
   }
 
-  toString() {
-    const s = this.spec;
-    return `Program(${this.where}: ${s.dispatches.length} dispatches, inputs ` +
-      `${s.inputs.map((x) => `${x.name}: ${x.dtype}${showShape(x.shape)}`).join(', ')})`;
+  /** `using program = await load(…)` destroys it at the end of the scope. */
+  [Symbol.dispose]() {
+    this.destroy();
   }
+
+  toString() {
+    return `Program(${this.where}: ${this.spec.dispatches.length} dispatches, inputs ` +
+      `${this.inputs.map((x) => `${x.name}: ${x.dtype}[${x.shape.map((d) => typeof d === 'number' ? d : d.name).join(', ')}]`).join(', ')})`;
+  }
+}
+
+/**
+ * GPU seconds per call of `program` at the sizes of its last call, median over `samples` submits of at
+ * least `repeats` back-to-back calls (timestamp queries where the device has them, else the wall clock).
+ * @param {Program} program
+ * @param {number} [repeats]
+ * @param {number} [samples]
+ * @returns {Promise<{seconds: number, method: 'timestamps' | 'wall clock'}>}
+ */
+export function gpuTime(program, repeats = 10, samples = 5) {
+  return timing.gpuTime(program.executor, repeats, samples);
+}
+
+/**
+ * GPU seconds of each dispatch of `program`, in order, median over `samples` runs (needs the device's
+ * `timestamp-query` feature).
+ * @param {Program} program
+ * @param {number} [samples]
+ * @param {number} [repeats] back-to-back runs of each dispatch per timed pass
+ * @returns {Promise<number[]>}
+ */
+export function dispatchTimes(program, samples = 3, repeats = 1) {
+  return timing.dispatchTimes(program.executor, samples, repeats);
+}
+
+/**
+ * An input or output shape as the public API shows it: dynamic sizes with their ranges.
+ * @param {import('./expr.js').Expr[]} shape
+ * @param {ProgramSpec} spec
+ * @returns {ReadonlyArray<Dim>}
+ */
+function dims(shape, spec) {
+  return Object.freeze(shape.map((e) => {
+    if (typeof e === 'number') return e;
+    const [min, max] = expr.bounds(e, spec.symbols);
+    return Object.freeze({ name: expr.show(e), min, max });
+  }));
+}
+
+/** @param {unknown} v */
+function isPlainObject(v) {
+  if (v === null || typeof v !== 'object' || ArrayBuffer.isView(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
 }
 
 /**

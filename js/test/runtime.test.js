@@ -15,6 +15,11 @@ import { memoryCap } from '../src/memory.js';
 import { artifact, container, splitArtifact } from '../testkit/build.js';
 import { TABLE, W, affine, grouped, ints, lookup } from '../testkit/programs.js';
 
+/**
+ * @template {import('../src/index.js').ModelDtype} [D=import('../src/index.js').ModelDtype]
+ * @typedef {import('../src/index.js').HostTensor<D>} HostTensor
+ */
+
 /** x·w + 1 row by row, as the affine programs compute it (in float32). */
 function affineRef(/** @type {Float32Array} */ x) {
   return Float32Array.from(x, (v, i) => Math.fround(Math.fround(v * W[i % 3]) + 1));
@@ -28,7 +33,7 @@ test('dynamic sizes: patched uniforms, counted grids and strided views, at chang
   program.executor.poisonScratch = true;
   for (const rows of [5, 29, 300, 1, 29, 29]) {
     const x = rowsOf(rows);
-    const [y, t] = await program.run([{ data: x, shape: [rows, 3] }]);
+    const [y, t] = /** @type {HostTensor<'float32'>[]} */ (await program.run([{ data: x, shape: [rows, 3] }]));
     assert.deepEqual(y.shape, [rows, 3]);
     assert.deepEqual(Array.from(y.data), Array.from(affineRef(x)));
     assert.deepEqual(t.shape, [3, rows]);
@@ -41,7 +46,7 @@ test('a count past 65,535 workgroups is folded into two grid dimensions', async 
   const rows = 40000; // 120,000 workgroups of one thread: a [60000, 2, 1] grid
   const program = await load(affine({ wg: 1, hi: rows }), { tune: false });
   const x = rowsOf(rows);
-  const [y] = await program.run([{ data: x, shape: [rows, 3] }]);
+  const [y] = /** @type {HostTensor<'float32'>[]} */ (await program.run([{ data: x, shape: [rows, 3] }]));
   assert.deepEqual(Array.from(y.data), Array.from(affineRef(x)));
   program.destroy();
 });
@@ -50,13 +55,13 @@ test('int64 and bool inputs and outputs, a keyword argument, a constant in the o
   const program = await load(ints(), { tune: false });
   const ids = BigInt64Array.from([1n, 2n, 3n, 4n, -5n, 6n, -(2n ** 31n)]);
   const flags = Uint8Array.from([1, 1, 1, 0, 1, 1, 1]);
-  const out = await program.run({ args: [ids], kwargs: { flags } });
+  const out = /** @type {Record<string, any>} */ (await program.run({ args: [ids], kwargs: { flags } }));
   assert.equal(out.mode, 'fast');
   assert.deepEqual(out.twice.data, BigInt64Array.from(ids, (v) => BigInt.asIntN(32, 2n * v)));
   assert.equal(out.twice.dtype, 'int64');
   assert.deepEqual(out.big, { data: Uint8Array.from([0, 0, 1, 0, 0, 1, 0]), shape: [7], dtype: 'bool' });
   // Other integer arrays are int64's kind too; a const keyword may be given as exported.
-  const again = await program.run({ args: [Int32Array.from(ids, (v) => Number(v))], kwargs: { flags, mode: 'fast' } });
+  const again = /** @type {Record<string, HostTensor>} */ (await program.run({ args: [Int32Array.from(ids, (v) => Number(v))], kwargs: { flags, mode: 'fast' } }));
   assert.deepEqual(again.twice.data, out.twice.data);
   await assert.rejects(program.run({ args: [BigInt64Array.from([1n, 2n, 3n, 4n, 5n, 6n, 2n ** 31n])], kwargs: { flags } }),
     (e) => e instanceof InputError && e.message === "input 'ids': int64 values must fit in int32 on WebGPU (which has no 64-bit integers); range is [1, 2147483648]");
@@ -72,7 +77,7 @@ test('float16 constants: as written with shader-f16, widened for the fallback ke
     const program = await load(affine({ dtype: 'f16' }), { tune: false, disableFeatures });
     const used = program.spec.kernels[program.spec.dispatches[0].kernel].name;
     assert.equal(used, disableFeatures.length ? 'affine[f16 widened]' : 'affine[f16]');
-    const [y] = await program.run([{ data: x, shape: [7, 3] }]);
+    const [y] = /** @type {HostTensor<'float32'>[]} */ (await program.run([{ data: x, shape: [7, 3] }]));
     assert.deepEqual(Array.from(y.data), Array.from(want));
     program.destroy();
   }
@@ -86,7 +91,7 @@ test('tuning times a group as a whole, skips candidates the device cannot run, a
   const [lead, follower] = first.spec.dispatches.map((d) => d.kernel);
   assert.ok([0, 1].includes(lead), 'the subgroups option is not chosen without subgroups');
   assert.equal(follower, lead + 3, 'the follower takes the leader\'s option');
-  assert.deepEqual(Array.from((await first.run([x])).data), want);
+  assert.deepEqual(Array.from(/** @type {HostTensor<'float32'>} */ (await first.run([x])).data), want);
   const saved = JSON.parse(readFileSync(cache, 'utf8'));
   const [device] = Object.keys(saved);
   const [key] = Object.keys(saved[device]);
@@ -105,20 +110,68 @@ test('tuning times a group as a whole, skips candidates the device cannot run, a
   for (const p of [first, second, untuned]) p.destroy();
 });
 
+test("onnxruntime-web's habits: inputs by name, dynamic ranges shown, a GPUBuffer of one's own as an input, dispose", async () => {
+  const program = await load(affine({ hi: 300 }), { tune: false });
+  assert.deepEqual(program.inputNames, ['x']);
+  assert.deepEqual(program.inputs, [{ name: 'x', dtype: 'float32', shape: [{ name: 's0', min: 1, max: 300 }, 3] }]);
+  assert.deepEqual(program.outputs, [{ dtype: 'float32', shape: [{ name: 's0', min: 1, max: 300 }, 3] },
+    { dtype: 'float32', shape: [3, { name: 's0', min: 1, max: 300 }] }]);
+  const x = rowsOf(13);
+  const [y] = /** @type {HostTensor<'float32'>[]} */ (await program.run({ x: { data: x, shape: [13, 3] } }));
+  assert.deepEqual(Array.from(y.data), Array.from(affineRef(x)));
+
+  const ints_ = await load(ints(), { tune: false }); // by name, the constant keyword argument left out
+  const ids = BigInt64Array.from([1n, 2n, 3n, 4n, -5n, 6n, 7n]);
+  const flags = Uint8Array.from([1, 0, 1, 0, 1, 0, 1]);
+  const named = /** @type {Record<string, any>} */ (await ints_.run({ flags, ids }));
+  const structured = /** @type {Record<string, any>} */ (await ints_.run({ args: [ids], kwargs: { flags } }));
+  assert.deepEqual(named, structured);
+  await assert.rejects(ints_.run({ ids }), (e) => e instanceof InputError &&
+    e.message === "missing input 'flags' (a call by name passes every input: ids, flags)");
+  ints_[Symbol.dispose]();
+  await assert.rejects(ints_.run({ flags, ids }), (e) => e instanceof DeviceError && /destroyed/.test(e.message));
+
+  // A GPUBuffer the caller owns, in device form, wrapped as an input tensor and read in place.
+  const { device } = program;
+  const own = device.createBuffer({ size: x.byteLength, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  device.queue.writeBuffer(own, 0, x);
+  const wrapped = DeviceTensor.fromGpuBuffer(own, { device, dtype: 'float32', shape: [13, 3] });
+  assert.deepEqual(Array.from(/** @type {HostTensor<'float32'>} */ (await wrapped.read()).data), Array.from(x));
+  const [z] = /** @type {HostTensor<'float32'>[]} */ (await program.run({ x: wrapped }));
+  assert.deepEqual(Array.from(z.data), Array.from(affineRef(x)));
+  wrapped[Symbol.dispose](); // marks it released; the buffer stays the caller's
+  assert.ok(wrapped.released);
+  await assert.rejects(program.run([wrapped]), (e) => e instanceof InputError && /released/.test(e.message));
+  device.queue.writeBuffer(own, 0, x); // still alive
+  assert.throws(() => DeviceTensor.fromGpuBuffer(own, { device, dtype: 'float32', shape: [14, 3] }),
+    (e) => e instanceof InputError && e.message === 'fromGpuBuffer: a buffer of 156 bytes cannot hold float32[14, 3] (168 bytes)');
+  const mapped = device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  assert.throws(() => DeviceTensor.fromGpuBuffer(mapped, { device, dtype: 'int64', shape: [2] }), /COPY_SRC/);
+  for (const b of [own, mapped]) b.destroy();
+
+  // Symbol.dispose on what holds GPU memory: device tensors and programs (`using` in code that has it).
+  const [kept] = /** @type {DeviceTensor[]} */ (await program.runOnDevice([{ data: x, shape: [13, 3] }]));
+  kept[Symbol.dispose]();
+  assert.ok(kept.released);
+  kept.destroy(); // twice is harmless
+  program[Symbol.dispose]();
+  await assert.rejects(program.run([{ data: x, shape: [13, 3] }]), (e) => e instanceof DeviceError);
+});
+
 test('device tensors stay on the GPU, pass between programs and read back', async () => {
   const a = await load(affine(), { tune: false });
   const b = await load(affine(), { tune: false });
   const x = rowsOf(11);
-  const [y, t] = await a.runOnDevice([{ data: x, shape: [11, 3] }]);
+  const [y, t] = /** @type {DeviceTensor[]} */ (await a.runOnDevice([{ data: x, shape: [11, 3] }]));
   assert.ok(y instanceof DeviceTensor && t instanceof DeviceTensor);
   const back = await t.read();
   assert.deepEqual(back.shape, [3, 11]);
   assert.deepEqual(Array.from(back.data.subarray(0, 11), Number), Array.from({ length: 11 }, (_, i) => affineRef(x)[3 * i]));
-  const [z] = await b.run([y]); // a GPU-to-GPU copy into b's input
+  const [z] = /** @type {HostTensor<'float32'>[]} */ (await b.run([y])); // a GPU-to-GPU copy into b's input
   assert.deepEqual(Array.from(z.data), Array.from(affineRef(affineRef(x))));
   await assert.rejects(b.run([t]), (e) => e instanceof InputError && /strided view/.test(e.message));
   // Mixed: the transposed view read back in the same submit, the other kept.
-  const [kept, read] = await a.runOnDevice([{ data: x, shape: [11, 3] }], { read: [1] });
+  const [kept, read] = /** @type {[DeviceTensor, HostTensor<'float32'>]} */ (await a.runOnDevice([{ data: x, shape: [11, 3] }], { read: [1] }));
   assert.ok(kept instanceof DeviceTensor && !(read instanceof DeviceTensor));
   assert.deepEqual(read.shape, [3, 11]);
   for (const d of [y, t, kept]) d.release();
@@ -167,7 +220,7 @@ test('what a device cannot hold or run is refused by name before anything is all
   });
   await assert.rejects(load(wide, { device: small }), (e) => e instanceof DeviceError &&
     e.message === 'kernel nine binds 9 storage buffers; this adapter allows 8 per shader stage (maxStorageBuffersPerShaderStage)');
-  const sum = await (await load(wide, { device: shared })).run([Float32Array.of(0.5)]);
+  const sum = /** @type {HostTensor<'float32'>} */ (await (await load(wide, { device: shared })).run([Float32Array.of(0.5)]));
   assert.deepEqual(Array.from(sum.data), [4]);
   await assert.rejects(load(affine({ hi: 12 * 2 ** 20 }), { device: small }), (e) => e instanceof DeviceError &&
     /^input buffer 0 \(x\) needs 150,994,944 bytes; this adapter binds at most 134,217,728/.test(e.message));
@@ -210,13 +263,13 @@ test('a device-side check that fails raises, naming its node, at the call that r
   const good = BigInt64Array.of(0n, 4n, 2n, 1n);
   const bad = BigInt64Array.of(0n, 5n, 2n, 1n);
   const refused = (/** @type {unknown} */ e) => e instanceof DeviceIndexError && e.message === "node 'embedding': index out of range for a table of 5 rows";
-  assert.deepEqual(Array.from((await program.run([good])).data), [TABLE[0], TABLE[4], TABLE[2], TABLE[1]]);
+  assert.deepEqual(Array.from(/** @type {HostTensor<'float32'>} */ (await program.run([good])).data), [TABLE[0], TABLE[4], TABLE[2], TABLE[1]]);
   await assert.rejects(program.run([bad]), refused);
-  assert.deepEqual(Array.from((await program.run([good])).data), [10, 14, 12, 11], 'the status words were cleared');
+  assert.deepEqual(Array.from(/** @type {HostTensor<'float32'>} */ (await program.run([good])).data), [10, 14, 12, 11], 'the status words were cleared');
   const kept = await program.runOnDevice([bad]); // nothing read back: the failure waits for the next read
   assert.ok(kept instanceof DeviceTensor);
   await assert.rejects(program.run([good]), refused);
-  assert.deepEqual(Array.from((await program.run([good])).data), [10, 14, 12, 11]);
+  assert.deepEqual(Array.from(/** @type {HostTensor<'float32'>} */ (await program.run([good])).data), [10, 14, 12, 11]);
   kept.release();
   program.destroy();
 });

@@ -25,7 +25,7 @@ async function call(path) {
   }
   try {
     const hints = Object.fromEntries(Object.entries(program.spec.symbols).map(([name, s]) => [name, s.hint]));
-    const leaves = program.inputs.map((x) => {
+    const leaves = program.spec.inputs.map((x) => {
       const shape = x.shape.map((n) => expr.evaluate(n, hints));
       return { data: hostArray(x.dtype, shape.reduce((a, b) => a * b, 1)), shape, dtype: x.dtype };
     });

@@ -36,8 +36,9 @@ from .symbolic import Expr, Symbol
 FOLD_TINY_ELEMENTS = 1 << 12
 FOLD_MAX_ELEMENTS = 1 << 26  # a value this large is not even computed at compile time
 SHAPE_ONLY = ("full_like", "zeros_like", "ones_like", "empty_like", "new_full", "new_zeros", "new_ones",
-              "new_empty")
-UNINITIALIZED = ("empty", "empty_like", "new_empty", "empty_strided", "empty_permuted")  # folded as zeros
+              "new_empty", "new_empty_strided")
+UNINITIALIZED = ("empty", "empty_like", "new_empty", "empty_strided", "empty_permuted",
+                 "new_empty_strided")  # folded as zeros
 # Ops whose meaning depends on how torch lays an input out in memory, not only on its values (op -> that
 # argument): the node also gets "<argument>_storage_order", the input's dims from outermost to innermost in
 # torch's memory, or None where the input is not the whole of a dense storage of its own.
@@ -186,9 +187,16 @@ def _bake(spec: dict, leaves) -> dict:
 
 
 def _decomposition_table() -> dict:
-    """torch.export's core-ATen decompositions, but for the overloads the registry lowers or refuses: those
-    stay whole, to run on their kernel or to be refused with their reason."""
+    """torch.export's core-ATen decompositions, and torch's own over ATen ops (torch._decomp) for the
+    overloads outside core ATen that export keeps (`view_copy`, `dist`, `ldexp`, …: with no kernel of ours they
+    could only be refused); but for the overloads the registry lowers or refuses: those stay whole, to run on their
+    kernel or to be refused with their reason."""
     table = torch.export.default_decompositions()
+    for op, fn in torch._decomp.decomposition_table.items():
+        # Only decompositions written over ATen ops: torch._refs' are written over prims, which nothing lowers.
+        aten_level = getattr(fn, "__module__", "") in ("torch._decomp.decompositions", "torch._ops.aten")
+        if aten_level and isinstance(op, torch._ops.OpOverload) and torch.Tag.core not in op.tags and op not in table:
+            table[op] = fn  # (a CustomDecompTable: no setdefault)
     for target in [*OPS, *REFUSED]:
         if not target.startswith("aten."):  # our own ops (graph rewrites make them): nothing to keep
             continue

@@ -133,3 +133,14 @@ def _view_strides(old_shape, old_strides, new_shape) -> tuple[int, ...] | None:
         stride *= n
         left //= n
     return tuple(out) if left == 1 and not runs else None
+
+
+def diagonal(t: Tensor, k: int, dim1: int, dim2: int) -> Tensor:
+    """The diagonal `k` above (below, when negative) the main one of dims dim1 and dim2, as a last dim."""
+    d1, d2 = (normalize_dim(d, t.ndim) for d in (dim1, dim2))
+    rest = [d for d in range(t.ndim) if d not in (d1, d2)]
+    n = max(0, min(t.shape[d1] + min(k, 0), t.shape[d2] - max(k, 0)))
+    start = 0 if n == 0 else k * t.strides[d2] if k >= 0 else -k * t.strides[d1]
+    return replace(t, shape=tuple(t.shape[d] for d in rest) + (n,),
+                   strides=tuple(t.strides[d] for d in rest) + (t.strides[d1] + t.strides[d2],),
+                   offset=t.offset + start)

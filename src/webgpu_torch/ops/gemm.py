@@ -570,6 +570,13 @@ def _check_baddbmm(node: NodeView) -> str | None:
     return _check_ranks(batch1=3, batch2=3)(node) or _check_bias(node)
 
 
+def _check_addmv(node: NodeView) -> str | None:
+    return _check_ranks(mat=2, vec=1)(node) or _check_bias(node)
+
+
+_check_addbmm = _check_baddbmm  # the same operands; only the output (summed over the batch) differs
+
+
 def _bias_tensor(ctx: Builder, node: NodeView, bias) -> Tensor:
     if isinstance(bias, Number):
         import numpy as np
@@ -610,6 +617,28 @@ def baddbmm(ctx: Builder, node: NodeView) -> Tensor:
     return gemm(ctx, a["batch1"], a["batch2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"],
                 beta=a["beta"], out_shape=node.out.shape, ep=node.epilogue, residual=epilogue.residual(node),
                 out_dtype=node.storage())
+
+
+@register("aten.addmv.default", check=_check_addmv, epilogue=True, residual=True, dynamic=True)
+def addmv(ctx: Builder, node: NodeView) -> Tensor:
+    """beta·self + alpha·(mat @ vec): a GEMM of N = 1, the vector a [K, 1] view and the bias [M] one of [M, 1]."""
+    a = node.args
+    bias = _bias_tensor(ctx, node, a["self"])
+    return gemm(ctx, a["mat"], layout.unsqueeze(a["vec"], 1), layout.unsqueeze(bias, 1) if bias.ndim else bias,
+                alpha=a["alpha"], beta=a["beta"], out_shape=node.out.shape, ep=node.epilogue,
+                residual=epilogue.residual(node))
+
+
+@register("aten.addbmm.default", check=_check_addbmm, epilogue=True, residual=True, dynamic=True)
+def addbmm(ctx: Builder, node: NodeView) -> Tensor:
+    """beta·self + alpha·Σ_z batch1[z] @ batch2[z]: one GEMM whose K runs over (z, k), batch1 as [M, z·K]
+    (a copy unless M is 1) and batch2 as [z·K, N] (a view where its batches are contiguous)."""
+    a = node.args
+    (z, m, k), n = a["batch1"].shape, a["batch2"].shape[2]
+    lhs = ctx.reshaped(layout.permute(a["batch1"], [1, 0, 2]), (m, z * k))
+    rhs = ctx.reshaped(a["batch2"], (z * k, n))
+    return gemm(ctx, lhs, rhs, _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"], beta=a["beta"],
+                out_shape=node.out.shape, ep=node.epilogue, residual=epilogue.residual(node))
 
 
 def _check_linear(node: NodeView) -> str | None:
@@ -683,6 +712,15 @@ def cases() -> list[OpCase]:
                marks=g),
         OpCase("baddbmm", lambda s, a, b: torch.baddbmm(s, a, b, beta=0.25, alpha=1.5),
                [(1, 37, 41), (3, 37, 89), (3, 89, 41)], marks=g),
+        OpCase("addmv", lambda s, m, v: torch.addmv(s, m, v, beta=0.5, alpha=2), [(37,), (37, 89), (89,)], marks=g),
+        OpCase("addmv_bias_broadcast_gemv", lambda s, m, v: torch.addmv(s, m, v), [(1,), (7, 131), (131,)],
+               marks=g),
+        OpCase("addmv_transposed_mat", lambda s, m, v: torch.addmv(s, m.t(), v, alpha=-1), [(), (89, 37), (89,)],
+               marks=g),
+        OpCase("addbmm", lambda s, a, b: torch.addbmm(s, a, b, beta=0.25, alpha=1.5),
+               [(37, 41), (3, 37, 89), (3, 89, 41)], marks=g),
+        OpCase("addbmm_one_row_bias_row", lambda s, a, b: torch.addbmm(s, a, b), [(41,), (5, 1, 29), (5, 29, 41)],
+               marks=g),
         OpCase("matmul_broadcast_batch", lambda a, b: a @ b, [(2, 3, 37, 41), (41, 7)], marks=g),
         OpCase("linear_fused_relu", lambda x, w, b: torch.relu(torch.nn.functional.linear(x, w, b)),
                [(37, 89), (41, 89), (41,)], marks=g),

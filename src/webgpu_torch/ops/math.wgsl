@@ -249,3 +249,138 @@ fn floor_div_f32(x: f32, y: f32) -> f32 {
   }
   return f;
 }
+
+// sqrt(x² + y²), scaled by a power of two near the larger magnitude so the squares neither overflow nor
+// underflow; ±inf wins over NaN (C's hypot, as torch).
+fn hypot_f32(x: f32, y: f32) -> f32 {
+  let a = abs(x);
+  let b = abs(y);
+  if (is_inf(a) || is_inf(b)) {
+    return inf_f32();
+  }
+  if (is_nan(a) || is_nan(b)) {
+    return nan_f32();
+  }
+  let s = power_of_two_scale(max(a, b));
+  let u = a / s;
+  let v = b / s;
+  return sqrt(u * u + v * v) * s;
+}
+
+// erfc(x) = 1 - erf(x), its tail computed directly (not as a difference) for |x| >= 0.5.
+fn erfc_f32(x: f32) -> f32 {
+  if (abs(x) < 0.5) {
+    return 1.0 - erf_accurate(x);
+  }
+  let tail = erfc_of_abs(abs(x));
+  return select(2.0 - tail, tail, x > 0.0);
+}
+
+// x - round(x) in [-0.5, 0.5] (exact): sin(πx) and tan(πx) from it keep their accuracy for large |x| (period
+// 1, up to sign for sin).
+fn frac_round(x: f32) -> f32 {
+  return x - round(x);
+}
+
+// sin(πf) and cos(πf) for |f| <= 0.5 by their Taylor series in z = (πf)² (truncation below 1e-9): relative
+// accuracy near f = 0, where the poles of the gamma functions' reflection formulas sit (WGSL's sin promises
+// only an absolute 2^-11).
+fn sinpi_small(f: f32) -> f32 {
+  let t = 3.141592653589793 * f;
+  let z = t * t;
+  return t * (1.0 - z / 6.0 * (1.0 - z / 20.0 * (1.0 - z / 42.0 * (1.0 - z / 72.0 * (1.0 - z / 110.0
+         * (1.0 - z / 156.0 * (1.0 - z / 210.0)))))));
+}
+
+fn cospi_small(f: f32) -> f32 {
+  let t = 3.141592653589793 * f;
+  let z = t * t;
+  return 1.0 - z / 2.0 * (1.0 - z / 12.0 * (1.0 - z / 30.0 * (1.0 - z / 56.0 * (1.0 - z / 90.0
+         * (1.0 - z / 132.0 * (1.0 - z / 182.0))))));
+}
+
+// ln |Γ(x)|: Lanczos' approximation (g = 7, 9 terms) for x >= 0.5 and the reflection formula below;
+// +inf at the poles (0, -1, -2, …) and at ±inf, NaN for NaN.
+fn lgamma_f32(x: f32) -> f32 {
+  if (is_nan(x) || is_inf(x)) {
+    return abs(x);
+  }
+  if (x >= 0.5) {
+    return lgamma_lanczos(x);
+  }
+  if (x == floor(x)) {
+    return inf_f32();
+  }
+  return 1.1447298858494002 - log(abs(sinpi_small(frac_round(x)))) - lgamma_lanczos(1.0 - x);  // ln pi
+}
+
+fn lgamma_lanczos(x: f32) -> f32 {
+  let c = array<f32, 8>(676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
+                        12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7);
+  let z = x - 1.0;
+  var a = 0.99999999999980993;
+  for (var i = 0u; i < 8u; i++) {
+    a += c[i] / (z + f32(i + 1u));
+  }
+  let t = z + 7.5;
+  return 0.9189385332046727 + (z + 0.5) * log(t) - t + log(a);  // ln sqrt(2 pi)
+}
+
+// ψ(x) = Γ'(x) / Γ(x): the reflection formula below 0.5, the recurrence ψ(y) = ψ(y + 1) - 1/y up to y >= 6,
+// then the asymptotic series. ∓inf at ±0, NaN at the negative integers and -inf, +inf at +inf (torch's).
+fn digamma_f32(x: f32) -> f32 {
+  if (is_nan(x) || x == inf_f32()) {
+    return x;
+  }
+  if (x == 0.0) {
+    return select(-inf_f32(), inf_f32(), sign_bit(x));
+  }
+  if (x < 0.0 && x == floor(x)) {
+    return nan_f32();
+  }
+  var y = x;
+  var r = 0.0;
+  if (x < 0.5) {
+    y = 1.0 - x;
+    let f = frac_round(x);
+    r = -3.141592653589793 * cospi_small(f) / sinpi_small(f);
+  }
+  for (var i = 0u; i < 6u && y < 6.0; i++) {
+    r -= 1.0 / y;
+    y += 1.0;
+  }
+  let w = 1.0 / (y * y);
+  return r + log(y) - 0.5 / y - w * (1.0 / 12.0 - w * (1.0 / 120.0 - w * (1.0 / 252.0 - w * (1.0 / 240.0))));
+}
+
+// ψ'(x) = Σ 1 / (x + k)²: the reflection formula π² / sin²(πx) - ψ'(1 - x) below 0.5, the recurrence
+// ψ'(y) = ψ'(y + 1) + 1/y² up to y >= 6, then the asymptotic series. +inf at the poles (0, -1, …), 0 at
+// +inf, NaN at -inf (torch's).
+fn trigamma_f32(x: f32) -> f32 {
+  if (x == inf_f32()) {
+    return 0.0;
+  }
+  if (is_nan(x) || is_inf(x)) {
+    return nan_f32();
+  }
+  if (x <= 0.0 && x == floor(x)) {
+    return inf_f32();
+  }
+  var y = x;
+  var sign = 1.0;
+  var r = 0.0;
+  if (x < 0.5) {
+    y = 1.0 - x;
+    sign = -1.0;
+    let s = sinpi_small(frac_round(x));
+    r = 9.869604401089358 / (s * s);  // π²
+  }
+  var sum = 0.0;
+  for (var i = 0u; i < 6u && y < 6.0; i++) {
+    sum += 1.0 / (y * y);
+    y += 1.0;
+  }
+  let w = 1.0 / (y * y);
+  let tail = 1.0 / y + 0.5 * w + w / y * (1.0 / 6.0 - w * (1.0 / 30.0 - w * (1.0 / 42.0 - w / 30.0)));
+  return r + sign * (sum + tail);
+}

@@ -1,5 +1,5 @@
 """Reductions over any set of dims: sum, mean, prod, amax, amin, max / min (values and indices), argmax,
-argmin, any, all, the 2-norm, var, std, var_mean, logsumexp.
+argmin, any, all, vector norms (of every order), var, std, var_mean, logsumexp.
 
 The input is read in place: its dims are split into kept and reduced ones, each with its own strides, so
 reducing a transposed or sliced view needs no copy. The number of threads per output row follows the row's
@@ -11,6 +11,7 @@ follows torch: max, min, amax, amin and the arg ops return it (argmax / argmin: 
 
 from __future__ import annotations
 
+import math
 import re
 
 from .. import dtypes, layout, wgsl
@@ -36,7 +37,7 @@ def _dims(dim, ndim: int) -> list[int]:
 
 def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[int, ...],
            out_dtype: str | None = "float32", aux_dtype: str | None = None, correction: float = 0.0,
-           out: Tensor | None = None) -> list[Tensor | None]:
+           out: Tensor | None = None, ord: float = 0.0) -> list[Tensor | None]:
     """`op` over `dims` of `x`: [its value (None when out_dtype is None), its second result (the winner's index
     for max / min, the mean for var / std; None when aux_dtype is None)], each a fresh contiguous tensor of
     `out_shape` (keepdim or not); the value goes to `out` instead when given."""
@@ -51,6 +52,7 @@ def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[i
     params = {
         "num_out": (value or second).numel, "reduce_size": reduce_size, "kept_ndim": len(kept),
         "red_ndim": len(dims), "offset": x.offset, "correction": float(correction),
+        "ord": float(ord),
         "kept_shape": [x.shape[d] for d in kept], "kept_strides": [x.strides[d] for d in kept],
         "red_shape": [x.shape[d] for d in dims], "red_strides": [x.strides[d] for d in dims],
     }
@@ -77,8 +79,9 @@ def _check(node: NodeView) -> str | None:
         return f"input has {x.ndim} dims; at most {MAX_DIMS} are supported"
     if node.target.startswith(FLOAT_ONLY) and not dtypes.is_float(node.outputs[0].dtype):
         return f"{node.target} producing {node.outputs[0].dtype} is not supported (floating point only)"
-    if node.target == "aten.linalg_vector_norm.default" and (node.args["ord"] != 2 or not dtypes.is_float(x.dtype)):
-        return f"vector norm of ord {node.args['ord']} over {x.dtype} is not supported (ord 2 of floats only)"
+    is_norm = node.target == "aten.linalg_vector_norm.default"
+    if is_norm and (_norm_op(node.args["ord"]) is None or not dtypes.is_float(x.dtype)):
+        return f"vector norm of ord {node.args['ord']} over {x.dtype} is not supported (floating point only)"
     if x.numel == 0 and not node.target.startswith(EMPTY_OK):
         return "reducing over an empty dim is supported for sum, any and the 2-norm only"
     correction = node.args.get("correction")
@@ -102,6 +105,21 @@ def _lower(op: str, dim_arg: str | None):
         return reduce(ctx, op, x, dims, node.out.shape, node.out.dtype)[0]
 
     return lower
+
+
+def _norm_op(ord) -> str | None:
+    """The kernel op of linalg_vector_norm's `ord` (a number; None for anything else)."""
+    named = {2: "norm2", 1: "norm1", 0: "norm0", float("inf"): "norm_inf", float("-inf"): "norm_neg_inf"}
+    return named.get(ord, "norm_p" if isinstance(ord, (int, float)) and math.isfinite(ord) else None)
+
+
+@register("aten.linalg_vector_norm.default", check=_check, dynamic=True)
+def vector_norm(ctx: Builder, node: NodeView) -> Tensor:
+    x = node.args["self"]
+    if x.ndim == 0:
+        x = layout.unsqueeze(x, 0)
+    return reduce(ctx, _norm_op(node.args["ord"]), x, _dims(node.args["dim"], x.ndim), node.out.shape,
+                  node.out.dtype, ord=node.args["ord"])[0]
 
 
 @register("aten.max.dim", "aten.min.dim", check=_check, dynamic=True)
@@ -149,7 +167,6 @@ for _target, _op, _dim in [
     ("aten.all.default", "all", None),
     ("aten.all.dim", "all", "dim"),
     ("aten.all.dims", "all", "dim"),
-    ("aten.linalg_vector_norm.default", "norm2", "dim"),
     ("aten.logsumexp.default", "logsumexp", "dim"),
 ]:
     register(_target, check=_check, dynamic=True)(_lower(_op, _dim))
@@ -197,6 +214,15 @@ def cases() -> list[OpCase]:
         OpCase("mean_size_one_rows", lambda x: x.mean(dim=-1), [(1031, 1)]),
         OpCase("norm2_normalize_rows", lambda x: (torch.nn.functional.normalize(x, dim=1), x.norm(dim=(0, 2))),
                [(37, 384, 3)]),
+        OpCase("norms_of_every_order", lambda x: tuple(torch.linalg.vector_norm(x, o, dim=d) for o, d in [
+            (1, 1), (float("inf"), (0, 2)), (float("-inf"), -1), (0, 1), (3, 1), (0.5, None), (6, 2), (-1, 1),
+            (-2.5, 2)]),
+               [(5, 89, 41)]),
+        # Rows of -inf, with an inf, with a NaN, with 3e38 (its cube overflows: the p-norm scales first), zeros.
+        OpCase("norms_nan_inf_huge_zero_rows", lambda x: tuple(torch.linalg.vector_norm(x, o, dim=1)
+                                                               for o in (1, float("inf"), float("-inf"), 0, 3,
+                                                                         -2)),
+               [lambda: torch.cat([inf_rows(), torch.zeros(1, 13)])]),
         OpCase("any_all_of_masks", lambda m: (m.any(dim=-1), m.all(dim=0), m.any(), m[:, :3].all(1, keepdim=True)),
                [lambda: torch.rand(37, 41, generator=torch.Generator().manual_seed(2)) > 0.1]),
         OpCase("any_all_whole_and_over_dims", lambda m: (m.all(), m.all(dim=(0, 2)), m.any(dim=(1, 2))),

@@ -1,5 +1,6 @@
 // reduce.wgsl — out[o] = reduce_r x[o, r] over some dims of a tensor: sum, mean, prod, max, min (with the index
-// of the winner: argmax, argmin, max.dim, min.dim), any, all, the 2-norm, var / std (with the mean), logsumexp.
+// of the winner: argmax, argmin, max.dim, min.dim), any, all, vector norms (of every order p),
+// var / std (with the mean), logsumexp.
 //
 // Layout: the input is a strided view whose dims split into kept dims (enumerating o; the outputs are
 //   contiguous over them) and reduced dims (enumerating r, R = reduce_size elements per output), up to 8 of
@@ -10,11 +11,14 @@
 //   handles 256 / ROW outputs; the grid is folded to fit 65,535 workgroups per dimension. A pass over a row
 //   (reduce_row) has each thread fold a strided share of it, then the row's threads combine in workgroup
 //   memory by halving. Most ops take one pass; var / std take three (max |x|, the mean, the squared
-//   deviations), logsumexp two (the max, the sum of exponentials).
+//   deviations), logsumexp and the p-norm two (the max, the sum of exponentials; max or min |x|, the sum of
+//   powers).
 // Semantics are torch's: max and min return NaN where the row has one, with the index of the first NaN; ties
 //   go to the smallest index; any / all count NaN as true; var / std scale the row by a power of two near
-//   max |x| before squaring, so they stay finite wherever the result is (std of values near 1e30); logsumexp
-//   subtracts the max (0 where it is ±inf).
+//   max |x| before squaring, so they stay finite wherever the result is (std of values near 1e30); the p-norm
+//   divides by a power of two near max |x| (p > 0) or min |x| (p < 0), so no power overflows, and is that
+//   extreme itself where it is NaN, ±inf or 0; logsumexp subtracts the max (0 where it is ±inf). Norms of
+//   ord ±inf are max / min |x| (NaN wins), of ord 0 the count of nonzeros.
 // Types: InT (input), AccT (accumulation: f32 for float results, i32 for integer ones, so an integer sum or a
 //   count of a mask is exact; u32 for bool max / min / any / all), OutT and AuxT are set by alias substitution.
 
@@ -33,6 +37,11 @@ const OP_NORM2: u32 = 7u;      // sqrt(sum x²): linalg_vector_norm with ord 2
 const OP_VAR: u32 = 8u;        // sum (x - mean)² / max(R - correction, 0)
 const OP_STD: u32 = 9u;        // sqrt of it
 const OP_LOGSUMEXP: u32 = 10u;
+const OP_NORM1: u32 = 11u;      // sum |x|
+const OP_NORM_INF: u32 = 12u;   // max |x|
+const OP_NORM_NEG_INF: u32 = 13u;  // min |x|
+const OP_NORM0: u32 = 14u;      // the count of x != 0
+const OP_NORM_P: u32 = 15u;     // (sum |x|^p)^(1/p), p = Params.ord (not 0, ±inf)
 
 // How a pass folds its terms, and which term of an element it folds.
 const K_SUM: u32 = 0u;
@@ -46,6 +55,7 @@ const E_ABS: u32 = 3u;         // |x|
 const E_SCALED: u32 = 4u;      // x·s
 const E_DEVIATION: u32 = 5u;   // (x·s - c)²
 const E_EXP: u32 = 6u;         // exp(x - c)
+const E_POWER: u32 = 7u;       // (|x| / s)^c, 0 where |x| / s is 0 or inf (c < 0 there)
 
 const EMPTY: u32 = 0xffffffffu;  // the index of a lane that has no element
 
@@ -68,6 +78,7 @@ struct Params {
   red_ndim: u32,
   offset: u32,
   correction: f32,
+  ord: f32,
   kept_shape: array<vec4<u32>, 2>,
   kept_strides: array<vec4<u32>, 2>,
   red_shape: array<vec4<u32>, 2>,
@@ -98,8 +109,18 @@ fn term(what: u32, v: InT, c: f32, s: f32) -> AccT {
       return AccT(d * d);
     }
     case E_EXP: { return AccT(exp(f32(v) - c)); }
+    case E_POWER: {
+      let a = abs(f32(v)) / s;
+      return AccT(select(pow(a, c), 0.0, a == 0.0 || is_inf(a)));  // pow is undefined there in WGSL
+    }
     default: { return AccT(v); }
   }
+}
+
+// The power of two at or below m > 0 (1 for a subnormal m): dividing by it is exact and leaves m in [1, 2).
+fn pow2_floor(m: f32) -> f32 {
+  let e = bitcast<u32>(m) & 0x7f800000u;
+  return select(bitcast<f32>(e), 1.0, e == 0u);
 }
 
 // Whether (v, i) beats (w, j) for max (or min): NaN beats every number, as in torch; ties (NaN and NaN too)
@@ -179,6 +200,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let m = f32(reduce_row(K_MAX, E_VALUE, base, live, li, lane, 0.0, 1.0).v);
     let shift = select(m, 0.0, is_inf(m));  // a row of -inf gives -inf, one with +inf gives +inf
     value = log(f32(reduce_row(K_SUM, E_EXP, base, live, li, lane, shift, 1.0).v)) + shift;
+  } else if (OP == OP_NORM_P) {
+    let m = f32(reduce_row(select(K_MIN, K_MAX, p.ord > 0.0), E_ABS, base, live, li, lane, 0.0, 1.0).v);
+    let scale = pow2_floor(m);
+    let total = f32(reduce_row(K_SUM, E_POWER, base, live, li, lane, p.ord, scale).v);  // >= 1 term near 1
+    value = select(pow(total, 1.0 / p.ord) * scale, m, is_nan(m) || is_inf(m) || m == 0.0);
   } else {
     var kind = K_SUM;
     var what = E_VALUE;
@@ -189,6 +215,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       case OP_ANY: { kind = K_MAX; what = E_TRUTH; }
       case OP_ALL: { kind = K_MIN; what = E_TRUTH; }
       case OP_NORM2: { what = E_SQUARE; }
+      case OP_NORM1: { what = E_ABS; }
+      case OP_NORM_INF: { kind = K_MAX; what = E_ABS; }
+      case OP_NORM_NEG_INF: { kind = K_MIN; what = E_ABS; }
+      case OP_NORM0: { what = E_TRUTH; }
       default: {}
     }
     result = reduce_row(kind, what, base, live, li, lane, 0.0, 1.0);
@@ -196,7 +226,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (!live || lane != 0u) {
     return;
   }
-  if (OP == OP_VAR || OP == OP_STD || OP == OP_LOGSUMEXP) {
+  if (OP == OP_VAR || OP == OP_STD || OP == OP_LOGSUMEXP || OP == OP_NORM_P) {
     if (WRITE_OUT) {
       out[o] = OutT(value);
     }

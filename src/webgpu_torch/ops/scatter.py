@@ -358,6 +358,15 @@ def slice_scatter(ctx: Builder, node: NodeView) -> Tensor:
     return out
 
 
+@register("aten.diagonal_scatter.default")
+def diagonal_scatter(ctx: Builder, node: NodeView) -> Tensor:
+    """self with a diagonal replaced by src: a copy of self, then src copied over its diagonal view."""
+    a = node.args
+    out = copy(ctx, a["self"])
+    copy(ctx, a["src"], out=layout.diagonal(out, a["offset"], a["dim1"], a["dim2"]))
+    return out
+
+
 def cases() -> list[OpCase]:
     import torch
 
@@ -440,6 +449,9 @@ def cases() -> list[OpCase]:
             [(41, 1031), mask((41, 1031)), ints((41, 1031), -99, 99)]),
         OpCase("slice_scatter_step_and_select_scatter", lambda x, s, t: (
             torch.slice_scatter(x, s, 1, 2, 39, 3), torch.select_scatter(x, t, 0, -2)), [(37, 41), (37, 13), (41,)]),
+        OpCase("diagonal_scatter_offsets", lambda x, s, t: (
+            torch.diagonal_scatter(x, s, 2), torch.diagonal_scatter(x.transpose(0, 1), t, -3, 1, 0)),
+            [(37, 41), (37,), (34,)]),
         # Long scans, which the rule sends the segmented way: max_unpool's flat index_put, an MoE combine.
         OpCase("unpool_and_index_add_many_rows", lambda x, t, w, v: (
             F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2, output_size=x.shape[-2:]),

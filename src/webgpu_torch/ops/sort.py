@@ -120,6 +120,19 @@ def topk(ctx: Builder, node: NodeView) -> list[Tensor]:
     return sort_rows(ctx, a["self"], a["dim"], bool(a["largest"]), a["k"])
 
 
+@register("aten.kthvalue.default", check=_check)
+def kthvalue(ctx: Builder, node: NodeView) -> list[Tensor]:
+    """The k-th smallest along `dim` and its index: the last of the k smallest (NaN counts as the largest)."""
+    a = node.args
+    x = a["self"]
+    dim = layout.normalize_dim(a["dim"], max(x.ndim, 1))
+    smallest = sort_rows(ctx, x, dim, False, a["k"])
+    if x.ndim == 0:
+        return smallest
+    picked = [layout.select(t, dim, a["k"] - 1) for t in smallest]
+    return [layout.unsqueeze(t, dim) for t in picked] if a["keepdim"] else picked
+
+
 def cases() -> list[OpCase]:
     import torch
 
@@ -168,4 +181,8 @@ def cases() -> list[OpCase]:
                                                            x.topk(4), x.topk(4, largest=False),
                                                            torch.topk(x, 3, sorted=False).values.sort().values),
                [distinct((37, 3001)), with_nan((5, 41), nans=(3,))]),
+        OpCase("kthvalue_dims_keepdim_nan", lambda x, y, i: (torch.kthvalue(x, 7), torch.kthvalue(x, 37, 0, True),
+                                                             torch.kthvalue(y, 40, -1), torch.kthvalue(i, 2, 1),
+                                                             torch.kthvalue(x[0, 0], 1)),
+               [(37, 41), with_nan((5, 41), nans=(3,)), distinct((13, 1031))]),
     ]

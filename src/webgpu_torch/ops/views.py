@@ -121,15 +121,21 @@ def as_strided(ctx: Builder, node: NodeView) -> Tensor:
 
 @register("aten.diagonal.default", view=True, half=True)
 def diagonal(ctx: Builder, node: NodeView) -> Tensor:
-    """The diagonal `offset` above (below, when negative) the main one of dims dim1 and dim2, as a last dim."""
-    x, k = node.args["self"], node.args["offset"]
-    d1, d2 = (layout.normalize_dim(node.args[n], x.ndim) for n in ("dim1", "dim2"))
-    rest = [d for d in range(x.ndim) if d not in (d1, d2)]
-    n = node.out.shape[-1]
-    start = 0 if n == 0 else k * x.strides[d2] if k >= 0 else -k * x.strides[d1]
-    return replace(x, shape=tuple(x.shape[d] for d in rest) + (n,),
-                   strides=tuple(x.strides[d] for d in rest) + (x.strides[d1] + x.strides[d2],),
-                   offset=x.offset + start)
+    a = node.args
+    return layout.diagonal(a["self"], a["offset"], a["dim1"], a["dim2"])
+
+
+@register("aten.unfold.default", view=True)
+def unfold(ctx: Builder, node: NodeView) -> Tensor:
+    """Windows of `size` elements every `step` along `dimension`: that dim counts the windows (its stride times
+    step) and a new last dim walks a window (the dim's own stride)."""
+    x, step = node.args["self"], node.args["step"]
+    d = layout.normalize_dim(node.args["dimension"], max(x.ndim, 1))
+    if x.ndim == 0:  # a 0-d tensor unfolds into one window of its one element
+        return replace(x, shape=(1,), strides=(1,))
+    shape, strides = list(x.shape), list(x.strides)
+    shape[d], strides[d] = node.out.shape[d], x.strides[d] * step
+    return replace(x, shape=(*shape, node.args["size"]), strides=(*strides, x.strides[d]))
 
 
 @register("aten.copy.default", view=True, dynamic=True)
@@ -194,6 +200,8 @@ def cases() -> list[OpCase]:
                                                                  *a.chunk(3, dim=-1), *a[:4].unbind(0))],
                [(37, 41)]),
         OpCase("split_one_piece", lambda a: a.split(41, dim=1)[0] + 1.0, [(37, 41)]),
+        OpCase("unfold_windows", lambda a: (a.unfold(1, 5, 3) * 1.0, a.unfold(0, 37, 1) + 0.0, a.t().unfold(0, 2, 7),
+                                            a[0, 0].unfold(0, 1, 1) * 1.0), [(37, 41)]),
         # A global pool of a channels-last activation: mean, then as_strided back to channels-last strides.
         OpCase("as_strided_after_channels_last_pool", lambda x: F.adaptive_avg_pool2d(x.permute(0, 3, 1, 2), 1),
                [(3, 7, 5, 37)]),

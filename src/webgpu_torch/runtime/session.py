@@ -9,6 +9,7 @@ one, else numpy arrays; with `on_device`, DeviceTensors that stay in GPU memory.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,8 @@ class Session:
         """A call with its arguments spelled out: the outputs whose indices (in the flat order of the output
         tree's leaves) are in `keep_on_device` stay on the GPU as DeviceTensors, the others are read back —
         all in one submit (a decoder step keeps its caches and reads its next token). Read outputs are torch
-        tensors when any input was one, else numpy arrays."""
+        tensors when any input was one (or, for a program without inputs, when torch is loaded), else numpy
+        arrays."""
         return self.start(args, kwargs, keep_on_device).result()
 
     def start(self, args: tuple = (), kwargs: dict | None = None, keep_on_device: Iterable[int] = (),
@@ -69,10 +71,12 @@ class Session:
         both kept and read) and returns the output structure as `run` does. Calls may be in flight together:
         a decoder passes this step's token, kept on the device, to the next step before reading it."""
         leaves = tree.flatten(self.program.input_tree, (tuple(args), dict(kwargs or {})))
+        # torch tensors out when torch tensors came in (or, with no tensor in, when torch is loaded at all)
+        as_torch = any(_is_torch(x) for x in leaves) if leaves else "torch" in sys.modules
         values = [check_input(spec, x) for spec, x in zip(self.program.inputs, leaves, strict=True)]
         call = self.executor().start(values, bind(self.program, values), frozenset(keep_on_device),
                                      None if read is None else frozenset(read))
-        return Pending(self.program, call, any(_is_torch(x) for x in leaves))
+        return Pending(self.program, call, as_torch)
 
     # -- state: tensors the program keeps between calls (a KV cache), zero at load --------------------------
     @property

@@ -8,9 +8,8 @@
 // `window.result` holds what the page last computed.
 
 import { halfArray, halfValues, isHalf } from './runtime/dtypes.js';
-import { load, loadCausalLM, loadSeq2Seq, openDevice } from './runtime/index.js';
+import { load, loadCausalLM, loadSeq2Seq, loadTokenizer, openDevice } from './runtime/index.js';
 import { countLeaves, unflatten } from './runtime/tree.js';
-import { WordPiece } from './wordpiece.js';
 
 const params = new URLSearchParams(location.search);
 const options = {
@@ -99,7 +98,7 @@ async function minilm(config) {
   /** @type {HTMLTextAreaElement} */ ($('sentences')).value = config.sentences.join('\n');
   const [[program, tokenizer], loadMs] = await timed(() => Promise.all([
     load(config.artifact, options),
-    fetch(config.vocab).then((r) => r.text()).then((text) => new WordPiece(text)),
+    loadTokenizer(new URL(config.tokenizer, location.href)), // the model's tokenizer.json, through @huggingface/tokenizers
   ]));
   timing('load (fetch, validate, pipelines)', ms(loadMs));
   const button = /** @type {HTMLButtonElement} */ ($('embed'));
@@ -109,11 +108,13 @@ async function minilm(config) {
     const sentences = /** @type {HTMLTextAreaElement} */ ($('sentences')).value.split('\n').map((s) => s.trim())
       .filter(Boolean).slice(0, config.batch);
     const [batch, tokenMs] = await timed(async () => tokenizer.batch(
-      [...sentences, ...Array(config.batch - sentences.length).fill(null)].map((s) => s ?? ''),
-      { maxLength: config.maxLength, minLength: 2 }));
+      [...sentences, ...Array(config.batch - sentences.length).fill('')], { maxLength: config.maxLength, minLength: 2 }));
     // Rows beyond the sentences are padding: their mask is all 0 (tokenizer.batch gave them [CLS] [SEP]).
-    for (let i = sentences.length * batch.shape[1]; i < batch.mask.length; i++) batch.mask[i] = 0n;
-    const inputs = [{ data: batch.ids, shape: batch.shape }, { data: batch.mask, shape: batch.shape }];
+    const [rows, length] = batch.attention_mask.shape;
+    const mask = batch.attention_mask.data;
+    mask.fill(0n, sentences.length * length);
+    const lengths = Array.from({ length: rows }, (_, i) => mask.subarray(i * length, (i + 1) * length).reduce((a, b) => a + b, 0n));
+    const inputs = batch; // by name: {input_ids, attention_mask}, as the model's forward takes them
     const [out, firstMs] = await timed(() => program.run(inputs));
     const times = [];
     for (let i = 0; i < REPEAT; i++) times.push((await timed(() => program.run(inputs)))[1]);
@@ -125,9 +126,9 @@ async function minilm(config) {
     }));
     heatmap(sentences, similarity);
     timing('tokenize', ms(tokenMs));
-    timing(`first call [${batch.shape}]`, ms(firstMs));
+    timing(`first call [${batch.input_ids.shape}]`, ms(firstMs));
     if (times.length) timing(`per call (median of ${times.length})`, ms(median(times)));
-    /** @type {any} */ (window).result = { sentences, lengths: batch.lengths.slice(0, sentences.length), similarity,
+    /** @type {any} */ (window).result = { sentences, lengths: lengths.slice(0, sentences.length).map(Number), similarity,
       embeddings: sentences.map((_, i) => [...out.data.slice(i * width, (i + 1) * width)]), callMs: median([firstMs, ...times]) };
     status('done', `${sentences.length} sentences embedded on WebGPU`);
     button.disabled = false;
