@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes, layout, symbolic, wgsl
+from . import dtypes, layout, packing, symbolic, wgsl
 from .errors import InputError
+from .packing import Packing
 from .program import F16, Buffer, Check, Dispatch, Kernel, Option, Tensor, UniformLayout, contiguous_strides, fold_grid
 
 
@@ -35,6 +36,15 @@ class KernelSpec:
         return KernelSpec(file, name, entry, tuple(sorted((consts or {}).items())),
                           tuple(sorted((k, float(v)) for k, v in (overrides or {}).items())),
                           tuple(sorted((engine_files or {}).items())))
+
+
+@dataclass(frozen=True)
+class Packed(Tensor):
+    """A view of packed integer weights (packing.py): `shape`, `strides` and `offset` address the elements of
+    the float matrix they hold (row-major [rows, cols]: element (n, k) at n·cols + k), while `buffer` holds
+    the packed words, which kernels decode through `packing`."""
+
+    packing: Packing | None = None
 
 
 DEFAULT_MAX_BINDING = 128 * 2**20  # WebGPU's default maxStorageBufferBindingSize: every adapter binds this much
@@ -74,6 +84,9 @@ class Builder:
         self._dummy: Tensor | None = None
         self._folded: dict[Tensor, Tensor] = {}
         self._halves: dict[int, int] = {}
+        self.packings: dict[int, Packing] = {}  # constant buffers of packed integer weights
+        self._pending: dict[int, Packed] = {}  # scratch buffer of a dequantized weight not computed yet -> it
+        self._quantized: dict[tuple, Packed] = {}
         self._once: dict[Any, Tensor] = {}
         self.checks: list[Check] = []
         self.status: int | None = None  # the status buffer, made by the first check
@@ -117,6 +130,49 @@ class Builder:
             self.constants[index] = half
             self._halves[t.buffer] = index
         return replace(t, buffer=self._halves[t.buffer], dtype="float16")
+
+    def packed(self, words: Tensor, layout: Packing) -> Packed:
+        """The packed weights a constant of `layout.words` u32 words holds, as a view of their elements."""
+        self.constants[words.buffer] = self.constants[words.buffer].view(np.uint32)
+        self.packings[words.buffer] = layout
+        return Packed(words.buffer, (layout.rows, layout.cols), (layout.cols, 1), 0, layout.dtype, layout)
+
+    def quantized(self, t: Tensor, bits: int, group: int) -> Packed:
+        """Float32 constant view `t` [K, N] of a weight W [N, K] (its buffer, whole and row-major: t's strides
+        are (1, K), offset 0) over W quantized to `bits` in groups of `group` along K (packing.quantize), made
+        once per buffer."""
+        key = (t.buffer, bits, group)
+        if key not in self._quantized:
+            k = t.shape[-2]
+            words, layout = packing.quantize(self.constants[t.buffer].reshape(-1, k), bits, group)
+            index = self._buffer(Buffer(layout.nbytes, "constant", f"{self.buffers[t.buffer].name}.{layout.dtype}"))
+            self.constants[index] = words
+            self.packings[index] = layout
+            self._quantized[key] = Packed(index, (layout.rows, k), (k, 1), 0, layout.dtype, layout)
+        w = self._quantized[key]
+        return Packed(w.buffer, t.shape, t.strides, t.offset, w.dtype, w.packing)
+
+    def dequantized(self, w: Packed, shape: tuple[int, ...]) -> Tensor:
+        """A float32 tensor of `shape` whose elements (row-major) are packed weights `w`'s. Kernels that decode
+        them read `w` instead (`packed_view`); the first dispatch that binds the tensor itself is preceded by a
+        dispatch computing it (`materialize`), so a weight only they read is never widened."""
+        t = self.new(shape)
+        self._pending[t.buffer] = w
+        return t
+
+    def packed_view(self, t: Tensor) -> Packed | None:
+        """View `t` of a dequantized weight that is not computed yet, as the same view of its packed elements;
+        None when `t` views anything else."""
+        w = self._pending.get(t.buffer)
+        return None if w is None else Packed(w.buffer, t.shape, t.strides, t.offset, w.dtype, w.packing)
+
+    def materialize(self, t: Tensor) -> None:
+        """Compute the dequantized weight `t` views, if it is one not computed yet (one dispatch, once)."""
+        w = self._pending.pop(t.buffer, None)
+        if w is not None:
+            from .ops.quantized import dequantize
+
+            dequantize(self, w, Tensor(t.buffer, (w.packing.rows * w.packing.cols,), (1,)))
 
     def too_large(self, t: Tensor) -> bool:
         """Whether t is a constant over the binding limit, which an op must split (see row_chunks). Other
@@ -176,6 +232,9 @@ class Builder:
             workgroups = -(-elements // per)
         if workgroups == 0:
             return
+        for t in tensors:
+            if not isinstance(t, Packed):
+                self.materialize(t)
         kernel, uniform, patches = self._kernel(spec, params, len(tensors))
         count = workgroups if isinstance(workgroups, symbolic.Expr) else None
         grid = fold_grid(symbolic.bound(workgroups) if count is not None else workgroups)

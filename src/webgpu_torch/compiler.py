@@ -29,10 +29,15 @@ def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDI
     contiguous_outputs: give outputs that are strided views (a transpose, say) a copy of their own, so that
           kept on the device (Session.on_device) they can be passed to other programs as inputs.
     extra: the op families' own options (ops.OPTIONS), e.g. conv="auto" | "im2col" | "direct", and
-          weights="float32" | "float16": float16 stores every constant a GEMM reads as its B operand (Linear
-          and conv weights) in half precision, with float32 products; adapters without `shader-f16` run the
-          same numbers from float32 copies made at load; precision="float32" | "float16": float16 lets GEMMs
-          and channels-last convs multiply float16 operands (float32 sums) on the GPU's matrix units, where
+          weights="float32" | "float16" | "int8" | "int4": float16 stores every constant a GEMM reads as its
+          B operand (Linear and conv weights) in half precision, with float32 products; adapters without
+          `shader-f16` run the same numbers from float32 copies made at load; int8 and int4 quantize those
+          weights the kernels can decode packed, and embedding tables, round to nearest (symmetric): int8 per
+          output channel, int4 in groups of group_size (32, 16, 64, 128 or 256) along K; each weight is then
+          within max|w over its group| / (2^bits − 2) of the float one (docs/design.md, "Quantized weights"),
+          and the weights stay packed on the device, decoded in registers; precision="float32" | "float16":
+          float16 lets GEMMs and channels-last convs multiply float16 operands (float32 sums) on the GPU's
+          matrix units, where
           the device has them and tuning finds them faster (docs/design.md, "GEMM on matrix units").
     Raises UnsupportedError naming every node that cannot run, its op, shapes and the reason, before anything
     touches a GPU. Returns a Session: calling it runs the program on the default WebGPU engine (opened on the
@@ -51,11 +56,12 @@ def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDI
 
 def import_graph(ep):
     """The graph lowering sees: `ep` through the frontend, then the graph rewrites."""
-    from . import attention_fusion, conv_folding, frontend, fusion
+    from . import attention_fusion, conv_folding, frontend, fusion, quantized_weights
 
     with _quiet_torch():
         graph = frontend.import_program(ep)
-    return fusion.fuse_epilogues(attention_fusion.fuse_attention(conv_folding.fold(graph)))
+    graph = conv_folding.fold(quantized_weights.rewrite(graph))
+    return fusion.fuse_epilogues(attention_fusion.fuse_attention(graph))
 
 
 def _check_options(extra: dict[str, Any]) -> None:

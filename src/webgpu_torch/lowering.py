@@ -93,8 +93,12 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
             continue
         view = NodeView(node.name, node.target, map_refs(node.args, env.__getitem__), node.outputs,
                         node.epilogue, read[node.name])
+        op = OPS[node.target]
+        if not (op.view or op.packed):
+            for t in (v for v in values_in(view.args) if isinstance(v, Tensor)):
+                ctx.materialize(t)
         try:
-            result = OPS[node.target].lower(ctx, view)
+            result = op.lower(ctx, view)
         except UnsupportedError:
             raise
         except InputError as e:  # a constant the device cannot hold as this lowering needs it
@@ -105,6 +109,8 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
             raise UnsupportedError([describe_node(graph, node, reason)]) from e
         _bind_outputs(env, node, result)
     ctx.node = "output"
+    for r in graph.outputs:
+        ctx.materialize(env[r])
     outputs = [ctx.contiguous(env[r]) if options.contiguous_outputs else env[r] for r in graph.outputs]
     return _finish(ctx, inputs, outputs, graph)
 
@@ -164,6 +170,7 @@ def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Gra
         meta=dict(graph.meta),
         symbols=dict(graph.symbols),
         checks=list(ctx.checks),
+        packings={re(i): p for i, p in ctx.packings.items() if i in remap},
     )
     _check_bindings(program, ctx.options.max_binding)
     program.check()

@@ -47,6 +47,38 @@ class Dynamic(torch.nn.Module):
         return torch.softmax(self.lin(x), -1), x[:, :7].t()
 
 
+class Tied(torch.nn.Module):
+    """An embedding whose table is also the output projection."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(53, 44)
+
+    def forward(self, ids):
+        return torch.nn.functional.linear(self.emb(ids), self.emb.weight)
+
+
+class Dequantized(torch.nn.Module):
+    """Two linears over PT2E's dequantizations: q8 per channel and q4 in groups of 8, both with zero points."""
+
+    def __init__(self):
+        super().__init__()
+        import torch.ao.quantization.fx._decomposed
+
+        g = torch.Generator().manual_seed(1)
+        self.q8 = torch.randint(-128, 128, (24, 40), generator=g, dtype=torch.int8)
+        self.q8_scales, self.q8_zeros = torch.rand(24, generator=g) / 50, torch.randint(-9, 9, (24,), generator=g)
+        self.q4 = torch.randint(-8, 8, (7, 24), generator=g, dtype=torch.int8)
+        self.q4_scales, self.q4_zeros = torch.rand(7, 3, generator=g) / 5, torch.randint(-3, 3, (7, 3), generator=g)
+
+    def forward(self, x):
+        ops = torch.ops.quantized_decomposed
+        w8 = ops.dequantize_per_channel(self.q8, self.q8_scales, self.q8_zeros, 0, -128, 127, torch.int8)
+        w4 = ops.dequantize_per_channel_group(self.q4, self.q4_scales, self.q4_zeros, -8, 7, torch.int8, 8,
+                                              torch.float32)
+        return torch.nn.functional.linear(torch.relu(torch.nn.functional.linear(x, w8)), w4)
+
+
 def _models():
     """(name, session, calls): each call is (args, kwargs) of torch tensors and plain values."""
     g = torch.Generator().manual_seed(0)
@@ -68,6 +100,15 @@ def _models():
     # a group with the reduction of the slices (`follows`).
     a, b = torch.randn(24, 524, generator=g), torch.randn(524, 20, generator=g)
     yield "options", webgpu_torch.compile_module(_Fn(torch.mm), (a, b)), [((a, b), {})]
+
+    # Packed integer weights: compile(weights="int4") (q4 without zero points; K = 44 is no multiple of the group
+    # of 32, so each row's last group is partial; 15 rows run on the vec4 GEMM tiles) and PT2E's dequantize ops
+    # (q8 and q4 with zero points; one row, on the GEMV) — tables gathered packed.
+    emb = Tied().eval()
+    ids = torch.randint(0, 53, (3, 5), generator=g)
+    yield "weights_int4", webgpu_torch.compile_module(emb, (ids,), weights="int4"), [((ids,), {})]
+    x = torch.randn(1, 40, generator=g)
+    yield "packed", webgpu_torch.compile_module(Dequantized(), (x,)), [((x,), {})]
 
     dyn = Dynamic().eval()
     s = torch.export.Dim("s", min=1, max=64)
@@ -166,8 +207,9 @@ def _set(path: str, value):
 _DELETE = object()
 
 
-def damaged(raw: bytes, f16: bytes) -> dict[str, tuple[bytes, str]]:
-    """name -> (file bytes, a phrase the ArtifactError must contain). `raw` is tiny.wgpt, `f16` weights_f16.wgpt."""
+def damaged(raw: bytes, f16: bytes, q4: bytes) -> dict[str, tuple[bytes, str]]:
+    """name -> (file bytes, a phrase the ArtifactError must contain). `raw` is tiny.wgpt, `f16` weights_f16.wgpt,
+    `q4` weights_int4.wgpt."""
     header, data = parts(raw)
     flip_header = bytearray(raw)
     flip_header[40] ^= 0x01
@@ -185,6 +227,8 @@ def damaged(raw: bytes, f16: bytes) -> dict[str, tuple[bytes, str]]:
         d = h["dispatches"][writer]
         kinds = [k for k in h["kernels"][d["kernel"]]["bindings"] if k != "uniform"]
         d["buffers"][kinds.index("read_write")] = constant
+
+    packed = next(i for i, t in enumerate(parts(q4)[0]["tensors"]) if t["dtype"] == "q4")
 
     def extra_binding(h):
         h["dispatches"][storage]["buffers"].append(0)
@@ -224,6 +268,9 @@ def damaged(raw: bytes, f16: bytes) -> dict[str, tuple[bytes, str]]:
         "expression_op": (_edit(raw, _set("outputs.0.shape.0", ["**", 2, 3])), "unknown expression operator"),
         "negative_size": (_edit(raw, _set("buffers.0.size", -4)), "bad size"),
         "source_index": (_edit(raw, _set("kernels.0.source", 99)), "bad source index"),
+        "packed_size": (_edit(q4, _set(f"tensors.{packed}.group", 64)), "mis-sized or out of bounds"),
+        "packed_group": (_edit(q4, _set(f"tensors.{packed}.group", 12)), "straddles u32 words"),
+        "packed_zero_points": (_edit(q4, _set(f"tensors.{packed}.zero_points", 1)), "zero_points is not a boolean"),
     }
 
 
@@ -232,8 +279,8 @@ def write_damaged() -> None:
     for old in BAD.glob("*.wgpt"):
         old.unlink()
     expected = {}
-    raw, f16 = (HERE / "tiny.wgpt").read_bytes(), (HERE / "weights_f16.wgpt").read_bytes()
-    for name, (data, phrase) in damaged(raw, f16).items():
+    raw, f16, q4 = ((HERE / f"{name}.wgpt").read_bytes() for name in ("tiny", "weights_f16", "weights_int4"))
+    for name, (data, phrase) in damaged(raw, f16, q4).items():
         (BAD / f"{name}.wgpt").write_bytes(data)
         expected[name] = phrase
     (BAD / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")

@@ -23,7 +23,7 @@ from numbers import Number
 from typing import ClassVar
 
 from .. import dtypes, layout, symbolic
-from ..builder import Builder, KernelSpec
+from ..builder import Builder, KernelSpec, Packed
 from ..graph import Epilogue
 from ..program import Tensor
 from . import epilogue
@@ -33,7 +33,10 @@ from .registry import NodeView, OpCase, register, register_option
 FILE = "gemm.wgsl"
 MAX_THREADS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
 WORKGROUP_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize (one stage of tiles must fit)
-WEIGHTS = register_option("weights", "float32", "float16")  # how constant B operands are stored
+# How constant B operands (and embedding tables) are stored: float32, float16, or quantized round-to-nearest
+# to int8 per output channel or int4 in groups of GROUP_SIZE along K (packing.quantize), decoded in registers.
+WEIGHTS = register_option("weights", "float32", "float16", "int8", "int4")
+GROUP_SIZE = register_option("group_size", 32, 16, 64, 128, 256)
 
 
 @dataclass(frozen=True)
@@ -293,7 +296,8 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     batch = max(a3.shape[0], b3.shape[0])
     (_, m, k), n = a3.shape, b3.shape[2]
     a3 = layout.broadcast_to(a3, (batch, m, k))
-    b3 = _stored(ctx, layout.broadcast_to(b3, (batch, k, n)))
+    vec4_kernel = ctx.options.gemm in ("auto", "gemv") or CONFIGS[ctx.options.gemm].vec4
+    b3 = _stored(ctx, layout.broadcast_to(b3, (batch, k, n)), vec4_kernel and vec4_axis(a3) is not None)
     use_bias = bias is not None and beta != 0  # torch ignores `self` (even NaN) when beta == 0
     bias3 = layout.broadcast_to(bias, (batch, m, n)) if use_bias else None
     res3 = None if residual is None else ctx.reshaped(residual, (batch, m, n))
@@ -311,7 +315,7 @@ def im2col_gemm(ctx: Builder, a: Im2col, b: Tensor, bias: Tensor | None, out_sha
     weight, read along K, so K-contiguous); bias broadcastable to [M, N]; residual of `out_shape` or None.
     Always on the vec4 kernels."""
     _, m, _ = a.shape
-    b3 = _stored(ctx, layout.unsqueeze(b, 0))
+    b3 = _stored(ctx, layout.unsqueeze(b, 0), True)
     bias3 = None if bias is None else layout.broadcast_to(bias, (1, m, b.shape[1]))
     res3 = None if residual is None else ctx.reshaped(residual, (1, m, b.shape[1]))
     axes = (2, vec4_axis(b3))
@@ -320,13 +324,35 @@ def im2col_gemm(ctx: Builder, a: Im2col, b: Tensor, bias: Tensor | None, out_sha
     return _blocked(ctx, a, b3, bias3, res3, 1.0, 1.0, out_shape, ep, axes)
 
 
-def _stored(ctx: Builder, b3: Tensor) -> Tensor:
-    """B as the kernels read it: under weights="float16" a float32 constant's float16 copy
-    (Builder.half), else b3 itself."""
-    half = WEIGHTS.of(ctx.options) == "float16"
-    if half and b3.dtype == "float32" and ctx.buffers[b3.buffer].role == "constant":
+def _stored(ctx: Builder, b3: Tensor, vec4: bool) -> Tensor:
+    """B as the kernels read it: a dequantized weight's packed words where a kernel decodes them (a vec4
+    kernel, `vec4`, over B = Wᵀ: see `decodable`), else its float32 values (Builder.materialize); under
+    weights="int8" | "int4" a float32 constant weight quantized and packed where a kernel decodes it; under
+    weights="float16" a float32 constant's float16 copy (Builder.half); else b3 itself."""
+    decodable = vec4 and _decodable(b3)
+    packed = ctx.packed_view(b3)
+    if packed is not None:
+        if decodable and packed.packing.cols == b3.shape[1] and b3.shape[2] <= packed.packing.rows:
+            return packed
+        ctx.materialize(b3)
+        return b3
+    mode = WEIGHTS.of(ctx.options)
+    constant = b3.dtype == "float32" and ctx.buffers[b3.buffer].role == "constant"
+    if mode in ("int8", "int4") and constant and decodable and b3.shape[1] * b3.shape[2] == ctx.constants[
+            b3.buffer].size:
+        return ctx.quantized(b3, 8 if mode == "int8" else 4, b3.shape[1] if mode == "int8" else GROUP_SIZE.of(
+            ctx.options))
+    if mode == "float16" and constant:
         return ctx.half(b3)
     return b3
+
+
+def _decodable(b3: Tensor) -> bool:
+    """Whether B [batch, K, N] is Wᵀ of a row-major W [≥ N, K] that the vec4 kernels can decode packed: read
+    along K from offset 0, the same for every batch, K a multiple of 4 (each vec4 fetch is in one word)."""
+    _, k, _ = b3.shape
+    return (isinstance(k, int) and k % 4 == 0 and b3.strides[1] == 1 and b3.strides[2] == k and b3.offset == 0
+            and (b3.strides[0] == 0 or b3.shape[0] == 1))
 
 
 def _matrix_options(ctx: Builder) -> tuple[str, ...]:
@@ -334,10 +360,14 @@ def _matrix_options(ctx: Builder) -> tuple[str, ...]:
     return MATRIX_F16 if PRECISION.of(ctx.options) == "float16" else ()
 
 
-def _b_type(b3: Tensor) -> tuple[dict[str, str], str]:
-    """The B_T alias for B's stored dtype, and what a kernel's label adds for it."""
+def _b_type(b3: Tensor) -> tuple[dict, dict, str]:
+    """The consts and overrides for B's stored dtype (the B_T alias; for packed weights, packed.wgsl's
+    PACKED_BITS and PACKED_ZERO_POINTS), and what a kernel's label adds for it."""
+    if isinstance(b3, Packed):
+        p = b3.packing
+        return {"B_T": "u32", "PACKED_BITS": p.bits}, {"PACKED_ZERO_POINTS": p.zero_points}, f",{p.dtype}"
     wgsl = dtypes.dtype(b3.dtype).wgsl
-    return {"B_T": wgsl}, "" if wgsl == "f32" else f",{wgsl}"
+    return {"B_T": wgsl}, {}, "" if wgsl == "f32" else f",{wgsl}"
 
 
 def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None, res3: Tensor | None,
@@ -394,10 +424,11 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
     tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
     a_k = axes[0] == 2 if cfg.vec4 else (a3.strides[2] == 1 or k == 1)
     b_n = axes[1] == 2 if cfg.vec4 else (b3.strides[2] == 1 or n == 1)
-    b_type, b_label = _b_type(b3)
+    b_type, b_overrides, b_label = _b_type(b3)
     label = f"conv[im2col_nhwc,{name}{b_label}]" if im2col else f"gemm[{name}{b_label}]"
     spec = KernelSpec.of(cfg.file, label + epilogue.suffix(ep), consts={**cfg.consts, **b_type}, overrides={
         "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, **_addend_overrides(bias3, res3), **epilogue.overrides(ep),
+        **b_overrides,
         **({"A_IM2COL": True} if im2col else {})}, engine_files=cfg.engine_files)
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
               "splits": splits, "k_part": part, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}
@@ -427,11 +458,11 @@ def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, r
     per_block = GEMV_WORKGROUP // team if b_k_contiguous else 32  # sweep_n: 8 vec4 of columns
     blocks_n = -(-n // per_block)
     entry = "dot_k" if b_k_contiguous else "sweep_n"
-    b_type, b_label = _b_type(b3)
+    b_type, b_overrides, b_label = _b_type(b3)
     team_label = f",team{team}" if team != GEMV_TEAMS[0] else ""
     spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}{team_label}]{epilogue.suffix(ep)}",
                          entry=entry, consts={"ROWS": rows, **b_type},
-                         overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep),
+                         overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep), **b_overrides,
                                     **({"TEAM": team} if b_k_contiguous else {})})
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 1, "tiles_n": blocks_n, "splits": 1,
               "k_part": k, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}
@@ -447,6 +478,7 @@ def _operand_params(a3, b3, bias3, res3, alpha, beta, ep) -> dict:
             "a_offset": a3.offset, "b_offset": b3.offset, "bias_offset": bias3.offset if bias3 else 0,
             "res_offset": res3.offset if res3 else 0, "a_strides": a3.strides, "b_strides": b3.strides,
             "bias_strides": bias3.strides if bias3 else (0,), "res_strides": res3.strides if res3 else (0,),
+            "packed": b3.packing.layout() if isinstance(b3, Packed) else (0, 0, 0, 0),
             **epilogue.params(ep), **(a3.params() if isinstance(a3, Im2col) else _NO_IM2COL)}
 
 
@@ -494,26 +526,28 @@ def _bias_tensor(ctx: Builder, node: NodeView, bias) -> Tensor:
     return bias
 
 
-@register("aten.mm.default", check=_check_ranks(self=2, mat2=2), epilogue=True, residual=True, dynamic=True)
+@register("aten.mm.default", check=_check_ranks(self=2, mat2=2), epilogue=True, residual=True, dynamic=True,
+          packed=True)
 def mm(ctx: Builder, node: NodeView) -> Tensor:
     return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue,
                 residual=epilogue.residual(node))
 
 
-@register("aten.bmm.default", check=_check_ranks(self=3, mat2=3), epilogue=True, residual=True, dynamic=True)
+@register("aten.bmm.default", check=_check_ranks(self=3, mat2=3), epilogue=True, residual=True, dynamic=True,
+          packed=True)
 def bmm(ctx: Builder, node: NodeView) -> Tensor:
     return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue,
                 residual=epilogue.residual(node))
 
 
-@register("aten.addmm.default", check=_check_addmm, epilogue=True, residual=True, dynamic=True)
+@register("aten.addmm.default", check=_check_addmm, epilogue=True, residual=True, dynamic=True, packed=True)
 def addmm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return gemm(ctx, a["mat1"], a["mat2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"], beta=a["beta"],
                 out_shape=node.out.shape, ep=node.epilogue, residual=epilogue.residual(node))
 
 
-@register("aten.baddbmm.default", check=_check_baddbmm, epilogue=True, residual=True, dynamic=True)
+@register("aten.baddbmm.default", check=_check_baddbmm, epilogue=True, residual=True, dynamic=True, packed=True)
 def baddbmm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return gemm(ctx, a["batch1"], a["batch2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"],
@@ -529,7 +563,7 @@ def _check_linear(node: NodeView) -> str | None:
     return _check_float32(node)
 
 
-@register("aten.linear.default", check=_check_linear, epilogue=True, residual=True, dynamic=True)
+@register("aten.linear.default", check=_check_linear, epilogue=True, residual=True, dynamic=True, packed=True)
 def linear(ctx: Builder, node: NodeView) -> Tensor:
     """y = x @ wᵀ + bias over any leading dims of x: x is viewed as [M, K] (copied only if its strides do not
     allow that view), wᵀ is a view."""

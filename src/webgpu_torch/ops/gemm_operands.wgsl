@@ -8,7 +8,8 @@
 //   A[z, m, k]: A_K_CONTIGUOUS — rows along k (row-major A); else columns along m (a transposed view).
 //     A_IM2COL (with A_K_CONTIGUOUS, batch 1): the implicit im2col matrix of a convolution over a
 //     channels-last image, never materialised; see fetch_im2col.
-//   B[z, k, n]: B_N_CONTIGUOUS — rows along n (row-major B); else columns along k (Wᵀ of a linear weight).
+//   B[z, k, n]: B_N_CONTIGUOUS — rows along n (row-major B); else columns along k (Wᵀ of a linear weight),
+//     which may be packed integer weights (PACKED_BITS != 0: packed.wgsl; the same for every z).
 //   bias[z, m, n] and residual[z, m, n] read through arbitrary strides (0 = broadcast), only when HAS_BIAS /
 //   HAS_RESIDUAL.
 //   C contiguous [batch, M, N], stored by element (N need not be a multiple of 4; stores are a small part
@@ -32,6 +33,8 @@ override ACTIVATION: u32 = ACT_NONE;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read> residual: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
+
+//! include packed.wgsl
 
 // (m, k) in its tile of the first element of vec4 number e of a k-step's A tile: with A_K_CONTIGUOUS, e walks
 // the tile's rows m, TILE_K/4 vec4s each (the vec4 holds k .. k+3); otherwise its k-rows, TILE_M/4 vec4s each
@@ -88,6 +91,9 @@ fn fetch_b(base: u32, k0: u32, n0: u32, e: u32) -> vec4<f32> {
   let n = n0 + kn.y;
   if (k >= p.K || n >= p.N) {
     return vec4<f32>(0.0);
+  }
+  if (PACKED_BITS != 0u) {  // B = Wᵀ of packed weights (columns along k): decoded here, in registers
+    return packed_vec4(p.packed, n, k);
   }
   return vec4<f32>(b[(base + k * p.b_strides.y + n * p.b_strides.z) / 4u]);
 }

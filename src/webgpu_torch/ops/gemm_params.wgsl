@@ -14,8 +14,9 @@
 // im_kw-wide taps, output rows im_ow wide and im_ohw pixels per image.
 
 // B_T: the element type of B as stored: f32, or f16 for constant weights kept in half precision (compile
-// option weights="float16"). The float32 kernels widen what they read to f32; products accumulate in f32
-// in every kernel.
+// option weights="float16"), or u32 for packed integer weights (packed.wgsl, which the kernels that decode
+// them include: B is then Wᵀ of a packed W [N, K], element (k, n) = W[n, k]). The float32 kernels widen what
+// they read to f32; products accumulate in f32 in every kernel.
 alias B_T = f32;
 
 struct Params {
@@ -51,6 +52,7 @@ struct Params {
   b_strides: vec4<u32>,     // (z, k, n, -)
   bias_strides: vec4<u32>,  // (z, m, n, -)
   res_strides: vec4<u32>,   // (z, m, n, -)
+  packed: vec4<u32>,        // B's packed layout (packed.wgsl) when B holds packed integer weights
 }
 
 override HAS_BIAS: bool = false;

@@ -52,6 +52,9 @@ class OpDef:
     epilogue: bool  # its lowering applies node.epilogue's activation, so an activation of its result can fuse
     residual: bool  # … and its residual too, so an add of its result and another value can fuse
     dynamic: bool  # its lowering handles dynamic sizes (symbolic.Expr in shapes and arguments)
+    # Its lowering reads dequantized weights packed where its kernels can (Builder.packed_view); for any other
+    # op, lowering first computes the float32 values of every dequantized weight it reads.
+    packed: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,14 +128,14 @@ def refuse(*targets: str, reason: str, inference: bool = True) -> None:
 
 
 def register(*targets: str, check: Check | None = None, view: bool = False, epilogue: bool = False,
-             residual: bool = False, dynamic: bool = False) -> Callable[[Lower], Lower]:
+             residual: bool = False, dynamic: bool = False, packed: bool = False) -> Callable[[Lower], Lower]:
     def deco(fn: Lower) -> Lower:
         for target in targets:
             if target in REFUSED:
                 raise RuntimeError(f"{target} is registered in {fn.__module__} but refused: {REFUSED[target].reason}")
             if target in OPS:
                 raise RuntimeError(f"{target} is registered twice ({OPS[target].module} and {fn.__module__})")
-            OPS[target] = OpDef(target, fn, check, fn.__module__, view, epilogue, residual, dynamic)
+            OPS[target] = OpDef(target, fn, check, fn.__module__, view, epilogue, residual, dynamic, packed)
         return fn
 
     return deco
