@@ -437,13 +437,17 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
 
 
 GEMV_TEAMS = (32, 1)  # dot_k's lanes per column: the default for GPUs, then one per column (CPU adapters)
+# Over packed weights a row is 4-8x fewer bytes (768 q4 values: 24 chunks of 16 bytes, fewer than 32 lanes),
+# so teams of 8 lanes, four times the columns per workgroup, are offered too.
+PACKED_GEMV_TEAMS = (32, 8, 1)
 
 
 def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None, alpha: float,
           beta: float, out_shape: tuple[int, ...], ep: Epilogue | None, b_k_contiguous: bool) -> Tensor:
     """gemv.wgsl; with B contiguous along K, each team size of GEMV_TEAMS is an alternative to time."""
     out = ctx.new(out_shape)
-    teams = GEMV_TEAMS if b_k_contiguous and ctx.options.gemm == "auto" else GEMV_TEAMS[:1]
+    teams = PACKED_GEMV_TEAMS if isinstance(b3, Packed) else GEMV_TEAMS
+    teams = teams if b_k_contiguous and ctx.options.gemm == "auto" else teams[:1]
     ctx.alternatives([partial(_gemv_dispatch, ctx, a3, b3, bias3, res3, alpha, beta, out, ep, b_k_contiguous, t)
                       for t in teams])
     return out
