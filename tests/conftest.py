@@ -1,16 +1,43 @@
-"""Fixtures, and the engine and adapter every run reports in its header."""
+"""Fixtures, the two tiers, and the engine and adapter every run on a GPU reports in its header.
+
+Tiers: a test marked `host` needs no GPU adapter (frontend, planner, registry, routing, options, artifact
+validation, the conformance corpus); every other test is marked `gpu` here. `pytest -m "not gpu"` runs the
+host tier alone, in seconds, on a machine without an adapter. A host test that opens an engine fails
+(`GpuUsed`), so the marks cannot drift from what the tests do.
+"""
 
 from __future__ import annotations
 
 import pytest
 
 import webgpu_torch
-from webgpu_torch.runtime import tuning
+from webgpu_torch.runtime import engine, tuning
 
 
 def pytest_report_header(config):
+    if "not gpu" in (config.getoption("markexpr") or ""):
+        return "webgpu: not opened (the host tier)"
     info = webgpu_torch.device_info()
     return f"webgpu: {info['engine_module']} on {info['adapter']} ({info['backend']}, {info['adapter_type']})"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("host") is None:
+            item.add_marker(pytest.mark.gpu)
+
+
+class GpuUsed(BaseException):
+    """A host-tier test opened a WebGPU engine (a BaseException: no engine fallback may swallow it)."""
+
+
+@pytest.fixture(autouse=True)
+def _host_tests_open_no_engine(request, monkeypatch):
+    if request.node.get_closest_marker("host") is not None:
+        def refuse(name):
+            raise GpuUsed(f"{request.node.nodeid} is marked host but opened the {name} engine: mark it gpu")
+
+        monkeypatch.setattr(engine, "_open", refuse)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import webgpu_torch
-from webgpu_torch import artifact, wgsl
+from webgpu_torch import artifact, program, wgsl
 
 from .helpers import assert_close
 
@@ -54,23 +54,27 @@ def test_round_trip_in_a_process_where_torch_cannot_be_imported(saved, tmp_path)
         assert_close(np.load(tmp_path / "y.npy"), model.double()(x.double()))
 
 
+@pytest.mark.host
 def test_the_header_is_plain_json_that_says_each_kernels_interface(saved):
     raw = saved[0].read_bytes()
     _, version, crc, hlen, _ = artifact.PREAMBLE.unpack_from(raw)
     assert version == artifact.CONTAINER_VERSION and crc == zlib.crc32(raw[32:32 + hlen])
     header = json.loads(raw[32:32 + hlen])
-    assert header["format"] == 2 and all("@compute" in s for s in header["sources"])
+    assert header["format"] == program.FORMAT_VERSION == 3 and all("@compute" in s for s in header["sources"])
     for k in header["kernels"]:  # bindings and uniform layout as the source declares them
         source = header["sources"][k["source"]]
         assert [b.kind for b in wgsl.bindings(source)] == k["bindings"]
         if "uniform" in k:
             assert k["uniform"]["size"] == wgsl.uniform_layout(source).size
+        point = wgsl.entry_point(source, k["entry"], k["overrides"])  # the workgroup a runtime checks
+        assert [k["workgroup_size"], k["workgroup_bytes"]] == [list(point.workgroup_size), point.workgroup_bytes]
     # the layer norm's subgroup twin: an option with the feature it needs, for any runtime to honour
     twins = [k for k in header["kernels"] if k.get("requires") == ["subgroups"]]
     assert twins and all(header["sources"][k["source"]].startswith("enable subgroups;") for k in twins)
     assert all(t["offset"] % 64 == 0 for t in header["tensors"])
 
 
+@pytest.mark.host
 def test_a_saved_program_loads_as_an_equal_program(saved):
     session = webgpu_torch.load(saved[0])
     again = artifact.from_bytes(artifact.to_bytes(session.program))

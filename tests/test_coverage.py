@@ -14,6 +14,8 @@ from webgpu_torch.ops import OPS, REFUSED
 
 from .helpers import Fn
 
+pytestmark = pytest.mark.host
+
 
 def test_every_registered_overload_reaches_lowering_in_some_case():
     """Each family's cases are exported and imported as compile() does (graph rewrites included), so an

@@ -99,6 +99,7 @@ def test_dynamic_program_round_trips_through_a_file(tmp_path):
     assert "dynamic" in loaded.summary()
 
 
+@pytest.mark.host
 def test_a_dimension_without_an_upper_bound_is_refused():
     with pytest.raises(webgpu_torch.UnsupportedError, match="no upper bound"):
         webgpu_torch.compile_module(torch.nn.Linear(3, 4), (torch.randn(5, 3),), dynamic_shapes=({0: Dim("n")},))

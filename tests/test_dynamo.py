@@ -33,7 +33,8 @@ def test_a_transformers_model_compiles_and_matches_eager():
         warnings.simplefilter("error", UserWarning)  # no graph may fall back to eager
         got = _compiled(model)(ids, attention_mask=mask)
     want = reference(model.double(), [ids, mask])
-    assert_close(got.last_hidden_state, want.last_hidden_state)
+    assert type(got) is type(want)
+    assert_close(got[0], want.last_hidden_state)
     assert_close(got.pooler_output, want.pooler_output)
 
 
@@ -71,6 +72,7 @@ def test_a_graph_that_cannot_run_falls_back_to_eager_with_one_warning():
         assert_close(got, model(x))
 
 
+@pytest.mark.host
 def test_recording_autograd_runs_eagerly():
     model = nn.Linear(5, 3)
     x = torch.randn(2, 5)

@@ -102,6 +102,7 @@ def test_an_empty_program_output_has_a_buffer_and_no_dispatch():
     assert session(x).shape == (0, 5)
 
 
+@pytest.mark.host
 def test_what_an_empty_tensor_cannot_do_is_refused_by_name():
     ep = torch.export.export(Fn(lambda x: x.mean(0)), (torch.randn(0, 5),))
     with pytest.raises(UnsupportedError, match=r"node 'mean' \(aten.mean.dim\)(.|\n)*reducing over an empty dim"):

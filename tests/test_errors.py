@@ -11,6 +11,8 @@ from webgpu_torch import dtypes
 from webgpu_torch.errors import DeviceError, UnsupportedError
 from webgpu_torch.ops import register
 
+pytestmark = pytest.mark.host
+
 
 class Unsupported(torch.nn.Module):
     def forward(self, x):
@@ -66,7 +68,7 @@ def test_unknown_engine_and_unsupported_gemm_variant():
 
 def test_unknown_compile_options_are_refused():
     ep = torch.export.export(torch.nn.Linear(3, 4), (torch.randn(5, 3),))
-    with pytest.raises(TypeError, match="unknown option 'conv_kernel'; options: gemm, attention, conv, "
+    with pytest.raises(TypeError, match="unknown option 'conv_kernel'; options: attention, conv, gemm, "
                                         "norm_chunks, precision, scatter, weights"):
         webgpu_torch.compile(ep, conv_kernel="direct")
 

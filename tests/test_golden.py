@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 import webgpu_torch
 from webgpu_torch import tree
 from webgpu_torch.errors import ArtifactError
+from webgpu_torch.runtime import tuning
 
 from .helpers import assert_close
 
@@ -36,9 +38,17 @@ def value(v):
     return v
 
 
+@pytest.mark.host
 def test_the_corpus_covers_every_part_of_the_format():
-    assert {"tiny", "mlp", "weights_f16", "options", "dynamic", "structured"} <= set(VALID)
-    assert len(EXPECTED) == len(list((GOLDEN / "bad").glob("*.wgpt"))) >= 30
+    assert {"tiny", "mlp", "weights_f16", "precision_f16", "options", "dynamic", "structured", "portable",
+            "integers_as_floats"} <= set(VALID)
+    assert len(EXPECTED) == len(list((GOLDEN / "bad").glob("*.wgpt"))) >= 100
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("name", VALID)
+def test_valid_artifacts_load_without_a_device(name):
+    webgpu_torch.load(GOLDEN / f"{name}.wgpt")
 
 
 @pytest.mark.e2e
@@ -57,10 +67,20 @@ def test_valid_artifacts_give_the_recorded_outputs(name):
             assert_close(got, tensor(want), what=f"{name} output {k}")
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_damaged_artifacts_are_refused_with_the_recorded_reason(name):
-    with pytest.raises(ArtifactError, match=EXPECTED[name]):
+    with pytest.raises(ArtifactError, match=re.escape(EXPECTED[name])):
         webgpu_torch.load(GOLDEN / "bad" / f"{name}.wgpt")
+
+
+@pytest.mark.gemm
+@pytest.mark.parametrize("name", ["portable", "precision_f16"])
+def test_tuned_a_file_whose_options_need_unknown_or_missing_features_runs(name, monkeypatch, tmp_path):
+    """Tuning skips the options this device cannot run (a feature no runtime knows, one the device lacks)."""
+    monkeypatch.setenv(tuning.TUNE_VAR, "1")
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    test_valid_artifacts_give_the_recorded_outputs(name)
 
 
 def test_a_constant_argument_must_be_the_exported_value():

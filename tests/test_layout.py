@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import torch
 
 from webgpu_torch import layout
 from webgpu_torch.program import Tensor, contiguous_strides
+
+pytestmark = pytest.mark.host
 
 
 def as_tensor(t: torch.Tensor) -> Tensor:

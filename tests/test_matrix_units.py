@@ -33,6 +33,7 @@ def _option_names(program) -> list[str]:
     return [program.kernels[o.kernel].name for d in program.dispatches for o in d.options]
 
 
+@pytest.mark.host
 @pytest.mark.parametrize(("precision", "offered"), [("float32", ()), ("float16", gemm.MATRIX_F16)])
 def test_precision_picks_the_matrix_options(precision, offered):
     session, _ = _linear(precision=precision)
@@ -47,6 +48,7 @@ def test_precision_picks_the_matrix_options(precision, offered):
                 assert set(kernel.requires) == {F16, wgsl.SUBGROUPS, SUBGROUP_MATRIX} and kernel.fallback is None
 
 
+@pytest.mark.host
 def test_unaligned_operands_offer_no_matrix_kernel():
     g = seeded("unaligned")
     a, b = torch.randn(37, 41, generator=g), torch.randn(41, 43, generator=g)
@@ -54,6 +56,7 @@ def test_unaligned_operands_offer_no_matrix_kernel():
     assert not any(n.startswith("gemm[sm_") for n in _option_names(session.program))
 
 
+@pytest.mark.host
 def test_precision_option_is_validated():
     with pytest.raises(ValueError, match="precision='bfloat16'"):
         _linear(precision="bfloat16")
@@ -75,7 +78,7 @@ def test_tuning_passes_over_matrix_options_the_device_cannot_run():
     session, _ = _linear(precision="float16", weights="float16")
     program = session.program
     (members,) = tuning.groups(program)
-    usable = tuning._usable(program, members, get_engine().device.features)
+    usable = tuning.usable(program, members, get_engine().device.features, get_engine().limits)
     names = [program.kernels[tuning.candidates(program.dispatches[members[0]])[c].kernel].name for c in usable]
     has_matrix = SUBGROUP_MATRIX in get_engine().device.features
     assert any(n.startswith("gemm[sm_") for n in names) == has_matrix
@@ -86,6 +89,7 @@ def test_tuning_passes_over_matrix_options_the_device_cannot_run():
     Session(widened).program.check()
 
 
+@pytest.mark.host
 def test_matrix_config_rejects_tiles_beyond_its_workgroup_memory():
     with pytest.raises(ValueError, match="workgroup memory"):
         gemm.MatrixConfig(2, 4, 32, 2, 1)
@@ -103,6 +107,7 @@ def test_matrix_config_rejects_tiles_beyond_its_workgroup_memory():
     ({"component_type": "f32", "result_component_type": "f32", "m": 8, "n": 8, "k": 8, "max_subgroup_size": 32},
      False),
 ])
+@pytest.mark.host
 def test_engine_takes_subgroup_matrices_only_in_the_kernels_shape(monkeypatch, config, usable):
     from wgpudawn.backends.dawn import extras
 

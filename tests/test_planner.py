@@ -8,6 +8,8 @@ import pytest
 
 from webgpu_torch.planner import Lifetime, plan
 
+pytestmark = pytest.mark.host
+
 
 def overlaps(a: Lifetime, b: Lifetime) -> bool:
     return a.start <= b.end and b.start <= a.end

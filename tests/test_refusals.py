@@ -10,6 +10,8 @@ from webgpu_torch.errors import UnsupportedError
 
 from .helpers import Fn
 
+pytestmark = pytest.mark.host
+
 F = torch.nn.functional
 X = torch.randn(5, 3)
 DATA = "output size depends on the data"

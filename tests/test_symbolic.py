@@ -7,6 +7,8 @@ import pytest
 from webgpu_torch import symbolic
 from webgpu_torch.symbolic import Expr, Symbol
 
+pytestmark = pytest.mark.host
+
 P = Expr.symbol(Symbol("past", 2, 1024, 17))
 S = Expr.symbol(Symbol("seq", 1, 64, 5))
 

@@ -15,8 +15,7 @@ from webgpu_torch import artifact
 from webgpu_torch.ops import gemm
 from webgpu_torch.runtime import tuning
 from webgpu_torch.runtime.engine import get_engine
-from webgpu_torch.runtime.executor import Executor
-from webgpu_torch.runtime.session import Session
+from webgpu_torch.runtime.session import Session, open_executor
 
 from .helpers import Fn, assert_close, seeded
 
@@ -35,6 +34,7 @@ def _linear_program():
     return webgpu_torch.compile_module(fn, (x, w, b)).program, (x, w, b), fn(x.double(), w.double(), b.double())
 
 
+@pytest.mark.host
 def test_gemm_offers_the_other_configurations():
     program, _, _ = _linear_program()
     (d,) = program.dispatches
@@ -43,6 +43,7 @@ def test_gemm_offers_the_other_configurations():
     assert len(names) == family and len(set(names)) == family and all(n.startswith("gemm[vec4_") for n in names), names
 
 
+@pytest.mark.host
 def test_forced_configuration_offers_nothing():
     g = seeded("forced")
     x, w = torch.randn(5, 12, generator=g), torch.randn(12, 16, generator=g)
@@ -53,7 +54,7 @@ def test_forced_configuration_offers_nothing():
 def test_choice_is_timed_once_then_read_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     program, args, ref = _linear_program()
-    ex = Executor(program)
+    ex = open_executor(program)
     (d,) = ex.program.dispatches
     assert not d.options, "the executor runs a resolved program"
     cache = json.loads((tmp_path / "cache.json").read_text())
@@ -66,7 +67,7 @@ def test_choice_is_timed_once_then_read_from_the_cache(tmp_path, monkeypatch):
         raise AssertionError("timed again despite the cache")
 
     monkeypatch.setattr(tuning, "_measure", fail)
-    again = Executor(_linear_program()[0])
+    again = open_executor(_linear_program()[0])
     assert again.program.dispatches[0].kernel == d.kernel
 
 
@@ -75,7 +76,7 @@ def test_every_candidate_computes_the_same(index, monkeypatch, tmp_path):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     program, args, ref = _linear_program()
     (d,) = program.dispatches
-    key = tuning.choice_key(program, [0])
+    key = tuning.choice_key(program, [0], get_engine().name)
     device = tuning.device_key(get_engine())
     (tmp_path / "cache.json").write_text(json.dumps({device: {key: index}}))
     session = Session(program)
@@ -86,9 +87,10 @@ def test_every_candidate_computes_the_same(index, monkeypatch, tmp_path):
 def test_tuning_off_runs_the_default(monkeypatch):
     monkeypatch.setenv(tuning.TUNE_VAR, "0")
     program, _, _ = _linear_program()
-    assert Executor(program).program.dispatches == program.dispatches
+    assert open_executor(program).program.dispatches == program.dispatches
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("make", ["_linear_program", "_split_program"])
 def test_options_survive_the_artifact(make, tmp_path):
     program, _, _ = globals()[make]()
@@ -105,6 +107,7 @@ def _split_program():
     return webgpu_torch.compile_module(fn, (x, w, b)).program, (x, w, b), fn(x.double(), w.double(), b.double())
 
 
+@pytest.mark.host
 def test_a_split_gemm_and_its_reduction_are_one_group():
     program, _, _ = _split_program()
     gemm, reduction = program.dispatches  # the reduction applies bias and activation too
@@ -119,7 +122,7 @@ def test_a_split_gemm_and_its_reduction_are_one_group():
 def test_every_split_candidate_computes_the_same(monkeypatch, tmp_path):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     program, args, ref = _split_program()
-    key, device = tuning.choice_key(program, [0, 1]), tuning.device_key(get_engine())
+    key, device = tuning.choice_key(program, [0, 1], get_engine().name), tuning.device_key(get_engine())
     for index in range(len(program.dispatches[0].options) + 1):
         (tmp_path / "cache.json").write_text(json.dumps({device: {key: index}}))
         session = Session(program)
@@ -139,6 +142,7 @@ def test_a_split_group_is_timed_as_a_whole(monkeypatch, tmp_path):
     assert_close(session(*args), ref)
 
 
+@pytest.mark.host
 def test_a_follower_without_its_leader_is_refused():
     program, _, _ = _split_program()
     program.dispatches[0] = program.dispatches[0].choose(tuning.candidates(program.dispatches[0])[0])
@@ -150,7 +154,7 @@ def test_a_follower_without_its_leader_is_refused():
 def test_a_cache_entry_that_is_no_candidate_is_timed_again(entry, monkeypatch, tmp_path):
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     program, args, ref = _linear_program()
-    key = tuning.choice_key(program, [0])
+    key = tuning.choice_key(program, [0], get_engine().name)
     device = tuning.device_key(get_engine())
     (tmp_path / "cache.json").write_text(json.dumps({device: {key: entry}}))
     session = Session(program)
@@ -166,9 +170,9 @@ def test_a_subgroup_twin_is_timed_only_where_the_device_has_subgroups(tmp_path, 
     program = webgpu_torch.compile_module(torch.nn.LayerNorm(96), (x,)).program
     (d,) = program.dispatches
     assert [program.kernels[o.kernel].requires for o in tuning.candidates(d)] == [(), ("subgroups",)]
-    assert tuning._usable(program, [0], features=set()) == [0]
-    assert tuning._usable(program, [0], features={"subgroups"}) == [0, 1]
-    ex = Executor(program)  # Dawn on lavapipe times both; wgpu-native takes the plain kernel untimed
+    assert tuning.usable(program, [0], set(), {}) == [0]
+    assert tuning.usable(program, [0], {"subgroups"}, {}) == [0, 1]
+    ex = open_executor(program)  # Dawn on lavapipe times both; wgpu-native takes the plain kernel untimed
     (chosen,) = ex.program.dispatches
     assert set(ex.program.kernels[chosen.kernel].requires) <= set(get_engine().device.features)
     assert_close(Session(program)(x), torch.nn.functional.layer_norm(x.double(), (96,)))

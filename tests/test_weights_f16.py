@@ -31,6 +31,7 @@ def test_half_weights_match_rounded_reference(route):
         assert float((out - ref).abs().max()) <= 1e-5 * scale
 
 
+@pytest.mark.host
 def test_weight_beyond_float16_range_is_refused_at_compile_time():
     lin = torch.nn.Linear(8, 4).eval()
     with torch.no_grad():
@@ -41,6 +42,7 @@ def test_weight_beyond_float16_range_is_refused_at_compile_time():
     webgpu_torch.compile(ep)  # float32 weights take it
 
 
+@pytest.mark.host
 def test_widened_program_names_its_kernels():
     lin = torch.nn.Linear(132, 76).eval()
     session = webgpu_torch.compile(torch.export.export(lin, (torch.randn(5, 132),)), weights="float16")

@@ -9,6 +9,8 @@ from importlib import resources
 import pytest
 
 from webgpu_torch import wgsl
+from webgpu_torch.builder import KernelSpec
+from webgpu_torch.ops import gemm
 from webgpu_torch.program import SUBGROUP_MATRIX
 from webgpu_torch.runtime.engine import get_engine
 
@@ -27,6 +29,7 @@ const TILE: u32 = 8u;
 """
 
 
+@pytest.mark.host
 def test_uniform_layout_follows_wgsl_alignment():
     layout = wgsl.uniform_layout(SOURCE)
     assert [(f.name, f.offset) for f in layout.fields] == [("n", 0), ("scale", 4), ("pair", 8), ("shape", 16),
@@ -39,12 +42,14 @@ def test_uniform_layout_follows_wgsl_alignment():
     assert struct.unpack_from("<i", data, 48) == (-1,)
 
 
+@pytest.mark.host
 def test_pack_names_missing_and_unknown_fields():
     layout = wgsl.uniform_layout(SOURCE)
     with pytest.raises(KeyError, match=r"missing \['last'\].*unknown \['oops'\]"):
         wgsl.pack(layout, {"n": 1, "scale": 1.0, "pair": (0, 0), "shape": [], "oops": 1})
 
 
+@pytest.mark.host
 def test_bindings_and_specialisation():
     assert [(b.index, b.kind) for b in wgsl.bindings(SOURCE)] == [(0, "read"), (1, "read_write"), (2, "uniform")]
     assert "const TILE: u32 = 16u;" in wgsl.specialize(SOURCE, {"TILE": 16})
@@ -55,6 +60,7 @@ def test_bindings_and_specialisation():
 SHIPPED = sorted(p.name for p in resources.files("webgpu_torch.ops").iterdir() if p.name.endswith(".wgsl"))
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("name", SHIPPED)
 def test_every_shipped_file_declares_a_parsable_interface(name):
     source = wgsl.kernel_source(name)
@@ -68,22 +74,41 @@ def test_every_shipped_file_declares_a_parsable_interface(name):
         assert wgsl.uniform_layout(source).size % 16 == 0
 
 
+NEEDS = {gemm.MatrixConfig.file: gemm.MatrixConfig.requires}  # the files whose kernels need optional features
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("name", SHIPPED)
+def test_kernel_files_enable_nothing_themselves(name):
+    """A kernel declares the features it needs (KernelSpec.requires); the builder writes their directives."""
+    assert not re.search(r"^enable ", resources.files("webgpu_torch.ops").joinpath(name).read_text(), re.MULTILINE)
+
+
 @pytest.mark.parametrize("name", [n for n in SHIPPED if "@compute" in wgsl.kernel_source(n)])
 def test_every_kernel_compiles_on_the_engine(name):
     device = get_engine().device
-    source = wgsl.kernel_source(name)
-    if wgsl.uses_subgroup_matrix(source) and SUBGROUP_MATRIX not in device.features:
+    needs = NEEDS.get(name, ())  # what its KernelSpecs declare
+    source = wgsl.enables(needs) + wgsl.kernel_source(name)
+    if SUBGROUP_MATRIX in needs and SUBGROUP_MATRIX not in device.features:
         with pytest.raises(Exception, match="chromium_experimental_subgroup_matrix"):  # refused, by name
             device.create_shader_module(code=source).get_compilation_info()
         return
-    device.create_shader_module(code=source).get_compilation_info()
+    assert _diagnostics(device, source) == []
     if wgsl.SUBGROUPS in device.features:  # Dawn on lavapipe has them: the subgroup twins compile too
-        device.create_shader_module(code=wgsl.kernel_source(name, subgroups=True)).get_compilation_info()
+        assert _diagnostics(device, wgsl.enables((wgsl.SUBGROUPS,)) + wgsl.kernel_source(name, subgroups=True)) == []
+
+
+def _diagnostics(device, source: str) -> list[str]:
+    """The compiler's errors and warnings on `source`, as "line N: message" (an engine raises on most errors
+    when the module is made; what it only reports comes back here)."""
+    info = device.create_shader_module(code=source).get_compilation_info()
+    return [f"line {m.line_num}: {m.type}: {m.message}" for m in info.messages if m.type in ("error", "warning")]
 
 
 TWINS = [n for n in SHIPPED if wgsl.subgroup_twin(n) in SHIPPED]
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("name", TWINS)
 def test_a_subgroup_twin_defines_the_same_functions(name):
     def functions(filename):
@@ -93,25 +118,42 @@ def test_a_subgroup_twin_defines_the_same_functions(name):
     assert functions(name) <= functions(wgsl.subgroup_twin(name)), f"{wgsl.subgroup_twin(name)} lacks some of {name}'s"
 
 
+@pytest.mark.host
 def test_a_kernel_that_includes_a_twinned_helper_gets_a_subgroup_source():
     plain, twin = wgsl.kernel_source("softmax.wgsl"), wgsl.kernel_source("softmax.wgsl", subgroups=True)
-    assert "subgroupShuffleXor" not in plain and "enable" not in plain
-    assert twin.startswith("enable subgroups;\n") and "subgroupShuffleXor" in twin
+    assert "subgroupShuffleXor" not in plain and "subgroupShuffleXor" in twin
+    spec = KernelSpec.of("softmax.wgsl", "softmax", requires=())
+    assert spec.source(subgroups=True) == "enable subgroups;\n" + twin and spec.source() == plain
+    half = KernelSpec.of("gemv.wgsl", "gemv", entry="dot_k", consts={"ROWS": 1, "B_T": "f16"}, requires=("shader-f16",))
+    assert half.source().startswith("enable f16;\n") and "enable" not in half.widened().source()
+    with pytest.raises(ValueError, match="an f16 substitution needs requires"):
+        KernelSpec.of("gemv.wgsl", "gemv", consts={"B_T": "f16"})
     assert wgsl.kernel_source("gemm.wgsl", subgroups=True) == wgsl.kernel_source("gemm.wgsl")  # no twin inside
 
 
-def test_workgroup_invocations_resolve_literals_consts_and_overrides():
+@pytest.mark.host
+def test_entry_points_declare_workgroup_size_and_the_workgroup_memory_they_reach():
     src = """
 const W: u32 = 64u;
 override H: u32 = 4u;
-@compute @workgroup_size(W, H) fn a() {}
+override WIDE: bool = false;
+alias AccT = f32;
+const ROWS: u32 = max(H, 2u) * select(1u, 2u, WIDE);
+var<workgroup> tile: array<vec4<f32>, W>;       // 1024 bytes
+var<workgroup> sums: array<AccT, ROWS + 1u>;    // 4 * (ROWS + 1), rounded up to 16
+var<workgroup> halves: array<f16, 3>;           // 6, rounded up to 16: never reached from a or b
+fn helper() -> f32 { return tile[0].x; }
+@compute @workgroup_size(W, H) fn a() { let x = helper(); sums[0] = x; }
 @compute @workgroup_size(8, 2u, 3) fn b() {}
-@compute @workgroup_size(H * 2) fn c() {}
+@compute @workgroup_size(H * 2) fn c() { halves[0] = 1.0h; }
+@compute @workgroup_size(UNKNOWN) fn d() {}
 """
-    assert wgsl.workgroup_invocations(src, "a", {}) == 256
-    assert wgsl.workgroup_invocations(src, "a", {"H": 2.0}) == 128
+    assert wgsl.entry_point(src, "a", {}) == wgsl.EntryPoint((64, 4, 1), 1024 + 32)
+    assert wgsl.entry_point(src, "a", {"H": 8.0, "WIDE": 1.0}) == wgsl.EntryPoint((64, 8, 1), 1024 + 80)
+    assert wgsl.entry_point(src, "b", {}) == wgsl.EntryPoint((8, 2, 3), 0)
+    assert wgsl.entry_point(src, "c", {}) == wgsl.EntryPoint((8, 1, 1), 16)
     assert wgsl.workgroup_invocations(src, "b", {}) == 48
-    with pytest.raises(ValueError, match="H \\* 2 is not an integer declaration"):
-        wgsl.workgroup_invocations(src, "c", {})
-    with pytest.raises(ValueError, match="no @workgroup_size on entry point d"):
-        wgsl.workgroup_invocations(src, "d", {})
+    with pytest.raises(ValueError, match="UNKNOWN is not a const or override declaration"):
+        wgsl.entry_point(src, "d", {})
+    with pytest.raises(ValueError, match="no @workgroup_size on entry point e"):
+        wgsl.entry_point(src, "e", {})

@@ -1,4 +1,4 @@
-// Reading a `.wgpt` artifact (docs/artifact.md, format 2): the container, both checksums and every rule the
+// Reading a `.wgpt` artifact (docs/artifact.md, format 3): the container, both checksums and every rule the
 // contract lists, before anything reaches a device. The result is plain data (a ProgramSpec); the
 // constants are views over the file's bytes, not copies.
 
@@ -6,6 +6,7 @@ import { crc32 } from './crc32.js';
 import { ArtifactError } from './errors.js';
 import * as expr from './expr.js';
 import { DEVICE_SIZE, ITEMSIZE, PACKED_BITS, isModelDtype, packedBytes, packedProblem } from './dtypes.js';
+import { LIMITS } from './limits.js';
 import * as tree from './tree.js';
 
 /** @typedef {import('./expr.js').Expr} Expr */
@@ -21,7 +22,7 @@ import * as tree from './tree.js';
 /**
  * @typedef {{name: string, source: number, entry: string, overrides: Record<string, number>,
  *   bindings: BindingKind[], uniform: UniformLayout | null, requires: string[], fallback: number | null,
- *   engineSources: Record<string, number>}} KernelSpec
+ *   engineSources: Record<string, number>, workgroupSize: Grid, workgroupBytes: number}} KernelSpec
  */
 /** @typedef {{size: number, role: 'input' | 'constant' | 'scratch' | 'status', name: string}} BufferSpec */
 /** @typedef {{node: string, message: string}} CheckSpec */
@@ -35,29 +36,28 @@ import * as tree from './tree.js';
  *   patches: Patch[], count: Expr | null, options: Option[], follows: number}} DispatchSpec
  */
 /**
- * @typedef {{meta: Record<string, unknown>, symbols: Record<string, SymbolSpec>, sources: string[],
+ * @typedef {{meta: Record<string, unknown>, requires: string[], symbols: Record<string, SymbolSpec>, sources: string[],
  *   kernels: KernelSpec[], buffers: BufferSpec[], constants: Map<number, Constant>, inputs: InputSpec[],
  *   outputs: OutputSpec[], inputTree: TreeSpec, outputTree: TreeSpec, dispatches: DispatchSpec[],
  *   checks: CheckSpec[], status: number | null}} ProgramSpec
  * `status`: the index of the "status" buffer, whose word i check i sets when it fails (docs/artifact.md, Checks).
  */
 
-export const MAGIC = 'WGPUTRCH';
-export const CONTAINER_VERSION = 2;
-export const FORMAT = 2;
+export const MAGIC = LIMITS.magic;
+export const CONTAINER_VERSION = LIMITS.container_version;
+export const FORMAT = LIMITS.format;
 export const PREAMBLE = 32;
-const ALIGN = 64;
-export const FEATURES = ['shader-f16', 'subgroups'];
+const ALIGN = LIMITS.align;
 const SCALARS = ['u32', 'i32', 'f32'];
 // Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
-// finishes, deep nesting crashes some WGSL compilers). The Python reader enforces the same.
-const MAX_GRID = 65535;
-const MAX_WORKGROUPS = 2 ** 24;
-const MAX_SOURCE = 4 * 2 ** 20;
-const MAX_NESTING = 64;
-const MAX_TREE_DEPTH = 64;
-const MAX_HEADER = 2 ** 30;
-const SCALAR_RANGE = /** @type {Record<Scalar, [number, number]>} */ ({ u32: [0, 2 ** 32 - 1], i32: [-(2 ** 31), 2 ** 31 - 1], f32: [-(2 ** 31), 2 ** 31 - 1] });
+// finishes, deep nesting crashes some WGSL compilers): src/webgpu_torch/limits.json, which both readers use.
+const MAX_GRID = LIMITS.max_workgroups_per_dim;
+const MAX_WORKGROUPS = LIMITS.max_workgroups;
+const MAX_SOURCE = LIMITS.max_source_chars;
+const MAX_NESTING = LIMITS.max_nesting;
+const MAX_TREE_DEPTH = LIMITS.max_tree_depth;
+const MAX_HEADER = LIMITS.max_header_bytes;
+const SCALAR_RANGE = /** @type {Record<Scalar, [number, number]>} */ (LIMITS.scalar_ranges);
 
 /**
  * Read and validate an artifact; `where` (a path, a URL, "<bytes>") begins every message.
@@ -196,6 +196,7 @@ function kind(v) {
 function validate(header, data) {
   const top = 'the header';
   const meta = object(header.meta ?? {}, 'meta');
+  const requires = list(header.requires ?? [], 'requires').map((f) => str(f, 'feature'));
   const symbols = readSymbols(object(field(header, 'symbols', top), 'symbols'));
   const sources = list(field(header, 'sources', top), 'sources').map((s, i) => readSource(s, i));
   const rawKernels = list(field(header, 'kernels', top), 'kernels');
@@ -213,7 +214,7 @@ function validate(header, data) {
   const outputs = list(field(header, 'outputs', top), 'outputs').map((t, i) => readOutput(object(t, `output ${i}`), i, buffers, symbols, ex));
   const inputTree = readTree(field(header, 'input_tree', top), 'input_tree');
   const outputTree = readTree(field(header, 'output_tree', top), 'output_tree');
-  need(inputTree.type === 'tuple' && inputTree.items.length === 2 && ['tuple', 'list'].includes(inputTree.items[0].type) &&
+  need(inputTree.type === 'tuple' && inputTree.items.length === 2 && inputTree.items[0].type === 'tuple' &&
     inputTree.items[1].type === 'dict', 'input_tree is not a tuple of (positional arguments, keyword arguments)');
   need(tree.countLeaves(inputTree) === inputs.length, `input tree does not match the inputs (${tree.countLeaves(inputTree)} leaves for ${inputs.length})`);
   need(tree.countLeaves(outputTree) === outputs.length, `output tree does not match the outputs (${tree.countLeaves(outputTree)} leaves for ${outputs.length})`);
@@ -222,6 +223,7 @@ function validate(header, data) {
   }
   const dispatches = list(field(header, 'dispatches', top), 'dispatches').map((x, i) => readDispatch(object(x, `dispatch ${i}`), i, kernels, buffers, ex, symbols));
   dispatches.forEach((dsp, i) => checkGroup(dispatches, dsp, i));
+  checkRequires(requires, kernels, dispatches);
   const bound = new Set([...dispatches.flatMap((x) => x.buffers), ...outputs.map((t) => t.buffer)]);
   buffers.forEach((b, i) => need(b.role !== 'scratch' || bound.has(i), `buffer ${i}: a scratch buffer no dispatch binds`));
   const checks = list(field(header, 'checks', top), 'checks').map((raw, i) => {
@@ -233,7 +235,7 @@ function validate(header, data) {
   const status = statuses.length ? statuses[0] : null;
   need(!checks.length || (status !== null && buffers[status].size >= 4 * checks.length), 'checks without a status buffer large enough for them');
   need(outputs.every((t) => t.buffer !== status), 'a status buffer an output reads');
-  return { meta, symbols, sources, kernels, buffers, constants, inputs, outputs, inputTree, outputTree, dispatches, checks, status };
+  return { meta, requires, symbols, sources, kernels, buffers, constants, inputs, outputs, inputTree, outputTree, dispatches, checks, status };
 }
 
 /**
@@ -249,7 +251,7 @@ function readSymbols(j) {
     const lo = int(field(s, 'lo', what), `${what} lo`);
     const hi = int(field(s, 'hi', what), `${what} hi`);
     const hint = int(field(s, 'hint', what), `${what} hint`);
-    need(lo >= 0 && lo <= hint && hint <= hi && hi < 2 ** 31, `${what}: range [${lo}, ${hi}] with hint ${hint}`);
+    need(lo >= 0 && lo <= hint && hint <= hi && hi < LIMITS.symbol_limit, `${what}: range [${lo}, ${hi}] with hint ${hint}`);
     out[name] = { lo, hi, hint, about: str(s.about ?? `dimension ${name}`, `${what} about`) };
   }
   return out;
@@ -303,25 +305,60 @@ function readKernel(k, i, nSources) {
   const uniforms = bindings.filter((b) => b === 'uniform').length;
   need(uniforms === (k.uniform === undefined ? 0 : 1), `${it}: a uniform binding needs a uniform layout, and only one`);
   const uniform = uniforms ? readUniform(object(k.uniform, `${it} uniform`), it) : null;
-  const requires = list(k.requires ?? [], `${it} requires`);
-  need(requires.every((f) => FEATURES.includes(f)), `${it}: requires unknown features ${JSON.stringify(requires)} (known: ${FEATURES.join(', ')})`);
+  const requires = list(k.requires ?? [], `${it} requires`).map((f) => str(f, 'feature'));
   const fallback = k.fallback === undefined ? null : int(k.fallback, `${it} fallback`);
   const engineSources = object(k.engine_sources ?? {}, `${it} engine_sources`);
   need(Object.values(engineSources).every((s) => isInt(s) && s >= 0 && s < nSources), `${it}: bad engine source`);
-  return { name, source, entry, overrides, bindings, uniform, requires, fallback, engineSources };
+  const workgroupSize = triple(field(k, 'workgroup_size', it), 'workgroup size');
+  const [x, y, z] = workgroupSize;
+  need(x >= 1 && y >= 1 && z >= 1 && x * y * z <= LIMITS.max_workgroup_invocations, `${it}: bad workgroup size ${JSON.stringify(workgroupSize)}`);
+  const workgroupBytes = int(field(k, 'workgroup_bytes', it), 'workgroup bytes');
+  need(workgroupBytes >= 0 && workgroupBytes <= LIMITS.max_workgroup_bytes, `${it}: bad workgroup memory ${workgroupBytes}`);
+  return { name, source, entry, overrides, bindings, uniform, requires, fallback, engineSources, workgroupSize, workgroupBytes };
 }
 
 /**
- * A kernel that needs shader-f16 names a fallback kernel: one that does not, with the same interface.
+ * A kernel's fallback (its float32 twin, for devices without shader-f16) requires nothing and has the same
+ * interface; only a kernel that requires shader-f16 names one.
  * @param {KernelSpec} k
  * @param {KernelSpec[]} kernels
  */
 function checkFallback(k, kernels) {
-  if (!k.requires.includes('shader-f16')) return;
-  need(k.fallback !== null && k.fallback >= 0 && k.fallback < kernels.length, `kernel ${k.name}: needs shader-f16 but has no fallback`);
+  if (k.fallback === null) return;
+  need(k.fallback >= 0 && k.fallback < kernels.length, `kernel ${k.name}: bad fallback index`);
+  need(k.requires.includes('shader-f16'), `kernel ${k.name}: a fallback on a kernel that does not require shader-f16`);
   const alt = kernels[k.fallback];
-  need(!alt.requires.includes('shader-f16') && sameInterface(alt, k),
-    `kernel ${k.name}: its fallback ${alt.name} needs shader-f16 or differs in bindings or Params`);
+  need(!alt.requires.length && sameInterface(alt, k),
+    `kernel ${k.name}: its fallback ${alt.name} requires features or differs in bindings or Params`);
+}
+
+/**
+ * The features a device must have to run kernel `k` as a dispatch: its `requires`, less shader-f16 when a
+ * fallback (which requires nothing) runs in its place without it.
+ * @param {KernelSpec} k
+ * @returns {string[]}
+ */
+export function needs(k) {
+  return k.requires.filter((f) => !(f === 'shader-f16' && k.fallback !== null));
+}
+
+/**
+ * The header's `requires` is exactly what the dispatches' kernels need.
+ * @param {string[]} requires
+ * @param {KernelSpec[]} kernels
+ * @param {DispatchSpec[]} dispatches
+ */
+function checkRequires(requires, kernels, dispatches) {
+  const needed = new Set();
+  dispatches.forEach((d, i) => {
+    const k = kernels[d.kernel];
+    const missing = needs(k).filter((f) => !requires.includes(f)).sort();
+    const extra = missing.includes('shader-f16') ? ' and names no fallback' : '';
+    need(!missing.length, `dispatch ${i}: its kernel ${k.name} needs ${missing.join(', ')}, which the file does not require${extra}`);
+    for (const f of needs(k)) needed.add(f);
+  });
+  const unneeded = [...new Set(requires)].filter((f) => !needed.has(f)).sort();
+  need(!unneeded.length, `the file requires ${unneeded.join(', ')}, which no dispatch needs`);
 }
 
 /**
@@ -349,8 +386,8 @@ function readUniform(u, it) {
  */
 function readBuffer(b, i) {
   const what = `buffer ${i}`;
-  const size = field(b, 'size', what);
-  need(isInt(size) && size > 0, `${what}: bad size ${JSON.stringify(size)}`);
+  const size = int(field(b, 'size', what), `${what} size`);
+  need(size > 0, `${what}: bad size ${size}`);
   const role = field(b, 'role', what);
   need(['input', 'constant', 'scratch', 'status'].includes(role), `${what}: unknown role ${JSON.stringify(role)}`);
   return { size, role, name: str(b.name ?? '', `${what} name`) };
@@ -524,7 +561,9 @@ function readDispatch(x, i, kernels, buffers, ex, symbols) {
   const count = x.count === undefined ? null : ex(x.count, `${it} count`);
   if (count !== null) {
     const [lo, hi] = expr.bounds(count, symbols);
-    need(lo >= 0 && (hi === 0 || (hi <= MAX_GRID * MAX_GRID && notAfter(foldGrid(hi), grid))), `${it}: bad workgroup count`);
+    const largest = Math.max(1, hi);
+    need(lo >= 0 && largest <= MAX_GRID * MAX_GRID && foldGrid(largest).every((n, k) => n === grid[k]),
+      `${it}: its grid is not its workgroup count's largest value folded`);
   }
   const options = list(x.options ?? [], `${it} options`).map((raw, j) => {
     const o = object(raw, `${it} option ${j}`);
@@ -575,14 +614,25 @@ function readWords(w, it) {
 }
 
 /**
+ * Three integers.
+ * @param {unknown} g
+ * @param {string} what
+ * @returns {Grid}
+ */
+function triple(g, what) {
+  need(Array.isArray(g) && g.length === 3, `${what} ${String(JSON.stringify(g)).slice(0, 60)} is not [x, y, z]`);
+  return /** @type {Grid} */ (g.map((n) => int(n, what)));
+}
+
+/**
  * @param {unknown} g
  * @param {string} it
  * @returns {Grid}
  */
 function readGrid(g, it) {
-  const ok = Array.isArray(g) && g.length === 3 && g.every((n) => isInt(n) && n >= 1 && n <= MAX_GRID) && g[0] * g[1] * g[2] <= MAX_WORKGROUPS;
-  need(ok, `${it}: bad grid ${JSON.stringify(g).slice(0, 60)}`);
-  return /** @type {Grid} */ (g);
+  const grid = triple(g, 'grid');
+  need(grid.every((n) => n >= 1 && n <= MAX_GRID) && grid[0] * grid[1] * grid[2] <= MAX_WORKGROUPS, `${it}: bad grid ${JSON.stringify(grid)}`);
+  return grid;
 }
 
 /**
@@ -597,13 +647,3 @@ export function foldGrid(n) {
   return [Math.ceil(n / y), y, 1];
 }
 
-/**
- * Whether grid `a` comes no later than `b` in lexicographic order (the Python reader's test that a count's
- * largest fold fits the dispatch's grid).
- * @param {Grid} a
- * @param {Grid} b
- */
-function notAfter(a, b) {
-  for (let k = 0; k < 3; k++) if (a[k] !== b[k]) return a[k] < b[k];
-  return true;
-}

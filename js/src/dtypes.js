@@ -124,6 +124,7 @@ export function gather(words, dtype, shape, strides, offset) {
  * @param {number[]} strides
  */
 export function isContiguous(shape, strides) {
+  if (shape.includes(0)) return true; // a view without elements is contiguous
   let expected = 1;
   for (let k = shape.length - 1; k >= 0; k--) {
     if (shape[k] !== 1 && strides[k] !== expected) return false;

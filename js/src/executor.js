@@ -18,7 +18,7 @@ import { gather, ITEMSIZE, widenHalf } from './dtypes.js';
 import { DeviceError, DeviceIndexError } from './errors.js';
 import { envVar, isNode } from './env.js';
 import * as expr from './expr.js';
-import { bufferSize, sourceFor } from './kernels.js';
+import { bufferSize, sourceFor, workgroupProblem } from './kernels.js';
 import { MAX_UNAWAITED, stateOf } from './pool.js';
 
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
@@ -28,9 +28,9 @@ import { MAX_UNAWAITED, stateOf } from './pool.js';
 /** @typedef {import('./expr.js').Env} Env */
 /**
  * An output at the current sizes: `size` bytes from byte `start` of `buffer` go to byte `slot` of the
- * staging buffer; the view's strides count elements from there.
- * @typedef {{buffer: GPUBuffer, start: number, size: number, slot: number, shape: number[], strides: number[],
- *   dtype: ModelDtype}} Readback
+ * staging buffer; the view's first element is element `first` from there, and its strides count elements.
+ * @typedef {{buffer: GPUBuffer, start: number, size: number, first: number, slot: number, shape: number[],
+ *   strides: number[], dtype: ModelDtype}} Readback
  */
 /**
  * @typedef {object} ExecutorOptions
@@ -60,6 +60,22 @@ const roundUp = (n, k) => Math.ceil(n / k) * k;
 
 /** @param {number} n */
 const count = (n) => n.toLocaleString('en');
+
+/**
+ * The byte range of an output's buffer a call copies out (or into a DeviceTensor of its own) for `view` at the
+ * call's sizes: from its first element rounded down to 4 bytes, to one past its furthest element rounded up to
+ * 4 (docs/artifact.md, "Reading outputs"); `first` is the view's first element counted from `start`.
+ * @param {{shape: number[], strides: number[], offset: number}} view
+ * @param {number} [itemsize] bytes per element of the device form
+ * @returns {{start: number, size: number, first: number}}
+ */
+export function byteRange(view, itemsize = ITEMSIZE) {
+  const numel = view.shape.reduce((a, b) => a * b, 1);
+  const span = numel ? 1 + view.shape.reduce((s, m, k) => s + (m - 1) * view.strides[k], 0) : 0;
+  const start = Math.floor((view.offset * itemsize) / 4) * 4;
+  const end = Math.ceil(((view.offset + span) * itemsize) / 4) * 4;
+  return { start, size: end - start, first: (view.offset * itemsize - start) / itemsize };
+}
 
 /**
  * An engine's error as one line: its first line, with a count of the lines left out (compiler output).
@@ -219,6 +235,8 @@ export class Executor {
         throw new DeviceError(`kernel ${k.name}: its ${k.uniform.size}-byte Params exceed this adapter's ` +
           `${limits.maxUniformBufferBindingSize}-byte uniform bindings (maxUniformBufferBindingSize)`);
       }
+      const tooLarge = workgroupProblem(k, limits);
+      if (tooLarge) throw new DeviceError(`kernel ${k.name}: ${tooLarge}`);
     }
   }
 
@@ -358,12 +376,10 @@ export class Executor {
     }
     if (end) device.queue.writeBuffer(/** @type {GPUBuffer} */ (this.uniforms), 4 * first, words, first, end - first);
     this.readbacks = this.views.map((v, i) => {
-      const shape = v.shape.map((f) => f(env));
-      const strides = v.strides.map((f) => f(env));
-      const numel = shape.reduce((a, b) => a * b, 1);
-      const span = numel ? 1 + shape.reduce((s, m, k) => s + (m - 1) * strides[k], 0) : 0;
-      return { buffer: this.buffers[spec.outputs[i].buffer], start: v.offset(env) * ITEMSIZE, size: span * ITEMSIZE,
-        slot: this.slots[i], shape, strides, dtype: spec.outputs[i].dtype };
+      const view = { shape: v.shape.map((f) => f(env)), strides: v.strides.map((f) => f(env)), offset: v.offset(env) };
+      const { start, size, first } = byteRange(view);
+      return { buffer: this.buffers[spec.outputs[i].buffer], start, size, first, slot: this.slots[i], shape: view.shape,
+        strides: view.strides, dtype: spec.outputs[i].dtype };
     });
     this.sizes = sizes;
   }
@@ -446,7 +462,7 @@ export class Executor {
     for (let i = 0; i < this.readbacks.length; i++) {
       const r = this.readbacks[i];
       if (keep[i]) {
-        const kept = new DeviceTensor(device, Math.max(r.size, 4), r.shape.slice(), r.strides.slice(), 0, r.dtype);
+        const kept = new DeviceTensor(device, Math.max(r.size, 4), r.shape.slice(), r.strides.slice(), r.first, r.dtype);
         if (r.size) encoder.copyBufferToBuffer(r.buffer, r.start, kept.buffer, 0, r.size);
         out[i] = kept;
       } else if (r.size) {
@@ -547,7 +563,7 @@ function fill(out, keep, readbacks, words) {
   for (let i = 0; i < readbacks.length; i++) {
     if (keep[i]) continue;
     const r = readbacks[i];
-    out[i] = { data: gather(words, r.dtype, r.shape, r.strides, r.slot / ITEMSIZE), shape: r.shape.slice(), dtype: r.dtype };
+    out[i] = { data: gather(words, r.dtype, r.shape, r.strides, r.slot / ITEMSIZE + r.first), shape: r.shape.slice(), dtype: r.dtype };
   }
   return out;
 }

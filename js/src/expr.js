@@ -129,7 +129,7 @@ export function bounds(e, symbols) {
  */
 function corners(a, b, f) {
   const v = [f(a[0], b[0]), f(a[0], b[1]), f(a[1], b[0]), f(a[1], b[1])];
-  return [Math.min(...v), Math.max(...v)];
+  return [Math.min(...v) + 0, Math.max(...v) + 0]; // + 0: integers, never -0
 }
 
 /**

@@ -22,6 +22,27 @@ import { ArtifactError } from './errors.js';
  */
 
 export const STAGES = /** @type {const} */ (['vision', 'encoder', 'decoder']);
+const REQUIRED = ['layers', 'heads', 'head_dim', 'decoder_start_token_id']; // integers
+const OPTIONAL = ['eos_token_id', 'forced_bos_token_id', 'forced_eos_token_id']; // integers, null or absent
+
+/**
+ * Check seq2seq.json's value (docs/artifact.md, "Seq2Seq folders"); ArtifactError naming what is wrong.
+ * @param {unknown} info
+ * @param {string} where
+ * @returns {asserts info is Seq2SeqInfo}
+ */
+export function checkInfo(info, where) {
+  if (info === null || typeof info !== 'object' || Array.isArray(info)) throw new ArtifactError(`${where}: not a JSON object`);
+  const o = /** @type {Record<string, unknown>} */ (info);
+  for (const key of REQUIRED) {
+    if (!Number.isSafeInteger(o[key])) throw new ArtifactError(`${where}: no integer '${key}'`);
+  }
+  for (const key of OPTIONAL) {
+    if (o[key] !== undefined && o[key] !== null && !Number.isSafeInteger(o[key])) {
+      throw new ArtifactError(`${where}: '${key}' is neither an integer nor null`);
+    }
+  }
+}
 
 /**
  * Load the three stages and seq2seq.json from a folder (Node) or a URL.
@@ -37,9 +58,7 @@ export async function loadSeq2Seq(base, options = {}) {
   } catch (e) {
     throw new ArtifactError(`${where}: not JSON: ${/** @type {Error} */ (e).message}`);
   }
-  for (const key of ['layers', 'heads', 'head_dim', 'decoder_start_token_id']) {
-    if (!Number.isSafeInteger(info?.[key])) throw new ArtifactError(`${where}: no integer ${JSON.stringify(key)}`);
-  }
+  checkInfo(info, where);
   const [vision, encoder, decoder] = await Promise.all(STAGES.map(async (name) => load(await within(base, `${name}.wgpt`), options)));
   return new Seq2Seq(vision, encoder, decoder, info);
 }

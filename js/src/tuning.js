@@ -11,9 +11,10 @@
 // at most one probe. In each group only the `top` best-ranked candidates are timed (compiling a candidate
 // is most of the cost on a software adapter): the default, then the others by how close their grids are to
 // its grid.
-// A candidate whose kernel needs a feature the device lacks is neither timed nor chosen. Groups the budget
-// leaves untimed run their default and are timed at a later load. Choices persist per adapter and engine,
-// keyed by what the candidates are (source, entry, overrides, uniform words, grid), in a JSON file on Node
+// A candidate whose kernel the device cannot run (a feature it lacks, a workgroup past its limits) is neither
+// timed nor chosen, and a cached choice it cannot run is timed again. Groups the budget leaves untimed run
+// their default and are timed at a later load. Choices persist per adapter and engine, keyed by what the
+// candidates are (choiceKey, docs/artifact.md "Tuning": the Python runtime's key), in a JSON file on Node
 // (WEBGPU_TORCH_JS_CACHE, default ~/.cache/webgpu_torch/tuning-js.json) or IndexedDB in a browser.
 // Settings: the load options `tune` (WEBGPU_TORCH_TUNE=0: off), `tuneBudget` (WEBGPU_TORCH_TUNE_BUDGET,
 // seconds, default 5), `tuneTop` (WEBGPU_TORCH_TUNE_TOP, default 4; 0 for all). A device without timestamp
@@ -21,7 +22,8 @@
 
 import { envVar, isNode } from './env.js';
 import { Executor } from './executor.js';
-import { bufferSize, sourceFor } from './kernels.js';
+import { bufferSize, runsOn, sourceFor } from './kernels.js';
+import { LIMITS } from './limits.js';
 import { dispatchTimes } from './timing.js';
 
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
@@ -35,9 +37,9 @@ export const TUNE_VAR = 'WEBGPU_TORCH_TUNE';
 export const CACHE_VAR = 'WEBGPU_TORCH_JS_CACHE';
 export const BUDGET_VAR = 'WEBGPU_TORCH_TUNE_BUDGET';
 export const TOP_VAR = 'WEBGPU_TORCH_TUNE_TOP';
-const REPEATS = 8;
-const SAMPLES = 3;
-const GROUPS_PER_PROBE = 8;
+const REPEATS = LIMITS.tuning.repeats;
+const SAMPLES = LIMITS.tuning.samples;
+const GROUPS_PER_PROBE = LIMITS.tuning.groups_per_probe;
 
 /**
  * @typedef {object} TuningOptions
@@ -127,8 +129,10 @@ export async function resolve(spec, gpu, features, options = {}) {
   /** @type {Map<string, number[]>} one group per key: equal keys time alike */
   const missing = new Map();
   keys.forEach((key, g) => {
-    const valid = Number.isInteger(chosen[key]) && chosen[key] >= 0 && chosen[key] <= spec.dispatches[which[g][0]].options.length;
-    if (!valid && !missing.has(key)) missing.set(key, which[g]); // a hand-edited entry is timed again
+    // A cached choice this device cannot run (a hand-edited cache, or a hostile file whose candidates look
+    // like cached ones) is timed again.
+    const valid = usable(spec, which[g], features, gpu.device.limits).includes(chosen[key]);
+    if (!valid && !missing.has(key)) missing.set(key, which[g]);
   });
   if (missing.size) {
     const timed = await measure(spec, gpu, features, missing, options);
@@ -151,14 +155,14 @@ export async function resolve(spec, gpu, features, options = {}) {
  * @returns {Promise<Choices>}
  */
 async function measure(spec, gpu, features, which, options) {
-  const top = setting(options.tuneTop, TOP_VAR, 4) || Infinity;
-  const budget = setting(options.tuneBudget, BUDGET_VAR, 5) * 1000;
+  const top = setting(options.tuneTop, TOP_VAR, LIMITS.tuning.top) || Infinity;
+  const budget = setting(options.tuneBudget, BUDGET_VAR, LIMITS.tuning.budget_seconds) * 1000;
   /** @type {Choices} */
   const chosen = {};
   /** @type {Map<string, number[]>} */
   const ranked = new Map();
   for (const [key, members] of which) {
-    const r = rank(spec, members, features).slice(0, top);
+    const r = rank(spec, members, features, gpu.device.limits).slice(0, top);
     if (r.length === 1) chosen[key] = r[0]; // nothing to compare
     else ranked.set(key, r);
   }
@@ -206,20 +210,33 @@ export function probeSize(timed, elapsed, budget) {
 }
 
 /**
- * The group's candidates this device can run: the default first, then by how far (in log2) the leader's
- * workgroup count is from the default's.
+ * The candidates of a group whose every member's kernel runs on the device (kernels.js, runsOn).
  * @param {ProgramSpec} spec
  * @param {number[]} members
  * @param {Set<string>} features
+ * @param {Partial<import('./kernels.js').WorkgroupLimits>} limits
+ * @returns {number[]}
  */
-function rank(spec, members, features) {
+export function usable(spec, members, features, limits) {
+  const count = spec.dispatches[members[0]].options.length + 1;
+  return [...Array(count).keys()].filter((c) => members.every((i) =>
+    runsOn(spec.kernels[candidates(spec.dispatches[i])[c].kernel], features, limits)));
+}
+
+/**
+ * The group's candidates this device can run: the default first, then by how far (in log2) the leader's
+ * workgroup count is from the default's (ties in candidate order).
+ * @param {ProgramSpec} spec
+ * @param {number[]} members
+ * @param {Set<string>} features
+ * @param {Partial<import('./kernels.js').WorkgroupLimits>} limits
+ * @returns {number[]}
+ */
+export function rank(spec, members, features, limits) {
   const leader = candidates(spec.dispatches[members[0]]);
-  const count = leader.length;
   const size = (/** @type {number} */ c) => leader[c].grid[0] * leader[c].grid[1] * leader[c].grid[2];
   const distance = (/** @type {number} */ c) => Math.abs(Math.log2(size(c) / size(0)));
-  const usable = [...Array(count).keys()].filter((c) => members.every((i) =>
-    spec.kernels[candidates(spec.dispatches[i])[c].kernel].requires.every((f) => features.has(f))));
-  return usable.sort((a, b) => (a === 0 ? -1 : b === 0 ? 1 : distance(a) - distance(b)));
+  return usable(spec, members, features, limits).sort((a, b) => (a === 0 ? -1 : b === 0 ? 1 : distance(a) - distance(b) || a - b));
 }
 
 /**
@@ -297,21 +314,41 @@ function probeSpec(spec, features, which) {
 }
 
 /**
- * What a group's candidates are, independent of buffer numbering: equal keys time alike.
+ * What a group's candidates are on `engine`, independent of buffer numbering: equal keys time alike
+ * (docs/artifact.md, "Tuning": the Python runtime computes the same key).
  * @param {ProgramSpec} spec
  * @param {number[]} members
  * @param {string} engine
  */
-async function choiceKey(spec, members, engine) {
+export async function choiceKey(spec, members, engine) {
   const parts = [];
   for (const i of members) {
     for (const o of candidates(spec.dispatches[i])) {
       const k = spec.kernels[o.kernel];
       const source = await sha1(spec.sources[sourceFor(k, engine)]);
-      parts.push([source, k.entry, Object.entries(k.overrides).sort(), Array.from(o.uniform), o.grid]);
+      const overrides = Object.keys(k.overrides).sort(byCodePoint).map((name) => [name, overrideJson(k.overrides[name])]);
+      parts.push([source, k.entry, overrides, [...k.requires].sort(byCodePoint), Array.from(o.uniform), o.grid]);
     }
   }
   return sha1(JSON.stringify(parts));
+}
+
+/**
+ * @param {string} a
+ * @param {string} b
+ */
+const byCodePoint = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * An override value in a choice key: the integer when it is one, else its binary64 bits in hex.
+ * @param {number} v
+ * @returns {number | string}
+ */
+function overrideJson(v) {
+  if (Number.isSafeInteger(v)) return v;
+  const bits = new DataView(new ArrayBuffer(8));
+  bits.setFloat64(0, v);
+  return Array.from(new Uint8Array(bits.buffer), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 /** @type {Map<string, Promise<string>>} */

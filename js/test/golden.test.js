@@ -16,7 +16,9 @@ const MISSING = 'is missing from tests/golden: write the corpus with `python -m 
 // The tests below run on the files present; this one fails when any is missing.
 
 test('the golden corpus is there and covers every part of the format', () => {
-  for (const name of ['tiny', 'mlp', 'weights_f16', 'options', 'dynamic', 'structured']) assert.ok(VALID.includes(name), `${name}.wgpt ${MISSING}`);
+  for (const name of ['tiny', 'mlp', 'weights_f16', 'precision_f16', 'options', 'dynamic', 'structured', 'portable', 'integers_as_floats']) {
+    assert.ok(VALID.includes(name), `${name}.wgpt ${MISSING}`);
+  }
   for (const name of Object.keys(EXPECTED)) assert.ok(DAMAGED.includes(name), `bad/${name}.wgpt ${MISSING}`);
 });
 
@@ -44,7 +46,8 @@ if (VALID.includes('weights_f16')) {
     check('weights_f16', { tune: false, disableFeatures: ['shader-f16'] }));
 }
 
-for (const name of ['options', 'mlp'].filter((n) => VALID.includes(n))) {
+// portable: an option needs a feature no runtime knows; precision_f16: options need subgroup matrices.
+for (const name of ['options', 'mlp', 'portable', 'precision_f16'].filter((n) => VALID.includes(n))) {
   test(`golden ${name}, tuned: whichever candidates win give the same outputs`, () => check(name, { tune: true, cache: false }));
 }
 

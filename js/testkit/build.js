@@ -1,8 +1,9 @@
-// Writing format-2 artifacts in JavaScript (docs/artifact.md), for tests of the reader and the runtime
+// Writing artifacts in JavaScript (docs/artifact.md), for tests of the reader and the runtime
 // that need a program of a precise shape: `artifact(header, constants)` lays out the data, fills in
 // `tensors` and both checksums.
 
 import { crc32 } from '../src/crc32.js';
+import { LIMITS } from '../src/limits.js';
 
 /** @typedef {{buffer: number, dtype: 'f32' | 'f16' | 'i32' | 'u32', shape: number[], bytes: Uint8Array}} ConstantData */
 
@@ -41,7 +42,7 @@ export function container(text, data, options = {}) {
   out.set(text, 32);
   out.set(data, 32 + h);
   const view = new DataView(out.buffer);
-  view.setUint32(8, options.version ?? 2, true);
+  view.setUint32(8, options.version ?? LIMITS.container_version, true);
   view.setUint32(12, crc32(out.subarray(32, 32 + h)), true);
   view.setBigUint64(16, BigInt(h), true);
   view.setBigUint64(24, BigInt(data.length), true);

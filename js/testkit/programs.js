@@ -3,6 +3,7 @@
 // float16 constants with a fallback, options chosen as a group, trees with keyword and const arguments.
 
 import { foldGrid } from '../src/artifact.js';
+import { LIMITS } from '../src/limits.js';
 import { artifact, bytesOf, toHalf } from './build.js';
 
 /** y[i] = x[i] · w[i mod cols] + bias, one thread per element over a folded grid of WG-wide workgroups. */
@@ -72,14 +73,15 @@ export function affine(o = {}) {
   const dtype = o.dtype ?? 'f32';
   const wg = o.wg ?? 64;
   const hi = o.hi ?? 300;
-  const kernel = { name: 'affine', source: 0, entry: 'main', overrides: { WG: wg }, bindings: AFFINE_BINDINGS, uniform: AFFINE_UNIFORM };
+  const kernel = { name: 'affine', source: 0, entry: 'main', overrides: { WG: wg }, bindings: AFFINE_BINDINGS, uniform: AFFINE_UNIFORM,
+    workgroup_size: [wg, 1, 1], workgroup_bytes: 0 };
   const kernels = dtype === 'f16'
     ? [{ ...kernel, name: 'affine[f16]', requires: ['shader-f16'], fallback: 1 }, { ...kernel, name: 'affine[f16 widened]', source: 1 }]
     : [kernel];
   const sources = dtype === 'f16' ? [AFFINE('f16'), AFFINE('f32')] : [AFFINE('f32')];
   const wbytes = dtype === 'f16' ? bytesOf(toHalf(W)) : bytesOf(Float32Array.from(W));
   return artifact({
-    format: 2,
+    format: LIMITS.format,
     meta: { model: 'affine' },
     symbols: { s0: { lo: 1, hi, hint: 5, about: "input 'x' dim 0" } },
     sources,
@@ -103,11 +105,11 @@ export function affine(o = {}) {
  */
 export function ints() {
   return artifact({
-    format: 2,
+    format: LIMITS.format,
     meta: {},
     symbols: {},
     sources: [INTS],
-    kernels: [{ name: 'ints', source: 0, entry: 'main', overrides: {}, bindings: ['read', 'read', 'read_write', 'read_write', 'uniform'],
+    kernels: [{ name: 'ints', source: 0, entry: 'main', overrides: {}, workgroup_size: [64, 1, 1], workgroup_bytes: 0, bindings: ['read', 'read', 'read_write', 'read_write', 'uniform'],
       uniform: { size: 16, fields: [{ name: 'n', offset: 0, type: 'u32', count: 1 }, { name: 'limit', offset: 4, type: 'i32', count: 1 }] } }],
     buffers: [{ size: 28, role: 'input', name: 'ids' }, { size: 28, role: 'input', name: 'flags' },
       { size: 28, role: 'scratch', name: '' }, { size: 28, role: 'scratch', name: '' }],
@@ -130,7 +132,7 @@ export function ints() {
  */
 export function grouped(n = 37) {
   const kernel = (/** @type {string} */ name, /** @type {number} */ source, /** @type {number} */ wg, /** @type {string[]} */ requires = []) => ({
-    name, source, entry: 'main', overrides: { WG: wg }, bindings: AFFINE_BINDINGS,
+    name, source, entry: 'main', overrides: { WG: wg }, bindings: AFFINE_BINDINGS, workgroup_size: [wg, 1, 1], workgroup_bytes: 0,
     uniform: source === 0 ? AFFINE_UNIFORM : { size: 16, fields: [{ name: 'n', offset: 0, type: 'u32', count: 1 }] },
     ...(requires.length ? { requires } : {}),
   });
@@ -140,7 +142,7 @@ export function grouped(n = 37) {
   const a = [n, 0, 0, 0];
   const g = (/** @type {number} */ wg) => [Math.ceil(n / wg), 1, 1];
   return artifact({
-    format: 2,
+    format: LIMITS.format,
     meta: {},
     symbols: {},
     sources: [AFFINE('f32'), ADD],
@@ -183,11 +185,11 @@ export const TABLE = [10, 11, 12, 13, 14];
 /** rows = table[ids] for ids: int64[4] and a table of 5 rows, with its device-side check. */
 export function lookup() {
   return artifact({
-    format: 2,
+    format: LIMITS.format,
     meta: {},
     symbols: {},
     sources: [LOOKUP],
-    kernels: [{ name: 'lookup', source: 0, entry: 'main', overrides: {}, bindings: ['read', 'read', 'read_write', 'read_write', 'uniform'],
+    kernels: [{ name: 'lookup', source: 0, entry: 'main', overrides: {}, workgroup_size: [64, 1, 1], workgroup_bytes: 0, bindings: ['read', 'read', 'read_write', 'read_write', 'uniform'],
       uniform: { size: 16, fields: [{ name: 'n', offset: 0, type: 'u32', count: 1 }, { name: 'rows', offset: 4, type: 'u32', count: 1 }] } }],
     buffers: [{ size: 16, role: 'input', name: 'ids' }, { size: 20, role: 'constant', name: 'table' },
       { size: 16, role: 'scratch', name: '' }, { size: 4, role: 'status', name: '' }],

@@ -20,9 +20,11 @@ import numpy as np
 
 from . import symbolic
 from .errors import ArtifactError
+from .limits import LIMITS
 from .packing import DTYPES as PACKED_DTYPES
 from .packing import Packing
 from .program import (
+    F16,
     FORMAT_VERSION,
     Buffer,
     Check,
@@ -37,12 +39,12 @@ from .program import (
     UniformLayout,
 )
 
-MAGIC = b"WGPUTRCH"
-CONTAINER_VERSION = 2
+MAGIC = LIMITS["magic"].encode()
+CONTAINER_VERSION = LIMITS["container_version"]
 PREAMBLE = struct.Struct("<8sIIQQ")  # magic, container version, header CRC-32, header length, data length
-ALIGN = 64
+ALIGN = LIMITS["align"]
 DTYPES = {"f32": np.dtype("<f4"), "f16": np.dtype("<f2"), "i32": np.dtype("<i4"), "u32": np.dtype("<u4")}
-MAX_HEADER = 1 << 30  # a header past 1 GiB is not one we wrote
+MAX_HEADER = LIMITS["max_header_bytes"]  # a header past 1 GiB is not one we wrote
 
 
 def _pad(n: int) -> int:
@@ -84,6 +86,7 @@ def to_json(p: Program) -> dict:
     return {
         "format": FORMAT_VERSION,
         "meta": p.meta,
+        "requires": list(p.requires),
         "symbols": {s.name: {"lo": s.lo, "hi": s.hi, "hint": s.hint, "about": s.about} for s in p.symbols.values()},
         "sources": p.sources,
         "kernels": [_kernel_json(k) for k in p.kernels],
@@ -100,7 +103,8 @@ def to_json(p: Program) -> dict:
 
 def _kernel_json(k: Kernel) -> dict:
     out = {"name": k.name, "source": k.source, "entry": k.entry, "overrides": dict(k.overrides),
-           "bindings": list(k.bindings)}
+           "bindings": list(k.bindings), "workgroup_size": list(k.workgroup_size),
+           "workgroup_bytes": k.workgroup_bytes}
     if k.uniform is not None:
         out["uniform"] = {"size": k.uniform.size, "fields": [
             {"name": f.name, "offset": f.offset, "type": f.scalar, "count": f.count} for f in k.uniform.fields]}
@@ -158,6 +162,7 @@ def from_bytes(raw: bytes, where: str = "artifact") -> Program:
         constants, packings = _read_tensors(header, data)
         program = from_json(header, constants, packings)
         program.check()
+        _check_requires(program, header)
     except ArtifactError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, OverflowError, RecursionError) as e:
@@ -186,13 +191,35 @@ def _split(raw: bytes, where: str) -> tuple[Any, memoryview]:
     if zlib.crc32(text) != header_crc:
         raise ArtifactError(f"{where}: the header is damaged (checksum mismatch)")
     try:
-        header = json.loads(bytes(text))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        header = json.loads(bytes(text), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise ArtifactError(f"{where}: damaged header: {str(e)[:200] or 'nested too deeply'}") from None
     data = memoryview(raw)[PREAMBLE.size + header_len:]
     if isinstance(header, dict) and zlib.crc32(data) != header.get("data_crc32"):
         raise ArtifactError(f"{where}: tensor data is damaged (checksum mismatch)")
+    if header_len % ALIGN or data_len % ALIGN:
+        raise ArtifactError(f"{where}: malformed program: header length {header_len} or data length {data_len} "
+                            f"is not a multiple of {ALIGN}")
     return header, data
+
+
+def _no_constant(text: str):
+    raise ValueError(f"{text} is not JSON")  # NaN and Infinity, which Python's json module would accept
+
+
+def _check_requires(program: Program, header: dict) -> None:
+    """The header's `requires` is exactly what the dispatches' kernels need (Kernel.needs)."""
+    declared = set(_str(f, "feature") for f in _list(header.get("requires", []), "requires"))
+    for i, d in enumerate(program.dispatches):
+        k = program.kernels[d.kernel]
+        missing = sorted(set(k.needs) - declared)
+        if missing:
+            extra = " and names no fallback" if F16 in missing else ""
+            raise ValueError(f"dispatch {i}: its kernel {k.name} needs {', '.join(missing)}, which the file does "
+                             f"not require{extra}")
+    unneeded = sorted(declared - set(program.requires))
+    if unneeded:
+        raise ValueError(f"the file requires {', '.join(unneeded)}, which no dispatch needs")
 
 
 def _read_tensors(header: dict, data: memoryview) -> tuple[dict[int, np.ndarray], dict[int, Packing]]:
@@ -277,7 +304,9 @@ def _kernel(k: dict) -> Kernel:
                   tuple(sorted((_str(e, "engine"), _int(s, "engine source"))
                                for e, s in _dict(k.get("engine_sources", {}), "engine_sources").items())),
                   tuple(_str(f, "feature") for f in _list(k.get("requires", []), "requires")),
-                  _int(k["fallback"], "fallback") if "fallback" in k else None)
+                  _int(k["fallback"], "fallback") if "fallback" in k else None,
+                  _triple(k["workgroup_size"], "workgroup size"),
+                  _int(k["workgroup_bytes"], "workgroup bytes"))
 
 
 def _tensor(t: dict, expr) -> Tensor:
@@ -311,35 +340,42 @@ def _tree(t: Any, depth: int = 0) -> dict:
     if kind in ("tuple", "list", "dict"):
         items = [_tree(s, depth + 1) for s in _list(t["items"], "tree items")]
         if kind == "dict" and (len(_list(t["keys"], "tree keys")) != len(items)
-                               or not all(isinstance(k, str) for k in t["keys"])):
+                               or not all(isinstance(k, str) for k in t["keys"]) or len(set(t["keys"])) != len(items)):
             raise ValueError("a dict tree node's keys do not match its items")
+    if not isinstance(t.get("class", ""), str):
+        raise ValueError(f"a tree node's class is {type(t['class']).__name__}, not a string")
     if kind == "const" and not isinstance(t.get("value"), (type(None), bool, int, float, str)):
         raise ValueError(f"a const tree node holds {type(t.get('value')).__name__}")
     return t
 
 
 def _grid(g: Any) -> tuple[int, int, int]:
-    g = _list(g, "grid")
+    return _triple(g, "grid")
+
+
+def _triple(g: Any, what: str) -> tuple[int, int, int]:
+    g = _list(g, what)
     if len(g) != 3:
-        raise ValueError(f"grid {g} is not [x, y, z]")
-    return tuple(_int(v, "grid") for v in g)
+        raise ValueError(f"{what} {str(g)[:60]} is not [x, y, z]")
+    return tuple(_int(v, what) for v in g)
 
 
 def _bytes(words: Any) -> bytes:
     words = _list(words, "uniform")
     if not all(_is_int(w) and 0 <= w < 2**32 for w in words):
         raise ValueError("a uniform word is not a u32")
-    return struct.pack(f"<{len(words)}I", *words)
+    return struct.pack(f"<{len(words)}I", *map(int, words))
 
 
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    """Whether JSON value `v` is an integer as JavaScript reads JSON (16.0 and 1e2 are integers)."""
+    return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
 
 
 def _int(v: Any, what: str) -> int:
     if not _is_int(v) or abs(v) >= 2**53:
         raise ValueError(f"{what}: {str(v)[:40]} is not an integer")
-    return v
+    return int(v)
 
 
 def _str(v: Any, what: str) -> str:

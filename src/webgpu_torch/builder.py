@@ -16,12 +16,28 @@ import numpy as np
 from . import dtypes, layout, packing, symbolic, wgsl
 from .errors import InputError
 from .packing import Packing
-from .program import F16, Buffer, Check, Dispatch, Kernel, Option, Tensor, UniformLayout, contiguous_strides, fold_grid
+from .program import (
+    F16,
+    FEATURES,
+    Buffer,
+    Check,
+    Dispatch,
+    Kernel,
+    Option,
+    Tensor,
+    UniformLayout,
+    contiguous_strides,
+    fold_grid,
+)
+from .wgsl import SUBGROUPS
 
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """What is compiled: a kernel file, its entry point, const substitutions and override constants."""
+    """What is compiled: a kernel file, its entry point, const substitutions, override constants, and the
+    optional WebGPU features its code needs (`requires`: the source gets their `enable` directives, the
+    artifact's kernel their names). A kernel that needs `shader-f16` alone (float16 operands, through an
+    f16 alias) gets a float32 fallback, `widened()`; one that needs more is only ever a tuning option."""
 
     file: str
     name: str
@@ -29,13 +45,28 @@ class KernelSpec:
     consts: tuple[tuple[str, Any], ...] = ()
     overrides: tuple[tuple[str, float], ...] = ()
     engine_files: tuple[tuple[str, str], ...] = ()  # (engine, file): that engine's version of the kernel
+    requires: tuple[str, ...] = ()  # in the format's order (program.FEATURES)
 
     @staticmethod
     def of(file: str, name: str, *, entry: str = "main", consts: dict | None = None,
-           overrides: dict | None = None, engine_files: dict | None = None) -> KernelSpec:
-        return KernelSpec(file, name, entry, tuple(sorted((consts or {}).items())),
+           overrides: dict | None = None, engine_files: dict | None = None, requires=()) -> KernelSpec:
+        consts = consts or {}
+        if "f16" in consts.values() and F16 not in requires:
+            raise ValueError(f"{name}: an f16 substitution needs requires=({F16!r},)")
+        return KernelSpec(file, name, entry, tuple(sorted(consts.items())),
                           tuple(sorted((k, float(v)) for k, v in (overrides or {}).items())),
-                          tuple(sorted((engine_files or {}).items())))
+                          tuple(sorted((engine_files or {}).items())), tuple(f for f in FEATURES if f in requires))
+
+    def widened(self) -> KernelSpec:
+        """This kernel over float32 operands, for a device without shader-f16 (its fallback)."""
+        return replace(self, name=self.name.replace(",f16", ",f16 widened"), requires=(),
+                       consts=tuple((k, "f32" if v == "f16" else v) for k, v in self.consts))
+
+    def source(self, file: str | None = None, subgroups: bool = False) -> str:
+        """The WGSL text: the `enable` directives of `requires` (and of subgroups, for the twin), then `file`
+        (default: the kernel's own) specialised."""
+        features = (*self.requires, SUBGROUPS) if subgroups else self.requires
+        return wgsl.enables(features) + _specialized(file or self.file, self.consts, subgroups)
 
 
 @dataclass(frozen=True)
@@ -52,7 +83,6 @@ DEFAULT_MAX_BINDING = 128 * 2**20  # WebGPU's default maxStorageBufferBindingSiz
 
 @dataclass(frozen=True)
 class CompileOptions:
-    gemm: str = "auto"  # GEMM variant: "auto" or a name in ops.gemm.CONFIGS
     max_binding: int = DEFAULT_MAX_BINDING  # no dispatch binds a larger buffer (larger constants are split)
     contiguous_outputs: bool = False  # outputs that are strided views get a copy (to feed other programs)
     extra: dict = field(default_factory=dict)  # family-specific options, read by the family that owns them
@@ -71,8 +101,11 @@ def _interface(source: str) -> tuple[tuple[str, ...], UniformLayout | None]:
 
 
 class Builder:
-    def __init__(self, options: CompileOptions):
+    def __init__(self, options: CompileOptions, copy: Callable[[Builder, Tensor], Tensor]):
+        """`copy(builder, t)`: a dispatch making a contiguous copy of view `t` (the elementwise family's, passed
+        in so that the builder imports no op family)."""
         self.options = options
+        self._copy = copy
         self.buffers: list[Buffer] = []
         self.constants: dict[int, np.ndarray] = {}
         self.sources: list[str] = []
@@ -198,9 +231,7 @@ class Builder:
             return t
         if self.buffers[t.buffer].role == "constant" and _static(t) and t.numel <= self.constants[t.buffer].size:
             return self._fold(t, f"{self.buffers[t.buffer].name}{list(t.shape)}")
-        from .ops.elementwise import copy
-
-        return copy(self, t)
+        return self._copy(self, t)
 
     def check(self, message: str) -> tuple[Tensor, int]:
         """A device-side check of the node being lowered: the status buffer (bind it read_write: an array of
@@ -228,7 +259,7 @@ class Builder:
         `elements` (ceil(elements / the entry's workgroup size)); either an int or an Expr of dynamic sizes
         (then the runtime folds the grid per call). `tensors` bind in binding order, Params after them."""
         if elements is not None:
-            per = wgsl.workgroup_invocations(_specialized(spec.file, spec.consts), spec.entry, dict(spec.overrides))
+            per = wgsl.workgroup_invocations(spec.source(), spec.entry, dict(spec.overrides))
             workgroups = -(-elements // per)
         if workgroups == 0:
             return
@@ -271,45 +302,38 @@ class Builder:
 
     def _kernel(self, spec: KernelSpec, params: dict | None, n_tensors: int) -> tuple[int, bytes, tuple]:
         """The kernel index of `spec` (added on first use), its packed Params and their dynamic patches."""
-        source = _specialized(spec.file, spec.consts)
-        kinds, layout = _interface(source)
+        kinds, layout = _interface(spec.source())
         storage = len(kinds) - (layout is not None)
         if storage != n_tensors:
             raise RuntimeError(f"{spec.name}: kernel binds {storage} buffers, lowering gave {n_tensors}")
         if (layout is None) != (params is None):
             raise RuntimeError(f"{spec.name}: Params given {params is not None}, declared {layout is not None}")
         uniform, patches = wgsl.pack(layout, params) if layout is not None else (b"", ())
-        return self._kernel_index(self._make_kernel(spec, source, kinds, layout)), uniform, patches
+        return self._kernel_index(self._make_kernel(spec)), uniform, patches
 
-    def _make_kernel(self, spec: KernelSpec, source: str, kinds: tuple, layout, widen: bool = False) -> Kernel:
-        """The Kernel of `spec` over `source` (with `widen`, every source in its float32 form); a kernel that
-        reads float16 gets its float32 twin as its fallback, except a matrix-unit kernel, which runs only as a
-        tuning option or when forced."""
-        form = wgsl.without_f16 if widen else str
-        engine_sources = tuple((engine, self._source(form(_specialized(file, spec.consts))))
-                               for engine, file in spec.engine_files)
-        for _, i in engine_sources:
-            if _interface(self.sources[i]) != (kinds, layout):
-                raise RuntimeError(f"{spec.name}: its engine sources differ in bindings or Params")
-        source = form(source)
-        name = spec.name.replace(",f16", ",f16 widened") if widen else spec.name
-        if wgsl.uses_subgroup_matrix(source):
-            return Kernel(name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources,
-                          wgsl.SUBGROUP_MATRIX_FEATURES)
-        if not wgsl.uses_f16(source):
-            return Kernel(name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources)
-        fallback = self._kernel_index(self._make_kernel(spec, source, kinds, layout, widen=True))
+    def _make_kernel(self, spec: KernelSpec) -> Kernel:
+        """The Kernel of `spec` (sources added on first use); one that needs shader-f16 alone gets its float32
+        twin as its fallback."""
+        source = spec.source()
+        kinds, layout = _interface(source)
+        texts = [source, *(spec.source(file) for _, file in spec.engine_files)]
+        if any(_interface(text) != (kinds, layout) for text in texts):
+            raise RuntimeError(f"{spec.name}: its engine sources differ in bindings or Params")
+        engine_sources = tuple((engine, self._source(text))
+                               for (engine, _), text in zip(spec.engine_files, texts[1:], strict=True))
+        fallback = self._kernel_index(self._make_kernel(spec.widened())) if spec.requires == (F16,) else None
         return Kernel(spec.name, self._source(source), spec.entry, kinds, layout, spec.overrides, engine_sources,
-                      (F16,), fallback)
+                      spec.requires, fallback, **_workgroup(spec, texts))
 
     def _subgroup_twin(self, spec: KernelSpec) -> int | None:
         """The kernel of `spec` built with its helpers' subgroup twins (wgsl.kernel_source), if it has any."""
-        twin = _specialized(spec.file, spec.consts, subgroups=True)
-        if twin == _specialized(spec.file, spec.consts):
+        if _specialized(spec.file, spec.consts, True) == _specialized(spec.file, spec.consts):
             return None
+        twin = spec.source(subgroups=True)
         kinds, layout = _interface(twin)
-        return self._kernel_index(Kernel(f"{spec.name}+{wgsl.SUBGROUPS}", self._source(twin), spec.entry, kinds,
-                                         layout, spec.overrides, requires=(wgsl.SUBGROUPS,)))
+        return self._kernel_index(Kernel(f"{spec.name}+{SUBGROUPS}", self._source(twin), spec.entry, kinds,
+                                         layout, spec.overrides, requires=(*spec.requires, SUBGROUPS),
+                                         **_workgroup(spec, [twin])))
 
     def _kernel_index(self, kernel: Kernel) -> int:
         if kernel not in self._kernel_ids:
@@ -338,6 +362,16 @@ class Builder:
             self._source_ids[text] = len(self.sources)
             self.sources.append(text)
         return self._source_ids[text]
+
+
+def _workgroup(spec: KernelSpec, sources: list[str]) -> dict:
+    """The declared workgroup of `spec`'s entry point over its sources (one per engine): the same size in
+    each, and the most workgroup memory any of them uses."""
+    points = {wgsl.entry_point(text, spec.entry, dict(spec.overrides)) for text in sources}
+    if len({p.workgroup_size for p in points}) != 1:
+        raise RuntimeError(f"{spec.name}: its engine sources differ in workgroup size")
+    return {"workgroup_size": next(iter(points)).workgroup_size,
+            "workgroup_bytes": max(p.workgroup_bytes for p in points)}
 
 
 def _static(t: Tensor) -> bool:

@@ -13,22 +13,21 @@ from typing import Any
 from . import lowering
 from .builder import DEFAULT_MAX_BINDING, CompileOptions
 from .ops import OPTIONS
-from .ops.gemm import CONFIGS as GEMM_CONFIGS
 from .runtime.session import Session
 
 
-def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDING, contiguous_outputs: bool = False,
+def compile(ep, *, max_binding_size: int = DEFAULT_MAX_BINDING, contiguous_outputs: bool = False,
             **extra: Any) -> Session:
     """Compile a `torch.export.ExportedProgram` for WebGPU.
 
-    gemm: force one GEMM kernel configuration (a name in ops.gemm.CONFIGS, e.g. "pr" for the ExecuTorch PR's
-          kernel, or "gemv"); "auto" routes by shape and layout.
     max_binding_size: the most bytes any dispatch binds in one buffer; WebGPU guarantees 128 MiB on every
           adapter, so that default runs anywhere. Larger weights read by linear or embedding are split into
           row chunks under it; any other tensor over it is refused at compile time.
     contiguous_outputs: give outputs that are strided views (a transpose, say) a copy of their own, so that
           kept on the device (Session.on_device) they can be passed to other programs as inputs.
-    extra: the op families' own options (ops.OPTIONS), e.g. conv="auto" | "im2col" | "direct", and
+    extra: the op families' own options (ops.OPTIONS), e.g. gemm="auto" | "gemv" | a name in ops.gemm.CONFIGS
+          ("pr" for the ExecuTorch PR's kernel): one GEMM kernel configuration forced everywhere, "auto"
+          routing by shape and layout; conv="auto" | "im2col" | "direct", and
           weights="float32" | "float16" | "int8" | "int4": float16 stores every constant a GEMM reads as its
           B operand (Linear and conv weights) in half precision, with float32 products; adapters without
           `shader-f16` run the same numbers from float32 copies made at load; int8 and int4 quantize those
@@ -43,13 +42,11 @@ def compile(ep, *, gemm: str = "auto", max_binding_size: int = DEFAULT_MAX_BINDI
     touches a GPU. Returns a Session: calling it runs the program on the default WebGPU engine (opened on the
     first call); `.program` is the compiled Program (plain data), `.save(path)` writes the artifact.
     """
-    if gemm not in ("auto", "gemv", *GEMM_CONFIGS):
-        raise ValueError(f"gemm={gemm!r}: choose 'auto', 'gemv' or one of {sorted(GEMM_CONFIGS)}")
     _check_options(extra)
     graph = import_graph(ep)
     if max_binding_size < 2**16:
         raise ValueError(f"max_binding_size={max_binding_size}: must be at least 64 KiB")
-    program = lowering.lower(graph, CompileOptions(gemm=gemm, max_binding=max_binding_size,
+    program = lowering.lower(graph, CompileOptions(max_binding=max_binding_size,
                                                    contiguous_outputs=contiguous_outputs, extra=extra))
     return Session(program)
 
@@ -67,7 +64,7 @@ def import_graph(ep):
 def _check_options(extra: dict[str, Any]) -> None:
     for name, value in extra.items():
         if name not in OPTIONS:
-            raise TypeError(f"compile() got an unknown option {name!r}; options: gemm, {', '.join(sorted(OPTIONS))}")
+            raise TypeError(f"compile() got an unknown option {name!r}; options: {', '.join(sorted(OPTIONS))}")
         if value not in OPTIONS[name]:
             raise ValueError(f"{name}={value!r}: choose one of {', '.join(map(repr, OPTIONS[name]))}")
 

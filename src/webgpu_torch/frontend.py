@@ -22,7 +22,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
-from . import symbolic
+from . import symbolic, tree
 from .errors import UnsupportedError
 from .graph import Graph, Node, Ref, TensorMeta, drop_dead, refs_in, values_in
 from .ops import OPS, REFUSED
@@ -552,10 +552,12 @@ def treespec_to_json(spec) -> dict:
         return {"type": "dict", "keys": list(spec.context), "items": children}
     if spec.type is type(None):
         return {"type": "const", "value": None}
+    # torch's pytree files every namedtuple under one marker type, with the class itself as the context
+    cls = tree.class_name(spec.context if isinstance(spec.context, type) else spec.type)
     keys = _context_keys(spec)
     if keys is not None and len(keys) == len(children):
-        return {"type": "dict", "keys": keys, "items": children, "class": spec.type.__name__}
-    return {"type": "tuple", "items": children}
+        return {"type": "dict", "keys": keys, "items": children, "class": cls}
+    return {"type": "tuple", "items": children, "class": cls}  # a namedtuple, or another sequence
 
 
 def _children(spec) -> list:

@@ -4,7 +4,8 @@ A `Seq2Seq` holds three programs — `vision` (pixels -> image features), `encod
 ids -> every decoder layer's cross-attention keys and values) and `decoder` (one token, the self-attention
 cache, the cross K/V -> logits, the greedy next token, the grown cache) — and the token ids generation needs.
 Between decoder steps the cache and the cross K/V stay DeviceTensors: each step uploads one token id and
-reads back one (or, for a parity check, the logits as well).
+reads back one (or, for a parity check, the logits as well). The folder's `seq2seq.json` and the stopping
+rules are docs/artifact.md's "Seq2Seq folders", which js/src/generation.js follows too.
 """
 
 from __future__ import annotations
@@ -16,9 +17,29 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import ArtifactError
 from .runtime.session import Session
 
 STAGES = ("vision", "encoder", "decoder")
+REQUIRED = ("layers", "heads", "head_dim", "decoder_start_token_id")  # integers
+OPTIONAL = ("eos_token_id", "forced_bos_token_id", "forced_eos_token_id")  # integers, null or absent
+
+
+def check_info(info, where: str) -> dict:
+    """`info` (seq2seq.json's value) when it holds what generation needs; ArtifactError naming what not."""
+    if not isinstance(info, dict):
+        raise ArtifactError(f"{where}: not a JSON object")
+    for key in REQUIRED:
+        if not _is_int(info.get(key)):
+            raise ArtifactError(f"{where}: no integer {key!r}")
+    for key in OPTIONAL:
+        if info.get(key) is not None and not _is_int(info[key]):
+            raise ArtifactError(f"{where}: {key!r} is neither an integer nor null")
+    return info
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2**53
 
 
 @dataclass
@@ -50,7 +71,7 @@ class Seq2Seq:
                 token = self._forced(step, max_new_tokens, int(np.asarray(chosen).reshape(-1)[0]))
             steps.append(time.perf_counter() - t0)
             ids.append(token)
-            if teacher is None and token == info["eos_token_id"]:
+            if teacher is None and token == info.get("eos_token_id"):  # none: run to max_new_tokens
                 break
         self.timings["decoder steps"] = steps  # wall seconds per step (the first also waits for vision+encoder)
         return ids, logits
@@ -73,5 +94,9 @@ class Seq2Seq:
     @staticmethod
     def load(folder: str | Path) -> Seq2Seq:
         folder = Path(folder)
-        info = json.loads((folder / "seq2seq.json").read_text())
-        return Seq2Seq(*(Session.load(folder / f"{name}.wgpt") for name in STAGES), info)
+        path = folder / "seq2seq.json"
+        try:
+            info = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise ArtifactError(f"{path}: not JSON: {e}") from None
+        return Seq2Seq(*(Session.load(folder / f"{name}.wgpt") for name in STAGES), check_info(info, str(path)))

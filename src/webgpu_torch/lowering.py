@@ -11,7 +11,7 @@ from . import dtypes, planner, symbolic
 from .builder import Builder, CompileOptions
 from .errors import InputError, UnsupportedError, describe_node
 from .graph import Graph, Node, Ref, map_refs, refs_in, values_in
-from .ops import OPS, REFUSED, NodeView
+from .ops import OPS, REFUSED, NodeView, elementwise
 from .program import Buffer, Input, Program, Tensor, contiguous_strides
 from .symbolic import Expr
 
@@ -75,7 +75,7 @@ def _unsupported_reason(metas: dict, node: Node, read: frozenset[int]) -> str | 
 
 def lower(graph: Graph, options: CompileOptions) -> Program:
     check_support(graph)
-    ctx = Builder(options)
+    ctx = Builder(options, copy=elementwise.copy)
     env: dict[Ref, Tensor] = {}
     inputs = []
     for name, meta in graph.inputs:

@@ -17,24 +17,26 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, symbolic, tree
+from .limits import LIMITS
 from .packing import Packing
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = LIMITS["format"]
 BINDING_KINDS = ("read", "read_write", "uniform")
 SCALARS = ("u32", "i32", "f32")
 F16 = "shader-f16"
 SUBGROUP_MATRIX = "chromium-experimental-subgroup-matrix"  # the matrix units (docs/artifact.md, "requires")
-FEATURES = (F16, "subgroups", SUBGROUP_MATRIX)  # the optional WebGPU features a kernel may require
+FEATURES = tuple(LIMITS["features"])  # the optional WebGPU features the format defines; a file may name others
 ROLES = ("input", "constant", "scratch", "status")
 # Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
 # finishes, deep nesting crashes some WGSL compilers).
-MAX_WORKGROUPS = 1 << 24  # per dispatch: 2^30 invocations of 64 threads
-MAX_SOURCE_BYTES = 4 << 20
-MAX_NESTING = 64  # (), [] and {} in a WGSL source
-SCALAR_RANGE = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1), "f32": (-(2**31), 2**31 - 1)}
-
-
-MAX_WORKGROUPS_PER_DIM = 65535  # WebGPU's guaranteed maxComputeWorkgroupsPerDimension
+MAX_WORKGROUPS = LIMITS["max_workgroups"]  # per dispatch
+MAX_SOURCE_BYTES = LIMITS["max_source_chars"]
+MAX_NESTING = LIMITS["max_nesting"]  # (), [] and {} in a WGSL source
+MAX_INVOCATIONS = LIMITS["max_workgroup_invocations"]
+MAX_WORKGROUP_BYTES = LIMITS["max_workgroup_bytes"]
+SYMBOL_LIMIT = LIMITS["symbol_limit"]
+SCALAR_RANGE = {k: tuple(v) for k, v in LIMITS["scalar_ranges"].items()}
+MAX_WORKGROUPS_PER_DIM = LIMITS["max_workgroups_per_dim"]  # WebGPU's guaranteed maxComputeWorkgroupsPerDimension
 
 
 def fold_grid(workgroups: int) -> tuple[int, int, int]:
@@ -76,6 +78,9 @@ class Tensor:
         return len(self.shape)
 
     def is_contiguous(self) -> bool:
+        """Whether the view is its elements in C order, densely (one without elements always is)."""
+        if self.numel == 0:
+            return True
         return all(s == c for n, s, c in zip(self.shape, self.strides, contiguous_strides(self.shape),
                                               strict=True) if n != 1)
 
@@ -128,14 +133,16 @@ class UniformLayout:
 @dataclass(frozen=True)
 class Kernel:
     """One compute pipeline: an entry point of a (specialised) source, with its override constants, its bind
-    group 0 (`bindings`: "read", "read_write" or "uniform" per binding, in order) and its Params layout.
+    group 0 (`bindings`: "read", "read_write" or "uniform" per binding, in order), its Params layout, and what
+    a workgroup of its entry point takes (`workgroup_size`, `workgroup_bytes`: checked against the device's
+    limits before anything compiles).
 
     `engine_sources` names a different source for some engines: the same computation in a style that
     engine's shader compiler handles better, with identical bindings and Params. `requires` names the
     optional WebGPU features its source uses: a kernel needing `subgroups` or subgroup matrices is only ever
     an option beside one that needs neither (tuning takes it where the device has them and it runs faster);
     any other needing `shader-f16` names a `fallback` kernel, the same one in float32, for devices without
-    the feature."""
+    the feature. `needs` is what a device must have to run it as a dispatch."""
 
     name: str  # readable variant name, e.g. "gemm[128x128]"; shown in profiles
     source: int  # index into Program.sources
@@ -146,6 +153,14 @@ class Kernel:
     engine_sources: tuple[tuple[str, int], ...] = ()  # (engine name, source index)
     requires: tuple[str, ...] = ()  # optional WebGPU features its source uses
     fallback: int | None = None  # kernel index: this kernel in float32, for devices without shader-f16
+    workgroup_size: tuple[int, int, int] = (1, 1, 1)  # the entry point's @workgroup_size, overrides applied
+    workgroup_bytes: int = 0  # the workgroup memory its entry point uses (each variable rounded up to 16)
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """The features a device must have to run this kernel: `requires`, less shader-f16 when a fallback
+        (which requires nothing) runs in its place without it."""
+        return tuple(f for f in self.requires if not (f == F16 and self.fallback is not None))
 
     def source_for(self, engine: str) -> int:
         return dict(self.engine_sources).get(engine, self.source)
@@ -222,6 +237,12 @@ class Program:
     # u32 words are laid out. Their arrays are the words.
     packings: dict[int, Packing] = field(default_factory=dict)
 
+    @property
+    def requires(self) -> tuple[str, ...]:
+        """The optional features a device needs to run the dispatches as written (their options aside): the
+        header's `requires`, sorted."""
+        return tuple(sorted({f for d in self.dispatches for f in self.kernels[d.kernel].needs}))
+
     # -- inspection ----------------------------------------------------------------------------------------
     def check(self) -> None:
         """Raise ValueError unless every index, size, binding and expression is consistent, so that a damaged
@@ -256,7 +277,7 @@ def _problems(p: Program):
     ones before it (indices are checked before they are used)."""
     nb = len(p.buffers)
     for name, s in p.symbols.items():
-        yield f"symbol {name}: range [{s.lo}, {s.hi}] with hint {s.hint}", 0 <= s.lo <= s.hint <= s.hi < 2**31
+        yield f"symbol {name}: range [{s.lo}, {s.hi}] with hint {s.hint}", 0 <= s.lo <= s.hint <= s.hi < SYMBOL_LIMIT
     for i, source in enumerate(p.sources):
         yield f"source {i}: {len(source):,} characters, over {MAX_SOURCE_BYTES:,}", len(source) <= MAX_SOURCE_BYTES
         yield f"source {i}: brackets nested deeper than {MAX_NESTING} or unbalanced", _nesting_ok(source)
@@ -286,10 +307,11 @@ def _problems(p: Program):
         yield f"input {x.name}: buffer too small", (max(1, symbolic.bound(prod(x.shape))) * dtypes.dtype(
             x.dtype).itemsize <= p.buffers[x.buffer].size and all(symbolic.bounds(n)[0] >= 0 for n in x.shape))
     yield "input tree does not match the inputs", len(p.inputs) == tree.count_leaves(p.input_tree)
-    yield "the input tree is not (positional arguments, keyword arguments)", (
+    yield "input_tree is not a tuple of (positional arguments, keyword arguments)", (
         p.input_tree["type"] == "tuple" and [t["type"] for t in p.input_tree["items"]] == ["tuple", "dict"])
     sized = {s.args[0].name for x in p.inputs for s in x.shape if isinstance(s, symbolic.Expr) and s.op == "sym"}
-    yield f"dynamic dimensions that size no input dimension: {sorted(set(p.symbols) - sized)}", set(p.symbols) <= sized
+    for name, s in p.symbols.items():
+        yield f"symbol {name} ({s.about}) is not the size of any input dimension", name in sized
     yield "output tree does not match the outputs", len(p.outputs) == tree.count_leaves(p.output_tree)
     for k, t in enumerate(p.outputs):
         yield f"output {k}: bad buffer {t.buffer}", _is_int(t.buffer) and 0 <= t.buffer < nb
@@ -312,13 +334,17 @@ def _kernel_problems(p: Program, k: Kernel):
         yield f"kernel {k.name}: bad uniform layout", _is_int(k.uniform.size) and k.uniform.size % 16 == 0 and all(
             f.scalar in SCALARS and f.count >= 1 and f.offset >= 0 and f.offset + 4 * f.count <= k.uniform.size
             for f in k.uniform.fields)
-    yield f"kernel {k.name}: requires unknown features {list(k.requires)}", set(k.requires) <= set(FEATURES)
-    if F16 in k.requires and SUBGROUP_MATRIX not in k.requires:  # a matrix kernel is only ever an option
-        yield f"kernel {k.name}: needs shader-f16 but has no fallback", (
-            _is_int(k.fallback) and 0 <= k.fallback < len(p.kernels))
+    x, y, z = k.workgroup_size
+    yield f"kernel {k.name}: bad workgroup size {list(k.workgroup_size)}", (
+        all(_is_int(n) and n >= 1 for n in k.workgroup_size) and x * y * z <= MAX_INVOCATIONS)
+    yield f"kernel {k.name}: bad workgroup memory {k.workgroup_bytes!r}", (
+        _is_int(k.workgroup_bytes) and 0 <= k.workgroup_bytes <= MAX_WORKGROUP_BYTES)
+    if k.fallback is not None:
+        yield f"kernel {k.name}: bad fallback index", _is_int(k.fallback) and 0 <= k.fallback < len(p.kernels)
         alt = p.kernels[k.fallback]
-        yield f"kernel {k.name}: its fallback {alt.name} needs shader-f16 or differs in bindings or Params", (
-            F16 not in alt.requires and alt.bindings == k.bindings and alt.uniform == k.uniform)
+        yield f"kernel {k.name}: a fallback on a kernel that does not require shader-f16", F16 in k.requires
+        yield f"kernel {k.name}: its fallback {alt.name} requires features or differs in bindings or Params", (
+            not alt.requires and alt.bindings == k.bindings and alt.uniform == k.uniform)
 
 
 def _dispatch_problems(p: Program, i: int, d: Dispatch):
@@ -338,12 +364,13 @@ def _dispatch_problems(p: Program, i: int, d: Dispatch):
         and SCALAR_RANGE[q.scalar][0] <= symbolic.bounds(q.value)[0] <= symbolic.bound(q.value)
         <= SCALAR_RANGE[q.scalar][1] for q in d.patches)
     if d.count is not None:
+        lo, hi = symbolic.bounds(d.count)
         yield f"dispatch {i}: its grid is not its workgroup count's largest value folded", (
-            symbolic.bounds(d.count)[0] >= 0 and fold_grid(max(1, symbolic.bound(d.count))) == tuple(d.grid))
+            lo >= 0 and hi <= MAX_WORKGROUPS_PER_DIM**2 and fold_grid(max(1, hi)) == tuple(d.grid))
     yield f"dispatch {i}: a dynamic one has options", not d.options or (d.count is None and not d.patches)
     for o in d.options:
-        ok = _is_int(o.kernel) and 0 <= o.kernel < len(p.kernels) and _grid_ok(o.grid)
-        yield f"dispatch {i}: bad option", ok
+        yield f"dispatch {i}: bad option", _is_int(o.kernel) and 0 <= o.kernel < len(p.kernels)
+        yield f"dispatch {i}: bad grid {list(o.grid)} in an option", _grid_ok(o.grid)
         alt = p.kernels[o.kernel]
         yield f"dispatch {i}: option {alt.name} differs in bindings or Params", (
             alt.bindings == k.bindings and alt.uniform == k.uniform and len(o.uniform) >= len(d.uniform))

@@ -15,6 +15,7 @@ JSON form, also read by a JavaScript runtime: an int, a symbol name, or [op, arg
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Union
@@ -291,23 +292,28 @@ def to_json(v: Value):
     return [v.op, *(to_json(a) for a in v.args)]
 
 
+ARITY = {"+": None, "*": None, "//": 2, "%": 2, "max": 2, "min": 2}  # None: one or more
+
+
 def from_json(j, symbols: dict[str, Symbol]) -> Value:
-    if isinstance(j, bool) or not isinstance(j, (int, str, list)):
-        raise ValueError(f"not an expression: {j!r}")
+    """An expression as the artifact writes it (docs/artifact.md, Expressions), kept as written: no
+    simplification, so its bounds are the interval arithmetic of that very tree, as every runtime computes
+    them."""
+    if isinstance(j, float) and j.is_integer() and abs(j) < 2**53:
+        j = int(j)  # JSON's 16.0 is the integer 16, as JavaScript reads it
+    if isinstance(j, float) or (isinstance(j, int) and not isinstance(j, bool) and abs(j) >= 2**53):
+        raise ValueError(f"not an integer: {json.dumps(j)}")
+    if isinstance(j, bool) or not isinstance(j, (int, str, list)) or j == []:
+        raise ValueError(f"not an expression: {json.dumps(j)[:60]}")
     if isinstance(j, int):
         return j
     if isinstance(j, str):
         if j not in symbols:
-            raise ValueError(f"expression names an undeclared symbol {j!r}")
+            raise ValueError(f"expression names an undeclared symbol {json.dumps(j)}")
         return Expr.symbol(symbols[j])
     op, *args = j
-    values = [from_json(a, symbols) for a in args]
-    if op == "+":
-        return _add(*values)
-    if op == "*":
-        return _mul(*values)
-    if op in ("//", "%") and len(values) == 2:
-        return _binary(op, *values)
-    if op in ("max", "min") and len(values) == 2:
-        return (maximum if op == "max" else minimum)(*values)
-    raise ValueError(f"unknown expression operator {op!r}")
+    if not isinstance(op, str) or op not in ARITY:
+        raise ValueError(f"unknown expression operator {json.dumps(op)[:40]}")
+    if len(args) != (ARITY[op] or len(args)) or not args:
+        raise ValueError(f"operator {json.dumps(op)} with {len(args)} arguments")
+    return Expr(op, tuple(from_json(a, symbols) for a in args))

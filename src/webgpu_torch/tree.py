@@ -5,15 +5,21 @@ A spec is one of (docs/artifact.md, Trees)
   {"type": "const", "value": v}                     a non-tensor value fixed at export (None, bool, int, float,
                                                     str): a call must pass that value (or, as a keyword
                                                     argument, nothing)
-  {"type": "tuple" | "list", "items": [spec...]}
+  {"type": "tuple" | "list", "items": [spec...], "class": name}
   {"type": "dict", "keys": [k...], "items": [spec...], "class": name}
-Other containers with named fields (a transformers ModelOutput) are stored as "dict" with their class name,
-and come back as a `Record`: a dict whose fields read as attributes too, the same whether the program was
-just compiled or loaded from a file.
+A container of another class — a transformers ModelOutput, an OrderedDict, a namedtuple — keeps its class's
+module-qualified name ("transformers.modeling_outputs.BaseModelOutput"), and comes back as that class where
+the class is already loaded in this process (the caller imported transformers, as anyone holding a model
+has). A file's class name never causes an import: a name that resolves to nothing loaded, or to anything
+but a dict subclass, a dataclass or a namedtuple, gives a `Record` (a named dict that also indexes by
+position) or a plain tuple. So a program compiled in this process returns exactly what the eager model
+returned, and a torch-free load returns look-alikes that index the same way.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from typing import Any
 
 from .errors import InputError, InputTypeError
@@ -70,22 +76,63 @@ def _build(spec: dict, it) -> Any:
     if kind == "const":
         return spec["value"]
     items = [_build(s, it) for s in spec["items"]]
-    if kind == "tuple":
-        return tuple(items)
     if kind == "list":
         return items
+    cls = loaded_class(spec.get("class"))
+    if kind == "tuple":
+        return cls(*items) if cls is not None and _is_namedtuple(cls) else tuple(items)
     fields = dict(zip(spec["keys"], items, strict=True))
-    return Record(fields) if "class" in spec else fields
+    if cls is None or _is_namedtuple(cls):
+        return Record(fields) if "class" in spec else fields
+    if dataclasses.is_dataclass(cls):  # a ModelOutput: its fields by name, as transformers' pytree rebuilds it
+        return cls(**fields)
+    out = cls()  # a dict subclass; filled after construction, since a defaultdict's first argument is a factory
+    out.update(fields)
+    return out
+
+
+def class_name(cls: type) -> str:
+    """What a tree records for a container class: "module.QualifiedName"."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def loaded_class(name: str | None) -> type | None:
+    """The container class `name` (from class_name) names, if its module is loaded in this process and it is
+    a dict subclass, a dataclass or a namedtuple; else None. Never imports."""
+    if not name:
+        return None
+    module, _, path = name.rpartition(".")
+    while module and module not in sys.modules:  # a nested class: "mod.Outer.Inner"
+        module, _, outer = module.rpartition(".")
+        path = f"{outer}.{path}"
+    obj: Any = sys.modules.get(module)
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+    ok = isinstance(obj, type) and (issubclass(obj, dict) or dataclasses.is_dataclass(obj) or _is_namedtuple(obj))
+    return obj if ok else None
+
+
+def _is_namedtuple(cls: type) -> bool:
+    return issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
 
 
 class Record(dict):
-    """A model's named outputs (a transformers ModelOutput): `out["logits"]` and `out.logits` alike."""
+    """A model's named outputs where their own class is not loaded: `out["logits"]`, `out.logits` and, as
+    on a ModelOutput or a namedtuple, `out[0]` (fields in order), `out[:2]` and `out.to_tuple()`."""
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, slice)):
+            return self.to_tuple()[key]
+        return super().__getitem__(key)
 
     def __getattr__(self, name: str):
         try:
             return self[name]
         except KeyError:
             raise AttributeError(name) from None
+
+    def to_tuple(self) -> tuple:
+        return tuple(self.values())
 
 
 def _shown(v: Any) -> str:

@@ -6,9 +6,9 @@ replaced by that file's text. Compile-time parameters come in two forms:
   * `const NAME: T = default;` — replaced by value here, for what WGSL requires to be a true constant
     (function-scope array lengths such as a thread's register tile);
   * `alias NAME = type;` — replaced by another type here, for kernels that serve several dtypes.
-The substitution touches only the value of a named declaration; there is no template language. A source
-specialised with an f16 alias gets the `enable f16;` directive WGSL requires (its first line); `f16` enters
-our kernels only through aliases, so `without_f16` can turn such a source back into its f32 form.
+The substitution touches only the value of a named declaration; there is no template language. Kernel files
+hold no `enable` directive: a kernel declares the optional features it needs (KernelSpec.requires) and
+`enables` writes the directives WGSL requires for them.
 A helper may have a subgroup twin (`row.wgsl` and `row.subgroups.wgsl`: the same functions written with
 subgroup operations); `kernel_source(file, subgroups=True)` includes the twins instead, for the kernel that
 the builder offers where the device has subgroups.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from .program import F16, SUBGROUP_MATRIX, Patch, UniformField, UniformLayout
+from .program import F16, FEATURES, SUBGROUP_MATRIX, Patch, UniformField, UniformLayout
 from .symbolic import Expr
 
 _CONST = re.compile(r"\bconst\s+(\w+)\s*:\s*(\w+)\s*=\s*[^;]+;")
@@ -40,8 +40,17 @@ MAX_UNIFORM_ALIGN = 256  # WebGPU's largest minUniformBufferOffsetAlignment
 _INCLUDE = re.compile(r"^//! include (\S+)$", re.MULTILINE)
 
 
-_ENABLE = re.compile(r"^enable \w+;\n", re.MULTILINE)
 SUBGROUPS = "subgroups"  # the optional WebGPU feature (and WGSL extension) of subgroup operations
+EXTENSIONS = {F16: "f16", SUBGROUPS: SUBGROUPS, SUBGROUP_MATRIX: "chromium_experimental_subgroup_matrix"}
+
+
+def enables(features) -> str:
+    """The `enable` directives a source needs for the optional WebGPU `features` its kernel declares, in the
+    format's order of features."""
+    unknown = set(features) - set(EXTENSIONS)
+    if unknown:
+        raise ValueError(f"no WGSL extension is known for the features {sorted(unknown)}")
+    return "".join(f"enable {EXTENSIONS[f]};\n" for f in FEATURES if f in features)
 
 
 def _shipped(filename: str):
@@ -59,17 +68,14 @@ def kernel_source(filename: str, subgroups: bool = False) -> str:
     `//! include other.wgsl` line replaced by that file's text (a shared helper such as activation.wgsl).
 
     With `subgroups`, a helper that has a subgroup twin (`subgroup_twin`: the same functions written with
-    subgroup operations) is included as its twin instead. An included file's `enable` directives move to the
-    top of the result, where WGSL requires them."""
+    subgroup operations) is included as its twin instead."""
     def include(m: re.Match) -> str:
         name = m.group(1)
         if subgroups and _shipped(subgroup_twin(name)).is_file():
             name = subgroup_twin(name)
         return kernel_source(name, subgroups)
 
-    text = _INCLUDE.sub(include, _shipped(filename).read_text())
-    directives = dict.fromkeys(_ENABLE.findall(text))  # once each, in order
-    return "".join(directives) + _ENABLE.sub("", text)
+    return _INCLUDE.sub(include, _shipped(filename).read_text())
 
 
 def specialize(source: str, consts: dict[str, int | float | bool | str]) -> str:
@@ -94,27 +100,7 @@ def specialize(source: str, consts: dict[str, int | float | bool | str]) -> str:
     out = _ALIAS.sub(replace_alias, _CONST.sub(replace_const, source))
     if missing:
         raise KeyError(f"kernel has no const declaration for {sorted(missing)}")
-    return ENABLE_F16 + out if _F16_ALIAS.search(out) and not uses_f16(out) else out
-
-
-ENABLE_F16 = "enable f16;\n"
-_F16_ALIAS = re.compile(r"\balias\s+(\w+)\s*=\s*f16\s*;")
-_SUBGROUP_MATRIX = re.compile(r"^enable chromium_experimental_subgroup_matrix;$", re.MULTILINE)
-SUBGROUP_MATRIX_FEATURES = (F16, SUBGROUPS, SUBGROUP_MATRIX)  # what a source with subgroup matrices requires
-
-
-def uses_f16(source: str) -> bool:
-    return source.startswith(ENABLE_F16)
-
-
-def uses_subgroup_matrix(source: str) -> bool:
-    return _SUBGROUP_MATRIX.search(source) is not None
-
-
-def without_f16(source: str) -> str:
-    """A source specialised with f16 aliases, with each set to f32 instead and no `enable f16;`: the same
-    kernel for an adapter without `shader-f16`, reading float32 buffers."""
-    return _F16_ALIAS.sub(r"alias \1 = f32;", source.removeprefix(ENABLE_F16))
+    return out
 
 
 def _literal(value: int | float | bool, ty: str) -> str:
@@ -156,23 +142,146 @@ def bindings(source: str) -> tuple[Binding, ...]:
 
 
 _WORKGROUP_SIZE = re.compile(r"@workgroup_size\(([^)]*)\)\s*fn\s+(\w+)\s*\(")
-_SCALAR_DECL = re.compile(r"\b(?:const|override)\s+(\w+)\s*(?::\s*\w+)?\s*=\s*(\d+)u?\s*;")
+_DECL = re.compile(r"\b(?:const|override)\s+(\w+)\s*(?::\s*\w+)?\s*=\s*([^;]+);")
+_ALIAS_DECL = re.compile(r"\balias\s+(\w+)\s*=\s*([^;]+?)\s*;")
+_WORKGROUP_VAR = re.compile(r"\bvar<workgroup>\s+(\w+)\s*:\s*([^;]+?)\s*;")
+_FN = re.compile(r"\bfn\s+(\w+)\s*\(")
+_SCALAR_BYTES = {"f16": 2, "f32": 4, "i32": 4, "u32": 4, "bool": 4}
 
 
-def workgroup_invocations(source: str, entry: str, overrides: dict[str, float]) -> int:
-    """How many invocations a workgroup of `entry` has: its @workgroup_size's product, each name resolved to
-    the pipeline's override value or the module's integer const or override declaration."""
+@dataclass(frozen=True)
+class EntryPoint:
+    """What one workgroup of an entry point takes: declared in the artifact's header (`workgroup_size`,
+    `workgroup_bytes`) so that a runtime checks them against its device's limits without reading WGSL."""
+
+    workgroup_size: tuple[int, int, int]
+    workgroup_bytes: int  # workgroup variables the entry point reaches, each rounded up to 16 bytes
+
+    @property
+    def invocations(self) -> int:
+        x, y, z = self.workgroup_size
+        return x * y * z
+
+
+def entry_point(source: str, entry: str, overrides: dict[str, float]) -> EntryPoint:
+    """`entry`'s @workgroup_size and the bytes of the workgroup variables the functions it calls use, each
+    size evaluated from the module's const and override declarations with the pipeline's override values."""
+    source = re.sub(r"//[^\n]*", "", source)
     sizes = {name: args for args, name in _WORKGROUP_SIZE.findall(source)}
     if entry not in sizes:
         raise ValueError(f"no @workgroup_size on entry point {entry}")
-    values = {name: int(v) for name, v in _SCALAR_DECL.findall(source)} | {k: int(v) for k, v in overrides.items()}
-    total = 1
-    for arg in filter(None, (a.strip() for a in sizes[entry].split(","))):
-        number = arg.rstrip("u")
-        if not number.isdigit() and arg not in values:
-            raise ValueError(f"entry point {entry}: workgroup size {arg} is not an integer declaration")
-        total *= int(number) if number.isdigit() else values[arg]
-    return total
+    value = _Constants(source, overrides)
+    dims = [int(value(a)) for a in sizes[entry].split(",") if a.strip()]
+    if not 1 <= len(dims) <= 3 or min(dims) < 1:
+        raise ValueError(f"entry point {entry}: bad @workgroup_size({sizes[entry]})")
+    reached = _reached(source, entry)
+    total = 0
+    for name, ty in _WORKGROUP_VAR.findall(source):
+        if name in reached:
+            total += -(-_type_bytes(ty.replace(" ", ""), value) // 16) * 16
+    return EntryPoint((*dims, *[1] * (3 - len(dims))), total)
+
+
+def constant(source: str, name: str, overrides: dict[str, float] | None = None) -> int:
+    """The value of the module's const or override declaration `name` (overrides applied)."""
+    return int(_Constants(re.sub(r"//[^\n]*", "", source), overrides or {}).name(name))
+
+
+def workgroup_invocations(source: str, entry: str, overrides: dict[str, float]) -> int:
+    """How many invocations a workgroup of `entry` has."""
+    return entry_point(source, entry, overrides).invocations
+
+
+class _Constants:
+    """Values of the integer (and bool) const and override declarations of a module: the pipeline's override
+    value where it sets one, else the declaration's expression, evaluated (+ - * / %, max, min, select)."""
+
+    def __init__(self, source: str, overrides: dict[str, float]):
+        self.exprs = dict(_DECL.findall(source))
+        self.aliases = dict(_ALIAS_DECL.findall(source))
+        self.values: dict[str, float] = dict(overrides)
+
+    def __call__(self, text: str):
+        import ast
+
+        py = re.sub(r"\b(\d+)[uif]\b", r"\1", text.strip())
+        py = py.replace("&&", " and ").replace("||", " or ").replace("/", "//")
+        py = re.sub(r"!(?!=)", " not ", py).replace("true", "True").replace("false", "False")
+        return self._eval(ast.parse(py, mode="eval").body)
+
+    def _eval(self, node):
+        import ast
+        import operator
+
+        ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+               ast.Mod: operator.mod, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+               ast.GtE: operator.ge, ast.Eq: operator.eq, ast.NotEq: operator.ne}
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return self.name(node.id)
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            return ops[type(node.op)](self._eval(node.left), self._eval(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
+            v = self._eval(node.operand)
+            return -v if isinstance(node.op, ast.USub) else not v
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in ops:
+            return ops[type(node.ops[0])](self._eval(node.left), self._eval(node.comparators[0]))
+        if isinstance(node, ast.BoolOp):
+            values = [self._eval(v) for v in node.values]
+            return all(values) if isinstance(node.op, ast.And) else any(values)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("max", "min", "select"):
+            args = [self._eval(a) for a in node.args]
+            return {"max": max, "min": min, "select": lambda f, t, c: t if c else f}[node.func.id](*args)
+        raise ValueError(f"cannot evaluate {ast.unparse(node)} at compile time")
+
+    def name(self, name: str):
+        if name not in self.values:
+            if name not in self.exprs:
+                raise ValueError(f"{name} is not a const or override declaration")
+            self.values[name] = self(self.exprs.pop(name))  # popped first: a cycle fails as undeclared
+        return self.values[name]
+
+
+def _type_bytes(ty: str, value: _Constants) -> int:
+    """The size of a workgroup variable's type: a scalar, vecN<T> or array<T, n> (n a const expression)."""
+    if ty in _SCALAR_BYTES:
+        return _SCALAR_BYTES[ty]
+    m = re.fullmatch(r"vec([234])<(\w+)>", ty)
+    if m:
+        n, item = int(m.group(1)), _SCALAR_BYTES[m.group(2)]
+        return item * (4 if n == 3 else n)
+    m = re.fullmatch(r"array<(\w+(?:<\w+>)?),(.+)>", ty)
+    if m:
+        item = _type_bytes(m.group(1), value)
+        align = item if m.group(1) in _SCALAR_BYTES else min(16, item)
+        return -(-item // align) * align * int(value(m.group(2)))
+    if ty in value.aliases:
+        return _type_bytes(value.aliases[ty].replace(" ", ""), value)
+    raise ValueError(f"workgroup variable of type {ty}: not a type this reader sizes")
+
+
+def _reached(source: str, entry: str) -> set[str]:
+    """The identifiers in the bodies of `entry` and every function it calls, transitively."""
+    bodies = {}
+    for m in _FN.finditer(source):
+        start = source.index("{", m.end())
+        depth, i = 0, start
+        while True:
+            depth += {"{": 1, "}": -1}.get(source[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        bodies[m.group(1)] = set(re.findall(r"\b\w+\b", source[start:i]))
+    seen, todo, names = set(), [entry], set()
+    while todo:
+        fn = todo.pop()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        names |= bodies[fn]
+        todo += [f for f in bodies[fn] if f in bodies]
+    return names
 
 
 # (size, alignment) of the types a Params struct may hold, in the uniform address space.

@@ -1,6 +1,8 @@
 """Writes the golden corpus: small artifacts that exercise every part of docs/artifact.md, each with calls and
-the outputs the Python runtime gave, and damaged copies of one with the error each must raise. Both runtimes'
-tests read these files (tests/test_golden.py, js/test/golden.test.js); README.md describes them.
+the outputs the Python runtime gave, valid edits of them, and damaged copies with the error each must raise
+(damage.py); then the conformance corpus's decision vectors (tests/conformance/make.py) and js/src/limits.js
+(from src/webgpu_torch/limits.json). Both runtimes' tests read these files (tests/test_golden.py,
+tests/test_conformance.py, js/test/golden.test.js, js/test/conformance.test.js); README.md describes them.
 
     .venv/bin/python -m tests.golden.make       # rewrite them (after a change to the format)
 """
@@ -9,18 +11,23 @@ from __future__ import annotations
 
 import base64
 import json
-import struct
-import zlib
+import os
 from pathlib import Path
 
 import numpy as np
 import torch
 
 import webgpu_torch
-from webgpu_torch import artifact, tree
+from webgpu_torch import limits, tree
+from webgpu_torch.runtime.tuning import TUNE_VAR
+
+from ..conformance import make as conformance
+from . import damage
+from .damage import pack, parts
 
 HERE = Path(__file__).parent
 BAD = HERE / "bad"
+ROOT = HERE.parent.parent
 
 
 # -- the models ------------------------------------------------------------------------------------------------
@@ -96,6 +103,12 @@ def _models():
     x = torch.randn(7, 37, generator=g)
     yield "weights_f16", webgpu_torch.compile_module(lin, (x,), weights="float16"), [((x,), {})]
 
+    # Matrix-unit options (chromium-experimental-subgroup-matrix) beside float32 ones: a runtime that does not
+    # know the feature, or a device without it, skips those options and runs the file.
+    lin = torch.nn.Linear(64, 48).eval()
+    x = torch.randn(33, 64, generator=g)
+    yield "precision_f16", webgpu_torch.compile_module(lin, (x,), precision="float16"), [((x,), {})]
+
     # K long and M, N small: the GEMM's default splits K, and its options are tile and split choices made as
     # a group with the reduction of the slices (`follows`).
     a, b = torch.randn(24, 524, generator=g), torch.randn(524, 20, generator=g)
@@ -169,109 +182,50 @@ def write_models() -> None:
         (HERE / f"{name}.json").write_text(json.dumps({"calls": records}, indent=1) + "\n")
 
 
-# -- damaged copies --------------------------------------------------------------------------------------------
+# -- valid edits and damaged copies ---------------------------------------------------------------------------
 
-def parts(raw: bytes) -> tuple[dict, bytes]:
-    _, _, _, hlen, _ = artifact.PREAMBLE.unpack_from(raw)
-    return json.loads(raw[32:32 + hlen]), raw[32 + hlen:]
-
-
-def pack(header, data: bytes, version: int = artifact.CONTAINER_VERSION) -> bytes:
-    """A container around `header` (any JSON value, or raw bytes) and `data`, with correct lengths and CRCs."""
-    text = header if isinstance(header, bytes) else json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 64)
-    return artifact.PREAMBLE.pack(artifact.MAGIC, version, zlib.crc32(text), len(text), len(data)) + text + data
-
-
-def _edit(raw: bytes, change) -> bytes:
+def _derived(name: str, base: str, change) -> None:
+    """A valid artifact made by editing golden `base` (whose calls it keeps): what a runtime must accept."""
+    raw = (HERE / f"{base}.wgpt").read_bytes()
     header, data = parts(raw)
     change(header)
-    return pack(header, data)
+    (HERE / f"{name}.wgpt").write_bytes(change.pack(header, data) if hasattr(change, "pack") else pack(header, data))
+    (HERE / f"{name}.json").write_text((HERE / f"{base}.json").read_text())
 
 
-def _set(path: str, value):
-    """An edit setting header[path] (dot-separated keys and indices) to `value`."""
-    *head, last = [int(k) if k.lstrip("-").isdigit() else k for k in path.split(".")]
-
-    def change(h):
-        for k in head:
-            h = h[k]
-        if value is _DELETE:
-            del h[last]
-        else:
-            h[last] = value
-
-    return change
+def _future_option(header: dict) -> None:
+    """The layer norm's subgroup twin duplicated as another option that needs a feature no runtime knows."""
+    d = next(d for d in header["dispatches"] if d.get("options") and not d.get("follows"))
+    twin = dict(header["kernels"][d["options"][0]["kernel"]], name="layer_norm+future",
+                requires=["teleport-matrix-units"])
+    header["kernels"].append(twin)
+    d["options"].append({**d["options"][0], "kernel": len(header["kernels"]) - 1})
 
 
-_DELETE = object()
+class _AsFloats:
+    """Every integer of the header written as a JSON number with a fraction (16.0): the same values."""
+
+    def __call__(self, header: dict) -> None:
+        pass
+
+    @staticmethod
+    def pack(header: dict, data: bytes) -> bytes:
+        return pack(_floats_json(header).encode(), data)
 
 
-def damaged(raw: bytes, f16: bytes, q4: bytes) -> dict[str, tuple[bytes, str]]:
-    """name -> (file bytes, a phrase the ArtifactError must contain). `raw` is tiny.wgpt, `f16` weights_f16.wgpt,
-    `q4` weights_int4.wgpt."""
-    header, data = parts(raw)
-    flip_header = bytearray(raw)
-    flip_header[40] ^= 0x01
-    flip_data = bytearray(raw)
-    flip_data[-70] ^= 0x01
-    deep = b"[" * 20_000 + b"]" * 20_000
-    storage = next(i for i, d in enumerate(header["dispatches"]) if d["buffers"])
-    constant = next(i for i, b in enumerate(header["buffers"]) if b["role"] == "constant")
-    writer = next(i for i, d in enumerate(header["dispatches"])
-                  if "read_write" in header["kernels"][d["kernel"]]["bindings"])
-    uniform = next(i for i, d in enumerate(header["dispatches"]) if d["uniform"])
-    f16_kernel = next(i for i, k in enumerate(parts(f16)[0]["kernels"]) if k.get("requires") == ["shader-f16"])
+def _floats_json(v) -> str:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v}.0"
+    if isinstance(v, list):
+        return "[" + ",".join(map(_floats_json, v)) + "]"
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{json.dumps(k)}:{_floats_json(x)}" for k, x in v.items()) + "}"
+    return json.dumps(v)
 
-    def write_constant(h):
-        d = h["dispatches"][writer]
-        kinds = [k for k in h["kernels"][d["kernel"]]["bindings"] if k != "uniform"]
-        d["buffers"][kinds.index("read_write")] = constant
 
-    packed = next(i for i, t in enumerate(parts(q4)[0]["tensors"]) if t["dtype"] == "q4")
-
-    def extra_binding(h):
-        h["dispatches"][storage]["buffers"].append(0)
-
-    return {
-        "magic": (b"PK\x03\x04" + raw[4:], "not a webgpu_torch program"),
-        "empty": (b"", "not a webgpu_torch program"),
-        "short": (raw[:10], "truncated"),
-        "truncated": (raw[:-100], "truncated"),
-        "trailing": (raw + b"\0", "trailing bytes"),
-        "container_version": (raw[:8] + struct.pack("<I", 7) + raw[12:], "container version 7"),
-        "header_checksum": (bytes(flip_header), "header is damaged"),
-        "data_checksum": (bytes(flip_data), "tensor data is damaged"),
-        "not_json": (pack(b"{not json", data), "damaged header"),
-        "header_list": (pack([1, 2, 3], data), "not an object"),
-        "deep_nesting": (pack(deep, data), "header"),
-        "format_version": (_edit(raw, _set("format", 99)), "format 99"),
-        "missing_field": (_edit(raw, _set("dispatches", _DELETE)), "dispatches"),
-        "tensor_missing": (_edit(raw, lambda h: h["tensors"].pop(0)), "constant data is missing"),
-        "tensor_size": (_edit(raw, lambda h: h["tensors"][0]["shape"].__setitem__(0, h["tensors"][0]["shape"][0] + 1)),
-                        "mis-sized or out of bounds"),
-        "tensor_dtype": (_edit(raw, _set("tensors.0.dtype", "f64")), "unknown dtype"),
-        "dangling_buffer": (_edit(raw, _set(f"dispatches.{storage}.buffers.0", 999)), "bad buffer index"),
-        "binding_count": (_edit(raw, extra_binding), "binds"),
-        "writes_constant": (_edit(raw, write_constant), "writes a buffer that is not scratch"),
-        "grid_zero": (_edit(raw, _set("dispatches.0.grid", [0, 1, 1])), "bad grid"),
-        "grid_large": (_edit(raw, _set("dispatches.0.grid", [70000, 1, 1])), "bad grid"),
-        "binding_kind": (_edit(raw, _set("kernels.0.bindings.0", "sampler")), "unknown binding kind"),
-        "short_uniform": (_edit(raw, _set(f"dispatches.{uniform}.uniform", [1])), "short uniform"),
-        "uniform_word": (_edit(raw, _set(f"dispatches.{uniform}.uniform.0", -1)), "not a u32"),
-        "unknown_feature": (_edit(raw, _set("kernels.0.requires", ["teleport"])), "unknown features"),
-        "f16_fallback": (_edit(f16, _set(f"kernels.{f16_kernel}.fallback", _DELETE)), "no fallback"),
-        "output_view": (_edit(raw, _set("outputs.0.offset", 10**6)), "reaches past its buffer"),
-        "output_tree": (_edit(raw, _set("output_tree", {"type": "tuple", "items": [{"type": "leaf"}] * 2})),
-                        "output tree does not match"),
-        "symbol": (_edit(raw, _set("outputs.0.shape.0", "nope")), "undeclared symbol"),
-        "expression_op": (_edit(raw, _set("outputs.0.shape.0", ["**", 2, 3])), "unknown expression operator"),
-        "negative_size": (_edit(raw, _set("buffers.0.size", -4)), "bad size"),
-        "source_index": (_edit(raw, _set("kernels.0.source", 99)), "bad source index"),
-        "packed_size": (_edit(q4, _set(f"tensors.{packed}.group", 64)), "mis-sized or out of bounds"),
-        "packed_group": (_edit(q4, _set(f"tensors.{packed}.group", 12)), "straddles u32 words"),
-        "packed_zero_points": (_edit(q4, _set(f"tensors.{packed}.zero_points", 1)), "zero_points is not a boolean"),
-    }
+def write_derived() -> None:
+    _derived("portable", "mlp", _future_option)
+    _derived("integers_as_floats", "tiny", _AsFloats())
 
 
 def write_damaged() -> None:
@@ -279,13 +233,22 @@ def write_damaged() -> None:
     for old in BAD.glob("*.wgpt"):
         old.unlink()
     expected = {}
-    raw, f16, q4 = ((HERE / f"{name}.wgpt").read_bytes() for name in ("tiny", "weights_f16", "weights_int4"))
-    for name, (data, phrase) in damaged(raw, f16, q4).items():
+    files = {name: (HERE / f"{name}.wgpt").read_bytes()
+             for name in ("tiny", "dynamic", "structured", "options", "weights_f16", "weights_int4")}
+    for name, (data, phrase) in damage.cases(files).items():
         (BAD / f"{name}.wgpt").write_bytes(data)
         expected[name] = phrase
     (BAD / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
 
 
+def write_limits_module() -> None:
+    (ROOT / "js" / "src" / "limits.js").write_text(limits.js_module())
+
+
 if __name__ == "__main__":
+    os.environ.setdefault(TUNE_VAR, "0")  # the outputs of each dispatch's default kernel, and no cache written
+    write_limits_module()
     write_models()
+    write_derived()
     write_damaged()
+    conformance.write()

@@ -1,20 +1,24 @@
 """Convolution: `aten.convolution.default` with one or two spatial dims, every form models use.
 
-Routing. Channels-last first (`_channels_last`): a conv with 4k input channels, groups 1 or depthwise, not
-transposed, static sizes, runs on kernels that read the channels as vec4s and write a channels-last output
-(returned as an NCHW view); an NCHW input is copied to channels-last once, and the outputs keep the next
-conv's input so:
+Routing (`plan`, a pure function of the geometry and the options: the routes to try, in order; a route
+whose operands' layout does not suit it — a view that does not merge, an unaligned one — passes to the
+next, and the last always takes the conv). Channels-last first: a conv with 4k input channels, groups 1 or
+depthwise, not transposed, static sizes, runs on kernels that read the channels as vec4s and write a
+channels-last output (returned as an NCHW view); an NCHW input is copied to channels-last once, and the
+outputs keep the next conv's input so:
   * 1×1 at stride 1: the vec4 GEMM, pixels [B·H·W, IC] by the weight [IC, OC] read in place;
   * other groups == 1: the implicit-im2col vec4 GEMM (`gemm.im2col_gemm`: M = B·OH·OW, N = OC,
     K = KH·KW·IC, the weight permuted to [OC, KH, KW, IC] at compile time), with split-K and tuning;
   * depthwise: depthwise_nhwc.wgsl, four channels per thread, the weight permuted to [KH, KW, C].
-Any other conv (`route`):
+Then, over x as it is:
   * groups == 1, a 1×1 kernel at stride 1 with no padding: a plain batched GEMM (`gemm.gemm`) over views,
-    out[b] = W[OC, IC] @ x[b][IC, H·W], with no copy;
+    out[b] = W[OC, IC] @ x[b][IC, H·W], with no copy; else the channels-last im2col GEMM where x already is
+    channels-last, else conv.wgsl `im2col`;
   * other groups == 1, not transposed: conv.wgsl `im2col` (M = OC, N = B·OH·OW, K = IC·KH·KW, loads by
     element, on the GEMM kernel's main loop tiled_matmul.wgsl and its element configurations) for large
-    outputs, else the direct kernel;
-  * grouped, depthwise and transposed convs: the direct kernel (conv.wgsl `direct`), one thread per output.
+    outputs (after the channels-last im2col GEMM where x already is channels-last), else the direct kernel;
+  * grouped, depthwise and transposed convs: depthwise_nhwc.wgsl where x already is channels-last and fits,
+    else the direct kernel (conv.wgsl `direct`), one thread per output.
 The compile option `conv` ("auto", "im2col", "direct") sends every groups == 1 conv through one of the two
 element kernels instead (no channels-last route), so the im2col GEMM can be measured against the direct
 kernel (bench/conv.py).
@@ -92,36 +96,34 @@ def _as_pair(v: list[int], fill: int) -> tuple[int, int]:
 IM2COL_MIN_OUTPUTS = 1 << 19
 
 
-def route(g: Geometry, forced: str) -> str:
-    """"gemm" (1×1 as a plain GEMM), "im2col" or "direct", for a conv the channels-last kernels do not take."""
+def plan(g: Geometry, conv: str, static: bool) -> tuple[tuple[str, bool], ...]:
+    """The routes to try for a conv of geometry `g` under the `conv` option, in order, each with whether it
+    reads x copied to channels-last (the copy pays for itself on the first conv, and as every output of those
+    kernels is channels-last, a chain of convs pays it once); `static`: x's sizes, strides and offset are
+    integers. The last route always takes the conv."""
+    depthwise = not g.transposed and g.groups == g.ic == g.oc
+    nhwc = conv == "auto" and static and not g.transposed and g.ic % 4 == 0 and (g.groups == 1 or depthwise)
+    first = ("depthwise_nhwc" if depthwise else "pointwise_nhwc" if g.pointwise else "im2col_nhwc",) if nhwc else ()
     if g.transposed or g.groups != 1:
-        return "direct"
-    if forced != "auto":
-        return forced
-    if g.pointwise:
-        return "gemm"
-    return "im2col" if g.oc * g.batch * g.oh * g.ow >= IM2COL_MIN_OUTPUTS else "direct"
+        rest = ("depthwise_nhwc", "direct")
+    elif conv != "auto":
+        rest = (conv,)
+    elif g.pointwise:
+        rest = ("pointwise", "im2col_nhwc", "im2col")
+    elif g.oc * g.batch * g.oh * g.ow >= IM2COL_MIN_OUTPUTS:
+        rest = ("im2col_nhwc", "im2col")
+    else:
+        rest = ("direct",)
+    return (*((name, True) for name in first), *((name, False) for name in rest))
 
 
-def _channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Tensor | None:
-    """The output of the channels-last kernels, [batch, OC, OH, OW] as a view of channels-last memory, for
-    a conv they take: static sizes, not transposed, 4k input channels, groups 1 or depthwise. 1×1 at stride
-    1 is a vec4 GEMM of pixels by channels, other groups-1 convs the implicit-im2col vec4 GEMM, depthwise ones
-    depthwise_nhwc.wgsl. An NCHW input is copied to channels-last first: the copy pays for itself on the
-    first conv, and as every output here is channels-last, a chain of convs (ResNet's, MobileNet's) pays it
-    once. None for any other conv."""
-    depthwise = g.groups == g.ic == g.oc
-    static = all(isinstance(v, int) for v in (*x.shape, *x.strides, x.offset))
-    if g.transposed or g.ic % 4 or not (g.groups == 1 or depthwise) or not static:
-        return None
-    if x.strides[1] != 1:  # one copy per input, however many convs read it (a ResNet block's two branches)
-        x = ctx.once(("channels_last", x), lambda: layout.permute(ctx.contiguous(layout.permute(x, [0, 2, 3, 1])),
-                                                                   [0, 3, 1, 2]))
-    if depthwise:
-        return _depthwise_channels_last(ctx, g, x, w, fin)
-    if g.pointwise:
-        return _pointwise_channels_last(ctx, g, x, w, fin)
-    return _im2col_channels_last(ctx, g, x, w, fin)
+def _to_channels_last(ctx: Builder, x: Tensor) -> Tensor:
+    """x [batch, C, H, W] as a view of channels-last memory: x itself when its channels are contiguous, else a
+    copy made once per input, however many convs read it (a ResNet block's two branches)."""
+    if x.strides[1] == 1:
+        return x
+    return ctx.once(("channels_last", x), lambda: layout.permute(ctx.contiguous(layout.permute(x, [0, 2, 3, 1])),
+                                                                 [0, 3, 1, 2]))
 
 
 def _check(node: NodeView) -> str | None:
@@ -146,20 +148,12 @@ def convolution(ctx: Builder, node: NodeView) -> Tensor:
     out_shape = (g.batch, g.oc, g.oh, g.ow)
     res = epilogue.residual(node)
     fin = Finish(node.args["bias"], None if res is None else ctx.reshaped(res, out_shape), node.epilogue)
-    forced = CONV.of(ctx.options)
-    out = _channels_last(ctx, g, x, w, fin) if forced == "auto" else None
-    if out is not None:
-        return layout.view(out, node.out.shape)
-    kind = route(g, forced)
-    out = _pointwise(ctx, g, x, w, fin, out_shape) if kind == "gemm" else None
-    if out is None and kind == "direct":
-        out = _depthwise_channels_last(ctx, g, x, w, fin) or _direct(ctx, g, x, w, fin)
-    elif out is None:
-        out = _im2col_channels_last(ctx, g, x, w, fin)
-    if out is None:
-        out = ctx.new(out_shape)
-        _im2col(ctx, g, x, w, fin, out)
-    return layout.view(out, node.out.shape)
+    static = all(isinstance(v, int) for v in (*x.shape, *x.strides, x.offset))
+    for name, channels_last in plan(g, CONV.of(ctx.options), static):
+        out = ROUTES[name](ctx, g, _to_channels_last(ctx, x) if channels_last else x, w, fin)
+        if out is not None:
+            return layout.view(out, node.out.shape)
+    raise AssertionError(f"no conv route took {g}")  # plan's last route takes every conv
 
 
 @dataclass(frozen=True)
@@ -185,7 +179,7 @@ class Finish:
         return [self.bias or ctx.dummy(), self.residual or ctx.dummy()]
 
 
-def _pointwise(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish, out_shape) -> Tensor | None:
+def _pointwise(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Tensor | None:
     """out[b] = W[OC, IC] @ x[b][IC, H·W] + bias[:, None] (+ residual); None where x's H and W do not merge
     into one view."""
     x3 = layout.view(x, (g.batch, g.ic, g.h * g.w))
@@ -193,7 +187,7 @@ def _pointwise(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish, out
         return None
     w2 = ctx.reshaped(w, (g.oc, g.ic))
     bias2 = None if fin.bias is None else layout.unsqueeze(fin.bias, 1)  # [OC, 1]: broadcast over batch, H·W
-    return gemm.gemm(ctx, w2, x3, bias2, out_shape=out_shape, ep=fin.ep, residual=fin.residual)
+    return gemm.gemm(ctx, w2, x3, bias2, out_shape=(g.batch, g.oc, g.oh, g.ow), ep=fin.ep, residual=fin.residual)
 
 
 def _pointwise_channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Tensor | None:
@@ -213,7 +207,7 @@ def _im2col_channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: 
     """The vec4 im2col GEMM's output, [batch, OC, OH, OW] as a view of channels-last memory; None when x is
     not channels-last with 4k channels, or a forced element configuration asks for the other kernel."""
     image = layout.permute(x, [0, 2, 3, 1])
-    forced = ctx.options.gemm
+    forced = gemm.GEMM.of(ctx.options)
     if not gemm.Im2col.fits(image) or (forced not in ("auto", "gemv") and not gemm.CONFIGS[forced].vec4):
         return None
     a = gemm.Im2col(image, (g.kh, g.kw), (g.oh, g.ow), g.stride, g.padding, g.dilation)
@@ -224,11 +218,13 @@ def _im2col_channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: 
     return layout.permute(out, [0, 3, 1, 2])
 
 
-def _im2col(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish, out: Tensor) -> None:
+def _im2col(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Tensor:
+    """conv.wgsl `im2col`'s output, [batch, OC, OH, OW]."""
+    out = ctx.new((g.batch, g.oc, g.oh, g.ow))
     w = ctx.contiguous(w)  # A[m, k] reads (ic, kh, kw) as one contiguous run
     n = g.batch * g.oh * g.ow
     # The im2col loader reads by element: a forced vec4 configuration runs as its element twin, gemv as auto.
-    forced = "auto" if ctx.options.gemm == "gemv" else ctx.options.gemm
+    forced = "auto" if gemm.GEMM.of(ctx.options) == "gemv" else gemm.GEMM.of(ctx.options)
     name = gemm.choose_config(1, g.oc, n, False, forced)
 
     def variant(name: str) -> None:
@@ -241,6 +237,7 @@ def _im2col(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish, out: T
     # Unforced, the other tile configurations are alternatives for the runtime to time (runtime/tuning.py).
     others = [o for o in gemm.SCALAR_BY_SIZE if o != name] if forced == "auto" else []
     ctx.alternatives([partial(variant, c) for c in (name, *others)])
+    return out
 
 
 def _depthwise_channels_last(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Tensor | None:
@@ -276,6 +273,10 @@ def _direct(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Ten
         "TRANSPOSED": g.transposed, "VEC4": vec4, "CHANNELS_LAST": channels_last, **fin.overrides()})
     ctx.dispatch(spec, _buffers(ctx, x, w, fin, out), _params(g, x, w, fin, out, (0, 0)), elements=out.numel)
     return out
+
+
+ROUTES = {"pointwise_nhwc": _pointwise_channels_last, "im2col_nhwc": _im2col_channels_last,
+          "depthwise_nhwc": _depthwise_channels_last, "pointwise": _pointwise, "im2col": _im2col, "direct": _direct}
 
 
 def _buffers(ctx: Builder, x: Tensor, w: Tensor, fin: Finish, out: Tensor) -> list[Tensor]:

@@ -22,10 +22,11 @@ from functools import partial
 from numbers import Number
 from typing import ClassVar
 
-from .. import dtypes, layout, symbolic
+from .. import dtypes, layout, symbolic, wgsl
 from ..builder import Builder, KernelSpec, Packed
 from ..graph import Epilogue
-from ..program import Tensor
+from ..program import F16, SUBGROUP_MATRIX, Tensor
+from ..wgsl import SUBGROUPS
 from . import epilogue
 from .elementwise import copy
 from .registry import NodeView, OpCase, register, register_option
@@ -49,6 +50,7 @@ class GemmConfig:
     thread_m: int
     thread_n: int
     file: ClassVar[str] = FILE
+    requires: ClassVar[tuple[str, ...]] = ()  # the optional WebGPU features its kernel needs
     vec4: ClassVar[bool] = False
     engine_files: ClassVar[dict[str, str]] = {}
 
@@ -80,6 +82,7 @@ class Vec4Config:
     wg_n: int
     pad: bool = True
     file: ClassVar[str] = "gemm_vec4.wgsl"
+    requires: ClassVar[tuple[str, ...]] = ()
     vec4: ClassVar[bool] = True
     # wgpu-native's shader compiler spills gemm_vec4.wgsl's accumulator array; this style keeps registers.
     engine_files: ClassVar[dict[str, str]] = {"wgpu": "gemm_vec4_regs.wgsl"}
@@ -123,6 +126,7 @@ class MatrixConfig:
     stages: int
     parts: int
     file: ClassVar[str] = "gemm_subgroup_matrix.wgsl"
+    requires: ClassVar[tuple[str, ...]] = (F16, SUBGROUPS, SUBGROUP_MATRIX)
     vec4: ClassVar[bool] = True
     engine_files: ClassVar[dict[str, str]] = {}
 
@@ -175,6 +179,9 @@ CONFIGS = {
     "sm_f16_64x64": MatrixConfig(1, 2, 32, 2, 1),
     "sm_f16x3_128x128": MatrixConfig(2, 4, 16, 1, 2),
 }
+# Force one configuration on every GEMM (`compile(ep, gemm="pr")`; "gemv" the matrix-vector kernel): tests and
+# benchmarks of one kernel. "auto" routes by shape and layout, and offers the others for tuning.
+GEMM = register_option("gemm", "auto", "gemv", *CONFIGS)
 
 
 def vec4_axis(t: Tensor) -> int | None:
@@ -201,7 +208,6 @@ PRECISION = register_option("precision", "float32", "float16")  # what the GEMM 
 MATRIX_F16 = ("sm_f16_128x128", "sm_f16_128x64", "sm_f16_64x64")
 ENOUGH_BLOCKS = 256
 GEMV_MAX_ROWS = 8
-GEMV_WORKGROUP = 256  # gemv.wgsl's WORKGROUP
 SPLIT_K_MIN_DEPTH = 256  # each split keeps at least this much of K
 SPLIT_K_MAX = 64
 
@@ -296,12 +302,12 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     batch = max(a3.shape[0], b3.shape[0])
     (_, m, k), n = a3.shape, b3.shape[2]
     a3 = layout.broadcast_to(a3, (batch, m, k))
-    vec4_kernel = ctx.options.gemm in ("auto", "gemv") or CONFIGS[ctx.options.gemm].vec4
+    forced = GEMM.of(ctx.options)
+    vec4_kernel = forced in ("auto", "gemv") or CONFIGS[forced].vec4
     b3 = _stored(ctx, layout.broadcast_to(b3, (batch, k, n)), vec4_kernel and vec4_axis(a3) is not None)
     use_bias = bias is not None and beta != 0  # torch ignores `self` (even NaN) when beta == 0
     bias3 = layout.broadcast_to(bias, (batch, m, n)) if use_bias else None
     res3 = None if residual is None else ctx.reshaped(residual, (batch, m, n))
-    forced = ctx.options.gemm
     axes = (vec4_axis(a3), vec4_axis(b3))
     if forced in ("gemv", "auto") and symbolic.bound(m) <= GEMV_MAX_ROWS and axes[0] == 2 and axes[1]:
         return _gemv(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, b_k_contiguous=axes[1] == 1)
@@ -360,14 +366,14 @@ def _matrix_options(ctx: Builder) -> tuple[str, ...]:
     return MATRIX_F16 if PRECISION.of(ctx.options) == "float16" else ()
 
 
-def _b_type(b3: Tensor) -> tuple[dict, dict, str]:
+def _b_type(b3: Tensor) -> tuple[dict, dict, str, tuple[str, ...]]:
     """The consts and overrides for B's stored dtype (the B_T alias; for packed weights, packed.wgsl's
-    PACKED_BITS and PACKED_ZERO_POINTS), and what a kernel's label adds for it."""
+    PACKED_BITS and PACKED_ZERO_POINTS), what a kernel's label adds for it, and the features it needs."""
     if isinstance(b3, Packed):
         p = b3.packing
-        return {"B_T": "u32", "PACKED_BITS": p.bits}, {"PACKED_ZERO_POINTS": p.zero_points}, f",{p.dtype}"
+        return {"B_T": "u32", "PACKED_BITS": p.bits}, {"PACKED_ZERO_POINTS": p.zero_points}, f",{p.dtype}", ()
     wgsl = dtypes.dtype(b3.dtype).wgsl
-    return {"B_T": wgsl}, {}, "" if wgsl == "f32" else f",{wgsl}"
+    return {"B_T": wgsl}, {}, "" if wgsl == "f32" else f",{wgsl}", (F16,) if wgsl == "f16" else ()
 
 
 def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None, res3: Tensor | None,
@@ -376,7 +382,7 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     """The tiled kernels' part of `gemm`: a configuration by size, and K split when the output is small.
     Unforced, the other configurations of the kernel family (and, for a split, other splits and none) are
     alternatives for the runtime to time (Builder.alternatives)."""
-    forced = ctx.options.gemm
+    forced = GEMM.of(ctx.options)
     (batch, m, k), n = a3.shape, b3.shape[2]
     # Tile sizes and K splits only change speed, so dynamic sizes are judged by their hints.
     hb, hm, hn = (symbolic.hint(v) for v in (batch, m, n))
@@ -424,12 +430,12 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
     tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
     a_k = axes[0] == 2 if cfg.vec4 else (a3.strides[2] == 1 or k == 1)
     b_n = axes[1] == 2 if cfg.vec4 else (b3.strides[2] == 1 or n == 1)
-    b_type, b_overrides, b_label = _b_type(b3)
+    b_type, b_overrides, b_label, b_needs = _b_type(b3)
     label = f"conv[im2col_nhwc,{name}{b_label}]" if im2col else f"gemm[{name}{b_label}]"
     spec = KernelSpec.of(cfg.file, label + epilogue.suffix(ep), consts={**cfg.consts, **b_type}, overrides={
         "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, **_addend_overrides(bias3, res3), **epilogue.overrides(ep),
-        **b_overrides,
-        **({"A_IM2COL": True} if im2col else {})}, engine_files=cfg.engine_files)
+        **b_overrides, **({"A_IM2COL": True} if im2col else {})}, engine_files=cfg.engine_files,
+        requires=(*cfg.requires, *b_needs))
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
               "splits": splits, "k_part": part, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}
     ctx.dispatch(spec, [a3.image if im2col else a3, b3, bias3 or ctx.dummy(), out, res3 or ctx.dummy()], params,
@@ -447,7 +453,7 @@ def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tens
     """gemv.wgsl; with B contiguous along K, each team size of GEMV_TEAMS is an alternative to time."""
     out = ctx.new(out_shape)
     teams = PACKED_GEMV_TEAMS if isinstance(b3, Packed) else GEMV_TEAMS
-    teams = teams if b_k_contiguous and ctx.options.gemm == "auto" else teams[:1]
+    teams = teams if b_k_contiguous and GEMM.of(ctx.options) == "auto" else teams[:1]
     ctx.alternatives([partial(_gemv_dispatch, ctx, a3, b3, bias3, res3, alpha, beta, out, ep, b_k_contiguous, t)
                       for t in teams])
     return out
@@ -459,13 +465,14 @@ def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, r
     batch, m, k = a3.shape
     n = b3.shape[2]
     rows = 1 << (symbolic.bound(m) - 1).bit_length()  # the register rows: M (at most) up to a power of two
-    per_block = GEMV_WORKGROUP // team if b_k_contiguous else 32  # sweep_n: 8 vec4 of columns
+    width = wgsl.constant(wgsl.kernel_source("gemv.wgsl"), "WORKGROUP")
+    per_block = width // team if b_k_contiguous else 32  # sweep_n: 8 vec4 of columns
     blocks_n = -(-n // per_block)
     entry = "dot_k" if b_k_contiguous else "sweep_n"
-    b_type, b_overrides, b_label = _b_type(b3)
+    b_type, b_overrides, b_label, b_needs = _b_type(b3)
     team_label = f",team{team}" if team != GEMV_TEAMS[0] else ""
     spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}{team_label}]{epilogue.suffix(ep)}",
-                         entry=entry, consts={"ROWS": rows, **b_type},
+                         entry=entry, consts={"ROWS": rows, **b_type}, requires=b_needs,
                          overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep), **b_overrides,
                                     **({"TEAM": team} if b_k_contiguous else {})})
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 1, "tiles_n": blocks_n, "splits": 1,

@@ -33,9 +33,6 @@
 //   the subgroups' width), and the accumulators shift towards c00.
 // Geometry: as the vec4 kernels: blocks n-fastest, then m, then z, then K slices; workgroups past the end exit.
 
-enable f16;
-enable subgroups;
-enable chromium_experimental_subgroup_matrix;
 // Subgroup-matrix calls must be subgroup-uniform; Tint can prove only workgroup uniformity, and the calls
 // depend on the subgroup's id. They are subgroup-uniform: every value they take is the same across a subgroup.
 diagnostic(off, chromium.subgroup_matrix_uniformity);

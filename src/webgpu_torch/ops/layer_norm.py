@@ -11,7 +11,7 @@ from math import prod
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
-from .row import WORKGROUP, row_threads
+from .row import row_threads
 
 FILE = "layer_norm.wgsl"
 
@@ -37,13 +37,13 @@ def native_layer_norm(ctx: Builder, node: NodeView) -> list[Tensor]:
     w1 = ctx.reshaped(w, (n,)) if w is not None else ctx.dummy()
     b1 = ctx.reshaped(b, (n,)) if b is not None else ctx.dummy()
     out, mean, rstd = (ctx.new(m.shape) for m in node.outputs)
-    row = row_threads(n)
+    row = row_threads(n, FILE)
     params = {"rows": rows, "n": n, "x_offset": x2.offset, "row_stride": x2.strides[0], "col_stride": x2.strides[1],
               "w_offset": w1.offset, "w_stride": w1.strides[0] if w is not None else 0,
               "b_offset": b1.offset, "b_stride": b1.strides[0] if b is not None else 0, "eps": float(a["eps"])}
     spec = KernelSpec.of(FILE, "layer_norm", overrides={"ROW": row, "HAS_WEIGHT": w is not None,
                                                          "HAS_BIAS": b is not None})
-    ctx.dispatch(spec, [x2, w1, b1, out, mean, rstd], params, -(-rows // (WORKGROUP // row)))
+    ctx.dispatch(spec, [x2, w1, b1, out, mean, rstd], params, elements=rows * row)
     return [out, mean, rstd]
 
 

@@ -21,7 +21,6 @@ from .row import row_threads
 
 FILE = "reduce.wgsl"
 MAX_DIMS = 8
-WORKGROUP = 256
 # Reductions whose kernel gives the right value over an empty dim: its accumulator's start, 0 (false for any).
 EMPTY_OK = ("aten.sum.", "aten.any.", "aten.linalg_vector_norm.")
 OP_CODES = {name.lower(): int(code) for name, code in
@@ -47,7 +46,7 @@ def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[i
         reduce_size *= x.shape[d]
     value = out or (ctx.new(out_shape, out_dtype) if out_dtype else None)
     second = ctx.new(out_shape, aux_dtype) if aux_dtype else None
-    row = row_threads(reduce_size)
+    row = row_threads(reduce_size, FILE)
     params = {
         "num_out": (value or second).numel, "reduce_size": reduce_size, "kept_ndim": len(kept),
         "red_ndim": len(dims), "offset": x.offset, "correction": float(correction),
@@ -62,8 +61,7 @@ def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[i
     spec = KernelSpec.of(FILE, name, consts=consts, overrides={
         "OP": OP_CODES[op], "ROW": row, "WRITE_OUT": value is not None, "WRITE_AUX": second is not None})
     unwritten = ctx.new((1,), "int32") if value is None or second is None else None  # binds the other slot
-    groups = -(-params["num_out"] // (WORKGROUP // row))
-    ctx.dispatch(spec, [x, value or unwritten, second or unwritten], params, groups)
+    ctx.dispatch(spec, [x, value or unwritten, second or unwritten], params, elements=params["num_out"] * row)
     return [value, second]
 
 

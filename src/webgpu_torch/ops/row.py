@@ -5,24 +5,23 @@ from __future__ import annotations
 
 from math import prod
 
-from .. import symbolic
+from .. import symbolic, wgsl
 from ..program import Tensor
-
-WORKGROUP = 256
-
 
 # Elements each thread of a row folds (at least, up to the workgroup's width): combining a row costs barriers
 # (log2(ROW) + 2 in row.wgsl, 2 in row.subgroups.wgsl), so one thread per element spends short rows on them.
 PER_THREAD = 4
 
 
-def row_threads(n) -> int:
+def row_threads(n, file: str) -> int:
     """Threads sharing a row of n elements: the least power of two that gives each at most PER_THREAD of
-    them, at most the workgroup (for a dynamic n, chosen by its hint: any count is correct, the kernels
-    stride over the row)."""
+    them, at most the workgroup of `file`'s kernels (its WORKGROUP declaration; for a dynamic n, chosen by
+    its hint: any count is correct, the kernels stride over the row). A dispatch of such a kernel has one
+    invocation per thread of a row: `elements=rows * row`."""
+    width = wgsl.constant(wgsl.kernel_source(file), "WORKGROUP")
     n = -(-symbolic.hint(n) // PER_THREAD)
     row = 1
-    while row < min(n, WORKGROUP):
+    while row < min(n, width):
         row *= 2
     return row
 

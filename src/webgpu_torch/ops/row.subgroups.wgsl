@@ -11,8 +11,6 @@
 // wants a shuffle's distance uniform and barriers in uniform control flow, and neither holds for a value
 // derived from the subgroup's size inside a helper (which has no subgroup_size builtin).
 
-enable subgroups;
-
 var<workgroup> row_scratch: array<vec2<f32>, WORKGROUP>;
 
 fn row_fold(a: vec2<f32>, b: vec2<f32>, is_max: vec2<bool>) -> vec2<f32> {

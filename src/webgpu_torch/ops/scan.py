@@ -9,7 +9,7 @@ from .. import dtypes, layout, wgsl
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
-from .row import WORKGROUP, row_params, row_threads
+from .row import row_params, row_threads
 from .softmax import MAX_ROW_DIMS
 
 FILE = "scan.wgsl"
@@ -31,12 +31,12 @@ def _lower(op: str):
         x, out_dtype = node.args["self"], node.out.dtype
         out = ctx.new(x.shape, out_dtype)
         params = row_params(x, layout.normalize_dim(node.args["dim"], max(x.ndim, 1)))
-        row = row_threads(params["n"])
+        row = row_threads(params["n"], FILE)
         acc = "f32" if dtypes.category(out_dtype) == 2 else "i32"
         spec = KernelSpec.of(FILE, f"scan[{op}]", consts={
             "InT": dtypes.dtype(x.dtype).wgsl, "AccT": acc, "OutT": dtypes.dtype(out_dtype).wgsl},
             overrides={"OP": OP_CODES[op], "ROW": row})
-        ctx.dispatch(spec, [x, out], params, -(-params["rows"] // (WORKGROUP // row)))
+        ctx.dispatch(spec, [x, out], params, elements=params["rows"] * row)
         return out
 
     return lower

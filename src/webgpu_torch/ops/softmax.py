@@ -11,7 +11,7 @@ from .. import layout, wgsl
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
-from .row import WORKGROUP, row_params, row_threads
+from .row import row_params, row_threads
 
 FILE = "softmax.wgsl"
 MAX_ROW_DIMS = 7
@@ -23,9 +23,9 @@ def softmax(ctx: Builder, op: str, x: Tensor, dim: int) -> Tensor:
     """`op` ("softmax", "log_softmax", "safe_softmax") of `x` along `dim`; a fresh contiguous tensor."""
     out = ctx.new(x.shape)
     params = row_params(x, layout.normalize_dim(dim, max(x.ndim, 1)))
-    row = row_threads(params["n"])
+    row = row_threads(params["n"], FILE)
     spec = KernelSpec.of(FILE, f"softmax[{op}]", overrides={"OP": OP_CODES[op], "ROW": row})
-    ctx.dispatch(spec, [x, out], params, -(-params["rows"] // (WORKGROUP // row)))
+    ctx.dispatch(spec, [x, out], params, elements=params["rows"] * row)
     return out
 
 

@@ -15,7 +15,6 @@ sorted too (any order is allowed).
 
 from __future__ import annotations
 
-import re
 from math import prod
 
 from .. import dtypes, layout, wgsl
@@ -26,8 +25,7 @@ from .row import row_params
 from .softmax import MAX_ROW_DIMS
 
 FILE = "sort.wgsl"
-BLOCK = int(re.search(r"const BLOCK: u32 = (\d+)u;", wgsl.kernel_source(FILE)).group(1))
-WORKGROUP = 256
+BLOCK = wgsl.constant(wgsl.kernel_source(FILE), "BLOCK")
 
 
 def _pow2_at_least(n: int) -> int:
@@ -50,14 +48,15 @@ class _Sorter:
         """Rows of m elements in blocks, each sorted and cut to its first `keep` (None: all of it)."""
         segment = min(BLOCK, _pow2_at_least(m))
         blocks = -(-m // segment)
-        self._emit("sort_blocks", segment, -(-self.rows * blocks // (BLOCK // segment)), final, out_n,
+        self._emit("sort_blocks", segment, final, out_n, {"workgroups": -(-self.rows * blocks // (BLOCK // segment))},
                    n=m, blocks=blocks, keep=keep or segment)
 
     def merge(self, n: int, run: int, final: bool, out_n: int) -> None:
         """Rows of n elements made of sorted runs of `run`, merged pairwise."""
-        self._emit("merge", 0, -(-self.rows * n // WORKGROUP), final, out_n, n=n, run=run)
+        self._emit("merge", 0, final, out_n, {"elements": self.rows * n}, n=n, run=run)  # one thread per element
 
-    def _emit(self, entry: str, segment: int, workgroups: int, final: bool, out_n: int, **params) -> None:
+    def _emit(self, entry: str, segment: int, final: bool, out_n: int, grid: dict, **params) -> None:
+        """One pass; `grid` is ctx.dispatch's `workgroups=` or `elements=`."""
         ctx = self.ctx
         if final:
             values, indices, inner = self.values, self.indices, self.inner
@@ -71,7 +70,7 @@ class _Sorter:
         ctx.dispatch(spec, [self.keys, self.ids or ctx.dummy(), values, indices], {
             "rows": self.rows, "out_n": out_n, "inner": inner, "blocks": 1, "keep": 0, "run": 0,
             **{k: rp[k] for k in ("offset", "stride", "kept_ndim", "kept_shape", "kept_strides")}, **params},
-            workgroups)
+            **grid)
         self.keys, self.dim = layout.view(values, (self.rows, out_n)), 1
         self.ids = layout.view(indices, (self.rows, out_n))
 

@@ -1,7 +1,7 @@
 """Running a Program: everything is built once here, so a call only writes inputs, encodes and reads back.
 
-At construction: the program fitted to the device's features (runtime/features.py), the choice among each
-dispatch's options (runtime/tuning.py), checks against the device's limits, buffers (constants uploaded),
+At construction (the program already fitted to the device's features and tuned: runtime/session.py's
+`open_executor`, as js/src/program.js's `load`): checks against the device's limits, buffers (constants uploaded),
 one shader module per source, explicit bind-group and pipeline layouts from each kernel's declared bindings,
 one pipeline per kernel a dispatch runs, all dispatch uniforms in one uniform buffer (written once), one bind
 group per dispatch, and one mappable staging buffer for all outputs. Any failure is a one-line DeviceError.
@@ -25,15 +25,27 @@ import numpy as np
 from .. import dtypes, symbolic
 from ..errors import DeviceError, DeviceIndexError, InputError
 from ..program import Program, Tensor, fold_grid
-from . import features, transfer, tuning
+from . import transfer
 from .device_tensor import DeviceTensor
-from .engine import Engine, get_engine
+from .engine import Engine
+from .features import workgroup_problem
 
 _BUFFER_TYPE = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
 
 
 def _round_up(n: int, k: int) -> int:
     return -(-n // k) * k
+
+
+def readback(t: Tensor, env: dict[str, int]) -> tuple[Tensor, int, int]:
+    """Output view `t` at sizes `env`, and the byte range of its buffer a call copies out (or into a
+    DeviceTensor of its own): from its first element's offset rounded down to 4 bytes, up to one past its
+    furthest element rounded up to 4 (docs/artifact.md, "Reading outputs")."""
+    view = t.at(env)
+    item = dtypes.dtype(view.dtype).itemsize
+    start = view.offset * item // 4 * 4
+    end = _round_up((view.offset + view.span()) * item, 4)
+    return view, start, end - start
 
 
 @dataclass(frozen=True)
@@ -45,15 +57,15 @@ class _Readback:
 
 
 class Executor:
-    def __init__(self, program: Program, engine: str | None = None):
+    def __init__(self, program: Program, engine: Engine):
+        """Build `program`, whose dispatches run as written (fitted to `engine`'s features and tuned)."""
         program.check()
-        self.engine: Engine = get_engine(engine)
+        self.engine = engine
+        self.program = program
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
         self._failed = ""  # why this program refuses calls (a call that timed out), "" while usable
         self._env: dict[str, int] | None = None
         with self.engine.lock:
-            program = features.for_device(program, self.engine.device.features)
-            self.program = tuning.resolve(program, self.engine)  # options: this device's fastest
             self._check_limits()
             self._build_buffers()
             self._build_pipelines()
@@ -87,6 +99,9 @@ class Executor:
             if kernel.uniform is not None and kernel.uniform.size > uniform:
                 raise DeviceError(f"kernel {kernel.name}: its {kernel.uniform.size}-byte Params exceed this "
                                   f"adapter's {uniform}-byte uniform bindings")
+            too_large = workgroup_problem(kernel, limits)
+            if too_large:
+                raise DeviceError(f"kernel {kernel.name}: {too_large}")
 
     def _build_buffers(self) -> None:
         wgpu, device = self.engine.wgpu, self.engine.device
@@ -208,13 +223,8 @@ class Executor:
                  for d, count in zip(self.program.dispatches, self._counts, strict=True)]
         self._plan = [(self.pipelines[d.kernel], bg, grid)
                       for d, bg, grid in zip(self.program.dispatches, self.bind_groups, grids, strict=True)]
-        self._readbacks = []
-        for t, dst in zip(self.program.outputs, self._staging_offsets, strict=True):
-            view = t.at(env)
-            item = dtypes.dtype(view.dtype).itemsize
-            start = view.offset * item // 4 * 4
-            end = _round_up((view.offset + view.span()) * item, 4)
-            self._readbacks.append(_Readback(view, start, end - start, dst))
+        self._readbacks = [_Readback(*readback(t, env), dst)
+                           for t, dst in zip(self.program.outputs, self._staging_offsets, strict=True)]
         self._env = dict(env)
 
     # -- call time --------------------------------------------------------------------------------------------

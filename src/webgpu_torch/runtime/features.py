@@ -1,9 +1,11 @@
-"""Fitting a program to the optional features of its device (docs/artifact.md, Float16).
+"""Fitting a program to its device (docs/artifact.md, Portability and Float16).
 
-A device without `shader-f16` runs each kernel that needs it as its `fallback` kernel (the same kernel in
-float32, with the same bindings and Params) over float32 copies of the float16 constants (exact): strides and
-offsets count elements, so views and uniforms are unchanged. Kernels that need `subgroups` or subgroup
-matrices are only ever options, which tuning skips on a device without them.
+A program's `requires` (what its dispatches as written need) must be features the device has; a kernel that
+only appears as an option may need anything, known to this runtime or not: tuning skips an option whose
+kernel `runs_on` the device says no to (a feature it lacks, a workgroup past its limits). A device without
+`shader-f16` runs each kernel that needs it as its `fallback` kernel (the same kernel in float32, with the
+same bindings and Params) over float32 copies of the float16 constants (exact): strides and offsets count
+elements, so views and uniforms are unchanged.
 """
 
 from __future__ import annotations
@@ -12,7 +14,33 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..program import F16, Program
+from ..errors import DeviceError
+from ..program import F16, Kernel, Program
+
+# The device limits a kernel's declared workgroup is checked against (WebGPU's names, as wgpu-py spells them).
+WORKGROUP_LIMITS = ("max-compute-workgroup-size-x", "max-compute-workgroup-size-y", "max-compute-workgroup-size-z",
+                    "max-compute-invocations-per-workgroup", "max-compute-workgroup-storage-size")
+# WebGPU's defaults, which every adapter offers.
+DEFAULT_LIMITS = dict(zip(WORKGROUP_LIMITS, (256, 256, 64, 256, 16384), strict=True))
+
+
+def workgroup_problem(kernel: Kernel, limits: dict[str, int]) -> str | None:
+    """Why a workgroup of `kernel` exceeds the device's `limits`, or None when it fits."""
+    lim = {name: limits.get(name, DEFAULT_LIMITS[name]) for name in WORKGROUP_LIMITS}
+    size_x, size_y, size_z, invocations, storage = (lim[n] for n in WORKGROUP_LIMITS)
+    x, y, z = kernel.workgroup_size
+    if x > size_x or y > size_y or z > size_z or x * y * z > invocations:
+        return (f"its workgroup of {x}×{y}×{z} invocations exceeds this adapter's {size_x}×{size_y}×{size_z}, "
+                f"{invocations} in all (maxComputeWorkgroupSize*, maxComputeInvocationsPerWorkgroup)")
+    if kernel.workgroup_bytes > storage:
+        return (f"its {kernel.workgroup_bytes:,} bytes of workgroup memory exceed this adapter's {storage:,} "
+                "(maxComputeWorkgroupStorageSize)")
+    return None
+
+
+def runs_on(kernel: Kernel, features, limits: dict[str, int]) -> bool:
+    """Whether a device with `features` and `limits` can run `kernel` (as fitted by for_device)."""
+    return set(kernel.requires) <= set(features) and workgroup_problem(kernel, limits) is None
 
 
 def without_f16(program: Program) -> Program:
@@ -37,5 +65,11 @@ def uses_f16(program: Program) -> bool:
 
 
 def for_device(program: Program, features) -> Program:
-    """`program` as this device can run it."""
+    """`program` as a device with `features` runs it; DeviceError when its dispatches need a feature the
+    device lacks (a program saved with an option forced)."""
+    lacking = [f for f in program.requires if f not in features]
+    if lacking:
+        raise DeviceError(f"the program needs the {', '.join(lacking)} feature{'s' * (len(lacking) > 1)}, which "
+                          "this device lacks (its dispatches were saved with such a kernel chosen; compile it "
+                          "without forcing one)")
     return program if F16 in features or not uses_f16(program) else without_f16(program)

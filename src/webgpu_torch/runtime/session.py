@@ -18,7 +18,9 @@ import numpy as np
 from .. import artifact, dtypes, symbolic, tree
 from ..errors import InputError, InputTypeError
 from ..program import Input, Program
+from . import features, tuning
 from .device_tensor import DeviceTensor
+from .engine import get_engine
 from .executor import Executor
 
 
@@ -41,7 +43,7 @@ class Session:
         if engine is not None and engine != self.engine:
             self.engine, self._executor = engine, None
         if self._executor is None:
-            self._executor = Executor(self.program, self.engine)
+            self._executor = open_executor(self.program, self.engine)
         return self._executor
 
     def __call__(self, *args, **kwargs):
@@ -71,6 +73,16 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session({self.program.summary()})"
+
+
+def open_executor(program: Program, engine: str | None = None) -> Executor:
+    """`program` built on an engine's device, as js/src/program.js's `load` does: fitted to the device's
+    features (runtime/features.py), each group of options resolved to this device's fastest
+    (runtime/tuning.py), then an Executor of the resolved program."""
+    device = get_engine(engine)
+    with device.lock:
+        fitted = features.for_device(program, device.device.features)
+        return Executor(tuning.resolve(fitted, device), device)
 
 
 def bind(program: Program, values: list) -> dict[str, int]:

@@ -11,10 +11,11 @@ most one probe. In each group only the `TOP` best-ranked candidates are timed (c
 is most of the cost on a software adapter): the compiler's default, then the others by how close their grids
 are to the default's — neighbouring tile configurations and splits, since the default already sizes its grid
 to the problem. An option whose kernel needs a feature the device lacks (`Kernel.requires`) is neither timed
-nor chosen. Groups the budget leaves untimed run their default and are timed at a later load. Choices persist
-in a JSON cache per adapter, driver and engine, keyed by what the candidates are (their source, entry,
-overrides, packed Params and grid), shared by every program on the device: a later load of any program with
-the same shapes times nothing. While timing, a progress line on a terminal says what is being timed.
+nor chosen, and a cached choice this device cannot run is timed again. Groups the budget leaves untimed run
+their default and are timed at a later load. Choices persist in a JSON cache per adapter, driver and engine,
+keyed by what the candidates are (`choice_key`, docs/artifact.md "Tuning": the source the engine compiles,
+entry, overrides, requires, packed Params and grid), shared by every program on the device: a later load of
+any program with the same shapes times nothing. While timing, a progress line on a terminal says what is being timed.
 
 `WEBGPU_TORCH_TUNE=0` runs every dispatch's default and times nothing; `WEBGPU_TORCH_TUNE_BUDGET` (seconds,
 default 5) and `WEBGPU_TORCH_TUNE_TOP` (candidates per group, default 4; 0 for all) bound the timing;
@@ -28,6 +29,7 @@ import hashlib
 import json
 import math
 import os
+import struct
 import sys
 import time
 from collections.abc import Callable
@@ -37,16 +39,20 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DeviceError
+from ..limits import LIMITS
 from ..program import Buffer, Dispatch, Kernel, Option, Program
 from .engine import CallTimeout, Engine
+from .executor import Executor
+from .features import runs_on
+from .timing import dispatch_times
 
 TUNE_VAR = "WEBGPU_TORCH_TUNE"
 CACHE_VAR = "WEBGPU_TORCH_CACHE"
 BUDGET_VAR = "WEBGPU_TORCH_TUNE_BUDGET"
 TOP_VAR = "WEBGPU_TORCH_TUNE_TOP"
-REPEATS = 8
-SAMPLES = 3
-GROUPS_PER_PROBE = 8
+REPEATS = LIMITS["tuning"]["repeats"]
+SAMPLES = LIMITS["tuning"]["samples"]
+GROUPS_PER_PROBE = LIMITS["tuning"]["groups_per_probe"]
 
 
 def _number(var: str, default: float) -> float:
@@ -88,15 +94,24 @@ def groups(program: Program) -> list[list[int]]:
     return out
 
 
-def choice_key(program: Program, members: list[int]) -> str:
-    """What a group's candidates are, independent of buffer numbering: equal keys time alike."""
+def choice_key(program: Program, members: list[int], engine: str) -> str:
+    """What a group's candidates are on `engine`, independent of buffer numbering: equal keys time alike
+    (docs/artifact.md, "Tuning": the Python and JavaScript runtimes compute the same key)."""
     parts = []
     for i in members:
         for o in candidates(program.dispatches[i]):
             k = program.kernels[o.kernel]
-            parts.append([hashlib.sha1(program.sources[k.source].encode()).hexdigest(), k.entry, list(k.overrides),
-                          o.uniform.hex(), list(o.grid)])
-    return hashlib.sha1(json.dumps(parts).encode()).hexdigest()
+            source = hashlib.sha1(program.sources[k.source_for(engine)].encode()).hexdigest()
+            overrides = [[name, _override_json(v)] for name, v in sorted(k.overrides)]
+            words = list(struct.unpack(f"<{len(o.uniform) // 4}I", o.uniform))
+            parts.append([source, k.entry, overrides, sorted(k.requires), words, list(o.grid)])
+    text = json.dumps(parts, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def _override_json(v: float) -> int | str:
+    """An override value in a choice key: the integer when it is one, else its binary64 bits in hex."""
+    return int(v) if float(v).is_integer() and abs(v) < 2**53 else struct.pack(">d", v).hex()
 
 
 def force(program: Program, pick: Callable[[Kernel], bool]) -> Program:
@@ -122,10 +137,11 @@ def resolve(program: Program, engine: Engine) -> Program:
     path, device = cache_path(), device_key(engine)
     cache = _read(path)
     chosen = cache.setdefault(device, {})
-    keys = [choice_key(program, g) for g in tunable]
-    # One representative per key; an entry that is not a candidate's index (a hand-edited cache) is re-timed.
+    keys = [choice_key(program, g, engine.name) for g in tunable]
+    # One representative per key; an entry that is not a candidate this device runs (a hand-edited cache, or
+    # a hostile file whose candidates look like cached ones) is timed again.
     missing = {key: g for key, g in zip(keys, tunable, strict=True)
-               if chosen.get(key) not in range(len(program.dispatches[g[0]].options) + 1)}
+               if chosen.get(key) not in usable(program, g, engine.device.features, engine.limits)}
     if missing:
         timed = _measure(program, engine, missing)
         if timed:
@@ -141,11 +157,12 @@ def resolve(program: Program, engine: Engine) -> Program:
 def _measure(program: Program, engine: Engine, which: dict[str, list[int]]) -> dict[str, int]:
     """For each key timed within the budget, the index of its group's fastest candidate that this device can
     run (a group left with one such candidate takes it untimed)."""
-    top = int(_number(TOP_VAR, 4)) or None
-    ranked = {key: _ranked(program, members, engine.device.features)[:top] for key, members in which.items()}
+    top = int(_number(TOP_VAR, LIMITS["tuning"]["top"])) or None
+    ranked = {key: ranked_candidates(program, members, engine.device.features, engine.limits)[:top]
+              for key, members in which.items()}
     chosen = {key: c[0] for key, c in ranked.items() if len(c) == 1}
     order = sorted((key for key in which if key not in chosen), key=lambda key: -_work(program, which[key]))
-    budget, start = _number(BUDGET_VAR, 5.0), time.perf_counter()
+    budget, start = _number(BUDGET_VAR, LIMITS["tuning"]["budget_seconds"]), time.perf_counter()
     progress = _Progress(len(order))
     first = 0
     while first < len(order) and (elapsed := time.perf_counter() - start) < budget:
@@ -171,13 +188,10 @@ def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], rank
     """Each group's fastest candidate, timed in one probe. A candidate the engine refuses (a kernel its shader
     compiler rejects) is never chosen: when the probe fails, its groups are timed one by one, and a group that
     still fails, one candidate at a time, dropping those that fail. A probe that times out ends the tuning."""
-    from .executor import Executor
-    from .timing import dispatch_times
-
     keys = list(which)
     probe, starts = _probe(program, [which[key] for key in keys], [ranked[key] for key in keys])
     try:
-        times = dispatch_times(Executor(probe, engine.name), samples=SAMPLES, repeats=REPEATS)
+        times = dispatch_times(Executor(probe, engine), samples=SAMPLES, repeats=REPEATS)
     except CallTimeout:
         raise  # the device is still running the probe: retrying candidates would queue behind it
     except DeviceError:
@@ -199,15 +213,15 @@ def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], rank
     return chosen
 
 
-def _ranked(program: Program, members: list[int], features) -> list[int]:
+def ranked_candidates(program: Program, members: list[int], features, limits: dict[str, int]) -> list[int]:
     """The group's candidates this device can run: the default first, then by how far (in log2) the leader's
-    workgroup count is from the default's."""
+    workgroup count is from the default's (ties in candidate order)."""
     leader = candidates(program.dispatches[members[0]])
 
     def distance(c: int) -> float:
         return abs(math.log2(math.prod(leader[c].grid) / math.prod(leader[0].grid)))
 
-    return sorted(_usable(program, members, features), key=lambda c: (c != 0, distance(c)))
+    return sorted(usable(program, members, features, limits), key=lambda c: (c != 0, distance(c)))
 
 
 def _work(program: Program, members: list[int]) -> int:
@@ -235,11 +249,11 @@ class _Progress:
         sys.stderr.write(f"\r{line}\033[K\n" if self.live else line + "\n")
 
 
-def _usable(program: Program, members: list[int], features) -> list[int]:
-    """The candidates of a group whose kernels need no feature the device lacks (Kernel.requires)."""
+def usable(program: Program, members: list[int], features, limits: dict[str, int]) -> list[int]:
+    """The candidates of a group whose every member's kernel runs on the device (features.runs_on)."""
     count = len(program.dispatches[members[0]].options) + 1
-    return [c for c in range(count) if all(set(program.kernels[candidates(program.dispatches[i])[c].kernel].requires)
-                                           <= set(features) for i in members)]
+    return [c for c in range(count) if all(runs_on(program.kernels[candidates(program.dispatches[i])[c].kernel],
+                                                   features, limits) for i in members)]
 
 
 def _probe(program: Program, which, usable) -> tuple[Program, list[int]]:

@@ -1,0 +1,44 @@
+// Generated from src/webgpu_torch/limits.json by `python -m tests.golden.make`: edit that file, not this one.
+// What both runtimes must decide alike, as data (docs/artifact.md): the format's numbers, the bounds past which a file is refused, the features a kernel may require, and tuning's settings. js/src/limits.js is generated from this file (python -m tests.golden.make); both suites check they agree.
+
+export const LIMITS = Object.freeze({
+ "magic": "WGPUTRCH",
+ "container_version": 2,
+ "format": 3,
+ "align": 64,
+ "max_header_bytes": 1073741824,
+ "max_workgroups_per_dim": 65535,
+ "max_workgroups": 16777216,
+ "max_workgroup_invocations": 1024,
+ "max_workgroup_bytes": 1048576,
+ "max_source_chars": 4194304,
+ "max_nesting": 64,
+ "max_tree_depth": 64,
+ "symbol_limit": 2147483648,
+ "scalar_ranges": {
+  "u32": [
+   0,
+   4294967295
+  ],
+  "i32": [
+   -2147483648,
+   2147483647
+  ],
+  "f32": [
+   -2147483648,
+   2147483647
+  ]
+ },
+ "features": [
+  "shader-f16",
+  "subgroups",
+  "chromium-experimental-subgroup-matrix"
+ ],
+ "tuning": {
+  "repeats": 8,
+  "samples": 3,
+  "groups_per_probe": 8,
+  "top": 4,
+  "budget_seconds": 5
+ }
+});

@@ -1,0 +1,122 @@
+// The conformance corpus (tests/conformance/README.md): the JavaScript runtime's decisions on the vectors
+// whose expected values the Python runtime computed (tests/test_conformance.py replays them too). No device.
+
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+import { foldGrid, parse } from '../src/artifact.js';
+import { isContiguous } from '../src/dtypes.js';
+import { ArtifactError } from '../src/errors.js';
+import { byteRange } from '../src/executor.js';
+import * as expr from '../src/expr.js';
+import { checkInfo, Seq2Seq } from '../src/generation.js';
+import { bind } from '../src/inputs.js';
+import { forDevice } from '../src/kernels.js';
+import { LIMITS } from '../src/limits.js';
+import { choiceKey, groups, probeSize, rank } from '../src/tuning.js';
+import { GOLDEN, REPO } from '../testkit/io.js';
+import { problems } from '../testkit/schema.js';
+import { splitArtifact } from '../testkit/build.js';
+
+const HERE = join(REPO, 'tests', 'conformance');
+/** @param {string} name */
+const vectors = (name) => JSON.parse(readFileSync(join(HERE, `${name}.json`), 'utf8'));
+/** @param {string} name */
+const golden = (name) => parse(readFileSync(join(GOLDEN, `${name}.wgpt`)), name);
+
+test('js/src/limits.js holds src/webgpu_torch/limits.json', () => {
+  const { about, ...json } = JSON.parse(readFileSync(join(REPO, 'src', 'webgpu_torch', 'limits.json'), 'utf8'));
+  assert.ok(about);
+  assert.deepEqual(JSON.parse(JSON.stringify(LIMITS)), json, 'js/src/limits.js is stale: run python -m tests.golden.make');
+});
+
+test('expressions: values, bounds, problems, grid folding', () => {
+  const v = vectors('expressions');
+  for (const c of v.evaluate) {
+    assert.equal(expr.evaluate(c.expr, c.env), c.value, JSON.stringify(c));
+    assert.equal(expr.compile(c.expr)(c.env), c.value, JSON.stringify(c));
+  }
+  for (const c of v.bounds) assert.deepEqual(expr.bounds(c.expr, v.symbols), c.bounds, JSON.stringify(c));
+  for (const c of v.problems) {
+    const p = expr.problem(c.expr, v.symbols);
+    assert.ok(p !== null && p.includes(c.error), `${JSON.stringify(c.expr)}: ${p}`);
+  }
+  for (const c of v.fold_grid) assert.deepEqual(foldGrid(c.count), c.grid, String(c.count));
+});
+
+for (const c of vectors('tuning').files) {
+  test(`tuning ${c.file}: groups, cache keys, ranking per device`, async () => {
+    const spec = golden(c.file);
+    const which = groups(spec);
+    assert.deepEqual(which, c.groups);
+    for (const [engine, keys] of Object.entries(c.keys)) {
+      assert.deepEqual(await Promise.all(which.map((g) => choiceKey(spec, g, engine))), keys, engine);
+    }
+    for (const device of c.devices) {
+      const features = new Set(/** @type {string[]} */ (device.features));
+      const fitted = forDevice(spec, features);
+      assert.deepEqual(which.map((g) => rank(fitted, g, features, device.limits)), device.ranked, device.about);
+    }
+  });
+}
+
+test('tuning: probe sizes', () => {
+  for (const c of vectors('tuning').probe_size) {
+    assert.equal(probeSize(c.timed, c.elapsed * 1000, c.budget * 1000), c.size, JSON.stringify(c));
+  }
+});
+
+test('input binding: dynamic dimensions from the shapes, ranges and shapes checked', () => {
+  for (const c of vectors('inputs').bind) {
+    const spec = golden(c.file);
+    const values = c.shapes.map((/** @type {number[]} */ shape) => ({ shape, data: null, tensor: null }));
+    if (c.error) assert.throws(() => bind(spec, values), (e) => e instanceof Error && e.message.includes(c.error), c.error);
+    else assert.deepEqual(bind(spec, values), c.env);
+  }
+});
+
+test('outputs: byte ranges read back (or kept on the device), and which views pass as inputs', () => {
+  const v = vectors('outputs');
+  for (const c of v.readback) {
+    const spec = golden(c.file);
+    spec.outputs.forEach((t, i) => {
+      const view = {
+        shape: t.shape.map((e) => expr.evaluate(e, c.env)), strides: t.strides.map((e) => expr.evaluate(e, c.env)),
+        offset: expr.evaluate(t.offset, c.env),
+      };
+      const { start, size, first } = byteRange(view);
+      const got = { shape: view.shape, strides: view.strides, start, size, first, contiguous: isContiguous(view.shape, view.strides) };
+      assert.deepEqual(got, c.outputs[i], `${c.file} output ${i}`);
+    });
+  }
+  for (const c of v.contiguous) assert.equal(isContiguous(c.shape, c.strides), c.contiguous, JSON.stringify(c));
+});
+
+test('generation: seq2seq.json checked, tokens forced and stopped as the rules say', async () => {
+  const v = vectors('generation');
+  for (const c of v.info) {
+    if (c.error) assert.throws(() => checkInfo(c.info, 'seq2seq.json'), (e) => e instanceof ArtifactError && e.message.includes(c.error), c.error);
+    else assert.doesNotThrow(() => checkInfo(c.info, 'seq2seq.json'));
+  }
+  for (const c of v.generate) {
+    let step = 0;
+    const stage = {
+      runOnDevice: async () => ({ release() {} }),
+    };
+    const decoder = {
+      runOnDevice: async () => [{ data: new Float32Array(3), release() {} }, { data: Int32Array.of(c.chosen[step++]), release() {} }, []],
+    };
+    const model = new Seq2Seq(/** @type {any} */ (stage), /** @type {any} */ ({ runOnDevice: async () => [] }), /** @type {any} */ (decoder), c.info);
+    const { ids } = await model.generate(new Float32Array(0), new Int32Array(0), { maxNewTokens: c.max_new_tokens });
+    assert.deepEqual(ids, c.ids, JSON.stringify(c));
+  }
+});
+
+test('the header schema says of each golden header what the corpus records', () => {
+  for (const c of vectors('schema').headers) {
+    const { header } = splitArtifact(readFileSync(join(GOLDEN, c.file)));
+    assert.equal(problems(header).length === 0, c.valid, `${c.file}: ${problems(header).join('; ')}`);
+  }
+});

@@ -1,0 +1,222 @@
+"""Writes the conformance corpus's decision vectors (README.md beside this file): inputs chosen here, the
+expected decisions computed by the Python runtime's own functions. Both suites replay them
+(tests/test_conformance.py, js/test/conformance.test.js), so a decision changed in one runtime only fails CI.
+Run through `python -m tests.golden.make`, after the golden files it reads.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from types import SimpleNamespace
+
+from webgpu_torch import artifact, generation, program, symbolic
+from webgpu_torch.errors import WebGPUTorchError
+from webgpu_torch.runtime import executor, features, session, tuning
+
+from .. import schema
+
+HERE = Path(__file__).parent
+GOLDEN = HERE.parent / "golden"
+
+SYMBOLS = {"s": {"lo": 1, "hi": 64, "hint": 5}, "t": {"lo": 0, "hi": 9, "hint": 3}}
+EVALUATE = [
+    (["//", "s", 2], {"s": 7}), (["//", ["+", "s", -10], 3], {"s": 7}), (["%", ["+", "s", -10], 3], {"s": 8}),
+    (["%", "s", -5], {"s": 7}), (["//", "s", -5], {"s": 7}), (["%", ["*", -1, "s"], 5], {"s": 7}),
+    (["+", ["*", "s", 3], -1, ["max", "t", 2], ["min", "s", 4]], {"s": 7, "t": 0}),
+    (["*", "s", 1099511627776], {"s": 64}), (["//", 9007199254740991, 3], {}), (["+", "s", 1, 2, 3], {"s": 1}),
+]
+BOUNDS = [
+    ["+", ["*", ["+", "s", -1], 37], 1], ["//", ["+", "s", 63], 64], ["%", "s", 8], ["%", "s", ["+", "t", -10]],
+    ["*", ["+", "s", -32], ["+", "s", -32]], ["max", ["+", "s", -10], 0], ["min", "s", "t"],
+    ["+", "s", ["*", -1, "s"]], ["//", ["+", "s", -32], 5], ["//", "s", ["+", "t", -10]], ["*", "s", "t", -2],
+    7, "t",
+]
+PROBLEMS = [
+    (["//", 4, ["+", "s", -1]], "includes 0"), (["%", 4, "t"], "includes 0"),
+    (["^", 1, 2], "unknown expression operator"),
+    ("u", "undeclared symbol"), (1.5, "not an integer"), (9007199254740992, "not an integer"),
+    ([], "not an expression"), (["max", 1], "with 1 arguments"), (["+"], "with 0 arguments"),
+    ({"a": 1}, "not an expression"), (True, "not an expression"), (["//", "s", ["max", "t", 0]], "includes 0"),
+]
+GRIDS = [0, 1, 65535, 65536, 131070, 131071, 1_000_000, 16_777_216, 65535 * 65535]
+PROBES = [(0, 0.0, 5.0), (1, 1.0, 5.0), (2, 0.5, 5.0), (1, 4.9, 5.0), (3, 1.0, 5.0), (5, 2.5, 5.0), (7, 4.99, 5.0)]
+# Devices for ranking: features and the workgroup limits (WebGPU's names; absent ones at WebGPU's defaults).
+DEVICES = [
+    {"about": "no optional feature, WebGPU's default limits", "features": [], "limits": {}},
+    {"about": "a compatibility-mode adapter (lavapipe through ANGLE)", "features": ["shader-f16"],
+     "limits": {"maxComputeInvocationsPerWorkgroup": 128, "maxComputeWorkgroupStorageSize": 16384,
+                "maxComputeWorkgroupSizeX": 128, "maxComputeWorkgroupSizeY": 128}},
+    {"about": "a large GPU with every feature", "features": list(program.FEATURES),
+     "limits": {"maxComputeInvocationsPerWorkgroup": 1024, "maxComputeWorkgroupStorageSize": 65536,
+                "maxComputeWorkgroupSizeX": 1024, "maxComputeWorkgroupSizeY": 1024}},
+]
+CONTIGUITY = [([2, 3], [3, 1]), ([2, 3], [1, 2]), ([1, 3], [7, 1]), ([2, 1, 3], [3, 9, 1]), ([2, 0], [1, 1]),
+              ([], []), ([4], [2]), ([3, 1], [1, 1])]
+INFOS = [
+    {"layers": 1, "heads": 2, "head_dim": 4, "decoder_start_token_id": 2},
+    {"layers": 1, "heads": 2, "head_dim": 4, "decoder_start_token_id": 2, "eos_token_id": None},
+    {"layers": 1, "heads": 2, "head_dim": 4, "decoder_start_token_id": 2, "eos_token_id": 2,
+     "forced_bos_token_id": 0, "forced_eos_token_id": 2},
+    {"layers": 1, "heads": 2, "head_dim": 4},
+    {"layers": 1.5, "heads": 2, "head_dim": 4, "decoder_start_token_id": 2},
+    {"layers": 1, "heads": 2, "head_dim": 4, "decoder_start_token_id": 2, "eos_token_id": "2"},
+    [1, 2],
+]
+# Generation: the tokens a (fake) decoder picks at each step, and max_new_tokens.
+STEPS = [
+    (0, [5, 7, 2, 9], 4), (0, [5, 7, 9, 9], 3), (1, [5, 2, 7, 9], 4), (1, [5, 7, 9, 9], 4), (2, [5, 7, 9, 9], 4),
+    (2, [2, 7, 9, 9], 4), (2, [5, 7, 9, 9], 1),
+]
+
+
+def _catch(fn) -> dict:
+    try:
+        return {"value": fn()}
+    except (ValueError, WebGPUTorchError) as e:
+        return {"error": str(e)}
+
+
+def expressions() -> dict:
+    symbols = {n: symbolic.Symbol(n, s["lo"], s["hi"], s["hint"], "") for n, s in SYMBOLS.items()}
+
+    def read(e):
+        return symbolic.from_json(e, symbols)
+
+    problems = []
+    for e, phrase in PROBLEMS:
+        got = _catch(lambda e=e: symbolic.bounds(read(e)))
+        assert phrase in got.get("error", ""), (e, got)
+        problems.append({"expr": e, "error": phrase})
+    return {"symbols": SYMBOLS,
+            "evaluate": [{"expr": e, "env": env, "value": symbolic.evaluate(read(e), env)} for e, env in EVALUATE],
+            "bounds": [{"expr": e, "bounds": list(symbolic.bounds(read(e)))} for e in BOUNDS],
+            "problems": problems,
+            "fold_grid": [{"count": n, "grid": list(program.fold_grid(n))} for n in GRIDS]}
+
+
+def _load(name: str) -> program.Program:
+    return artifact.load(GOLDEN / f"{name}.wgpt")
+
+
+def python_limits(limits: dict) -> dict:
+    """WebGPU's limit names as wgpu-py spells them: maxComputeWorkgroupSizeX -> max-compute-workgroup-size-x."""
+    return {"".join(f"-{c.lower()}" if c.isupper() else c for c in k): v for k, v in limits.items()}
+
+
+def tuning_vectors() -> dict:
+    files = []
+    for name in ("options", "mlp", "portable", "precision_f16", "weights_f16"):
+        p = _load(name)
+        groups = tuning.groups(p)
+        devices = []
+        for device in DEVICES:
+            fitted = features.for_device(p, set(device["features"]))
+            limits = python_limits(device["limits"])
+            devices.append({**device, "ranked": [tuning.ranked_candidates(fitted, g, device["features"], limits)
+                                                 for g in groups]})
+        keys = {engine: [tuning.choice_key(p, g, engine) for g in groups] for engine in ("dawn", "wgpu")}
+        files.append({"file": name, "groups": groups, "keys": keys, "devices": devices})
+    probes = [{"timed": t, "elapsed": e, "budget": b, "size": tuning.probe_size(t, e, b)} for t, e, b in PROBES]
+    return {"files": files, "probe_size": probes}
+
+
+def _inputs(shapes) -> list:
+    return [SimpleNamespace(shape=tuple(s)) for s in shapes]
+
+
+def input_vectors() -> dict:
+    cases = []
+    for name, shapes in [("dynamic", [[3, 37]]), ("dynamic", [[64, 37]]), ("dynamic", [[65, 37]]),
+                         ("dynamic", [[0, 37]]), ("dynamic", [[3, 36]]), ("tiny", [[2, 5]]),
+                         ("structured", [[6, 5], [4], [6, 5]])]:
+        p = _load(name)
+        got = _catch(lambda p=p, shapes=shapes: session.bind(p, _inputs(shapes)))
+        cases.append({"file": name, "shapes": shapes, **({"env": got["value"]} if "value" in got else got)})
+    return {"bind": cases}
+
+
+def output_vectors() -> dict:
+    cases = []
+    for name, env_shapes in [("dynamic", [[3, 37]]), ("dynamic", [[64, 37]]), ("structured", None), ("tiny", None)]:
+        p = _load(name)
+        env = session.bind(p, _inputs(env_shapes)) if env_shapes else {}
+        outs = []
+        for t in p.outputs:
+            view, start, size = executor.readback(t, env)
+            item = 4
+            outs.append({"shape": list(view.shape), "strides": list(view.strides), "start": start, "size": size,
+                         "first": view.offset - start // item, "contiguous": view.is_contiguous()})
+        cases.append({"file": name, "env": env, "outputs": outs})
+    contiguity = [{"shape": s, "strides": st, "contiguous": program.Tensor(0, tuple(s), tuple(st)).is_contiguous()}
+                  for s, st in CONTIGUITY]
+    return {"readback": cases, "contiguous": contiguity}
+
+
+def generation_vectors() -> dict:
+    infos = []
+    for info in INFOS:
+        got = _catch(lambda info=info: generation.check_info(info, "seq2seq.json") and None)
+        error = {"error": got["error"].removeprefix("seq2seq.json: ")} if "error" in got else {}
+        infos.append({"info": info, **error})
+    steps = []
+    for which, chosen, limit in STEPS:
+        info = INFOS[which]
+        steps.append({"info": info, "chosen": chosen, "max_new_tokens": limit,
+                      "ids": _generate(info, chosen, limit)})
+    return {"info": infos, "generate": steps}
+
+
+def _generate(info: dict, chosen: list[int], limit: int) -> list[int]:
+    """Python's Seq2Seq.generate over stages that return `chosen[step]` as the decoder's token."""
+    import numpy as np
+
+    class Stage:
+        step = 0
+
+        def on_device(self, *args):
+            return []
+
+        def run(self, args, keep_on_device=()):
+            token = chosen[Stage.step]
+            Stage.step += 1
+            return np.zeros(3, np.float32), np.array([[token]]), args[1]
+
+    model = generation.Seq2Seq(Stage(), Stage(), Stage(), info)
+    ids, _ = model.generate(np.zeros((1, 3, 4, 4), np.float32), np.zeros((1, 2), np.int64), max_new_tokens=limit)
+    return ids
+
+
+def headers() -> dict[str, dict]:
+    """Every golden and damaged file whose header is a JSON object, by its path under tests/golden."""
+    out = {}
+    for path in sorted([*GOLDEN.glob("*.wgpt"), *(GOLDEN / "bad").glob("*.wgpt")]):
+        raw = path.read_bytes()
+        try:
+            _, _, _, length, _ = artifact.PREAMBLE.unpack_from(raw)
+            header = json.loads(raw[32:32 + length], parse_constant=_not_json)
+        except (ValueError, struct.error, RecursionError):  # not JSON as JavaScript reads it
+            continue
+        if isinstance(header, dict):
+            out[str(path.relative_to(GOLDEN))] = header
+    return out
+
+
+def _not_json(text: str):
+    raise ValueError(text)
+
+
+def schema_vectors() -> dict:
+    """What docs/artifact.schema.json says of each header (tests/schema.py; js/testkit/schema.js must agree)."""
+    return {"headers": [{"file": name, "valid": not schema.problems(h)} for name, h in headers().items()]}
+
+
+def write() -> None:
+    for name, make in [("expressions", expressions), ("tuning", tuning_vectors), ("inputs", input_vectors),
+                       ("outputs", output_vectors), ("generation", generation_vectors), ("schema", schema_vectors)]:
+        (HERE / f"{name}.json").write_text(json.dumps(make(), indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    write()

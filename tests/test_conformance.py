@@ -1,0 +1,151 @@
+"""The conformance corpus (tests/conformance/README.md): the Python runtime's decisions on the shared vectors,
+which js/test/conformance.test.js replays for the JavaScript runtime. GPU-free."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from webgpu_torch import artifact, generation, limits, program, symbolic
+from webgpu_torch.errors import ArtifactError
+from webgpu_torch.runtime import executor, features, session, tuning
+
+from .conformance.make import python_limits
+
+HERE = Path(__file__).parent / "conformance"
+GOLDEN = Path(__file__).parent / "golden"
+
+pytestmark = pytest.mark.host
+
+
+def _vectors(name: str) -> dict:
+    return json.loads((HERE / f"{name}.json").read_text())
+
+
+def test_limits_js_is_generated_from_limits_json():
+    assert (Path(__file__).parent.parent / "js" / "src" / "limits.js").read_text() == limits.js_module(), (
+        "js/src/limits.js is stale: run python -m tests.golden.make")
+
+
+def test_expressions():
+    v = _vectors("expressions")
+    symbols = {n: symbolic.Symbol(n, s["lo"], s["hi"], s["hint"], "") for n, s in v["symbols"].items()}
+
+    def read(e):
+        return symbolic.from_json(e, symbols)
+
+    for case in v["evaluate"]:
+        assert symbolic.evaluate(read(case["expr"]), case["env"]) == case["value"], case
+        assert symbolic.compiled(read(case["expr"]))(case["env"]) == case["value"], case
+    for case in v["bounds"]:
+        assert list(symbolic.bounds(read(case["expr"]))) == case["bounds"], case
+    for case in v["problems"]:
+        with pytest.raises(ValueError, match=case["error"]):
+            symbolic.bounds(read(case["expr"]))
+    for case in v["fold_grid"]:
+        assert list(program.fold_grid(case["count"])) == case["grid"], case
+
+
+@pytest.mark.parametrize("case", _vectors("tuning")["files"], ids=lambda c: c["file"])
+def test_tuning_groups_keys_and_ranking(case):
+    p = artifact.load(GOLDEN / f"{case['file']}.wgpt")
+    groups = tuning.groups(p)
+    assert groups == case["groups"]
+    for engine, keys in case["keys"].items():
+        assert [tuning.choice_key(p, g, engine) for g in groups] == keys, engine
+    for device in case["devices"]:
+        fitted = features.for_device(p, set(device["features"]))
+        got = [tuning.ranked_candidates(fitted, g, device["features"], python_limits(device["limits"]))
+               for g in groups]
+        assert got == device["ranked"], device["about"]
+
+
+def test_probe_sizes():
+    for case in _vectors("tuning")["probe_size"]:
+        assert tuning.probe_size(case["timed"], case["elapsed"], case["budget"]) == case["size"], case
+
+
+def test_input_binding():
+    for case in _vectors("inputs")["bind"]:
+        p = artifact.load(GOLDEN / f"{case['file']}.wgpt")
+        values = [SimpleNamespace(shape=tuple(s)) for s in case["shapes"]]
+        if "error" in case:
+            with pytest.raises(Exception, match=_literal(case["error"])):
+                session.bind(p, values)
+        else:
+            assert session.bind(p, values) == case["env"]
+
+
+def _literal(text: str) -> str:
+    import re
+
+    return re.escape(text)
+
+
+def test_output_readback_and_device_tensor_passing():
+    v = _vectors("outputs")
+    for case in v["readback"]:
+        p = artifact.load(GOLDEN / f"{case['file']}.wgpt")
+        for t, want in zip(p.outputs, case["outputs"], strict=True):
+            view, start, size = executor.readback(t, case["env"])
+            got = {"shape": list(view.shape), "strides": list(view.strides), "start": start, "size": size,
+                   "first": view.offset - start // 4, "contiguous": view.is_contiguous()}
+            assert got == want, case["file"]
+    for case in v["contiguous"]:
+        assert program.Tensor(0, tuple(case["shape"]), tuple(case["strides"])).is_contiguous() == case["contiguous"]
+
+
+def test_generation_info_and_stopping_rules():
+    v = _vectors("generation")
+    for case in v["info"]:
+        if "error" in case:
+            with pytest.raises(ArtifactError, match=_literal(case["error"])):
+                generation.check_info(case["info"], "seq2seq.json")
+        else:
+            generation.check_info(case["info"], "seq2seq.json")
+    for case in v["generate"]:
+        stage = _Stages(case["chosen"])
+        model = generation.Seq2Seq(stage, stage, stage, case["info"])
+        ids, _ = model.generate(np.zeros((1, 3, 4, 4), np.float32), np.zeros((1, 2), np.int64),
+                                max_new_tokens=case["max_new_tokens"])
+        assert ids == case["ids"], case
+
+
+class _Stages:
+    """Stand-ins for the three stages: the decoder's token at step i is `chosen[i]`."""
+
+    def __init__(self, chosen: list[int]):
+        self.chosen = iter(chosen)
+
+    def on_device(self, *args):
+        return []
+
+    def run(self, args, keep_on_device=()):
+        return np.zeros(3, np.float32), np.array([[next(self.chosen)]]), args[1]
+
+
+def test_a_program_needing_a_feature_the_device_lacks_is_refused_by_name():
+    p = artifact.load(GOLDEN / "precision_f16.wgpt")
+    forced = tuning.force(p, lambda k: program.SUBGROUP_MATRIX in k.requires)
+    assert program.SUBGROUP_MATRIX in forced.requires
+    with pytest.raises(Exception, match="needs the chromium-experimental-subgroup-matrix, subgroups features, "
+                                        "which this device lacks"):
+        features.for_device(forced, {"shader-f16"})
+    reread = artifact.from_bytes(artifact.to_bytes(forced))
+    assert reread.requires == forced.requires
+
+
+def test_the_header_schema_says_of_each_golden_header_what_the_corpus_records():
+    from .conformance.make import headers
+    from .schema import problems
+
+    recorded = {c["file"]: c["valid"] for c in _vectors("schema")["headers"]}
+    found = headers()
+    assert set(recorded) == set(found)
+    assert all(recorded[f"{name}.wgpt"] for name in (p.stem for p in GOLDEN.glob("*.wgpt"))), "a valid file fails"
+    for name, header in found.items():
+        assert (not problems(header)) == recorded[name], (name, problems(header))
