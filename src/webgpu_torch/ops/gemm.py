@@ -297,6 +297,9 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
 
     Routing: few rows (M <= 8) with K-contiguous A -> gemv.wgsl; aligned operands -> gemm_vec4.wgsl, K split
     across blocks when the output is too small to fill the GPU; anything else -> gemm.wgsl."""
+    for t in (a, bias, residual):  # only B is read packed; the others are computed first, outside alternatives
+        if isinstance(t, Tensor):
+            ctx.materialize(t)
     a3 = a if a.ndim == 3 else layout.unsqueeze(a, 0)
     b3 = b if b.ndim == 3 else layout.unsqueeze(b, 0)
     batch = max(a3.shape[0], b3.shape[0])
