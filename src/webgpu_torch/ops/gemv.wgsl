@@ -52,10 +52,13 @@ fn a_vec(z: u32, m: u32, k: u32) -> vec4<f32> {
 }
 
 // dot_k's sums for column n over packed weights: the lane's chunks of row n are 16 bytes each, TEAM apart;
-// every word holds PACKED_PER_WORD values of one group (packed.wgsl), decoded four at a time.
+// every word holds PACKED_PER_WORD values of one group (packed.wgsl), decoded four at a time. A group's scale
+// and zero point are read once for the words it spans in a row.
 fn packed_sums(z: u32, n: u32, lane: u32) -> array<f32, ROWS> {
   const SPAN: u32 = 4u * PACKED_PER_WORD;  // values per chunk
   var sums: array<f32, ROWS>;
+  var at = 0xffffffffu;  // the group `group` holds
+  var group = vec2<u32>(0u);
   for (var k0 = lane * SPAN; k0 < p.K; k0 += TEAM * SPAN) {
     let words = vec4<u32>(b[packed_word(p.packed, n, k0) / 4u]);
     for (var j = 0u; j < 4u; j++) {
@@ -63,7 +66,10 @@ fn packed_sums(z: u32, n: u32, lane: u32) -> array<f32, ROWS> {
       if (kw >= p.K) {
         break;
       }
-      let group = packed_group(p.packed, n, kw);
+      if (kw / p.packed.y != at) {
+        at = kw / p.packed.y;
+        group = packed_group(p.packed, n, kw);
+      }
       for (var i = 0u; i < PACKED_PER_WORD && kw + i < p.K; i += 4u) {
         let w = packed_values(words[j], kw + i, group);
         for (var m = 0u; m < ROWS; m++) {
