@@ -20,6 +20,7 @@ from .helpers import assert_close
 # -- the layout (no GPU) ------------------------------------------------------------------------------------
 
 
+@pytest.mark.host
 @pytest.mark.parametrize(("bits", "cols", "group", "zero_points"),
                          [(4, 37, 8, True), (4, 772, 32, False), (4, 37, 37, False), (8, 37, 4, True),
                           (8, 132, 132, False)])
@@ -36,6 +37,7 @@ def test_pack_unpack_round_trip(bits, cols, group, zero_points):
     assert np.array_equal(got_zeros, zeros if zero_points else np.full_like(got_zeros, 1 << (bits - 1)))
 
 
+@pytest.mark.host
 def test_layout_is_the_contract():
     """docs/artifact.md's words, written out: q4 element 8w + j in nibble j of word w, rows 16 bytes apart,
     then per group its scale and zero point."""
@@ -50,6 +52,7 @@ def test_layout_is_the_contract():
     assert list(q8[:2]) == [0x04030201, 0x05] and q8[4:].view(np.float32)[0] == 0.5
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("bits", [4, 8])
 def test_round_to_nearest_error_bound(bits):
     """Each element is within half its group's scale: max |w_group| / (2^bits − 2) (docs/design.md)."""
@@ -62,6 +65,7 @@ def test_round_to_nearest_error_bound(bits):
     assert err.max() > 0.25 * bound.max()  # the bound is not loose by an order of magnitude
 
 
+@pytest.mark.host
 def test_a_group_that_straddles_words_is_refused():
     with pytest.raises(ValueError, match="straddles"):
         Packing(4, 3, 64, 12, False)
@@ -139,6 +143,26 @@ def test_torchao_weights_stay_packed_and_match(name, poisoned):
     assert all(",q" in p.kernels[d.kernel].name or "[q" in p.kernels[d.kernel].name
                for d in p.dispatches if d.node in readers)
     assert_close(poisoned(session, ids), _dequantized_double(model)(ids))
+
+
+@pytest.mark.host
+def test_int8_weight_only_scale_folds_into_the_packed_weight():
+    """Int8WeightOnlyConfig exports mm(x, float(qᵀ)) · scale: the codes are packed as they are (q8, one group a
+    row) and the per-channel mul becomes their scales, so no dispatch multiplies by the scale."""
+    from torchao.quantization import Int8WeightOnlyConfig, quantize_
+
+    torch.manual_seed(8)
+    lin = torch.nn.Linear(64, 36).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantize_(lin, Int8WeightOnlyConfig())
+    program = webgpu_torch.compile_module(lin, (torch.randn(3, 64),)).program
+    assert not [d for d in program.dispatches if "mul" in d.node]
+    (i, layout), = program.packings.items()
+    assert (layout.dtype, layout.rows, layout.cols, layout.group, layout.zero_points) == ("q8", 36, 64, 64, False)
+    codes, scales, _ = packing.unpack(program.constants[i], layout)
+    assert np.array_equal(codes - 128, lin.weight.qdata.numpy())
+    assert np.array_equal(scales[:, 0], lin.weight.scale.reshape(-1).numpy())
 
 
 @pytest.mark.e2e
@@ -262,6 +286,7 @@ def test_artifact_keeps_the_packing(tmp_path):
     assert_close(webgpu_torch.load(tmp_path / "q4.wgpt")(x.numpy()), session(x).numpy())
 
 
+@pytest.mark.host
 def test_a_dequantization_that_cannot_stay_packed_is_refused_by_name():
     import torch.ao.quantization.fx._decomposed
 
