@@ -1,7 +1,8 @@
 """Fixtures, the two tiers, and the engine and adapter every run on a GPU reports in its header.
 
 Tiers: a test marked `host` needs no GPU adapter (frontend, planner, registry, routing, options, artifact
-validation, the conformance corpus); every other test is marked `gpu` here. `pytest -m "not gpu"` runs the
+validation, the conformance corpus); every other test is marked `gpu` here, and so is a host test marked
+`slow` (no adapter, but most of a minute of CPU), so the host tier stays fast. `pytest -m "not gpu"` runs the
 host tier alone, in seconds, on a machine without an adapter. A host test that opens an engine fails
 (`GpuUsed`), so the marks cannot drift from what the tests do.
 """
@@ -23,7 +24,7 @@ def pytest_report_header(config):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.get_closest_marker("host") is None:
+        if item.get_closest_marker("host") is None or item.get_closest_marker("slow") is not None:
             item.add_marker(pytest.mark.gpu)
 
 

@@ -1,20 +1,39 @@
-"""Hostile artifacts for tests/test_fuzz.py: seeded mutations of the golden corpus, and the child process that
-loads and runs one, reporting how it ended.
+"""Hostile artifacts for tests/test_fuzz.py and js/test/fuzz.test.js: seeded random mutations of the golden
+corpus, a catalogue of targeted well-signed edits (each breaks one rule of docs/artifact.md, or asks a kernel
+to run far longer than its data implies), and the worker that loads and runs them, reporting how each ended.
 
-    python -m tests.fuzz FILE      # load FILE, call it with zeros at the hints, print the outcome as JSON
+    python -m tests.fuzz --write DIR [--random N] [--all]   # write the variants and DIR/index.json
+    python -m tests.fuzz --run DIR                          # run them in workers, print what failed
+    python -m tests.fuzz --worker                           # read paths on stdin, print one JSON line each
+    python -m tests.fuzz FILE                               # load FILE, call it once, print the outcome
 
-A mutation either breaks bytes (the checksums must catch it) or edits the parsed header and writes it back
-with correct lengths and checksums, so the reader's validation — not the CRC — has to refuse it, or the
-program must run (to any numbers) or time out: a grid scaled up, a uniform word set to 2³¹ − 1, a WGSL loop
-that never exits, deep nesting, wrong types, missing keys, values at the edges of their ranges.
+A random mutation either breaks bytes (the checksums must catch it) or edits the parsed header and writes it
+back with correct lengths and checksums, so the reader's validation — not the CRC — has to refuse it, or the
+program must run (to any numbers): a grid scaled up, a uniform word set to 2³¹ − 1, a WGSL loop that never
+exits, deep nesting, wrong types, missing keys, values at the edges of their ranges. The catalogue
+(`hostile`) is deterministic: divisions by zero and 5,000-digit integers wherever an expression or integer
+goes, ranks past 16, uniform layouts that disagree with their words, lone surrogates in every string, a
+buffer bound twice by one dispatch with a write, outputs whose dtype, buffer or grid disagree with what
+writes them, every uniform word set to 2³² − 1 (a loop bound), 24.8 GiB of scratch, a 200,000-term WGSL
+expression.
+
+A worker calls each program once with zeros at the dynamic sizes' hints (tuning on: options run too).
 """
 
 from __future__ import annotations
 
+import copy
+import gc
+import itertools
 import json
 import os
 import random
+import select
+import subprocess
 import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +41,29 @@ import numpy as np
 GOLDEN = Path(__file__).parent / "golden"
 BASES = ("tiny", "mlp", "dynamic", "structured", "options", "weights_f16")
 DEEP = "<5,000 nested lists>"  # put in as text: json would recurse
+HUGE = "<a 5,000-digit integer>"  # put in as text: json refuses to write one
 EDGES = [0, 1, -1, 3, 2**16 - 1, 2**16, 2**31 - 1, 2**31, 2**32, 2**53, -(2**31), 1.5, "x", "", None, True, [],
          {}, [0, 0, 0], {"type": "leaf"}]
+SURROGATE = "\ud800"  # a lone surrogate: JSON's "\ud800" escape, no Unicode text
 
+
+# -- writing a header back -----------------------------------------------------------------------------------
+
+def _pack(header: dict, blob: bytes) -> bytes:
+    from .golden.make import pack
+
+    text = json.dumps(header).replace(json.dumps(DEEP), "[" * 5000 + "]" * 5000)
+    text = text.replace(json.dumps(HUGE), "9" * 5000)
+    return pack(text.encode(), blob)
+
+
+def _base(name: str) -> tuple[dict, bytes]:
+    from .golden.make import parts
+
+    return parts((GOLDEN / f"{name}.wgpt").read_bytes())
+
+
+# -- random mutations ----------------------------------------------------------------------------------------
 
 def _paths(value, prefix=()):
     """Every path into a JSON value (not into WGSL text)."""
@@ -86,7 +125,7 @@ def _edit_header(rng: random.Random, header: dict) -> str:
 
 
 def mutate(seed: int) -> tuple[bytes, str]:
-    """The `seed`-th hostile artifact and a description of it."""
+    """The `seed`-th random hostile artifact and a description of it."""
     from .golden.make import pack, parts
 
     rng = random.Random(seed)
@@ -107,11 +146,273 @@ def mutate(seed: int) -> tuple[bytes, str]:
             data[rng.randrange(len(data))] = rng.randrange(256)
         return pack(header, bytes(data)), f"{base}: constants overwritten (checksums fixed)"
     what = [_edit_header(rng, header) for _ in range(rng.choice([1, 1, 2, 3]))]
-    text = json.dumps(header).replace(json.dumps(DEEP), "[" * 5000 + "]" * 5000)
-    return pack(text.encode(), blob), f"{base}: " + "; ".join(what)
+    return _pack(header, blob), f"{base}: " + "; ".join(what)
 
 
-def _call(path: str) -> dict:
+# -- the catalogue of targeted edits -------------------------------------------------------------------------
+# Each family yields (what, edit) pairs; an edit changes a copy of a base's header (and may return new data).
+
+Edit = Callable[[dict], None]
+
+
+def _setter(path: tuple, value) -> Edit:
+    def edit(h):
+        _at(h, path[:-1])[path[-1]] = value
+    return edit
+
+
+def _expression_sites(h: dict) -> Iterator[tuple]:
+    """Paths of one expression of each kind: an output's offset, size and stride, an input's size, a dispatch's
+    count and a patch's value."""
+    yield ("outputs", 0, "offset")
+    yield ("outputs", 0, "shape", 0)
+    yield ("outputs", 0, "strides", 0)
+    yield ("inputs", 0, "shape", 0)
+    for i, d in enumerate(h["dispatches"]):
+        if "count" in d:
+            yield ("dispatches", i, "count")
+        if d.get("patches"):
+            yield ("dispatches", i, "patches", 0, 2)
+
+
+def _divisions(h: dict):
+    s = next(iter(h["symbols"]), None)
+    divisors = [0, ["+", 1, -1]] + ([["+", s, -h["symbols"][s]["lo"]]] if s else [])
+    for path in _expression_sites(h):
+        for op in ("//", "%"):
+            for divisor in divisors:
+                yield f"{path} = [{op!r}, 1, {divisor}]", _setter(path, [op, 1, divisor])
+
+
+def _numbers(h: dict):
+    big = [HUGE, 2**53, -(2**53), 2**64, 1e300]
+    for path in [*_expression_sites(h), ("buffers", 0, "size"), ("dispatches", 0, "uniform", 0),
+                 ("dispatches", 0, "grid", 0), ("format",), ("meta", "x"), ("data_crc32",),
+                 ("tensors", 0, "offset"), ("kernels", 0, "overrides", "X")]:
+        for v in big:
+            yield f"{path} = {str(v)[:24]}", _setter(path, v)
+    for site in _expression_sites(h):  # each term fits, what they compute does not
+        for e in (["*", 2**52, 2**52], ["+", 2**53 - 1, 2**53 - 1], ["*", 2**30, ["+", 2**30, ["*", 2**30, 2]]]):
+            yield f"{site} = {e}", _setter(site, e)
+    for name in h["symbols"]:
+        yield f"symbol {name} hi 2^53", _setter(("symbols", name, "hi"), 2**53 - 1)
+
+
+def _ranks(h: dict):
+    def output(rank):
+        def edit(h):
+            t = h["outputs"][0]
+            t["shape"] = [1] * (rank - len(t["shape"])) + t["shape"]
+            t["strides"] = [0] * (rank - len(t["strides"])) + t["strides"]
+        return edit
+
+    def input_(rank):
+        def edit(h):
+            x = h["inputs"][0]
+            x["shape"] = [1] * (rank - len(x["shape"])) + x["shape"]
+        return edit
+
+    for rank in (17, 100):
+        yield f"output 0 of rank {rank}", output(rank)
+        yield f"input 0 of rank {rank}", input_(rank)
+
+
+def _uniform_layouts(h: dict):
+    k = next(i for i, k in enumerate(h["kernels"]) if "uniform" in k)
+    size = h["kernels"][k]["uniform"]["size"]
+    for new in (size - 16, size + 16, 2 * size, 0, 2**31):
+        yield f"kernel {k} uniform size {new}", _setter(("kernels", k, "uniform", "size"), new)
+    d = next(i for i, d in enumerate(h["dispatches"]) if d["kernel"] == k)
+    words = h["dispatches"][d]["uniform"]
+    yield f"dispatch {d}: uniform one word short", _setter(("dispatches", d, "uniform"), words[:-1])
+    yield f"dispatch {d}: uniform 4 words long", _setter(("dispatches", d, "uniform"), words + [7, 7, 7, 7])
+    yield f"dispatch {d}: uniform 2^16 words", _setter(("dispatches", d, "uniform"), words + [0] * 2**16)
+    yield f"kernel {k}: a field past the size", _setter(("kernels", k, "uniform", "fields", 0, "offset"), size)
+    yield f"kernel {k}: a field of 2^30 scalars", _setter(("kernels", k, "uniform", "fields", 0, "count"), 2**30)
+
+    def both(h):  # a consistent but different layout: the kernel's Params no longer fit the binding
+        h["kernels"][k]["uniform"]["size"] = 16
+        h["kernels"][k]["uniform"]["fields"] = h["kernels"][k]["uniform"]["fields"][:1]
+        for x in h["dispatches"]:
+            if x["kernel"] == k:
+                x["uniform"] = x["uniform"][:4]
+                x.pop("patches", None)
+                for o in x.get("options", []):
+                    o["uniform"] = o["uniform"][:4]
+        for other in h["kernels"]:
+            if "uniform" in other and other["bindings"] == h["kernels"][k]["bindings"]:
+                other["uniform"] = h["kernels"][k]["uniform"]
+    yield f"kernel {k}: Params of 16 bytes, words to match", both
+
+
+def _strings(h: dict):
+    def insert(path):
+        def edit(h):
+            parent = _at(h, path[:-1])
+            v = parent[path[-1]]
+            parent[path[-1]] = v[:len(v) // 2] + SURROGATE + v[len(v) // 2:]
+        return edit
+
+    sites = [("sources", 0), ("kernels", 0, "name"), ("kernels", 0, "entry"), ("buffers", 0, "name"),
+             ("dispatches", 0, "node"), ("inputs", 0, "name")]
+    for path in sites:
+        yield f"a lone surrogate in {path}", insert(path)
+    yield "a lone surrogate as a meta key", lambda h: h["meta"].__setitem__(SURROGATE, 1)
+
+    def source_comment(h):
+        h["sources"][0] = "// " + SURROGATE + "\n" + h["sources"][0]
+    yield "a lone surrogate in a source's comment", source_comment
+
+
+def _aliasing(h: dict):
+    for i, d in enumerate(h["dispatches"]):
+        kinds = [b for b in h["kernels"][d["kernel"]]["bindings"] if b != "uniform"]
+        writes = [j for j, b in enumerate(kinds) if b == "read_write"]
+        for w in writes:
+            for j in range(len(kinds)):
+                if j != w:
+                    path = ("dispatches", i, "buffers", j)
+                    yield f"dispatch {i} binds buffer {d['buffers'][w]} at {j} and writes it at {w}", _setter(
+                        path, d["buffers"][w])
+            break  # one written binding per dispatch
+
+
+def _outputs(h: dict):
+    for k, t in enumerate(h["outputs"]):
+        for dtype in ("float32", "int32", "int64", "bool"):
+            if dtype != t["dtype"]:
+                yield f"output {k} dtype {dtype}", _setter(("outputs", k, "dtype"), dtype)
+        for b, buf in enumerate(h["buffers"]):
+            if b != t["buffer"] and buf["size"] >= h["buffers"][t["buffer"]]["size"]:
+                yield f"output {k} reads buffer {b} ({buf['role']})", _setter(("outputs", k, "buffer"), b)
+        break
+
+
+def _grids(h: dict):
+    for i, d in enumerate(h["dispatches"]):
+        if "count" in d:
+            continue
+        for grid in ([1, 1, 1], [max(1, d["grid"][0] // 2), d["grid"][1], d["grid"][2]], [65535, 256, 1]):
+            if grid != d["grid"]:
+                yield f"dispatch {i} grid {grid}", _setter(("dispatches", i, "grid"), grid)
+
+
+def _loops(h: dict):
+    """Every uniform word of a dispatch (or of one of its options) set at once to the largest u32, and to 2^31 - 1
+    (one of them bounds each kernel's loops); every patch to 2^31 - 1."""
+    def every_word(path, value):
+        def edit(h):
+            words = _at(h, path)
+            words[:] = [value] * len(words)
+        return edit
+
+    for i, d in enumerate(h["dispatches"]):
+        for v in (2**32 - 1, 2**31 - 1):
+            yield f"dispatch {i}: every uniform word {v}", every_word(("dispatches", i, "uniform"), v)
+        for o in range(len(d.get("options", []))):
+            yield f"dispatch {i} option {o}: every uniform word 2^32-1", every_word(
+                ("dispatches", i, "options", o, "uniform"), 2**32 - 1)
+        for p in range(len(d.get("patches", []))):
+            yield f"dispatch {i} patch {p} = 2^31-1", _setter(("dispatches", i, "patches", p, 2), 2**31 - 1)
+
+
+def _loop_words(h: dict):
+    """Each uniform word of each dispatch and option alone set to the largest u32 and to 2^31 - 1."""
+    for i, d in enumerate(h["dispatches"]):
+        for j in range(len(d["uniform"])):
+            for v in (2**32 - 1, 2**31 - 1):
+                yield f"dispatch {i} uniform word {j} = {v}", _setter(("dispatches", i, "uniform", j), v)
+        for o, opt in enumerate(d.get("options", [])):
+            for j in range(len(opt["uniform"])):
+                path = ("dispatches", i, "options", o, "uniform", j)
+                yield f"dispatch {i} option {o} uniform word {j} = 2^32-1", _setter(path, 2**32 - 1)
+
+
+def _memory(h: dict):
+    """Scratch buffers of 127 MiB, each written by a copy of a dispatch that writes one: 200 of them (24.8 GiB)
+    and 8 (1 GiB, which every adapter we run on holds)."""
+    w = next(i for i, d in enumerate(h["dispatches"]) if "read_write" in h["kernels"][d["kernel"]]["bindings"])
+
+    def scratch(n):
+        def edit(h):
+            d = h["dispatches"][w]
+            slot = [b for b in h["kernels"][d["kernel"]]["bindings"] if b != "uniform"].index("read_write")
+            for _ in range(n):
+                h["buffers"].append({"size": 127 << 20, "role": "scratch", "name": ""})
+                copy_ = {key: v for key, v in copy.deepcopy(d).items() if key not in ("options", "follows")}
+                copy_["buffers"][slot] = len(h["buffers"]) - 1
+                h["dispatches"].append(copy_)
+        return edit
+
+    yield "200 scratch buffers of 127 MiB", scratch(200)
+    yield "8 scratch buffers of 127 MiB", scratch(8)
+    yield "a scratch buffer of 2^40 bytes", _setter(("buffers", h["dispatches"][w]["buffers"][0], "size"), 2**40)
+
+
+def _complexity(h: dict):
+    def expression(term, n):
+        def edit(h):
+            src = h["sources"][0]
+            at = src.find("{", src.find("@compute")) + 1
+            h["sources"][0] = src[:at] + f"\n  let _hostile = {term(n)};\n" + src[at:]
+        return edit
+
+    yield "a 200,000-term sum in a kernel", expression(lambda n: "+".join(["1"] * n), 200_000)
+    yield "a 200,000-deep unary chain in a kernel", expression(lambda n: "-" * n + "1", 200_000)
+    yield "a 100,000-swizzle chain in a kernel", expression(lambda n: "vec4(1.0)" + ".xyzw" * n, 100_000)
+
+
+FAMILIES = {"divisions": _divisions, "numbers": _numbers, "ranks": _ranks, "uniform_layouts": _uniform_layouts,
+            "strings": _strings, "aliasing": _aliasing, "outputs": _outputs, "grids": _grids, "loops": _loops,
+            "loop_words": _loop_words, "memory": _memory, "complexity": _complexity}
+HOSTILE_BASES = ("mlp", "dynamic", "structured")
+# The suite's sample: this many targeted variants of each family (spread evenly over it), then RANDOM random
+# mutations. The catalogue has about 1,600 variants; `--all` writes every one.
+PER_FAMILY = {"loops": 64}
+DEFAULT_PER_FAMILY = 10
+RANDOM = 40
+
+
+def catalogue() -> Iterator[tuple[str, str, str, Edit]]:
+    """Every targeted edit: (family, its description, the base it edits, the edit)."""
+    for base in HOSTILE_BASES:
+        header, _ = _base(base)
+        for family, make in FAMILIES.items():
+            for what, edit in make(header):
+                yield family, f"{base}: {family}: {what}", base, edit
+
+
+def hostile(sample: bool = False) -> Iterator[tuple[str, bytes]]:
+    """The targeted variants (with `sample`, the suite's share of each family): (what, the file's bytes)."""
+    by_family: dict[str, list] = {}
+    for family, what, base, edit in catalogue():
+        by_family.setdefault(family, []).append((what, base, edit))
+    for family, items in by_family.items():
+        k = PER_FAMILY.get(family, DEFAULT_PER_FAMILY) if sample else len(items)
+        for what, base, edit in (items[i * len(items) // k] for i in range(min(k, len(items)))):
+            header, blob = _base(base)
+            edit(header)
+            yield what, _pack(header, blob)
+
+
+def write(folder: Path, random_count: int, sample: bool = True) -> list[dict]:
+    """The targeted variants (the suite's sample, or all), then `random_count` random ones, as files in
+    `folder`, with index.json listing [{"file", "what"}] in order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.wgpt"):
+        old.unlink()
+    randoms = ((f"random {seed}: {what}", data) for seed in range(random_count) for data, what in [mutate(seed)])
+    index = []
+    for i, (what, data) in enumerate(itertools.chain(hostile(sample), randoms)):
+        (folder / f"{i:04d}.wgpt").write_bytes(data)
+        index.append({"file": f"{i:04d}.wgpt", "what": what})
+    (folder / "index.json").write_text(json.dumps(index, indent=0) + "\n")
+    return index
+
+
+# -- running one -------------------------------------------------------------------------------------------
+
+def call(path: str) -> dict:
     """Load and run `path` once with zeros at the dynamic sizes' hints; the outcome as a dict."""
     import webgpu_torch
     from webgpu_torch import dtypes, symbolic, tree
@@ -131,10 +432,96 @@ def _call(path: str) -> dict:
     return {"outcome": "ran"}
 
 
-if __name__ == "__main__":
+def _outcome(path: str) -> dict:
     try:
-        result = _call(sys.argv[1])
-    except BaseException as e:
-        result = {"outcome": "raw exception", "error": type(e).__name__, "message": str(e)[:500]}
-    print(json.dumps(result), flush=True)
+        return call(path)
+    except BaseException as e:  # what the fuzz looks for
+        return {"outcome": "raw exception", "error": type(e).__name__, "message": str(e)[:500]}
+
+
+def run(paths: list[Path], command: list[str], env: dict, timeout: float, cwd: Path) -> Iterator[dict]:
+    """Each path's outcome from worker processes (`command` starts one: it reads paths on stdin and prints one
+    JSON line per path, `"last": true` on the line after which it exits): a worker that prints nothing
+    within `timeout` seconds is killed and the path reported "hung"; one that dies, "crashed" with its exit
+    status and the end of its stderr. A new worker takes the rest."""
+    pending = list(paths)
+    while pending:
+        with tempfile.TemporaryFile() as err, subprocess.Popen(
+                command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                text=True, bufsize=1) as child:
+            result: dict = {}
+            while pending and not result.get("last"):
+                child.stdin.write(f"{pending.pop(0)}\n")
+                child.stdin.flush()
+                ready, _, _ = select.select([child.stdout], [], [], timeout)
+                line = child.stdout.readline() if ready else None
+                if line:
+                    result = json.loads(line)
+                    yield result
+                    continue
+                if line is None:
+                    child.kill()
+                    yield {"outcome": "hung", "message": f"no outcome within {timeout:g} s"}
+                else:
+                    status = child.wait()
+                    err.seek(0)
+                    tail = err.read().decode(errors="replace")[-300:]
+                    yield {"outcome": "crashed", "message": f"exit {status}: {tail}"}
+                break
+            child.kill()
+
+
+CALL_TIMEOUT = 60  # seconds (WEBGPU_TORCH_TIMEOUT in the workers): no call may take longer (lavapipe, busy, is slow)
+GRACE = 120  # seconds past it before a silent worker is hung (lavapipe compiles slowly)
+CLEAN = ("ran", "refused at load", "refused at run")
+
+
+def replay(folder: Path, index: list[dict], env: dict) -> tuple[Counter, list[str]]:
+    """Run every variant of `index` in Python workers (tuning on: options run too): the count of each outcome,
+    and what failed — a raw exception, a crash, a hang, a call that timed out, or a message of several
+    lines."""
+    env = {**env, "WEBGPU_TORCH_TIMEOUT": str(CALL_TIMEOUT), "WEBGPU_TORCH_TUNE": "1"}
+    command = [sys.executable, "-m", "tests.fuzz", "--worker"]
+    outcomes, failures = Counter(), []
+    results = run([folder / v["file"] for v in index], command, env, CALL_TIMEOUT + GRACE, Path(__file__).parent.parent)
+    for v, result in zip(index, results, strict=True):
+        kind = "timed out" if "did not finish within" in result.get("message", "") else result["outcome"]
+        outcomes[kind] += 1
+        if kind not in CLEAN:
+            failures.append(f"{v['what']}: {kind}: {result.get('error', '')} {result.get('message', '')[:300]}")
+        elif "\n" in result.get("message", ""):
+            failures.append(f"{v['what']}: a message of several lines: {result['message'][:300]}")
+    return outcomes, failures
+
+
+def _worker() -> None:
+    """Run each path read from stdin, printing its outcome as one JSON line. A call that timed out leaves its
+    device busy: the worker exits after reporting it (the parent starts another)."""
+    for line in sys.stdin:
+        result = _outcome(line.strip())
+        last = "did not finish within" in result.get("message", "")
+        print(json.dumps({**result, "last": last}), flush=True)
+        if last:
+            break
+        gc.collect()  # the last program's buffers go before the next one allocates
     os._exit(0)  # skip engine teardown: a device that timed out may still be busy
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--worker"]:
+        _worker()
+    elif sys.argv[1:2] == ["--write"]:
+        folder, rest = Path(sys.argv[2]), sys.argv[3:]
+        count = int(rest[rest.index("--random") + 1]) if "--random" in rest else RANDOM
+        index = write(folder, count, sample="--all" not in rest)
+        print(f"{len(index)} variants in {folder}")
+    elif sys.argv[1:2] == ["--run"]:
+        folder = Path(sys.argv[2])
+        index = json.loads((folder / "index.json").read_text())
+        outcomes, failures = replay(folder, index, dict(os.environ))
+        print("\n".join(failures))
+        print(f"{len(index)} variants on {os.environ.get('WEBGPU_TORCH_ENGINE', 'the default engine')}: "
+              f"{dict(outcomes)}, {len(failures)} failures")
+    else:
+        print(json.dumps(_outcome(sys.argv[1])), flush=True)
+        os._exit(0)

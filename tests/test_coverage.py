@@ -17,8 +17,10 @@ from .helpers import Fn
 pytestmark = pytest.mark.host
 
 
+@pytest.mark.slow
 def test_every_registered_overload_reaches_lowering_in_some_case():
-    """Each family's cases are exported and imported as compile() does (graph rewrites included), so an
+    """Compiles every op case (most of a minute of CPU), so it runs in the second tier, not the fast one.
+    Each family's cases are exported and imported as compile() does (graph rewrites included), so an
     overload that only ever fuses into another node or folds into a constant does not count."""
     unexercised = sorted(set(OPS) - set(coverage.trace().reached))
     assert not unexercised, f"no OpCase reaches the lowering of {unexercised}"

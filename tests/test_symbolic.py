@@ -48,3 +48,28 @@ def test_dynamic_values_cannot_be_branched_on_by_accident():
         int(P)
     with pytest.raises(TypeError):
         range(P)
+
+
+def test_json_expressions_are_checked_as_written_over_the_symbols_whole_ranges():
+    s = Symbol("s", 1, 64, 7)
+    symbols = {"s": s}
+    assert symbolic.interval(["+", "s", ["*", "s", -1]], symbols) == (-63, 63)  # as written, not simplified
+    assert symbolic.interval(["//", ["*", "s", 3], 2], symbols) == (1, 96)
+    assert symbolic.interval(["%", "s", -5], symbols) == (-4, 0)
+    for divisor in (0, ["+", "s", -1], ["+", "s", -64], ["max", ["+", "s", -2], -1]):
+        with pytest.raises(ValueError, match="includes 0"):
+            symbolic.from_json(["//", 1, divisor], symbols)
+    symbolic.from_json(["//", 1, ["+", "s", -65]], symbols)  # [-64, -1]: never 0
+    with pytest.raises(ValueError, match="beyond 53 bits"):
+        symbolic.from_json(["*", 2**30, 2**30, 2**30], symbols)  # each factor fits, a step of the fold does not
+    with pytest.raises(ValueError, match="beyond 53 bits"):
+        symbolic.from_json(["+", 2**53 - 1, "s"], symbols)
+    deep = 1
+    for _ in range(33):
+        deep = ["+", deep, 1]
+    with pytest.raises(ValueError, match="nested deeper than 32"):
+        symbolic.from_json(deep, symbols)
+    for bad, phrase in ((["+"], "0 arguments"), (["//", 1, 2, 3], "3 arguments"), ([True], "unknown expression"),
+                        (1.5, "not an integer"), ("t", "undeclared symbol")):
+        with pytest.raises(ValueError, match=phrase):
+            symbolic.from_json(bad, symbols)

@@ -5,7 +5,7 @@
 import { crc32 } from './crc32.js';
 import { ArtifactError } from './errors.js';
 import * as expr from './expr.js';
-import { DEVICE_SIZE, ITEMSIZE, PACKED_BITS, isModelDtype, packedBytes, packedProblem } from './dtypes.js';
+import { DEVICE_FORM, DEVICE_SIZE, ITEMSIZE, PACKED_BITS, isModelDtype, packedBytes, packedProblem } from './dtypes.js';
 import { LIMITS } from './limits.js';
 import * as tree from './tree.js';
 
@@ -58,6 +58,10 @@ const MAX_NESTING = LIMITS.max_nesting;
 const MAX_TREE_DEPTH = LIMITS.max_tree_depth;
 const MAX_HEADER = LIMITS.max_header_bytes;
 const SCALAR_RANGE = /** @type {Record<Scalar, [number, number]>} */ (LIMITS.scalar_ranges);
+const MAX_JSON_DEPTH = LIMITS.max_json_depth; // arrays and objects nested in the header (a tree 64 deep: 131)
+const MAX_NUMBER = LIMITS.max_number; // 2^53 - 1: every number JSON.parse reads exactly
+const MAX_RANK = LIMITS.max_rank; // dimensions of an input or output
+const MAX_STATEMENT_TOKENS = LIMITS.max_statement_tokens; // between two of ; { } in a WGSL source (ours: < 150)
 
 /**
  * Read and validate an artifact; `where` (a path, a URL, "<bytes>") begins every message.
@@ -99,6 +103,12 @@ export function parse(raw, where) {
   const data = raw.subarray(PREAMBLE + h);
   if (isObject && crc32(data) !== header.data_crc32) throw fail('tensor data is damaged (checksum mismatch)');
   if (!isObject) throw fail(`malformed program: the header is a JSON ${Array.isArray(header) ? 'array' : typeof header}, not an object`);
+  try {
+    checkValues(header);
+  } catch (e) {
+    if (e instanceof Invalid) throw fail(`malformed program: ${e.message}`);
+    throw e;
+  }
   if (header.format !== FORMAT) {
     throw fail(`program format ${JSON.stringify(header.format)}; this webgpu_torch reads format ${FORMAT} — recompile the model with this version`);
   }
@@ -113,6 +123,41 @@ export function parse(raw, where) {
 
 /** A rule of the contract the header breaks (becomes an ArtifactError naming the file). */
 class Invalid extends Error {}
+
+/**
+ * Every number in the header within ±(2^53 - 1) (so it is read exactly: JSON.parse gives float64s), every
+ * string (and key) well-formed Unicode (no lone surrogate: engines take UTF-8), arrays and objects nested at
+ * most MAX_JSON_DEPTH deep. Walks the header without recursion.
+ * @param {unknown} header
+ */
+function checkValues(header) {
+  /** @type {[unknown, string, number][]} */
+  const stack = [[header, 'the header', 0]];
+  while (stack.length) {
+    const [value, where, depth] = /** @type {[unknown, string, number]} */ (stack.pop());
+    if (typeof value === 'string') {
+      checkString(value, where);
+    } else if (typeof value === 'number') {
+      need(Math.abs(value) <= MAX_NUMBER, `${where}: the number ${value} is out of range (beyond ±(2^53 - 1))`);
+    } else if (value !== null && typeof value === 'object') {
+      need(depth < MAX_JSON_DEPTH, `${where}: nested deeper than ${MAX_JSON_DEPTH}`);
+      for (const [key, item] of Object.entries(value)) {
+        checkString(key, where);
+        stack.push([item, depth ? `${where}.${key.slice(0, 40)}` : key.slice(0, 40), depth + 1]);
+      }
+    }
+  }
+}
+
+/**
+ * @param {string} text
+ * @param {string} where
+ */
+function checkString(text, where) {
+  need(!LONE_SURROGATE.test(text), `${where}: a string that is not well-formed Unicode (a lone surrogate)`);
+}
+
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u; // with the u flag, a pair is one code point and does not match
 
 /**
  * @param {boolean} ok
@@ -226,6 +271,10 @@ function validate(header, data) {
   checkRequires(requires, kernels, dispatches);
   const bound = new Set([...dispatches.flatMap((x) => x.buffers), ...outputs.map((t) => t.buffer)]);
   buffers.forEach((b, i) => need(b.role !== 'scratch' || bound.has(i), `buffer ${i}: a scratch buffer no dispatch binds`));
+  outputs.forEach((t, k) => {
+    const why = disagreement(t, { buffers, inputs, constants, dispatches, kernels, symbols });
+    need(why === null, `output ${k}: ${why}`);
+  });
   const checks = list(field(header, 'checks', top), 'checks').map((raw, i) => {
     const c = object(raw, `check ${i}`);
     return { node: str(field(c, 'node', `check ${i}`), `check ${i} node`), message: str(field(c, 'message', `check ${i}`), `check ${i} message`) };
@@ -265,7 +314,22 @@ function readSource(s, i) {
   const text = str(s, `source ${i}`);
   need(text.length <= MAX_SOURCE, `source ${i}: ${count(text.length)} characters, over ${count(MAX_SOURCE)}`);
   need(nestingOk(text), `source ${i}: brackets nested deeper than ${MAX_NESTING} or unbalanced`);
+  need(statementsOk(text), `source ${i}: a statement of more than ${count(MAX_STATEMENT_TOKENS)} tokens`);
   return text;
+}
+
+const LINE_COMMENT = /\/\/[^\n]*/g;
+const TOKEN = /[A-Za-z0-9_]+|[^ \t\n\v\f\rA-Za-z0-9_]/gu;
+
+/**
+ * Whether every statement (the text between two of `;`, `{`, `}` outside line comments) holds at most
+ * MAX_STATEMENT_TOKENS tokens: runs of ASCII letters, digits and `_`, and each other code point that is not
+ * ASCII blank. Engines parse an expression recursively; one of 200,000 terms crashes some.
+ * @param {string} source
+ */
+function statementsOk(source) {
+  return source.replace(LINE_COMMENT, '').split(/[;{}]/).every((text) =>
+    text.length <= MAX_STATEMENT_TOKENS || (text.match(TOKEN)?.length ?? 0) <= MAX_STATEMENT_TOKENS);
 }
 
 /**
@@ -275,7 +339,7 @@ function readSource(s, i) {
 function nestingOk(source) {
   const stack = [];
   const opening = /** @type {Record<string, string>} */ ({ ')': '(', ']': '[', '}': '{' });
-  for (const ch of source.replace(/\/\/[^\n]*/g, '').replace(/[^()[\]{}]+/g, '')) {
+  for (const ch of source.replace(LINE_COMMENT, '').replace(/[^()[\]{}]+/g, '')) {
     if (ch === '(' || ch === '[' || ch === '{') {
       stack.push(ch);
       if (stack.length > MAX_NESTING) return false;
@@ -457,6 +521,7 @@ function readInput(x, i, buffers, symbols, ex) {
   const dtype = field(x, 'dtype', what);
   need(isModelDtype(dtype), `${what}: unknown dtype ${JSON.stringify(dtype)}`);
   const shape = list(field(x, 'shape', what), `${what} shape`).map((s) => ex(s, `${what} shape`));
+  need(shape.length <= MAX_RANK, `${what}: ${shape.length} dimensions, over ${MAX_RANK}`);
   const buffer = int(field(x, 'buffer', what), `${what} buffer`);
   need(buffer >= 0 && buffer < buffers.length, `${what}: bad buffer`);
   need(buffers[buffer].role === 'input', `${what}: buffer ${buffer} is not an input buffer`);
@@ -483,11 +548,36 @@ function readOutput(t, i, buffers, symbols, ex) {
   const shape = list(field(t, 'shape', what), `${what} shape`).map((s) => ex(s, `${what} shape`));
   const strides = list(field(t, 'strides', what), `${what} strides`).map((s) => ex(s, `${what} strides`));
   need(shape.length === strides.length, `${what}: ${shape.length} sizes but ${strides.length} strides`);
+  need(shape.length <= MAX_RANK, `${what}: ${shape.length} dimensions, over ${MAX_RANK}`);
   const offset = ex(field(t, 'offset', what), `${what} offset`);
   const lows = [offset, ...strides, ...shape].map((e) => expr.bounds(e, symbols)[0]);
   need(Math.min(...lows) >= 0 && expr.bound(viewEnd({ shape, strides, offset }), symbols) * ITEMSIZE <= buffers[buffer].size,
     `${what}: view reaches past its buffer`);
   return { buffer, shape, strides, offset, dtype };
+}
+
+/**
+ * How an output disagrees with what holds its buffer's data at the end of a call, or null: a scratch buffer
+ * must be written by some dispatch (unless the output has no element), an input buffer must hold an input and
+ * a constant buffer constants stored as the output's device form (int64 read as int32 is a view).
+ * @param {OutputSpec} t
+ * @param {{buffers: BufferSpec[], inputs: InputSpec[], constants: Map<number, Constant>, dispatches: DispatchSpec[],
+ *   kernels: KernelSpec[], symbols: Record<string, SymbolSpec>}} p
+ * @returns {string | null}
+ */
+function disagreement(t, p) {
+  const role = p.buffers[t.buffer].role;
+  const form = DEVICE_FORM[t.dtype];
+  const empty = t.shape.some((n) => expr.bound(n, p.symbols) === 0);
+  const writes = (/** @type {DispatchSpec} */ d) =>
+    p.kernels[d.kernel].bindings.filter((b) => b !== 'uniform').some((kind, j) => kind === 'read_write' && d.buffers[j] === t.buffer);
+  if (role === 'scratch' && !empty && !p.dispatches.some(writes)) return `buffer ${t.buffer} is scratch that no dispatch writes`;
+  if (role === 'input' && !p.inputs.some((x) => x.buffer === t.buffer && DEVICE_FORM[x.dtype] === form)) {
+    return `buffer ${t.buffer} holds no input stored as ${form} (${t.dtype})`;
+  }
+  const stored = role === 'constant' ? p.constants.get(t.buffer)?.dtype ?? form : form;
+  if (stored !== form) return `buffer ${t.buffer} holds constants stored as ${stored}, not ${form} (${t.dtype})`;
+  return null;
 }
 
 /**
@@ -547,8 +637,15 @@ function readDispatch(x, i, kernels, buffers, ex, symbols) {
   need(bound.every((b, j) => storage[j] !== 'read_write' || ['scratch', 'status'].includes(buffers[b].role)),
     `${it}: writes a buffer that is not scratch`);
   const uniform = readWords(field(x, 'uniform', it), it);
-  need(uniform.length * 4 >= (k.uniform?.size ?? 0), `${it}: short uniform`);
+  const size = k.uniform?.size ?? 0;
+  need(uniform.length * 4 === size, `${it}: ${uniform.length} uniform words for a ${size}-byte Params`);
+  const written = bound.filter((_, j) => storage[j] === 'read_write');
+  need(written.every((b) => bound.indexOf(b) === bound.lastIndexOf(b)), `${it}: binds a buffer it writes twice`);
+  // Every workgroup writes something: a grid of more workgroups than the words its dispatch writes only runs
+  // longer than the data implies.
+  const words = Math.max(1, Math.floor([...new Set(written)].reduce((a, b) => a + buffers[b].size, 0) / 4));
   const grid = readGrid(field(x, 'grid', it), it);
+  need(grid[0] * grid[1] * grid[2] <= words, `${it}: ${count(grid[0] * grid[1] * grid[2])} workgroups for ${count(words)} words written`);
   const patches = list(x.patches ?? [], `${it} patches`).map((p) => {
     need(Array.isArray(p) && p.length === 3, `${it}: a uniform patch is not [offset, type, expression]`);
     const value = ex(p[2], `${it} patch`);
@@ -558,9 +655,9 @@ function readDispatch(x, i, kernels, buffers, ex, symbols) {
     need(ok, `${it}: bad uniform patch`);
     return { offset: p[0], type: p[1], value };
   });
-  const count = x.count === undefined ? null : ex(x.count, `${it} count`);
-  if (count !== null) {
-    const [lo, hi] = expr.bounds(count, symbols);
+  const workgroups = x.count === undefined ? null : ex(x.count, `${it} count`);
+  if (workgroups !== null) {
+    const [lo, hi] = expr.bounds(workgroups, symbols);
     const largest = Math.max(1, hi);
     need(lo >= 0 && largest <= MAX_GRID * MAX_GRID && foldGrid(largest).every((n, k) => n === grid[k]),
       `${it}: its grid is not its workgroup count's largest value folded`);
@@ -570,14 +667,17 @@ function readDispatch(x, i, kernels, buffers, ex, symbols) {
     const ok = isInt(o.kernel) && o.kernel >= 0 && o.kernel < kernels.length;
     need(ok, `${it}: bad option`);
     const alt = kernels[o.kernel];
-    const words = readWords(field(o, 'uniform', `${it} option`), it);
-    need(sameInterface(alt, k) && words.length >= uniform.length, `${it}: option ${alt.name} differs in bindings or Params`);
-    return { kernel: o.kernel, uniform: words, grid: readGrid(field(o, 'grid', `${it} option`), it) };
+    const optionWords = readWords(field(o, 'uniform', `${it} option`), it);
+    need(sameInterface(alt, k) && optionWords.length === uniform.length, `${it}: option ${alt.name} differs in bindings or Params`);
+    const optionGrid = readGrid(field(o, 'grid', `${it} option`), it);
+    const n = optionGrid[0] * optionGrid[1] * optionGrid[2];
+    need(n <= words, `${it}: an option of ${count(n)} workgroups for ${count(words)} words written`);
+    return { kernel: o.kernel, uniform: optionWords, grid: optionGrid };
   });
-  need(!options.length || (count === null && !patches.length), `${it}: a dynamic one has options`);
+  need(!options.length || (workgroups === null && !patches.length), `${it}: a dynamic one has options`);
   const follows = int(x.follows ?? 0, `${it} follows`);
   need(follows >= 0, `${it}: follows no group leader with as many options`);
-  return { kernel, buffers: bound, uniform, grid, node, patches, count, options, follows };
+  return { kernel, buffers: bound, uniform, grid, node, patches, count: workgroups, options, follows };
 }
 
 /**

@@ -19,6 +19,7 @@ import { DeviceError, DeviceIndexError } from './errors.js';
 import { envVar, isNode } from './env.js';
 import * as expr from './expr.js';
 import { bufferSize, sourceFor, workgroupProblem } from './kernels.js';
+import { memoryCap } from './memory.js';
 import { MAX_UNAWAITED, stateOf } from './pool.js';
 
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
@@ -35,13 +36,12 @@ import { MAX_UNAWAITED, stateOf } from './pool.js';
 /**
  * @typedef {object} ExecutorOptions
  * @property {number} [timeout] seconds a call may take (default: WEBGPU_TORCH_TIMEOUT, else 300)
- * @property {number} [maxMemory] bytes of buffers a program may ask for (default: WEBGPU_TORCH_MAX_MEMORY, else 32 GiB)
+ * @property {number} [maxMemory] bytes of buffers a program may ask for (default: WEBGPU_TORCH_MAX_MEMORY, else
+ *   32 GiB, and on a CPU adapter 3/4 of the host's available memory: memory.js)
  */
 
 export const TIMEOUT_VAR = 'WEBGPU_TORCH_TIMEOUT';
-export const MEMORY_VAR = 'WEBGPU_TORCH_MAX_MEMORY';
 const DEFAULT_TIMEOUT = 300; // seconds; lavapipe's first run of a large kernel compiles it for tens of seconds
-const DEFAULT_MEMORY = 32 * 2 ** 30;
 // Dawn for Node polls for a pending map with setImmediate, keeping one core busy for the whole wait; on a CPU
 // adapter (lavapipe) that core is taken from the shader threads. So in Node a reading call naps before asking
 // for its map: NAP_FRACTION of the shortest submit-to-map time of the last NAP_WINDOW reading calls (each is
@@ -60,6 +60,12 @@ const roundUp = (n, k) => Math.ceil(n / k) * k;
 
 /** @param {number} n */
 const count = (n) => n.toLocaleString('en');
+
+/**
+ * What a kernel's bind group layout depends on: its binding kinds and its Params size.
+ * @param {import('./artifact.js').KernelSpec} k
+ */
+const layoutKey = (k) => `${k.bindings.join()}|${k.uniform?.size ?? 0}`;
 
 /**
  * The byte range of an output's buffer a call copies out (or into a DeviceTensor of its own) for `view` at the
@@ -113,7 +119,7 @@ export class Executor {
    * @returns {Promise<Executor>}
    */
   static async create(spec, gpu, features, options = {}) {
-    const ex = new Executor(spec, gpu, features, options);
+    const ex = new Executor(spec, gpu, features, options, await memoryCap(gpu.device, options.maxMemory));
     const { device } = gpu;
     device.pushErrorScope('out-of-memory');
     device.pushErrorScope('validation');
@@ -144,14 +150,15 @@ export class Executor {
    * @param {Gpu} gpu
    * @param {Set<string>} features
    * @param {ExecutorOptions} options
+   * @param {import('./memory.js').Cap} cap the most bytes of buffers it may ask for
    */
-  constructor(spec, gpu, features, options) {
+  constructor(spec, gpu, features, options, cap) {
     this.spec = spec;
     this.gpu = gpu;
     this.device = gpu.device;
     this.features = features;
     this.timeout = setting(options.timeout, TIMEOUT_VAR, DEFAULT_TIMEOUT, 'seconds');
-    this.maxMemory = setting(options.maxMemory, MEMORY_VAR, DEFAULT_MEMORY, 'bytes');
+    this.cap = cap;
     /** Fill scratch buffers with NaN before each call (tests: an unwritten output element cannot pass). */
     this.poisonScratch = false;
     /** Why this program refuses calls (a call that timed out); "" while usable. */
@@ -216,9 +223,9 @@ export class Executor {
           `(maxStorageBufferBindingSize; maxBufferSize ${count(maxBuffer)})`);
       }
     });
-    if (total > this.maxMemory) {
+    if (total > this.cap.bytes) {
       throw new DeviceError(`the program needs ${(total / 2 ** 30).toFixed(2)} GiB of buffers, over the ` +
-        `${(this.maxMemory / 2 ** 30).toFixed(2)} GiB this process allows (${MEMORY_VAR}, in bytes, or the maxMemory option)`);
+        `${(this.cap.bytes / 2 ** 30).toFixed(2)} GiB this process allows: ${this.cap.why}`);
     }
     for (const k of new Set(spec.dispatches.map((d) => spec.kernels[d.kernel]))) {
       const lacking = k.requires.filter((f) => !features.has(f));
@@ -278,11 +285,17 @@ export class Executor {
         module = device.createShaderModule({ code: spec.sources[s], label: `source ${s}` });
         modules.set(s, module);
       }
-      const signature = k.bindings.join();
+      const signature = layoutKey(k);
       let layout = layouts.get(signature);
-      if (!layout) { // explicit, never "auto": an operand a variant never reads still has its slot
+      // Explicit, never "auto": an operand a variant never reads still has its slot. The uniform binding's
+      // minimum size is the declared Params size, so a kernel whose WGSL Params is larger than the file says
+      // fails here, not at a call.
+      if (!layout) {
         const group = device.createBindGroupLayout({
-          entries: k.bindings.map((kind, binding) => ({ binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: BUFFER_TYPE[kind] } })),
+          entries: k.bindings.map((kind, binding) => ({
+            binding, visibility: GPUShaderStage.COMPUTE,
+            buffer: { type: BUFFER_TYPE[kind], minBindingSize: kind === 'uniform' ? k.uniform?.size ?? 0 : 0 },
+          })),
         });
         this.groupLayouts.set(signature, group);
         layout = device.createPipelineLayout({ bindGroupLayouts: [group] });
@@ -330,7 +343,7 @@ export class Executor {
           ? { buffer: uniforms, offset: this.uniformOffsets[i], size: roundUp(d.uniform.length * 4, 16) }
           : { buffer: this.buffers[d.buffers[next++]] },
       }));
-      const layout = /** @type {GPUBindGroupLayout} */ (this.groupLayouts.get(k.bindings.join()));
+      const layout = /** @type {GPUBindGroupLayout} */ (this.groupLayouts.get(layoutKey(k)));
       return device.createBindGroup({ layout, entries, label: d.node });
     });
   }

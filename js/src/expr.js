@@ -9,6 +9,8 @@
 /** @typedef {Record<string, number>} Env */
 /** @typedef {[number, number]} Interval */
 
+import { LIMITS } from './limits.js';
+
 const ARITY = /** @type {Record<string, number>} */ ({ '+': -1, '*': -1, '//': 2, '%': 2, max: 2, min: 2 });
 
 /**
@@ -70,38 +72,90 @@ export function compile(e) {
 }
 
 /**
- * Why `e` is not a well-formed expression over `symbols`, or null when it is.
+ * Why `e` is not a valid expression over `symbols`, or null when it is (docs/artifact.md, Expressions): well
+ * formed, at most MAX_DEPTH operators deep, no divisor whose interval holds 0, and every interval of the
+ * exact interval arithmetic (`bounds`) within ±MAX_MAGNITUDE — so every value evaluating it computes is an
+ * integer a float64 holds exactly.
  * @param {unknown} e
  * @param {Record<string, SymbolSpec>} symbols
  * @returns {string | null}
  */
 export function problem(e, symbols) {
-  if (typeof e === 'number') return Number.isSafeInteger(e) ? null : `not an integer: ${JSON.stringify(e)}`;
+  try {
+    interval(e, symbols, 0);
+    return null;
+  } catch (err) {
+    if (err instanceof Invalid) return err.message;
+    throw err;
+  }
+}
+
+/** Why an expression is invalid. */
+class Invalid extends Error {}
+
+const MAX_MAGNITUDE = LIMITS.max_number; // 2^53 - 1: every integer an expression names or computes
+const MAX_DEPTH = LIMITS.max_expression_depth; // nested operators in one expression
+
+/**
+ * @param {unknown} e
+ * @param {Record<string, SymbolSpec>} symbols
+ * @param {number} depth
+ * @returns {Interval}
+ */
+function interval(e, symbols, depth) {
+  if (typeof e === 'number') {
+    if (!Number.isInteger(e) || Math.abs(e) > MAX_MAGNITUDE) throw new Invalid(`not an integer: ${JSON.stringify(e)}`);
+    return [e, e];
+  }
   if (typeof e === 'string') {
-    return Object.hasOwn(symbols, e) ? null : `names an undeclared symbol ${JSON.stringify(e)}`;
+    if (!Object.hasOwn(symbols, e)) throw new Invalid(`expression names an undeclared symbol ${JSON.stringify(e).slice(0, 40)}`);
+    return [symbols[e].lo, symbols[e].hi];
   }
-  if (!Array.isArray(e) || e.length === 0) return `not an expression: ${JSON.stringify(e)}`;
+  if (!Array.isArray(e) || e.length === 0) throw new Invalid(`not an expression: ${String(JSON.stringify(e)).slice(0, 40)}`);
   const [op, ...args] = e;
-  if (typeof op !== 'string' || !Object.hasOwn(ARITY, op)) {
-    return `unknown expression operator ${JSON.stringify(op)}`;
-  }
+  if (typeof op !== 'string' || !Object.hasOwn(ARITY, op)) throw new Invalid(`unknown expression operator ${JSON.stringify(op).slice(0, 20)}`);
   const arity = ARITY[op];
-  if (arity > 0 ? args.length !== arity : args.length === 0) {
-    return `operator ${JSON.stringify(op)} with ${args.length} arguments`;
+  if (arity > 0 ? args.length !== arity : args.length === 0) throw new Invalid(`operator ${JSON.stringify(op)} with ${args.length} arguments`);
+  if (depth >= MAX_DEPTH) throw new Invalid(`an expression nested deeper than ${MAX_DEPTH}`);
+  const ranges = args.map((a) => interval(a, symbols, depth + 1));
+  let acc = ranges[0];
+  for (const r of ranges.slice(1)) {
+    if ((op === '//' || op === '%') && r[0] <= 0 && r[1] >= 0) {
+      throw new Invalid(`${JSON.stringify(e).slice(0, 80)}: the divisor's range [${r[0]}, ${r[1]}] includes 0`);
+    }
+    acc = checked(step(op, acc, r), e);
   }
-  for (const a of args) {
-    const p = problem(a, symbols);
-    if (p) return p;
-  }
-  if (op === '//' || op === '%') {
-    const [lo, hi] = bounds(args[1], symbols);
-    if (lo <= 0 && hi >= 0) return `${JSON.stringify(e)}: the divisor's range [${lo}, ${hi}] includes 0`;
-  }
-  return null;
+  return acc;
 }
 
 /**
- * An interval holding every value of a well-formed `e` over its symbols' ranges.
+ * One step of the interval arithmetic: `a op b` over intervals (b excludes 0 for "//" and "%").
+ * @param {string} op
+ * @param {Interval} a
+ * @param {Interval} b
+ * @returns {Interval}
+ */
+function step(op, a, b) {
+  if (op === '+') return [a[0] + b[0], a[1] + b[1]];
+  if (op === '%') return b[0] > 0 ? [0, b[1] - 1] : [b[0] + 1, 0]; // the remainder takes the divisor's sign
+  const f = op === '*' ? (/** @type {number} */ x, /** @type {number} */ y) => x * y : op === '//' ? floorDiv : op === 'max' ? Math.max : Math.min;
+  return corners(a, b, f);
+}
+
+/**
+ * @param {Interval} r
+ * @param {unknown} e
+ * @returns {Interval}
+ */
+function checked(r, e) {
+  if (!(r[0] >= -MAX_MAGNITUDE && r[1] <= MAX_MAGNITUDE)) {
+    throw new Invalid(`${JSON.stringify(e).slice(0, 80)}: its range [${r[0]}, ${r[1]}] is beyond 53 bits`);
+  }
+  return r;
+}
+
+/**
+ * An interval holding every value of a valid `e` over its symbols' ranges (docs/artifact.md, Expressions).
  * @param {Expr} e
  * @param {Record<string, SymbolSpec>} symbols
  * @returns {Interval}
@@ -109,16 +163,8 @@ export function problem(e, symbols) {
 export function bounds(e, symbols) {
   if (typeof e === 'number') return [e, e];
   if (typeof e === 'string') return [symbols[e].lo, symbols[e].hi];
-  const op = e[0];
   const ranges = e.slice(1).map((/** @type {Expr} */ a) => bounds(a, symbols));
-  if (op === '+') return [ranges.reduce((s, r) => s + r[0], 0), ranges.reduce((s, r) => s + r[1], 0)];
-  if (op === '*' || op === 'max' || op === 'min') {
-    const f = op === '*' ? (/** @type {number} */ x, /** @type {number} */ y) => x * y : op === 'max' ? Math.max : Math.min;
-    return ranges.slice(1).reduce((acc, r) => corners(acc, r, f), ranges[0]);
-  }
-  const [[alo, ahi], [blo, bhi]] = ranges;
-  if (op === '%') return [Math.min(0, blo + 1), Math.max(0, bhi - 1)];
-  return corners([alo, ahi], [blo, bhi], floorDiv);
+  return ranges.slice(1).reduce((acc, r) => step(e[0], acc, r), ranges[0]);
 }
 
 /**

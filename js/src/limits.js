@@ -14,6 +14,11 @@ export const LIMITS = Object.freeze({
  "max_source_chars": 4194304,
  "max_nesting": 64,
  "max_tree_depth": 64,
+ "max_statement_tokens": 1024,
+ "max_rank": 16,
+ "max_json_depth": 256,
+ "max_number": 9007199254740991,
+ "max_expression_depth": 32,
  "symbol_limit": 2147483648,
  "scalar_ranges": {
   "u32": [

@@ -4,13 +4,14 @@
 
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { freemem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { LIMITS } from '../src/limits.js';
 
 import { DeviceError, DeviceIndexError, DeviceTensor, InputError, InputTypeError, load, openDevice, requestAdapter } from '../src/index.js';
+import { memoryCap } from '../src/memory.js';
 import { artifact, container, splitArtifact } from '../testkit/build.js';
 import { TABLE, W, affine, grouped, ints, lookup } from '../testkit/programs.js';
 
@@ -171,6 +172,14 @@ test('what a device cannot hold or run is refused by name before anything is all
   await assert.rejects(load(affine({ hi: 12 * 2 ** 20 }), { device: small }), (e) => e instanceof DeviceError &&
     /^input buffer 0 \(x\) needs 150,994,944 bytes; this adapter binds at most 134,217,728/.test(e.message));
   await assert.rejects(load(affine(), { maxMemory: 1000 }), (e) => e instanceof DeviceError && /over the 0.00 GiB this process allows/.test(e.message));
+  const cap = await memoryCap(shared, undefined); // lavapipe and SwiftShader: the host's memory bounds it
+  if (/** @type {any} */ (shared).adapterInfo?.isFallbackAdapter) assert.ok(cap.bytes <= freemem() && /host/.test(cap.why), cap.why);
+  process.env.WEBGPU_TORCH_MAX_MEMORY = '4096';
+  try {
+    assert.deepEqual(await memoryCap(shared, undefined), { bytes: 4096, why: 'WEBGPU_TORCH_MAX_MEMORY' });
+  } finally {
+    delete process.env.WEBGPU_TORCH_MAX_MEMORY;
+  }
   small.destroy();
   const storage = shared.limits.maxComputeWorkgroupStorageSize;
   const big = artifact({

@@ -156,6 +156,7 @@ def from_bytes(raw: bytes, where: str = "artifact") -> Program:
     try:
         if not isinstance(header, dict):
             raise ValueError(f"the header is a JSON {type(header).__name__}, not an object")
+        _check_values(header)
         if header.get("format") != FORMAT_VERSION:
             raise ArtifactError(f"{where}: program format {header.get('format')!r}; this webgpu_torch reads format "
                                 f"{FORMAT_VERSION} — recompile the model with this version")
@@ -191,8 +192,8 @@ def _split(raw: bytes, where: str) -> tuple[Any, memoryview]:
     if zlib.crc32(text) != header_crc:
         raise ArtifactError(f"{where}: the header is damaged (checksum mismatch)")
     try:
-        header = json.loads(bytes(text), parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        header = json.loads(bytes(text), parse_int=_parse_int, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise ArtifactError(f"{where}: damaged header: {str(e)[:200] or 'nested too deeply'}") from None
     data = memoryview(raw)[PREAMBLE.size + header_len:]
     if isinstance(header, dict) and zlib.crc32(data) != header.get("data_crc32"):
@@ -201,6 +202,44 @@ def _split(raw: bytes, where: str) -> tuple[Any, memoryview]:
         raise ArtifactError(f"{where}: malformed program: header length {header_len} or data length {data_len} "
                             f"is not a multiple of {ALIGN}")
     return header, data
+
+
+MAX_JSON_DEPTH = LIMITS["max_json_depth"]  # arrays and objects nested in the header (a tree 64 deep: 131)
+MAX_NUMBER = LIMITS["max_number"]  # 2^53 - 1: every number JavaScript reads exactly
+
+
+def _parse_int(text: str) -> int | float:
+    """An integer literal; one too long to be in range parses as an infinity, which `_check_values` refuses
+    (converting thousands of digits is slow, and Python refuses past 4,300)."""
+    return int(text) if len(text) <= 20 else float("-inf" if text.startswith("-") else "inf")
+
+
+def _check_values(header: Any) -> None:
+    """Every number in the header within ±(2^53 - 1) (so both runtimes read it exactly: a JavaScript number
+    is a float64), every string (and key) well-formed Unicode (no lone surrogate: engines take UTF-8), and
+    arrays and objects nested at most MAX_JSON_DEPTH deep. Walks the header without recursion."""
+    stack = [(header, "the header", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth >= MAX_JSON_DEPTH:
+                raise ValueError(f"{where}: nested deeper than {MAX_JSON_DEPTH}")
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(key, str):
+                    _check_string(key, where)
+                stack.append((item, f"{where}.{str(key)[:40]}" if depth else str(key)[:40], depth + 1))
+        elif isinstance(value, str):
+            _check_string(value, where)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= MAX_NUMBER:
+            raise ValueError(f"{where}: the number {str(value)[:30]} is out of range (beyond ±(2^53 - 1))")
+
+
+def _check_string(text: str, where: str) -> None:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise ValueError(f"{where}: a string that is not well-formed Unicode (a lone surrogate)") from None
 
 
 def _no_constant(text: str):
@@ -260,9 +299,7 @@ def _packing(t: dict, buffer: int, shape: tuple[int, ...]) -> Packing:
 
 def from_json(d: dict, constants: dict[int, np.ndarray], packings: dict[int, Packing] | None = None) -> Program:
     """A Program from the header's fields, every value type-checked (ranges and indices: Program.check)."""
-    symbols = {_str(name, "symbol name"): symbolic.Symbol(name, _int(s["lo"], "lo"), _int(s["hi"], "hi"),
-                                                         _int(s["hint"], "hint"), _str(s.get("about", ""), "about"))
-               for name, s in _dict(d["symbols"], "symbols").items()}
+    symbols = {name: _symbol(name, _dict(s, "symbol")) for name, s in _dict(d["symbols"], "symbols").items()}
 
     def expr(v):
         return symbolic.from_json(v, symbols)
@@ -286,6 +323,15 @@ def from_json(d: dict, constants: dict[int, np.ndarray], packings: dict[int, Pac
                 for c in _list(d["checks"], "checks")],
         packings=packings or {},
     )
+
+
+def _symbol(name: str, s: dict) -> symbolic.Symbol:
+    """A symbol, its range checked before any expression's interval is taken over it."""
+    symbol = symbolic.Symbol(name, _int(s["lo"], "lo"), _int(s["hi"], "hi"), _int(s["hint"], "hint"),
+                             _str(s.get("about", ""), "about"))
+    if not 0 <= symbol.lo <= symbol.hint <= symbol.hi < 2**31:
+        raise ValueError(f"symbol {name}: range [{symbol.lo}, {symbol.hi}] with hint {symbol.hint}")
+    return symbol
 
 
 def _kernel(k: dict) -> Kernel:

@@ -233,6 +233,19 @@ class Builder:
             return self._fold(t, f"{self.buffers[t.buffer].name}{list(t.shape)}")
         return self._copy(self, t)
 
+    def walkable(self, t: Tensor, steps) -> Tensor:
+        """`t` for a kernel loop of `steps` steps that walks it (an int or an Expr): itself when its buffer holds
+        that many elements, else a contiguous copy (a view broadcast along the loop). Kernels bound such loops
+        by the length of the buffer they walk (ops/bounded.wgsl), which a program compiled here then never
+        reaches."""
+        return t if self.holds(t, steps) else self.contiguous(t)
+
+    def holds(self, t: Tensor, steps) -> bool:
+        """Whether t's buffer holds at least `steps` elements of its dtype (at the largest sizes); packed
+        weights count their u32 words, as the kernels that bound loops by them do."""
+        itemsize = 4 if isinstance(t, Packed) else dtypes.dtype(t.dtype).itemsize
+        return symbolic.bound(steps) <= self.buffers[t.buffer].size // itemsize
+
     def check(self, message: str) -> tuple[Tensor, int]:
         """A device-side check of the node being lowered: the status buffer (bind it read_write: an array of
         u32) and the word of it the kernel sets to 1 when the check fails; the runtime then raises an

@@ -60,6 +60,9 @@ def promote(*operands: str | bool | int | float) -> str:
 FLOAT16 = DType("float16", "f16", np.dtype("<f2"), np.dtype("float16"))
 
 
+DEVICE_NAMES = {d.device: d.wgsl for d in (*DTYPES.values(), FLOAT16)}  # numpy dtype -> "f32", "i32", "u32", "f16"
+
+
 def dtype(name: str) -> DType:
     if name == FLOAT16.name:
         return FLOAT16

@@ -32,6 +32,8 @@ ROLES = ("input", "constant", "scratch", "status")
 MAX_WORKGROUPS = LIMITS["max_workgroups"]  # per dispatch
 MAX_SOURCE_BYTES = LIMITS["max_source_chars"]
 MAX_NESTING = LIMITS["max_nesting"]  # (), [] and {} in a WGSL source
+MAX_STATEMENT_TOKENS = LIMITS["max_statement_tokens"]  # between two of ; { } in a WGSL source (ours: < 150)
+MAX_RANK = LIMITS["max_rank"]  # dimensions of an input or output
 MAX_INVOCATIONS = LIMITS["max_workgroup_invocations"]
 MAX_WORKGROUP_BYTES = LIMITS["max_workgroup_bytes"]
 SYMBOL_LIMIT = LIMITS["symbol_limit"]
@@ -281,6 +283,7 @@ def _problems(p: Program):
     for i, source in enumerate(p.sources):
         yield f"source {i}: {len(source):,} characters, over {MAX_SOURCE_BYTES:,}", len(source) <= MAX_SOURCE_BYTES
         yield f"source {i}: brackets nested deeper than {MAX_NESTING} or unbalanced", _nesting_ok(source)
+        yield f"source {i}: a statement of more than {MAX_STATEMENT_TOKENS:,} tokens", _statements_ok(source)
     for i, b in enumerate(p.buffers):
         yield f"buffer {i}: bad size {b.size!r}", _is_int(b.size) and b.size > 0
         yield f"buffer {i}: unknown role {b.role!r}", b.role in ROLES
@@ -301,6 +304,7 @@ def _problems(p: Program):
         status and p.buffers[status[0]].size >= 4 * len(p.checks))
     yield "a status buffer an output reads", not set(status) & {t.buffer for t in p.outputs}
     for x in p.inputs:
+        yield f"input {x.name}: {len(x.shape)} dimensions, over {MAX_RANK}", len(x.shape) <= MAX_RANK
         yield f"input {x.name}: bad buffer", _is_int(x.buffer) and 0 <= x.buffer < nb
         yield f"input {x.name}: buffer {x.buffer} is not an input buffer", p.buffers[x.buffer].role == "input"
         yield f"input {x.name}: unknown dtype {x.dtype!r}", x.dtype in dtypes.DTYPES
@@ -314,6 +318,7 @@ def _problems(p: Program):
         yield f"symbol {name} ({s.about}) is not the size of any input dimension", name in sized
     yield "output tree does not match the outputs", len(p.outputs) == tree.count_leaves(p.output_tree)
     for k, t in enumerate(p.outputs):
+        yield f"output {k}: {len(t.shape)} dimensions, over {MAX_RANK}", len(t.shape) <= MAX_RANK
         yield f"output {k}: bad buffer {t.buffer}", _is_int(t.buffer) and 0 <= t.buffer < nb
         yield f"output {k}: unknown dtype {t.dtype!r}", t.dtype in dtypes.DTYPES
         yield f"output {k}: view reaches past its buffer", _within(t, p.buffers[t.buffer].size)
@@ -321,6 +326,9 @@ def _problems(p: Program):
         yield from _kernel_problems(p, k)
     for i, d in enumerate(p.dispatches):
         yield from _dispatch_problems(p, i, d)
+    for k, t in enumerate(p.outputs):  # after the dispatches: it reads their bindings
+        why = _disagreement(p, t)
+        yield f"output {k}: {why}", why is None
 
 
 def _kernel_problems(p: Program, k: Kernel):
@@ -357,8 +365,15 @@ def _dispatch_problems(p: Program, i: int, d: Dispatch):
     yield f"dispatch {i}: writes a buffer that is not scratch", all(
         p.buffers[b].role in ("scratch", "status") for b, kind in zip(d.buffers, storage, strict=True)
         if kind == "read_write")
-    yield f"dispatch {i}: short uniform", len(d.uniform) >= (k.uniform.size if k.uniform else 0)
+    size = k.uniform.size if k.uniform else 0
+    yield f"dispatch {i}: {len(d.uniform) // 4} uniform words for a {size}-byte Params", len(d.uniform) == size
+    written = [b for b, kind in zip(d.buffers, storage, strict=True) if kind == "read_write"]
+    yield f"dispatch {i}: binds a buffer it writes twice", all(d.buffers.count(b) == 1 for b in written)
+    # Every workgroup writes something: a grid of more workgroups than the words its dispatch writes only runs
+    # longer than the data implies.
+    words = max(1, sum(p.buffers[b].size for b in set(written)) // 4)
     yield f"dispatch {i}: bad grid", _grid_ok(d.grid)
+    yield f"dispatch {i}: {prod(d.grid):,} workgroups for {words:,} words written", prod(d.grid) <= words
     yield f"dispatch {i}: bad uniform patch", all(
         _is_int(q.offset) and 0 <= q.offset <= len(d.uniform) - 4 and q.offset % 4 == 0 and q.scalar in SCALARS
         and SCALAR_RANGE[q.scalar][0] <= symbolic.bounds(q.value)[0] <= symbolic.bound(q.value)
@@ -371,9 +386,11 @@ def _dispatch_problems(p: Program, i: int, d: Dispatch):
     for o in d.options:
         yield f"dispatch {i}: bad option", _is_int(o.kernel) and 0 <= o.kernel < len(p.kernels)
         yield f"dispatch {i}: bad grid {list(o.grid)} in an option", _grid_ok(o.grid)
+        yield f"dispatch {i}: an option of {prod(o.grid):,} workgroups for {words:,} words written", (
+            prod(o.grid) <= words)
         alt = p.kernels[o.kernel]
         yield f"dispatch {i}: option {alt.name} differs in bindings or Params", (
-            alt.bindings == k.bindings and alt.uniform == k.uniform and len(o.uniform) >= len(d.uniform))
+            alt.bindings == k.bindings and alt.uniform == k.uniform and len(o.uniform) == len(d.uniform))
     if d.follows:
         lead = p.dispatches[i - d.follows] if 0 < d.follows <= i else None
         yield f"dispatch {i}: follows no group leader with as many options", (
@@ -390,10 +407,28 @@ def _grid_ok(grid) -> bool:
             and prod(grid) <= MAX_WORKGROUPS)
 
 
+def _disagreement(p: Program, t: Tensor) -> str | None:
+    """How output `t` disagrees with what holds its buffer's data at the end of a call, or None: a scratch
+    buffer must be written by some dispatch (unless the output has no element), an input buffer must hold an
+    input and a constant buffer constants stored as the output's device form (int64 read as int32 is a view)."""
+    role, form = p.buffers[t.buffer].role, dtypes.dtype(t.dtype).wgsl
+    empty = any(symbolic.bound(n) == 0 for n in t.shape)
+    if role == "scratch" and not empty and not any(
+            b == t.buffer and kind == "read_write" for d in p.dispatches
+            for b, kind in zip(d.buffers, [k for k in p.kernels[d.kernel].bindings if k != "uniform"], strict=True)):
+        return f"buffer {t.buffer} is scratch that no dispatch writes"
+    if role == "input" and not any(x.buffer == t.buffer and dtypes.dtype(x.dtype).wgsl == form for x in p.inputs):
+        return f"buffer {t.buffer} holds no input stored as {form} ({t.dtype})"
+    stored = dtypes.DEVICE_NAMES[p.constants[t.buffer].dtype] if role == "constant" else form
+    if stored != form:
+        return f"buffer {t.buffer} holds constants stored as {stored}, not {form} ({t.dtype})"
+    return None
+
+
 def _nesting_ok(source: str) -> bool:
     """Whether the brackets outside line comments balance, at most MAX_NESTING deep."""
     stack, opening = [], {")": "(", "]": "[", "}": "{"}
-    for ch in re.sub(r"[^()\[\]{}]+", "", re.sub(r"//[^\n]*", "", source)):
+    for ch in re.sub(r"[^()\[\]{}]+", "", _LINE_COMMENT.sub("", source)):
         if ch in "([{":
             stack.append(ch)
             if len(stack) > MAX_NESTING:
@@ -401,6 +436,18 @@ def _nesting_ok(source: str) -> bool:
         elif not stack or stack.pop() != opening[ch]:
             return False
     return not stack
+
+
+_LINE_COMMENT = re.compile(r"//[^\n]*")
+_TOKEN = re.compile(r"[A-Za-z0-9_]+|[^ \t\n\v\f\rA-Za-z0-9_]")
+
+
+def _statements_ok(source: str) -> bool:
+    """Whether every statement (the text between two of `;`, `{`, `}` outside line comments) holds at most
+    MAX_STATEMENT_TOKENS tokens: runs of ASCII letters, digits and `_`, and each other character that is not
+    ASCII blank. Engines parse an expression recursively; one of 200,000 terms crashes some."""
+    return all(len(text) <= MAX_STATEMENT_TOKENS or len(_TOKEN.findall(text)) <= MAX_STATEMENT_TOKENS
+               for text in re.split(r"[;{}]", _LINE_COMMENT.sub("", source)))
 
 
 def _within(t: Tensor, size: int) -> bool:

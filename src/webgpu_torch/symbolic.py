@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass
 from typing import Union
 
+from .limits import LIMITS
+
 Value = Union[int, "Expr"]
 
 
@@ -292,28 +294,78 @@ def to_json(v: Value):
     return [v.op, *(to_json(a) for a in v.args)]
 
 
+MAX_MAGNITUDE = LIMITS["max_number"]  # 2^53 - 1: every integer an expression names or computes
+MAX_DEPTH = LIMITS["max_expression_depth"]  # nested operators in one expression
 ARITY = {"+": None, "*": None, "//": 2, "%": 2, "max": 2, "min": 2}  # None: one or more
 
 
 def from_json(j, symbols: dict[str, Symbol]) -> Value:
     """An expression as the artifact writes it (docs/artifact.md, Expressions), kept as written: no
     simplification, so its bounds are the interval arithmetic of that very tree, as every runtime computes
-    them."""
-    if isinstance(j, float) and j.is_integer() and abs(j) < 2**53:
-        j = int(j)  # JSON's 16.0 is the integer 16, as JavaScript reads it
-    if isinstance(j, float) or (isinstance(j, int) and not isinstance(j, bool) and abs(j) >= 2**53):
-        raise ValueError(f"not an integer: {json.dumps(j)}")
-    if isinstance(j, bool) or not isinstance(j, (int, str, list)) or j == []:
-        raise ValueError(f"not an expression: {json.dumps(j)[:60]}")
+    them. Checked first (`interval`)."""
+    interval(j, symbols)
+    return _as_written(j, symbols)
+
+
+def interval(j, symbols: dict[str, Symbol], depth: int = 0) -> tuple[int, int]:
+    """The interval of the JSON expression `j`, by the exact interval arithmetic docs/artifact.md states
+    (sums and products folded left to right, each step's interval checked); ValueError unless `j` is well
+    formed, at most MAX_DEPTH operators deep, no divisor's interval holds 0 and every interval lies within
+    ±MAX_MAGNITUDE. Every value the expression takes over its symbols' ranges then lies in the result, and so
+    does every intermediate value of evaluating it: no division by zero is reachable and no value leaves 53
+    bits (a float64 runtime evaluates it exactly)."""
+    j = _integer(j)
     if isinstance(j, int):
-        return j
+        return j, j
     if isinstance(j, str):
         if j not in symbols:
-            raise ValueError(f"expression names an undeclared symbol {json.dumps(j)}")
-        return Expr.symbol(symbols[j])
+            raise ValueError(f"expression names an undeclared symbol {json.dumps(j)[:40]}")
+        return symbols[j].lo, symbols[j].hi
+    if not isinstance(j, list) or not j:
+        raise ValueError(f"not an expression: {json.dumps(j)[:60]}")
     op, *args = j
     if not isinstance(op, str) or op not in ARITY:
         raise ValueError(f"unknown expression operator {json.dumps(op)[:40]}")
     if len(args) != (ARITY[op] or len(args)) or not args:
         raise ValueError(f"operator {json.dumps(op)} with {len(args)} arguments")
-    return Expr(op, tuple(from_json(a, symbols) for a in args))
+    if depth >= MAX_DEPTH:
+        raise ValueError(f"an expression nested deeper than {MAX_DEPTH}")
+    ranges = [interval(a, symbols, depth + 1) for a in args]
+    acc = ranges[0]
+    for (blo, bhi) in ranges[1:]:
+        alo, ahi = acc
+        if op == "+":
+            acc = (alo + blo, ahi + bhi)
+        elif op in ("//", "%") and blo <= 0 <= bhi:
+            raise ValueError(f"{json.dumps(j)[:80]}: the divisor's range [{blo}, {bhi}] includes 0")
+        elif op == "%":  # the remainder takes the divisor's sign
+            acc = (0, bhi - 1) if blo > 0 else (blo + 1, 0)
+        else:
+            corners = [_APPLY[op](x, y) for x in (alo, ahi) for y in (blo, bhi)]
+            acc = (min(corners), max(corners))
+        if not -MAX_MAGNITUDE <= acc[0] <= acc[1] <= MAX_MAGNITUDE:
+            raise ValueError(f"{json.dumps(j)[:80]}: its range [{acc[0]}, {acc[1]}] is beyond 53 bits")
+    return acc
+
+
+def _integer(j):
+    """`j`, an integer literal as an int (JSON's 16.0 is the integer 16, as JavaScript reads it); ValueError
+    for a number that is not an integer within ±MAX_MAGNITUDE."""
+    if isinstance(j, float) and j.is_integer() and abs(j) <= MAX_MAGNITUDE:
+        return int(j)
+    if isinstance(j, float) or (isinstance(j, int) and not isinstance(j, bool) and abs(j) > MAX_MAGNITUDE):
+        raise ValueError(f"not an integer: {json.dumps(j)}")
+    if isinstance(j, bool):
+        raise ValueError(f"not an expression: {json.dumps(j)}")
+    return j
+
+
+def _as_written(j, symbols: dict[str, Symbol]) -> Value:
+    """A checked JSON expression as an Expr of the same tree."""
+    j = _integer(j)
+    if isinstance(j, int):
+        return j
+    if isinstance(j, str):
+        return Expr.symbol(symbols[j])
+    op, *args = j
+    return Expr(op, tuple(_as_written(a, symbols) for a in args))

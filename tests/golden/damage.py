@@ -57,7 +57,7 @@ def cases(files: dict[str, bytes]) -> dict[str, tuple[bytes, str]]:
     weights_f16, weights_int4) to their bytes."""
     return {**_container(files["tiny"]), **_fields(files["tiny"]), **_kernels(files["tiny"], files["weights_f16"]),
             **_dynamic(files["dynamic"]), **_structured(files["structured"]), **_groups(files["options"]),
-            **_packed(files["weights_int4"])}
+            **_hostile(files["tiny"], files["dynamic"]), **_packed(files["weights_int4"])}
 
 
 def _packed(raw: bytes) -> dict:
@@ -140,7 +140,7 @@ def _fields(raw: bytes) -> dict:
         "grid_large": (edit(raw, at("dispatches.0.grid", [70000, 1, 1])), "bad grid"),
         "grid_total": (edit(raw, at("dispatches.0.grid", [65535, 65535, 1])), "bad grid"),
         "grid_shape": (edit(raw, at("dispatches.0.grid", [1, 1])), "is not [x, y, z]"),
-        "short_uniform": (edit(raw, at(f"dispatches.{uniform}.uniform", [1])), "short uniform"),
+        "short_uniform": (edit(raw, at(f"dispatches.{uniform}.uniform", [1])), "uniform words for"),
         "uniform_word": (edit(raw, at(f"dispatches.{uniform}.uniform.0", -1)), "not a u32"),
         "output_buffer": (edit(raw, at("outputs.0.buffer", 99)), "bad buffer"),
         "output_dtype": (edit(raw, at("outputs.0.dtype", "complex64")), "unknown dtype"),
@@ -272,4 +272,70 @@ def _groups(raw: bytes) -> dict:
         "option_grid": (edit(raw, at(f"dispatches.{leader}.options.0.grid", [0, 1, 1])), "bad grid"),
         "follows_far": (edit(raw, at(f"dispatches.{member}.follows", 2)), "follows no group leader"),
         "follows_count": (edit(raw, lambda h: h["dispatches"][member]["options"].pop()), "follows no group leader"),
+    }
+
+
+def _hostile(raw: bytes, dyn: bytes) -> dict:
+    """What a well-formed, well-signed file may ask for to harm a runtime (docs/artifact.md, Running it): values
+    no runtime reads exactly, reachable divisions by zero, strings no engine takes, source a shader compiler
+    crashes on, structure that disagrees with itself."""
+    header, data = parts(raw)
+    constant = next(i for i, b in enumerate(header["buffers"]) if b["role"] == "constant")
+    writer = next(i for i, d in enumerate(header["dispatches"])
+                  if "read_write" in header["kernels"][d["kernel"]]["bindings"])
+    uniform = next(i for i, d in enumerate(header["dispatches"]) if d["uniform"])
+    hd, _ = parts(dyn)
+    (name,) = hd["symbols"]
+    zero_at_lo = ["+", name, -hd["symbols"][name]["lo"]]  # a divisor that is 0 at the symbol's lowest value
+    patched = next(i for i, d in enumerate(hd["dispatches"]) if d.get("patches"))
+    counted = next(i for i, d in enumerate(hd["dispatches"]) if "count" in d)
+
+    def text(change, marker: str, literal: str) -> bytes:
+        """An edit, then the JSON string `marker` replaced by raw text json will not write."""
+        h = json.loads(json.dumps(header))
+        change(h)
+        return pack(json.dumps(h, separators=(",", ":")).replace(json.dumps(marker), literal).encode(), data)
+
+    def alias(h):
+        d = h["dispatches"][writer]
+        kinds = [k for k in h["kernels"][d["kernel"]]["bindings"] if k != "uniform"]
+        d["buffers"][kinds.index("read")] = d["buffers"][kinds.index("read_write")]
+
+    def unwritten(h):
+        h["buffers"].append({"size": h["buffers"][h["outputs"][0]["buffer"]]["size"], "role": "scratch"})
+        h["outputs"][0]["buffer"] = len(h["buffers"]) - 1
+
+    def rank(h):
+        t = h["outputs"][0]
+        t["shape"], t["strides"] = [1] * 15 + t["shape"], [0] * 15 + t["strides"]
+
+    def nested(depth):
+        e = 1
+        for _ in range(depth):
+            e = ["+", e, 1]
+        return e
+
+    return {
+        "patch_divisor": (edit(dyn, at(f"dispatches.{patched}.patches.0.2", ["//", 64, zero_at_lo])), "includes 0"),
+        "count_divisor": (edit(dyn, at(f"dispatches.{counted}.count", ["%", 64, zero_at_lo])), "includes 0"),
+        "expression_range": (edit(raw, at("outputs.0.offset", ["*", 2**52, 2**52])), "is beyond 53 bits"),
+        "expression_depth": (edit(raw, at("outputs.0.offset", nested(40))), "nested deeper than 32"),
+        "huge_integer": (text(at("outputs.0.offset", "<huge>"), "<huge>", "9" * 5000), "out of range"),
+        "unsafe_integer": (edit(raw, at("meta.x", 2**53)), "out of range"),
+        "surrogate_source": (edit(raw, lambda h: h["sources"].__setitem__(0, "// \ud800\n" + h["sources"][0])),
+                             "lone surrogate"),
+        "surrogate_name": (edit(raw, at("kernels.0.name", "gemm\ud800")), "lone surrogate"),
+        "long_statement": (edit(raw, lambda h: h["sources"].__setitem__(
+            0, "const hostile = " + "+".join(["1"] * 2000) + ";\n" + h["sources"][0])),
+            "a statement of more than 1,024 tokens"),
+        "output_rank": (edit(raw, rank), "17 dimensions, over 16"),
+        "long_uniform": (edit(raw, lambda h: h["dispatches"][uniform]["uniform"].extend([0, 0, 0, 0])),
+                         "uniform words for"),
+        "aliased_write": (edit(raw, alias), "binds a buffer it writes twice"),
+        "grid_over_data": (edit(raw, at(f"dispatches.{writer}.grid", [64, 1, 1])), "workgroups for"),
+        "output_unwritten": (edit(raw, unwritten), "scratch that no dispatch writes"),
+        "output_dtype_input": (edit(raw, at("outputs.0.buffer", header["inputs"][0]["buffer"]),
+                                    at("outputs.0.dtype", "int32")), "holds no input stored as i32"),
+        "output_dtype_constant": (edit(raw, at("outputs.0.buffer", constant), at("outputs.0.dtype", "int32")),
+                                  "holds constants stored as f32, not i32"),
     }

@@ -86,6 +86,8 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
     hkv, skv, dv = k4.shape[1], k4.shape[2], v4.shape[3]
     k4 = layout.broadcast_to(k4, (b, hkv, skv, d))
     v4 = layout.broadcast_to(v4, (b, hkv, skv, dv))
+    if not ctx.holds(v4, skv):  # the kernel bounds its key loop by the longer of k and v (ops/bounded.wgsl)
+        k4 = ctx.walkable(k4, skv)
     # Heads interleaved: [B, Sq, H, Dv] in memory, returned as the [B, H, Sq, Dv] view of it.
     out4 = layout.permute(ctx.new((b, sq, h, dv)), [0, 2, 1, 3])
     m4 = layout.broadcast_to(mask, (b, h, sq, skv)) if mask is not None else None

@@ -27,6 +27,8 @@
 //   dimension; those past the end exit at once (uniformly, before any barrier).
 // Specialised by const substitution (array sizes and the thread layout) and alias (MaskT).
 
+//! include bounded.wgsl
+
 const D4: u32 = 16u;
 const DV4: u32 = 16u;
 const BC: u32 = 16u;  // keys per tile, a multiple of LANES
@@ -119,9 +121,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let v_base = p.v_offset + b * p.v_strides.x + g * p.v_strides.y;
   let m_base = p.m_offset + b * p.m_strides.x + h * p.m_strides.y + i * p.m_strides.z;
 
-  var kv_end = p.skv;
+  var kv_end = bounded(p.skv, max(arrayLength(&k), arrayLength(&v)));
   if (CAUSAL) {
-    kv_end = min(p.skv, i0 + BR);  // the last row of this tile sees keys 0 ..= i0 + BR - 1
+    kv_end = min(kv_end, i0 + BR);  // the last row of this tile sees keys 0 ..= i0 + BR - 1
   }
   for (var j0 = 0u; j0 < kv_end; j0 += BC) {
     for (var e = li; e < BC * D4; e += THREADS) {

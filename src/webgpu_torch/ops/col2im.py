@@ -33,6 +33,7 @@ def col2im(ctx: Builder, node: NodeView) -> Tensor:
               ((h, ph, dh, kh, sh), (w, pw, dw, kw, sw))]
     shape = (x.shape[0], x.shape[1] // (kh * kw), h, w)
     out = ctx.new(shape, x.dtype)
+    x = ctx.walkable(x, kh * kw)  # the kernel bounds its taps by the columns' length (ops/bounded.wgsl)
     params = {"numel": out.numel, "C": shape[1], "H": h, "W": w, "KH": kh, "KW": kw, "LH": blocks[0],
               "LW": blocks[1], "stride": (sh, sw), "pad": (ph, pw), "dil": (dh, dw), "cols_offset": x.offset,
               "cols_strides": x.strides}

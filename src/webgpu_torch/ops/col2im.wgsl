@@ -8,6 +8,7 @@
 // Types: T by alias (f32, or u32 for bool, whose sum saturates to 1: torch's col2im of bool is an or).
 // Geometry: one thread per output element (per_element.wgsl); threads past `numel` exit at once.
 
+//! include bounded.wgsl
 //! include per_element.wgsl
 
 alias T = f32;
@@ -52,13 +53,16 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   let o = nchw(i, p.C, p.H, p.W);
   let base = p.cols_offset + o.x * p.cols_strides.x;
+  // The taps walk cols together: KH * KW never exceeds its length (bounded.wgsl).
+  let taps_w = bounded(p.KW, arrayLength(&cols));
+  let taps_h = bounded_within(p.KH, taps_w, arrayLength(&cols));
   var acc = T(0);
-  for (var ki = 0u; ki < p.KH; ki++) {
+  for (var ki = 0u; ki < taps_h; ki++) {
     let bh = block(o.z, ki, 0u, p.LH);
     if (bh < 0) {
       continue;
     }
-    for (var kj = 0u; kj < p.KW; kj++) {
+    for (var kj = 0u; kj < taps_w; kj++) {
       let bw = block(o.w, kj, 1u, p.LW);
       if (bw < 0) {
         continue;

@@ -30,6 +30,7 @@
 //   end (uniformly, before any barrier).
 // Params, bias, residual and the fused activation: conv_params.wgsl.
 
+//! include bounded.wgsl
 //! include conv_params.wgsl
 //! include tiled_matmul.wgsl
 //! include per_element.wgsl
@@ -71,10 +72,11 @@ fn load_b_tile(z: u32, k0: u32, n0: u32, li: u32) {
   let base = p.x_offset + n / (p.OW * p.OH) * p.x_strides.x;
   let ih0 = i32(oh * p.stride_h) - i32(p.pad_h);
   let iw0 = i32(ow * p.stride_w) - i32(p.pad_w);
+  let KW = max(p.KW, 1u);  // the stepping below then ends within K_STEP turns
   var k = k0 + li / TILE_N;
-  var kw = k % p.KW;
-  var kh = k / p.KW % p.KH;
-  var c = k / (p.KW * p.KH);
+  var kw = k % KW;
+  var kh = k / KW % p.KH;
+  var c = k / (KW * p.KH);
   for (var e = li; e < TILE_N * TILE_K; e += THREADS) {
     let ih = ih0 + i32(kh * p.dil_h);
     let iw = iw0 + i32(kw * p.dil_w);
@@ -85,8 +87,8 @@ fn load_b_tile(z: u32, k0: u32, n0: u32, li: u32) {
     b_tile[e] = v;  // b_tile[k * TILE_N + n], e's own decomposition
     k += K_STEP;
     kw += K_STEP;
-    while (kw >= p.KW) {
-      kw -= p.KW;
+    while (kw >= KW) {
+      kw -= KW;
       kh += 1u;
       if (kh == p.KH) {
         kh = 0u;
@@ -110,18 +112,19 @@ fn im2col(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
   if (block >= p.tiles_m * p.tiles_n) {
     return;
   }
-  tiled_matmul(0u, block / p.tiles_n * TILE_M, block % p.tiles_n * TILE_N, p.OC, p.N, p.K, lid, li);
+  let K = bounded(p.K, max(arrayLength(&w), arrayLength(&x)));
+  tiled_matmul(0u, block / p.tiles_n * TILE_M, block % p.tiles_n * TILE_N, p.OC, p.N, K, lid, li);
 }
 
 // -- direct --------------------------------------------------------------------------------------------------
 
-// sum over icg < ICg of x[xo + icg*x_strides.y] * w[wo + icg*w_strides.y]
-fn channel_sum(xo: u32, wo: u32) -> f32 {
+// sum over icg < channels of x[xo + icg*x_strides.y] * w[wo + icg*w_strides.y]
+fn channel_sum(xo: u32, wo: u32, channels: u32) -> f32 {
   let xs = p.x_strides.y;
   let ws = p.w_strides.y;
   if (VEC4) {
     var acc = vec4(0.0);
-    for (var c = 0u; c < p.ICg; c += 4u) {
+    for (var c = 0u; c < channels; c += 4u) {
       let xv = vec4(x[xo + c * xs], x[xo + (c + 1u) * xs], x[xo + (c + 2u) * xs], x[xo + (c + 3u) * xs]);
       let wv = vec4(w[wo + c * ws], w[wo + (c + 1u) * ws], w[wo + (c + 2u) * ws], w[wo + (c + 3u) * ws]);
       acc = fma(xv, wv, acc);
@@ -129,7 +132,7 @@ fn channel_sum(xo: u32, wo: u32) -> f32 {
     return acc.x + acc.y + acc.z + acc.w;
   }
   var acc = 0.0;
-  for (var c = 0u; c < p.ICg; c++) {
+  for (var c = 0u; c < channels; c++) {
     acc = fma(x[xo + c * xs], w[wo + c * ws], acc);
   }
   return acc;
@@ -151,19 +154,23 @@ fn direct(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
   let g = o.y / p.OCg;
   let x_base = p.x_offset + o.x * p.x_strides.x + g * p.ICg * p.x_strides.y;
   let w_base = p.w_offset + g * p.w_group_stride + (o.y % p.OCg) * p.w_strides.x;
+  // The taps and channels walk w together: their product never exceeds its length (bounded.wgsl).
+  let taps_w = bounded(p.KW, arrayLength(&w));
+  let taps_h = bounded_within(p.KH, taps_w, arrayLength(&w));
+  let channels = bounded_within(p.ICg, taps_h * taps_w, arrayLength(&w));
   var acc = 0.0;
-  for (var kh = 0u; kh < p.KH; kh++) {
+  for (var kh = 0u; kh < taps_h; kh++) {
     let ih = source_index(o.z, kh, p.stride_h, p.pad_h, p.dil_h, p.H);
     if (ih < 0) {
       continue;
     }
-    for (var kw = 0u; kw < p.KW; kw++) {
+    for (var kw = 0u; kw < taps_w; kw++) {
       let iw = source_index(o.w, kw, p.stride_w, p.pad_w, p.dil_w, p.W);
       if (iw < 0) {
         continue;
       }
       acc += channel_sum(x_base + u32(ih) * p.x_strides.z + u32(iw) * p.x_strides.w,
-                         w_base + kh * p.w_strides.z + kw * p.w_strides.w);
+                         w_base + kh * p.w_strides.z + kw * p.w_strides.w, channels);
     }
   }
   out[i] = finish(o, acc);

@@ -13,6 +13,7 @@
 // Geometry: one thread per 4 of the numel outputs, numbered channel-fastest over [batch, OH, OW, C/4]
 //   (per_element.wgsl). C is Params' OC.
 
+//! include bounded.wgsl
 //! include conv_params.wgsl
 //! include per_element.wgsl
 
@@ -34,13 +35,16 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let pixel = i / (p.OC / 4u);
   let o = vec4(pixel / (p.OH * p.OW), c, pixel / p.OW % p.OH, pixel % p.OW);  // (b, c, oh, ow)
   let x_base = p.x_offset + o.x * p.x_strides.x + c;
+  // The taps walk w together: KH * KW never exceeds its length in elements (bounded.wgsl).
+  let taps_w = bounded(p.KW, 4u * arrayLength(&w));
+  let taps_h = bounded_within(p.KH, taps_w, 4u * arrayLength(&w));
   var acc = vec4<f32>(0.0);
-  for (var kh = 0u; kh < p.KH; kh++) {
+  for (var kh = 0u; kh < taps_h; kh++) {
     let ih = source_index(o.z, kh, p.stride_h, p.pad_h, p.dil_h, p.H);
     if (ih < 0) {
       continue;
     }
-    for (var kw = 0u; kw < p.KW; kw++) {
+    for (var kw = 0u; kw < taps_w; kw++) {
       let iw = source_index(o.w, kw, p.stride_w, p.pad_w, p.dil_w, p.W);
       if (iw < 0) {
         continue;

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from .. import layout
+from .. import layout, symbolic
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
 from .registry import NodeView, OpCase, register
@@ -37,6 +37,11 @@ def _dispatch(ctx: Builder, x1: Tensor, x2: Tensor, out: Tensor, p: float, rows:
               batch: tuple[int, ...], pairs: bool) -> None:
     """out's elements from rows of x1 and x2 (both [*batch, n, dim], batch broadcast by strides); p ≥ 0, as
     torch checks while tracing. For pairs, x2 is x1 and `cols` is unused."""
+    # The kernel bounds its loop over dims by the longer operand and, for pairs, its search over rows by x1
+    # (ops/bounded.wgsl).
+    if pairs or not ctx.holds(x2, x1.shape[-1]):
+        x1 = ctx.walkable(x1, symbolic.maximum(rows, x1.shape[-1]) if pairs else x1.shape[-1])
+        x2 = x1 if pairs else x2
     params = {"numel": out.numel, "rows": rows, "cols": cols, "dim": x1.shape[-1], "p": p,
               "batch_ndim": len(batch), "x1_offset": x1.offset, "x2_offset": x2.offset,
               "x1_strides": x1.strides[-2:], "x2_strides": x2.strides[-2:], "batch_shape": batch,

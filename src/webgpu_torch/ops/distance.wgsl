@@ -8,6 +8,7 @@
 //   |difference|, 1 and 2 are their own cases, any other p uses `p` (the float) as (Σ |d|^p)^(1/p).
 // Geometry: one thread per output element (per_element.wgsl); threads past `numel` exit at once.
 
+//! include bounded.wgsl
 //! include per_element.wgsl
 //! include strided.wgsl
 
@@ -41,23 +42,25 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-// Where pair k's row i starts: pairs (i', ·) for i' < i come first, N − 1 − i' of them each.
-fn pair_start(i: u32) -> u32 {
-  return i * (2u * p.rows - i - 1u) / 2u;
+// Where pair k's row i starts, of N rows: pairs (i', ·) for i' < i come first, N − 1 − i' of them each.
+fn pair_start(i: u32, rows: u32) -> u32 {
+  return i * (2u * rows - i - 1u) / 2u;
 }
 
-// Pair k as (i, j): a float estimate of i (the root of pair_start(i) = k), then corrected exactly.
+// Pair k as (i, j): a float estimate of i (the root of pair_start(i) = k), then corrected exactly (each
+// correction loop runs at most `rows` times, and rows never exceed x1's length: bounded.wgsl).
 fn pair(k: u32) -> vec2<u32> {
-  let n = f32(p.rows) - 0.5;
+  let rows = bounded(p.rows, arrayLength(&x1));
+  let n = f32(rows) - 0.5;
   var i = u32(max(0.0, floor(n - sqrt(max(0.0, n * n - 2.0 * f32(k))))));
-  i = min(i, p.rows - 2u);
-  while (i > 0u && pair_start(i) > k) {
+  i = min(i, max(rows, 2u) - 2u);
+  while (i > 0u && pair_start(i, rows) > k) {
     i--;
   }
-  while (i + 2u < p.rows && pair_start(i + 1u) <= k) {
+  while (i + 2u < rows && pair_start(i + 1u, rows) <= k) {
     i++;
   }
-  return vec2(i, i + 1u + k - pair_start(i));
+  return vec2(i, i + 1u + k - pair_start(i, rows));
 }
 
 fn norm_term(d: f32) -> f32 {
@@ -99,7 +102,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         + e % p.cols * p.x2_strides.x;
   }
   var acc = 0.0;
-  for (var c = 0u; c < p.dim; c++) {
+  let dim = bounded(p.dim, max(arrayLength(&x1), arrayLength(&x2)));
+  for (var c = 0u; c < dim; c++) {
     let t = norm_term(x1[a + c * p.x1_strides.y] - x2[b + c * p.x2_strides.y]);
     if (NORM == NORM_INF) {
       acc = max(acc, t);

@@ -301,7 +301,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
     ic = p.c_offset;
     io = p.out_offset;
     var rest = i;
-    for (var d = p.ndim; d > 0u; d--) {
+    for (var d = min(p.ndim, 8u); d > 0u; d--) {  // Params carry 8 dims
       let k = d - 1u;
       let n = p.shape[k / 4u][k % 4u];
       let e = rest % n;

@@ -34,6 +34,7 @@ def embedding_bag(ctx: Builder, node: NodeView) -> list[Tensor | None]:
     a = node.args
     weight, indices, offsets, psw = a["weight"], a["indices"], a["offsets"], a["per_sample_weights"]
     out = ctx.new(node.outputs[0].shape)
+    indices = ctx.walkable(indices, indices.shape[0])  # the kernel bounds a bag by their length (bounded.wgsl)
     params = {"numel": out.numel, "dim": weight.shape[1], "rows": weight.shape[0], "count": indices.shape[0],
               "n_offsets": offsets.shape[0], "padding_idx": a["padding_idx"], "weight_offset": weight.offset,
               "index_offset": indices.offset, "offsets_offset": offsets.offset,

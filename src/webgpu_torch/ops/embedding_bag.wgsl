@@ -10,6 +10,7 @@
 // Geometry: one thread per output element (per_element.wgsl), a bag's threads along its row's columns, so
 //   the row reads of one position are coalesced; threads past `numel` exit at once.
 
+//! include bounded.wgsl
 //! include per_element.wgsl
 
 const MODE_SUM: u32 = 0u;
@@ -57,9 +58,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let b = i / p.dim;
   let c = i % p.dim;
   let start = offset_at(b);
-  var end = p.count;
+  let count = bounded(p.count, arrayLength(&indices));  // offsets are data: a bag never runs past them
+  var end = count;
   if (b + 1u < p.n_offsets) {
-    end = min(offset_at(b + 1u), p.count);
+    end = min(offset_at(b + 1u), count);
   }
   var acc = 0.0;
   var taken = 0u;

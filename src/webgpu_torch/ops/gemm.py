@@ -308,6 +308,8 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     forced = GEMM.of(ctx.options)
     vec4_kernel = forced in ("auto", "gemv") or CONFIGS[forced].vec4
     b3 = _stored(ctx, layout.broadcast_to(b3, (batch, k, n)), vec4_kernel and vec4_axis(a3) is not None)
+    if not ctx.holds(b3, k):  # the kernels bound K by the longer operand (ops/bounded.wgsl)
+        a3 = ctx.walkable(a3, k)
     use_bias = bias is not None and beta != 0  # torch ignores `self` (even NaN) when beta == 0
     bias3 = layout.broadcast_to(bias, (batch, m, n)) if use_bias else None
     res3 = None if residual is None else ctx.reshaped(residual, (batch, m, n))

@@ -16,6 +16,7 @@
 // `act` is the fused activation epilogue (ACTIVATION, from activation.wgsl).
 
 //! include activation.wgsl
+//! include bounded.wgsl
 //! include tiled_matmul.wgsl
 
 override A_K_CONTIGUOUS: bool = true;
@@ -80,5 +81,5 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let z = block / per_z;
   let m0 = (block % per_z) / p.tiles_n * TILE_M;
   let n0 = (block % p.tiles_n) * TILE_N;
-  tiled_matmul(z, m0, n0, p.M, p.N, p.K, lid, li);
+  tiled_matmul(z, m0, n0, p.M, p.N, bounded(p.K, max(arrayLength(&a), arrayLength(&b))), lid, li);
 }

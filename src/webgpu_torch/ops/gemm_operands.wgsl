@@ -19,6 +19,7 @@
 // likewise (b_element). Elements outside A or B read as 0, so partial tiles need no other care.
 
 //! include activation.wgsl
+//! include bounded.wgsl
 
 override A_K_CONTIGUOUS: bool = true;
 override A_IM2COL: bool = false;
@@ -35,6 +36,11 @@ override ACTIVATION: u32 = ACT_NONE;
 @group(0) @binding(5) var<uniform> p: Params;
 
 //! include packed.wgsl
+
+// The K the main loop walks: p.K, never more than the longer operand holds elements (bounded.wgsl).
+fn k_steps() -> u32 {
+  return bounded(p.K, 4u * max(arrayLength(&a), arrayLength(&b)));
+}
 
 // (m, k) in its tile of the first element of vec4 number e of a k-step's A tile: with A_K_CONTIGUOUS, e walks
 // the tile's rows m, TILE_K/4 vec4s each (the vec4 holds k .. k+3); otherwise its k-rows, TILE_M/4 vec4s each

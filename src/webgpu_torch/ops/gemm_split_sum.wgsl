@@ -7,6 +7,7 @@
 // Geometry: one thread per output element (per_element.wgsl).
 
 //! include activation.wgsl
+//! include bounded.wgsl
 //! include per_element.wgsl
 
 override ACTIVATION: u32 = ACT_NONE;
@@ -27,7 +28,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     return;
   }
   var acc = 0.0;
-  for (var s = 0u; s < p.splits; s++) {
+  let splits = bounded(p.splits, arrayLength(&c));
+  for (var s = 0u; s < splits; s++) {
     acc += c[s * total + i];
   }
   let plane = p.M * p.N;

@@ -32,7 +32,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let a_base = p.a_offset + z * p.a_strides.x;
   let b_base = p.b_offset + z * p.b_strides.x;
   let k_begin = (zc / p.batch) * p.k_part;
-  let k_end = min(p.K, k_begin + p.k_part);
+  let k_end = min(k_steps(), k_begin + p.k_part);
 
   var a_next: array<vec4<f32>, A_LOADS>;
   var b_next: array<vec4<f32>, B_LOADS>;

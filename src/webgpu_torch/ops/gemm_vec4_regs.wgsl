@@ -60,7 +60,7 @@ fn block_of(index: u32) -> Block {
   let k_begin = s * p.k_part;
   return Block(s * p.batch + z, (block % per_z) / p.tiles_n * TILE_M, (block % p.tiles_n) * TILE_N,
                p.a_offset + z * p.a_strides.x, p.b_offset + z * p.b_strides.x, k_begin,
-               min(p.K, k_begin + p.k_part));
+               min(k_steps(), k_begin + p.k_part));
 }
 
 @compute @workgroup_size(WG_N, WG_M)

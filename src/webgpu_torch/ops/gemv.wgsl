@@ -21,6 +21,7 @@
 // Blocks are numbered n-fastest, then z, over a folded grid; workgroups past the end exit at once.
 
 //! include activation.wgsl
+//! include bounded.wgsl
 
 const ROWS: u32 = 1u;
 const WORKGROUP: u32 = 256u;
@@ -41,6 +42,11 @@ override ACTIVATION: u32 = ACT_NONE;
 
 //! include packed.wgsl
 
+// The K the loops walk: p.K, never more than the longer operand holds elements (bounded.wgsl).
+fn k_steps() -> u32 {
+  return bounded(p.K, 4u * max(arrayLength(&a), arrayLength(&b)));
+}
+
 var<workgroup> partial: array<f32, WORKGROUP * 4u * ROWS>;
 
 fn store(z: u32, m: u32, n: u32, acc: f32) {
@@ -59,18 +65,19 @@ fn packed_sums(z: u32, n: u32, lane: u32) -> array<f32, ROWS> {
   var sums: array<f32, ROWS>;
   var at = 0xffffffffu;  // the group `group` holds
   var group = vec2<u32>(0u);
-  for (var k0 = lane * SPAN; k0 < p.K; k0 += TEAM * SPAN) {
+  let K = k_steps();
+  for (var k0 = lane * SPAN; k0 < K; k0 += TEAM * SPAN) {
     let words = vec4<u32>(b[packed_word(p.packed, n, k0) / 4u]);
     for (var j = 0u; j < 4u; j++) {
       let kw = k0 + j * PACKED_PER_WORD;
-      if (kw >= p.K) {
+      if (kw >= K) {
         break;
       }
       if (kw / p.packed.y != at) {
         at = kw / p.packed.y;
         group = packed_group(p.packed, n, kw);
       }
-      for (var i = 0u; i < PACKED_PER_WORD && kw + i < p.K; i += 4u) {
+      for (var i = 0u; i < PACKED_PER_WORD && kw + i < K; i += 4u) {
         let w = packed_values(words[j], kw + i, group);
         for (var m = 0u; m < ROWS; m++) {
           if (m < p.M) {
@@ -99,7 +106,8 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     sums = packed_sums(z, n, lane);
   } else if (n < p.N) {
     let col = p.b_offset + z * p.b_strides.x + n * p.b_strides.z;
-    for (var k = lane * 4u; k < p.K; k += TEAM * 4u) {
+    let K = k_steps();
+    for (var k = lane * 4u; k < K; k += TEAM * 4u) {
       let w = vec4<f32>(b[(col + k * p.b_strides.y) / 4u]);
       for (var m = 0u; m < ROWS; m++) {
         if (m < p.M) {
@@ -121,7 +129,7 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     workgroupBarrier();
   }
   if (lane == 0u && n < p.N) {
-    for (var m = 0u; m < p.M; m++) {
+    for (var m = 0u; m < min(p.M, ROWS); m++) {
       store(z, m, n, partial[m * WORKGROUP + li]);
     }
   }
@@ -141,7 +149,8 @@ fn sweep_n(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
   var sums: array<vec4<f32>, ROWS>;
   if (n < p.N) {
     let base = p.b_offset + z * p.b_strides.x + n * p.b_strides.z;
-    for (var k4 = slice * 4u; k4 < p.K; k4 += SLICES * 4u) {
+    let K = k_steps();
+    for (var k4 = slice * 4u; k4 < K; k4 += SLICES * 4u) {
       for (var m = 0u; m < ROWS; m++) {
         if (m < p.M) {
           let av = a_vec(z, m, k4);
@@ -159,7 +168,7 @@ fn sweep_n(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
   }
   workgroupBarrier();
   if (slice == 0u && n < p.N) {
-    for (var m = 0u; m < p.M; m++) {
+    for (var m = 0u; m < min(p.M, ROWS); m++) {
       for (var j = 0u; j < 4u; j++) {
         var acc = 0.0;
         for (var s = 0u; s < SLICES; s++) {

@@ -95,6 +95,7 @@ def normalize(ctx: Builder, node: NodeView, x: Tensor, rows: Rows) -> list[Tenso
     whole = NORM_CHUNKS.of(ctx.options) == "row"
     chunks, chunk_len = (1, rows.length) if whole else chunking(rows.length, rows.count)
     partial = ctx.new((rows.count, chunks, 2))
+    x = ctx.walkable(x, rows.length)  # the kernel bounds a row's walk by x's length (ops/bounded.wgsl)
     sizes = {"rows": rows.count, "chunks": chunks, "chunk_len": chunk_len, "row_len": rows.length,
              "HW": x.shape[2], "ss": x.strides[2], "x_offset": x.offset}
     layout = {"row_split": rows.split, "row_stride_hi": rows.stride_hi, "row_stride_lo": rows.stride_lo,

@@ -15,6 +15,7 @@
 //   mean, then the squared deviations from that mean), so a large common offset does not cancel; the merge
 //   (Chan et al.) keeps that property.
 
+//! include bounded.wgsl
 //! include row.wgsl
 
 const WORKGROUP: u32 = 256u;
@@ -53,7 +54,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   let r = block / p.chunks;
   let start = (block % p.chunks) * p.chunk_len;
-  let end = min(start + p.chunk_len, p.row_len);
+  let end = min(start + bounded(p.chunk_len, arrayLength(&x)), bounded(p.row_len, arrayLength(&x)));
   var s = 0.0;
   for (var i = start + li; i < end; i += WORKGROUP) {
     s += x_at(r, i);

@@ -12,6 +12,7 @@
 //   past the end exit at once. Chunks merge one by one by Chan et al.'s update, which never subtracts two
 //   large sums.
 
+//! include bounded.wgsl
 //! include per_element.wgsl
 
 override HAS_WEIGHT: bool = false;
@@ -53,7 +54,8 @@ fn finish(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
   var count = 0.0;
   var m = 0.0;
   var m2 = 0.0;
-  for (var k = 0u; k < p.chunks; k++) {
+  let chunks = bounded(p.chunks, arrayLength(&partial));
+  for (var k = 0u; k < chunks; k++) {
     let n_k = f32(min(p.chunk_len, p.row_len - min(p.row_len, k * p.chunk_len)));
     if (n_k == 0.0) {
       break;  // the chunks past a dynamic row's end

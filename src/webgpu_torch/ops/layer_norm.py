@@ -33,7 +33,7 @@ def native_layer_norm(ctx: Builder, node: NodeView) -> list[Tensor]:
     x, w, b = a["input"], a["weight"], a["bias"]
     n = prod(a["normalized_shape"])
     rows = x.numel // n
-    x2 = ctx.reshaped(x, (rows, n))
+    x2 = ctx.walkable(ctx.reshaped(x, (rows, n)), n)
     w1 = ctx.reshaped(w, (n,)) if w is not None else ctx.dummy()
     b1 = ctx.reshaped(b, (n,)) if b is not None else ctx.dummy()
     out, mean, rstd = (ctx.new(m.shape) for m in node.outputs)

@@ -10,6 +10,7 @@
 //   before squaring (exact; 1 for rows under 2), so a row of values near 1e30, whose squares overflow
 //   float32, still normalises: finite wherever the row's sum is (|x| < 3.4e38 / N).
 
+//! include bounded.wgsl
 //! include row.wgsl
 //! include ieee.wgsl
 
@@ -47,10 +48,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let lane = li % ROW;
   let live = r < p.rows;
   let base = p.x_offset + select(0u, r, live) * p.row_stride;
+  let n = bounded(p.n, arrayLength(&x));
 
   var s = 0.0;
   var big = 0.0;
-  for (var c = lane; live && c < p.n; c += ROW) {
+  for (var c = lane; live && c < n; c += ROW) {
     let v = x[base + c * p.col_stride];
     s += v;
     big = max(big, abs(v));
@@ -59,7 +61,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let mean = sum_max.x / f32(p.n);
   let inv = 1.0 / power_of_two_scale(sum_max.y);
   var d2 = 0.0;
-  for (var c = lane; live && c < p.n; c += ROW) {
+  for (var c = lane; live && c < n; c += ROW) {
     let d = (x[base + c * p.col_stride] - mean) * inv;
     d2 += d * d;
   }
@@ -69,7 +71,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (!live) {
     return;
   }
-  for (var c = lane; c < p.n; c += ROW) {
+  for (var c = lane; c < n; c += ROW) {
     var v = (x[base + c * p.col_stride] - mean) * rstd;
     if (HAS_WEIGHT) {
       v *= weight[p.w_offset + c * p.w_stride];

@@ -59,7 +59,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var rest = i;
   var at = p.x_offset;
   var inside = true;
-  for (var d = p.ndim; d > 0u; d--) {
+  for (var d = min(p.ndim, 8u); d > 0u; d--) {  // Params carry 8 dims
     let k = d - 1u;
     let n = p.out_shape[k / 4u][k % 4u];
     let src = source(rest % n, p.in_shape[k / 4u][k % 4u], p.before[k / 4u][k % 4u], p.modes[k / 4u][k % 4u]);

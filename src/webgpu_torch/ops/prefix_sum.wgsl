@@ -11,6 +11,8 @@
 //   scan_totals a single workgroup.
 
 const WORKGROUP: u32 = 256u;
+//! include bounded.wgsl
+
 const BLOCK: u32 = 1024u;
 
 struct Params {
@@ -75,7 +77,8 @@ fn scan_blocks(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
 @compute @workgroup_size(WORKGROUP)
 fn scan_totals(@builtin(local_invocation_index) li: u32) {
   var carry = 0u;
-  for (var start = 0u; start < p.blocks; start += WORKGROUP) {
+  let blocks = bounded(p.blocks, arrayLength(&totals));
+  for (var start = 0u; start < blocks; start += WORKGROUP) {
     let at = start + li;
     var mine = 0u;
     if (at < p.blocks) {

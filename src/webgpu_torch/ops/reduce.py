@@ -44,6 +44,7 @@ def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[i
     reduce_size = 1
     for d in dims:
         reduce_size *= x.shape[d]
+    x = ctx.walkable(x, reduce_size)
     value = out or (ctx.new(out_shape, out_dtype) if out_dtype else None)
     second = ctx.new(out_shape, aux_dtype) if aux_dtype else None
     row = row_threads(reduce_size, FILE)

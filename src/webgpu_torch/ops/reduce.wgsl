@@ -18,6 +18,7 @@
 // Types: InT (input), AccT (accumulation: f32 for float results, i32 for integer ones, so an integer sum or a
 //   count of a mask is exact; u32 for bool max / min / any / all), OutT and AuxT are set by alias substitution.
 
+//! include bounded.wgsl
 //! include ieee.wgsl
 //! include strided.wgsl
 
@@ -135,7 +136,8 @@ fn fold(kind: u32, a: Partial, b: Partial) -> Partial {
 // result reaches all of the row's threads. c and s parametrise the term (E_SCALED, E_DEVIATION, E_EXP).
 fn reduce_row(kind: u32, what: u32, base: u32, live: bool, li: u32, lane: u32, c: f32, s: f32) -> Partial {
   var acc = Partial(select(AccT(0), AccT(1), kind == K_PROD), select(0u, EMPTY, kind >= K_MAX));
-  for (var r = lane; live && r < p.reduce_size; r += ROW) {
+  let steps = bounded(p.reduce_size, arrayLength(&x));
+  for (var r = lane; live && r < steps; r += ROW) {
     let t = Partial(term(what, x[base + strided_offset(r, p.red_ndim, p.red_shape, p.red_strides)], c, s), r);
     acc = fold(kind, acc, t);
   }

@@ -13,6 +13,7 @@ dtypes torch pools (max: int64 and int32; avg: int64); everything else is float3
 from __future__ import annotations
 
 import re
+from math import prod
 
 import numpy as np
 
@@ -60,6 +61,7 @@ def resample(ctx: Builder, node: NodeView, x: Tensor, op: str, spatial: int, ker
     out_size = (1,) * (3 - spatial) + tuple(node.outputs[0].shape[-spatial:])
     out = ctx.new(x5.shape[:2] + out_size, x.dtype)
     indices = ctx.new(out.shape, "int64") if with_indices else ctx.sink()
+    x5 = ctx.walkable(x5, prod(x5.shape[2:]))  # windows walk a plane, bounded by x's length (ops/bounded.wgsl)
     params = {"numel": out.numel, "C": x5.shape[1], "divisor": divisor, "x_offset": x5.offset,
               "in_size": x5.shape[2:], "out_size": out_size, "kernel": kernel, "stride": stride, "pad": padding,
               "dil": dilation, "scale": [float(v) for v in scale], "x_strides": x5.strides}

@@ -25,6 +25,7 @@
 // Types: T by alias: f32, or i32 for the integer max and average pools torch allows (every other op is float).
 // Geometry: one thread per output element (per_element.wgsl); threads past `numel` exit at once.
 
+//! include bounded.wgsl
 //! include per_element.wgsl
 
 const OP_MAX: u32 = 0u;
@@ -108,19 +109,42 @@ fn max_taps(o: u32, a: u32) -> Window {
 
 const NO_TAP: u32 = 0xffffffffu;
 
+// The taps [lo, hi) of window w along axis a that fall inside the input (the others are skipped anyway).
+fn inside_taps(w: Window, a: u32) -> vec2<u32> {
+  let step = i32(max(w.step, 1u));
+  let n = i32(p.in_size[a]);
+  var lo = 0u;
+  if (w.first < 0) {
+    lo = u32((step - 1 - w.first) / step);
+  }
+  var hi = 0u;
+  if (w.first < n) {
+    hi = min(u32((n - 1 - w.first) / step) + 1u, w.taps);
+  }
+  return vec2(lo, max(lo, hi));
+}
+
 // The first tap is taken whatever its value, so a window of -inf gives -inf and its first tap's index.
 fn max_window(plane: u32, o: vec3<u32>) -> Best {
   var best = Best(T(0), NO_TAP);
   let wd = max_taps(o.x, 0u);
   let wh = max_taps(o.y, 1u);
   let ww = max_taps(o.z, 2u);
-  for (var j = 0u; j < wd.taps; j++) {
+  // The taps inside the input, in three loops that walk x together: their product never exceeds its length
+  // (bounded.wgsl).
+  let td = inside_taps(wd, 0u);
+  let th = inside_taps(wh, 1u);
+  let tw = inside_taps(ww, 2u);
+  let nw = bounded(tw.y - tw.x, arrayLength(&x));
+  let nh = bounded_within(th.y - th.x, nw, arrayLength(&x));
+  let nd = bounded_within(td.y - td.x, nh * nw, arrayLength(&x));
+  for (var j = td.x; j < td.x + nd; j++) {
     let id = wd.first + i32(j * wd.step);
     if (!inside(id, 0u)) { continue; }
-    for (var k = 0u; k < wh.taps; k++) {
+    for (var k = th.x; k < th.x + nh; k++) {
       let ih = wh.first + i32(k * wh.step);
       if (!inside(ih, 1u)) { continue; }
-      for (var l = 0u; l < ww.taps; l++) {
+      for (var l = tw.x; l < tw.x + nw; l++) {
         let iw = ww.first + i32(l * ww.step);
         if (!inside(iw, 2u)) { continue; }
         let at = vec3(u32(id), u32(ih), u32(iw));
@@ -154,15 +178,23 @@ fn span(o: u32, a: u32) -> Span {
   return Span(u32(max(start, 0)), u32(clamp(end, 0, i32(n))), u32(end - start));
 }
 
+fn extent(s: Span) -> u32 {
+  return select(0u, s.hi - s.lo, s.hi > s.lo);
+}
+
 fn mean_window(plane: u32, o: vec3<u32>) -> T {
   let sd = span(o.x, 0u);
   let sh = span(o.y, 1u);
   let sw = span(o.z, 2u);
+  // The three loops walk x together: their product never exceeds its length (bounded.wgsl).
+  let nw = bounded(extent(sw), arrayLength(&x));
+  let nh = bounded_within(extent(sh), nw, arrayLength(&x));
+  let nd = bounded_within(extent(sd), nh * nw, arrayLength(&x));
   var acc = T(0);
-  for (var id = sd.lo; id < sd.hi; id++) {
-    for (var ih = sh.lo; ih < sh.hi; ih++) {
-      for (var iw = sw.lo; iw < sw.hi; iw++) {
-        acc += x[offset(plane, vec3(id, ih, iw))];
+  for (var j = 0u; j < nd; j++) {
+    for (var k = 0u; k < nh; k++) {
+      for (var l = 0u; l < nw; l++) {
+        acc += x[offset(plane, vec3(sd.lo + j, sh.lo + k, sw.lo + l))];
       }
     }
   }

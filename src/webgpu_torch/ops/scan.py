@@ -30,7 +30,9 @@ def _lower(op: str):
     def lower(ctx: Builder, node: NodeView) -> Tensor:
         x, out_dtype = node.args["self"], node.out.dtype
         out = ctx.new(x.shape, out_dtype)
-        params = row_params(x, layout.normalize_dim(node.args["dim"], max(x.ndim, 1)))
+        dim = layout.normalize_dim(node.args["dim"], max(x.ndim, 1))
+        x = ctx.walkable(x, x.shape[dim] if x.ndim else 1)
+        params = row_params(x, dim)
         row = row_threads(params["n"], FILE)
         acc = "f32" if dtypes.category(out_dtype) == 2 else "i32"
         spec = KernelSpec.of(FILE, f"scan[{op}]", consts={

@@ -11,6 +11,7 @@
 // Types: InT, AccT (f32, or i32 for an integer result, which is then exact while it fits) and OutT by alias
 //   substitution.
 
+//! include bounded.wgsl
 //! include strided.wgsl
 
 const OP_SUM: u32 = 0u;
@@ -45,9 +46,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let live = o < p.rows;
   let base = p.offset + strided_offset(select(0u, o, live), p.kept_ndim, p.kept_shape, p.kept_strides);
   let at = (o / p.inner * p.n) * p.inner + o % p.inner;
-  let chunk = (p.n + ROW - 1u) / ROW;
+  let n = bounded(p.n, arrayLength(&x));
+  let chunk = (n + ROW - 1u) / ROW;
   let start = lane * chunk;
-  let end = select(0u, min(start + chunk, p.n), live);
+  let end = select(0u, min(start + chunk, n), live);
   let identity = select(AccT(0), AccT(1), OP == OP_PROD);
 
   var acc = identity;

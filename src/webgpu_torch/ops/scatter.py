@@ -34,6 +34,7 @@ from math import prod
 
 from .. import dtypes, layout, wgsl
 from ..builder import Builder, KernelSpec
+from ..errors import InputError
 from ..program import Tensor, contiguous_strides
 from ..symbolic import Expr, hint
 from .elementwise import copy
@@ -129,6 +130,9 @@ def pull(ctx: Builder, base: Tensor, indices: list[tuple[Tensor, int, int]], sca
     pad = [0] * (4 - len(indices))
     divs = contiguous_strides(shape)
     src, src_scan = source if isinstance(source, tuple) else (base, 0)
+    if not (ctx.holds(views[0], scan) or ctx.holds(src, scan)):  # the kernel bounds its scan by them
+        raise InputError(f"an index and a source broadcast along the scattered dim ({scan} positions over "
+                         "buffers shorter than that): pass a materialized index (.contiguous())")
     params = {"numel": out.numel, "ndim": len(shape), "scan": scan, "base_offset": base.offset,
               "src_offset": src.offset, "src_scan_stride": src_scan, "src_count": src.numel,
               "value": 0 if isinstance(source, tuple) else source,

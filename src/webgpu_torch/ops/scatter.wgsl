@@ -18,6 +18,7 @@
 // Reductions, types and index rules: scatter_fold.wgsl.
 // Geometry: one thread per output element (per_element.wgsl); threads past `numel` exit at once.
 
+//! include bounded.wgsl
 //! include per_element.wgsl
 //! include strided.wgsl
 //! include scatter_fold.wgsl
@@ -59,7 +60,7 @@ struct Params {
 
 fn in_bounds(i: u32) -> bool {
   var rest = i;
-  for (var d = p.ndim; d > 0u; d--) {
+  for (var d = min(p.ndim, 8u); d > 0u; d--) {
     let k = d - 1u;
     let n = p.shape[k / 4u][k % 4u];
     if (rest % n >= p.bounds[k / 4u][k % 4u]) {
@@ -92,7 +93,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let at1 = p.idx_offsets.y + strided_offset(i, p.ndim, p.shape, p.idx1_strides);
     let at2 = p.idx_offsets.z + strided_offset(i, p.ndim, p.shape, p.idx2_strides);
     let at_src = p.src_offset + strided_offset(i, p.ndim, p.shape, p.src_strides);
-    for (var k = 0u; k < p.scan; k++) {
+    let scan = bounded(p.scan, max(arrayLength(&idx0), arrayLength(&src)));
+    for (var k = 0u; k < scan; k++) {
       var hit: bool;
       if (MASK) {
         hit = idx0[at0] != 0 && (!RANKED || u32(idx1[at1]) < p.src_count);

@@ -23,6 +23,7 @@
 //   workgroups per dimension; threads past the end exit at once.
 
 //! include per_element.wgsl
+//! include bounded.wgsl
 //! include strided.wgsl
 //! include scatter_fold.wgsl
 
@@ -146,7 +147,7 @@ fn fold(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   var f = fold_start(base[p.base_offset + strided_offset(i, p.out_ndim, p.out_shape, p.base_strides)]);
   let lo = starts[i];
-  let hi = starts[i + 1u];
+  let hi = bounded(starts[i + 1u], arrayLength(&order));  // a segment never runs past the order it sorts
   if (REDUCE == REDUCE_NONE) {
     var last = NOWHERE;
     for (var j = lo; j < hi; j++) {

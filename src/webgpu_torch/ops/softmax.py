@@ -22,7 +22,9 @@ OP_CODES = {name.lower(): int(code) for name, code in
 def softmax(ctx: Builder, op: str, x: Tensor, dim: int) -> Tensor:
     """`op` ("softmax", "log_softmax", "safe_softmax") of `x` along `dim`; a fresh contiguous tensor."""
     out = ctx.new(x.shape)
-    params = row_params(x, layout.normalize_dim(dim, max(x.ndim, 1)))
+    dim = layout.normalize_dim(dim, max(x.ndim, 1))
+    x = ctx.walkable(x, x.shape[dim] if x.ndim else 1)
+    params = row_params(x, dim)
     row = row_threads(params["n"], FILE)
     spec = KernelSpec.of(FILE, f"softmax[{op}]", overrides={"OP": OP_CODES[op], "ROW": row})
     ctx.dispatch(spec, [x, out], params, elements=params["rows"] * row)

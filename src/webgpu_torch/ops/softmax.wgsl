@@ -9,6 +9,7 @@
 //   rows; the grid is folded to fit 65,535 workgroups per dimension. Three passes over the row: its max, the
 //   sum of exp(x - max), then the result.
 
+//! include bounded.wgsl
 //! include row.wgsl
 //! include strided.wgsl
 
@@ -34,18 +35,19 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let lane = li % ROW;
   let live = o < p.rows;
   let base = p.offset + strided_offset(select(0u, o, live), p.kept_ndim, p.kept_shape, p.kept_strides);
+  let n = bounded(p.n, arrayLength(&x));
 
   var neg_inf_bits = 0xff800000u;  // a runtime value: WGSL rejects -inf in constant expressions
   let neg_inf = bitcast<f32>(neg_inf_bits);
   var m = neg_inf;
-  for (var r = lane; live && r < p.n; r += ROW) {
+  for (var r = lane; live && r < n; r += ROW) {
     m = max(m, x[base + r * p.stride]);
   }
   m = row_max(li, lane, m);
   let all_masked = m == neg_inf;
   let shift = select(m, 0.0, all_masked);  // keeps exp(x - shift) defined on a row of only -inf
   var s = 0.0;
-  for (var r = lane; live && r < p.n; r += ROW) {
+  for (var r = lane; live && r < n; r += ROW) {
     s += exp(x[base + r * p.stride] - shift);
   }
   s = row_sum(li, lane, s);
@@ -54,7 +56,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   let log_s = log(s);
   let at = (o / p.inner * p.n) * p.inner + o % p.inner;
-  for (var r = lane; r < p.n; r += ROW) {
+  for (var r = lane; r < n; r += ROW) {
     let v = x[base + r * p.stride] - shift;
     var y = exp(v) / s;
     if (OP == OP_LOG_SOFTMAX) {

@@ -156,7 +156,7 @@ fn merge(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg
   var lo = 0u;
   var hi = other_len;
   while (lo < hi) {
-    let mid = (lo + hi) / 2u;
+    let mid = lo + (hi - lo) / 2u;  // never wraps: at most 32 halvings, whatever p.run says
     if (before(x[source(o, other + mid)], index_at(o, other + mid), key, id)) {
       lo = mid + 1u;
     } else {

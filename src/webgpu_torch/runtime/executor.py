@@ -15,7 +15,7 @@ grids and evaluates the output views; calls at the same sizes repeat nothing.
 
 from __future__ import annotations
 
-import os
+import contextlib
 import struct
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -25,12 +25,17 @@ import numpy as np
 from .. import dtypes, symbolic
 from ..errors import DeviceError, DeviceIndexError, InputError
 from ..program import Program, Tensor, fold_grid
-from . import transfer
+from . import memory, transfer
 from .device_tensor import DeviceTensor
 from .engine import Engine
 from .features import workgroup_problem
 
 _BUFFER_TYPE = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
+
+
+def _interface(k) -> tuple[tuple[str, ...], int]:
+    """What a kernel's bind group layout depends on: its binding kinds and its Params size."""
+    return k.bindings, k.uniform.size if k.uniform is not None else 0
 
 
 def _round_up(n: int, k: int) -> int:
@@ -65,7 +70,7 @@ class Executor:
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
         self._failed = ""  # why this program refuses calls (a call that timed out), "" while usable
         self._env: dict[str, int] | None = None
-        with self.engine.lock:
+        with self.engine.lock, self._engine_errors("this program"):
             self._check_limits()
             self._build_buffers()
             self._build_pipelines()
@@ -73,6 +78,15 @@ class Executor:
             self._build_readback()
             if not program.symbols:
                 self.prepare({})
+
+    @contextlib.contextmanager
+    def _engine_errors(self, what: str):
+        """An error the engine raises (validation, out of memory) as a one-line DeviceError: whatever a file
+        asks for, what reaches the user is the package's error."""
+        try:
+            yield
+        except self.engine.wgpu.GPUError as e:
+            raise DeviceError(f"the {self.engine.name} engine refused {what}: {one_line(e)}") from None
 
     # -- load time --------------------------------------------------------------------------------------------
     def _check_limits(self) -> None:
@@ -85,10 +99,10 @@ class Executor:
                 what = f"{b.role} buffer {i}" + (f" ({b.name})" if b.name else "")
                 raise DeviceError(f"{what} needs {b.size:,} bytes; this adapter binds at most "
                                   f"{max_binding:,} (max buffer {max_buffer:,})")
-        total, cap = sum(b.size for b in self.program.buffers), memory_cap()
-        if total > cap:
+        total, cap = sum(b.size for b in self.program.buffers), memory.cap(self.engine)
+        if total > cap.bytes:
             raise DeviceError(f"the program needs {total / 2**30:.2f} GiB of buffers, over the "
-                              f"{cap / 2**30:.2f} GiB this process allows ({MEMORY_VAR}, in bytes)")
+                              f"{cap.bytes / 2**30:.2f} GiB this process allows: {cap.why}")
         storage = limits.get("max-storage-buffers-per-shader-stage", 8)
         uniform = limits.get("max-uniform-buffer-binding-size", 1 << 16)
         for k in {d.kernel for d in self.program.dispatches}:
@@ -128,14 +142,17 @@ class Executor:
                 raise DeviceError(f"kernel {self.program.kernels[k].name} needs the {features}, which this "
                                   f"{self.engine.name} device lacks; run the compiled program as saved (its "
                                   "dispatches' defaults need no optional feature)")
-        # One bind group layout per distinct binding list (explicit, never "auto": an operand a variant never
-        # reads still has its slot).
+        # One bind group layout per distinct interface (explicit, never "auto": an operand a variant never
+        # reads still has its slot). The uniform binding's minimum size is the declared Params size, so a
+        # kernel whose WGSL Params is larger than the file says fails here, not at a call.
         self._group_layouts, pipeline_layouts, modules = {}, {}, {}
-        for kinds in {self.program.kernels[k].bindings for k in used}:
-            entries = [{"binding": i, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": _BUFFER_TYPE[kind]}}
+        for key in {_interface(self.program.kernels[k]) for k in used}:
+            kinds, params = key
+            entries = [{"binding": i, "visibility": wgpu.ShaderStage.COMPUTE,
+                        "buffer": {"type": _BUFFER_TYPE[kind], "min_binding_size": params if kind == "uniform" else 0}}
                        for i, kind in enumerate(kinds)]
-            self._group_layouts[kinds] = device.create_bind_group_layout(entries=entries)
-            pipeline_layouts[kinds] = device.create_pipeline_layout(bind_group_layouts=[self._group_layouts[kinds]])
+            self._group_layouts[key] = device.create_bind_group_layout(entries=entries)
+            pipeline_layouts[key] = device.create_pipeline_layout(bind_group_layouts=[self._group_layouts[key]])
         for i in sorted({self._kernel_source[k] for k in used}):
             try:
                 modules[i] = device.create_shader_module(code=self.program.sources[i], label=f"source{i}")
@@ -151,7 +168,7 @@ class Executor:
                 continue
             try:
                 self.pipelines.append(device.create_compute_pipeline(
-                    layout=pipeline_layouts[k.bindings], label=k.name,
+                    layout=pipeline_layouts[_interface(k)], label=k.name,
                     compute={"module": modules[i], "entry_point": k.entry, "constants": dict(k.overrides)}))
             except Exception as e:
                 raise DeviceError(f"kernel {k.name}: the {self.engine.name} engine rejected it: "
@@ -185,7 +202,7 @@ class Executor:
                     buf = self.buffers[next(storage)]
                     res = {"buffer": buf, "offset": 0, "size": buf.size}
                 entries.append({"binding": i, "resource": res})
-            layout = self._group_layouts[self.program.kernels[d.kernel].bindings]
+            layout = self._group_layouts[_interface(self.program.kernels[d.kernel])]
             try:
                 self.bind_groups.append(device.create_bind_group(layout=layout, entries=entries))
             except Exception as e:
@@ -233,7 +250,7 @@ class Executor:
         dynamic sizes `env`, in one submit: those whose index is in `keep` as DeviceTensors, the others read
         back as device-format arrays (when every output is kept, nothing is mapped or waited for). Holds the
         device's lock throughout (runtime/engine.py)."""
-        with self.engine.lock:
+        with self.engine.lock, self._engine_errors("the call"):
             if self._failed:
                 raise DeviceError(f"this program cannot run again: {self._failed}")
             self.prepare(env or {})
@@ -354,20 +371,6 @@ class Executor:
 
 
 _SCALAR_FORMAT = {"u32": "<I", "i32": "<i", "f32": "<f"}
-MEMORY_VAR = "WEBGPU_TORCH_MAX_MEMORY"
-DEFAULT_MEMORY = 32 * 2**30
-
-
-def memory_cap() -> int:
-    """The most bytes of buffers one program may ask for (a damaged or hostile file may ask for any)."""
-    value = os.environ.get(MEMORY_VAR)
-    if not value:
-        return DEFAULT_MEMORY
-    if not value.isdigit():
-        raise DeviceError(f"{MEMORY_VAR}={value!r}: give a number of bytes")
-    return int(value)
-
-
 def one_line(e: BaseException) -> str:
     """An engine's error as one line: its first line, with a count of the lines left out (compiler output)."""
     lines = [line for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
