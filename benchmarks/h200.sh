@@ -69,6 +69,12 @@ attention() { stage attention 120 $cli bench attention --json "$out/attention.js
 host() { stage host 30 $cli bench host --dispatches 100 1000; }
 transfer() { stage transfer 300 $cli bench transfer --json "$out/transfer.json"; }
 florence2() { stage florence2 150 $cli florence2 --size base --seeds 0 1 --save /tmp/florence2; }
+decode() {  # issue 25.1: wall per token against the step's GPU time, host per step; Python, then Node if present
+  stage decode_florence2 300 $cli florence2 --size base --seeds 0 1
+  stage decode_llama 300 $cli llama --size base --seeds 0 1 --new-tokens 64 --save /tmp/llama
+  if command -v node > /dev/null; then stage decode_llama_node 300 node js/bench/bench.js --calls 8 /tmp/llama; fi
+  stage decode_attention 120 $cli bench attention --json "$out/attention.json"
+}
 profile() { stage profile 60 $cli bench profile --file /tmp/florence2/decoder.wgpt --top 15; }
 model_profile() {
   for m in florence2_vision resnet50 vit_b16; do
@@ -78,6 +84,6 @@ model_profile() {
 models() { stage models 240 $cli bench models --ort --repeat 5 --models resnet50 mobilenet_v2 vit_b16 \
   florence2_vision; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt"
-for s in "${@:-tests gemm linear gemm_wgpu f16 matrix quantized conv attention host florence2 profile models}"; do
+for s in "${@:-tests gemm linear gemm_wgpu f16 matrix quantized conv attention host florence2 profile models decode}"; do
   for name in $s; do "$name"; done
 done

@@ -6,6 +6,8 @@ runtime's tests (js/test/corpus.test.js) to run and match. Files (in the golden 
     florence2_tiny/                       a Seq2Seq folder (generation.py) and generate.json: pixel_values,
                                           prompt_ids, max_new_tokens, the ids Python generated and, with
                                           those ids as the teacher, each step's logits ([steps, vocab])
+    llama_tiny/                           a CausalLM folder and generate.json: prompt_ids (a list of ids),
+                                          max_new_tokens, ids and logits as above
 """
 
 from __future__ import annotations
@@ -58,4 +60,12 @@ def write_generation(name: str, stages, pixels: np.ndarray, prompt: np.ndarray, 
     stages.save(folder() / name)
     record = {"pixel_values": tensor_json(pixels), "prompt_ids": tensor_json(prompt), "max_new_tokens": new_tokens,
               "ids": ids, "logits": tensor_json(np.stack(logits))}
+    (folder() / name / "generate.json").write_text(json.dumps(record) + "\n")
+
+
+def write_causal_lm(name: str, lm, prompt: list[int], new_tokens: int, ids: list[int],
+                    logits: list[np.ndarray]) -> None:
+    lm.save(folder() / name)
+    record = {"prompt_ids": list(prompt), "max_new_tokens": new_tokens, "ids": ids,
+              "logits": tensor_json(np.stack(logits))}
     (folder() / name / "generate.json").write_text(json.dumps(record) + "\n")

@@ -14,7 +14,7 @@ from webgpu_torch import artifact, generation, limits, program, symbolic
 from webgpu_torch.errors import ArtifactError
 from webgpu_torch.runtime import executor, features, session, tuning
 
-from .conformance.make import python_limits
+from .conformance.make import StandInStages, python_limits
 
 HERE = Path(__file__).parent / "conformance"
 GOLDEN = Path(__file__).parent / "golden"
@@ -108,24 +108,11 @@ def test_generation_info_and_stopping_rules():
         else:
             generation.check_info(case["info"], "seq2seq.json")
     for case in v["generate"]:
-        stage = _Stages(case["chosen"])
+        stage = StandInStages(case["chosen"])
         model = generation.Seq2Seq(stage, stage, stage, case["info"])
         ids, _ = model.generate(np.zeros((1, 3, 4, 4), np.float32), np.zeros((1, 2), np.int64),
                                 max_new_tokens=case["max_new_tokens"])
         assert ids == case["ids"], case
-
-
-class _Stages:
-    """Stand-ins for the three stages: the decoder's token at step i is `chosen[i]`."""
-
-    def __init__(self, chosen: list[int]):
-        self.chosen = iter(chosen)
-
-    def on_device(self, *args):
-        return []
-
-    def run(self, args, keep_on_device=()):
-        return np.zeros(3, np.float32), np.array([[next(self.chosen)]]), args[1]
 
 
 def test_a_program_needing_a_feature_the_device_lacks_is_refused_by_name():

@@ -41,7 +41,7 @@ def value(v):
 @pytest.mark.host
 def test_the_corpus_covers_every_part_of_the_format():
     assert {"tiny", "mlp", "weights_f16", "precision_f16", "options", "dynamic", "structured", "portable",
-            "integers_as_floats"} <= set(VALID)
+            "integers_as_floats", "state"} <= set(VALID)
     assert len(EXPECTED) == len(list((GOLDEN / "bad").glob("*.wgpt"))) >= 100
 
 
@@ -55,16 +55,21 @@ def test_valid_artifacts_load_without_a_device(name):
 @pytest.mark.parametrize("name", VALID)
 def test_valid_artifacts_give_the_recorded_outputs(name):
     session = webgpu_torch.load(GOLDEN / f"{name}.wgpt")
-    for call in json.loads((GOLDEN / f"{name}.json").read_text())["calls"]:
-        if "error" in call:  # an index out of range: the call raises, the next one runs
+    for n, call in enumerate(json.loads((GOLDEN / f"{name}.json").read_text())["calls"]):
+        if call.get("reset_state"):
+            session.reset_state()
+        elif "error" in call:  # an index out of range: the call raises, the next one runs
             with pytest.raises(webgpu_torch.DeviceIndexError, match=call["error"]):
                 session(*value(call["args"]), **value(call["kwargs"]))
-            continue
-        out = session(*value(call["args"]), **value(call["kwargs"]))
-        leaves = tree.flatten(session.program.output_tree, out, "output")
-        assert len(leaves) == len(call["outputs"])
-        for k, (got, want) in enumerate(zip(leaves, call["outputs"], strict=True)):
-            assert_close(got, tensor(want), what=f"{name} output {k}")
+        else:
+            out = session(*value(call["args"]), **value(call["kwargs"]))
+            leaves = tree.flatten(session.program.output_tree, out, "output")
+            assert len(leaves) == len(call["outputs"])
+            for k, (got, want) in enumerate(zip(leaves, call["outputs"], strict=True)):
+                assert_close(got, tensor(want), what=f"{name} call {n} output {k}")
+        assert sorted(call.get("states", {})) == sorted(session.states)
+        for state, want in call.get("states", {}).items():
+            assert_close(session.read_state(state), tensor(want), what=f"{name} call {n} state {state}")
 
 
 @pytest.mark.host

@@ -1,5 +1,6 @@
 """`webgpu-torch serve`: the page in headless Chromium (SwiftShader) — MiniLM's similarity heat map matching
-eager PyTorch on Python's tokens, Florence-2 generating transformers' ids token by token, any artifact run
+eager PyTorch on Python's tokens, Florence-2 and the causal LM generating the Python runtime's ids token by
+token with their times and tokens/s, any artifact run
 with random inputs — and the page's WordPiece tokenizer against transformers' on awkward text. Screenshots
 land in build/screenshots/ (docs/serve_minilm.png is one)."""
 
@@ -110,6 +111,20 @@ def test_the_page_generates_florence2_tokens(tmp_path):
     assert page["text"].count(" ms") >= len(want)
 
 
+def test_the_page_generates_causal_lm_tokens(tmp_path):
+    from webgpu_torch.generation import CausalLM
+
+    site = serve.site_for_model("llama", cache=tmp_path)
+    page = _page(site, "serve_llama.png")
+    result, config = page["result"], site.config
+    assert result["prompt"] == config["prompt"]
+    assert len(result["ids"]) == len(result["stepMs"]) == config["maxNewTokens"]
+    want, _ = CausalLM.load(site.model).generate(config["prompt"], config["maxNewTokens"])
+    assert result["ids"] == want
+    assert all(str(i) in page["text"] for i in want) and page["text"].count(" ms") >= len(want)
+    assert f"{result['tokensPerSecond']:.1f} tokens/s" in page["text"]
+
+
 def test_the_page_runs_any_artifact(tmp_path):
     site = serve.site_for_file(ROOT / "tests" / "golden" / "mlp.wgpt")
     result = _page(site, "serve_program.png")["result"]
@@ -117,7 +132,7 @@ def test_the_page_runs_any_artifact(tmp_path):
 
 
 def test_serve_refuses_what_it_cannot_show(tmp_path):
-    with pytest.raises(SystemExit, match=r"without seq2seq\.json"):
+    with pytest.raises(SystemExit, match=r"without seq2seq\.json or causal_lm\.json"):
         serve.site_for_file(tmp_path)
     with pytest.raises(SystemExit, match="no file"):
         serve.site_for_file(tmp_path / "missing.wgpt")

@@ -1,14 +1,16 @@
-// Wall time per call of artifacts in Node, and per decoder step of a Seq2Seq folder, as the Python runtime
-// is measured: the median of repeated calls after a warm-up, inputs from a corpus file's first call.
+// Wall time per call of artifacts in Node, and per generated token of a Seq2Seq or CausalLM folder (beside
+// the decoder step's GPU time and the host's seconds per step: encode, submit, map, copy), as the Python
+// runtime is measured: the median of repeated calls after a warm-up, inputs from a corpus file's first call.
 //
-//   node bench/bench.js [--calls N] PATH.wgpt|SEQ2SEQ_FOLDER ...
+//   node bench/bench.js [--calls N] PATH.wgpt|GENERATION_FOLDER ...
 //
 // A .wgpt needs PATH.json beside it (tests/golden/README.md); a folder needs generate.json (tests/corpus.py).
 
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { gpuTime, load, loadSeq2Seq } from '../src/index.js';
+import { gpuTime, load, Seq2Seq } from '../src/index.js';
+import { loadGenerator } from '../testkit/corpus.js';
 import { calls, tensor } from '../testkit/io.js';
 
 /** @param {number[]} xs */
@@ -39,18 +41,29 @@ async function benchProgram(path, n) {
  * @param {string} folder
  * @param {number} n
  */
-async function benchSeq2Seq(folder, n) {
+async function benchGeneration(folder, n) {
   const record = JSON.parse(readFileSync(join(folder, 'generate.json'), 'utf8'));
-  const model = await loadSeq2Seq(folder, { tune: false });
-  const pixels = tensor(record.pixel_values);
-  const prompt = tensor(record.prompt_ids);
-  await model.generate(pixels, prompt, { maxNewTokens: record.max_new_tokens });
+  const model = await loadGenerator(folder, record, { tune: false });
+  const options = { maxNewTokens: record.max_new_tokens };
+  const generate = () => (model instanceof Seq2Seq
+    ? model.generate(tensor(record.pixel_values), tensor(record.prompt_ids), options)
+    : model.generate(record.prompt_ids, options));
+  await generate();
   const steps = [];
+  /** @type {Record<string, number[]>} */
+  const host = {};
   for (let i = 0; i < n; i++) {
-    await model.generate(pixels, prompt, { maxNewTokens: record.max_new_tokens });
-    steps.push(median((model.timings.decoderSteps ?? []).slice(1)) * 1e3);
+    await generate();
+    const t = model instanceof Seq2Seq ? { steps: model.timings.decoderSteps, host: model.timings.decoderHost } : model.timings;
+    steps.push(median((t.steps ?? []).slice(1)) * 1e3);
+    for (const [phase, seconds] of Object.entries(t.host ?? {})) (host[phase] ??= []).push(median(seconds) * 1e3);
   }
-  console.log(`${folder}: ${median(steps).toFixed(3)} ms per decoder step (wall, median over ${n} generations of ${record.max_new_tokens})`);
+  const step = model instanceof Seq2Seq ? model.decoder : model.step;
+  const gpu = await gpuTime(step.executor, 3, 3);
+  const wall = median(steps);
+  console.log(`${folder}: ${wall.toFixed(3)} ms per token (wall, median over ${n} generations of ${record.max_new_tokens}); ` +
+    `decoder step GPU ${(gpu.seconds * 1e3).toFixed(3)} ms (${gpu.method}): ${(wall / (gpu.seconds * 1e3)).toFixed(2)}x; ` +
+    `host per step ${Object.entries(host).map(([k, v]) => `${k} ${median(v).toFixed(3)}`).join(', ')} ms`);
   model.destroy();
 }
 
@@ -62,6 +75,6 @@ for (let i = 0; i < args.length; i++) {
     continue;
   }
   const path = args[i];
-  if (existsSync(join(path, 'generate.json'))) await benchSeq2Seq(path, Math.max(1, n >> 2));
+  if (existsSync(join(path, 'generate.json'))) await benchGeneration(path, Math.max(1, n >> 2));
   else await benchProgram(path, n);
 }

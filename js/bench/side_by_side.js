@@ -8,20 +8,22 @@
 //
 // kind "call": a whole call each side, host in and host out (our `run`; ORT's `run` with outputs on the CPU),
 // timed by performance.now(). kind "decoder": a greedy decode of `steps` tokens from `start`, one step a call,
-// the self-attention cache and the cross-attention K/V kept on the GPU on both sides (our DeviceTensors; ORT's
+// the self-attention cache and the cross-attention K/V kept on the GPU on both sides (ours: the decoder's
+// state, updated in place, steps pipelined as generation.js runs them; ORT's: a functional cache as
 // GPU-buffer tensors), the next token read back each step, timed per step. Both sides run on the same adapter,
 // each on its own device (ORT's WebGPU build makes its own, whatever env.webgpu.device says), each with its own
 // defaults: our tuning, ORT's graph optimisation.
 
-import { DeviceTensor, load } from '../src/index.js';
+import { DeviceTensor, greedy, load } from '../src/index.js';
 
 /** @typedef {{onnx: string, dtype: string, shape: number[], file: string}} InputFile */
 /**
  * @typedef {{name: string, kind: 'call' | 'decoder', wgpt: string, onnx: string, inputs: InputFile[],
  *   start?: number, steps?: number, layers?: number, heads?: number, headDim?: number, tokenInput?: string,
  *   pastInputs?: string[], crossInputs?: string[], outputs?: string[]}} Entry
- * A decoder's `inputs` are its cross-attention K/V (ORT names: crossInputs); the token and the cache are made
- * by the decode loop (tokenInput, pastInputs); `outputs` are ORT's names: logits, token, the grown cache.
+ * A decoder's `inputs` are its cross-attention K/V (ORT names: crossInputs); ORT's token and cache are made by
+ * its decode loop (tokenInput, pastInputs); `outputs` are ORT's names: logits, token, the grown cache. Our
+ * .wgpt is the stateful step (token, position, cross K/V), ORT's .onnx the functional one.
  */
 /**
  * @typedef {object} Env
@@ -144,29 +146,11 @@ async function compareDecoder(entry, env) {
   const crossOrt = crossBuffers.map((b, i) => ort.Tensor.fromGpuBuffer(b, { dataType: 'float32', dims: entry.inputs[i].shape }));
   const [layers, heads, headDim] = [/** @type {number} */ (entry.layers), entry.heads, entry.headDim];
   const steps = /** @type {number} */ (entry.steps);
-  const empty = () => ({ data: new Float32Array(0), shape: [1, heads, 0, headDim] });
 
-  /** Our greedy decode: the tokens and each step's ms. */
+  /** Our greedy decode (the cache is the decoder's state; generation.js's pipelined loop): the tokens and each step's ms. */
   const decodeOurs = async () => {
-    /** @type {any[]} */
-    let past = Array(2 * layers).fill(null).map(empty);
-    let token = /** @type {number} */ (entry.start);
-    const ids = [];
-    const times = [];
-    const tokenIds = new Int32Array(1);
-    for (let s = 0; s < steps; s++) {
-      const start = performance.now();
-      tokenIds[0] = token;
-      const [logits, chosen, grown] = await program.runOnDevice([{ data: tokenIds, shape: [1, 1] }, past, crossOurs], { read: [1] });
-      logits.release();
-      for (const t of past) if (t instanceof DeviceTensor) t.release();
-      past = grown;
-      token = Number(chosen.data[0]);
-      times.push(performance.now() - start);
-      ids.push(token);
-    }
-    for (const t of past) t.release();
-    return { ids, times };
+    const decoded = await greedy(program, [/** @type {number} */ (entry.start)], steps, [crossOurs]);
+    return { ids: decoded.ids, times: decoded.steps.map((s) => s * 1e3) };
   };
 
   /** ORT's greedy decode, the same way. */

@@ -1,8 +1,8 @@
 // The checks of test/golden.test.js and test/corpus.test.js, in a browser page that browser/run.js serves:
 // each result is posted back to the runner as it comes.
 
-import { ArtifactError, load, loadSeq2Seq, openDevice } from '../src/index.js';
-import { parseCalls, regenerate, replay } from '../testkit/corpus.js';
+import { ArtifactError, load, openDevice } from '../src/index.js';
+import { loadGenerator, parseCalls, regenerate, replay } from '../testkit/corpus.js';
 
 /** @param {string} line */
 const log = (line) => fetch('/log', { method: 'POST', body: JSON.stringify({ line }) });
@@ -67,7 +67,7 @@ for (const name of manifest.models) await test(`corpus ${name}`, () => replayFil
 for (const name of manifest.generations) {
   await test(`corpus ${name}, generated`, async () => {
     const record = await (await fetch(`/corpus/${name}/generate.json`)).json();
-    const model = await loadSeq2Seq(new URL(`/corpus/${name}`, location.href), { tune: false, featureLevel });
+    const model = await loadGenerator(new URL(`/corpus/${name}`, location.href), record, { tune: false, featureLevel });
     try {
       return await regenerate(model, record);
     } finally {

@@ -24,7 +24,8 @@ import * as tree from './tree.js';
  *   bindings: BindingKind[], uniform: UniformLayout | null, requires: string[], fallback: number | null,
  *   engineSources: Record<string, number>, workgroupSize: Grid, workgroupBytes: number}} KernelSpec
  */
-/** @typedef {{size: number, role: 'input' | 'constant' | 'scratch' | 'status', name: string}} BufferSpec */
+/** @typedef {{size: number, role: 'input' | 'constant' | 'scratch' | 'status' | 'state', name: string}} BufferSpec */
+/** @typedef {{name: string, buffer: number, shape: number[], dtype: ModelDtype}} StateSpec */
 /** @typedef {{node: string, message: string}} CheckSpec */
 /** @typedef {{dtype: DeviceDtype | 'q4' | 'q8', bytes: Uint8Array}} Constant */
 /** @typedef {{name: string, shape: Expr[], dtype: ModelDtype, buffer: number}} InputSpec */
@@ -39,8 +40,9 @@ import * as tree from './tree.js';
  * @typedef {{meta: Record<string, unknown>, requires: string[], symbols: Record<string, SymbolSpec>, sources: string[],
  *   kernels: KernelSpec[], buffers: BufferSpec[], constants: Map<number, Constant>, inputs: InputSpec[],
  *   outputs: OutputSpec[], inputTree: TreeSpec, outputTree: TreeSpec, dispatches: DispatchSpec[],
- *   checks: CheckSpec[], status: number | null}} ProgramSpec
+ *   checks: CheckSpec[], status: number | null, states: StateSpec[]}} ProgramSpec
  * `status`: the index of the "status" buffer, whose word i check i sets when it fails (docs/artifact.md, Checks).
+ * `states`: the tensors the program keeps between calls, each in a "state" buffer (docs/artifact.md, State).
  */
 
 export const MAGIC = LIMITS.magic;
@@ -284,7 +286,12 @@ function validate(header, data) {
   const status = statuses.length ? statuses[0] : null;
   need(!checks.length || (status !== null && buffers[status].size >= 4 * checks.length), 'checks without a status buffer large enough for them');
   need(outputs.every((t) => t.buffer !== status), 'a status buffer an output reads');
-  return { meta, requires, symbols, sources, kernels, buffers, constants, inputs, outputs, inputTree, outputTree, dispatches, checks, status };
+  const states = list(header.states ?? [], 'states').map((x, i) => readState(object(x, `state ${i}`), i, buffers));
+  const stated = states.map((x) => x.buffer).sort((a, b) => a - b);
+  const stateBuffers = buffers.flatMap((b, i) => (b.role === 'state' ? [i] : []));
+  need(stated.join() === stateBuffers.join(), 'a state buffer that is not exactly one state\'s');
+  need(outputs.every((t) => !stated.includes(t.buffer)), 'an output views a state buffer');
+  return { meta, requires, symbols, sources, kernels, buffers, constants, inputs, outputs, inputTree, outputTree, dispatches, checks, status, states };
 }
 
 /**
@@ -453,7 +460,7 @@ function readBuffer(b, i) {
   const size = int(field(b, 'size', what), `${what} size`);
   need(size > 0, `${what}: bad size ${size}`);
   const role = field(b, 'role', what);
-  need(['input', 'constant', 'scratch', 'status'].includes(role), `${what}: unknown role ${JSON.stringify(role)}`);
+  need(['input', 'constant', 'scratch', 'status', 'state'].includes(role), `${what}: unknown role ${JSON.stringify(role)}`);
   return { size, role, name: str(b.name ?? '', `${what} name`) };
 }
 
@@ -529,6 +536,26 @@ function readInput(x, i, buffers, symbols, ex) {
   need(Math.max(1, largest) * ITEMSIZE <= buffers[buffer].size && shape.every((s) => expr.bounds(s, symbols)[0] >= 0),
     `${what}: buffer too small`);
   return { name, shape, dtype, buffer };
+}
+
+/**
+ * @param {Record<string, any>} x
+ * @param {number} i
+ * @param {BufferSpec[]} buffers
+ * @returns {StateSpec}
+ */
+function readState(x, i, buffers) {
+  const name = str(field(x, 'name', `state ${i}`), `state ${i} name`);
+  const what = `state ${name}`;
+  const dtype = field(x, 'dtype', what);
+  need(isModelDtype(dtype), `${what}: unknown dtype ${JSON.stringify(dtype)}`);
+  const shape = list(field(x, 'shape', what), `${what} shape`).map((n) => int(n, `${what} shape`));
+  const buffer = int(field(x, 'buffer', what), `${what} buffer`);
+  need(buffer >= 0 && buffer < buffers.length, `${what}: bad buffer`);
+  need(buffers[buffer].role === 'state', `${what}: buffer ${buffer} is not a state buffer`);
+  need(shape.every((n) => n >= 0) && Math.max(1, shape.reduce((a, b) => a * b, 1)) * ITEMSIZE <= buffers[buffer].size,
+    `${what}: bad shape or buffer too small`);
+  return { name, buffer, shape, dtype };
 }
 
 /**
@@ -634,8 +661,8 @@ function readDispatch(x, i, kernels, buffers, ex, symbols) {
   const storage = k.bindings.filter((b) => b !== 'uniform');
   need(bound.length === storage.length, `${it}: binds ${bound.length} of ${storage.length} buffers`);
   need(bound.every((b) => b >= 0 && b < buffers.length), `${it}: bad buffer index`);
-  need(bound.every((b, j) => storage[j] !== 'read_write' || ['scratch', 'status'].includes(buffers[b].role)),
-    `${it}: writes a buffer that is not scratch`);
+  need(bound.every((b, j) => storage[j] !== 'read_write' || ['scratch', 'status', 'state'].includes(buffers[b].role)),
+    `${it}: writes an input or a constant`);
   const uniform = readWords(field(x, 'uniform', it), it);
   const size = k.uniform?.size ?? 0;
   need(uniform.length * 4 === size, `${it}: ${uniform.length} uniform words for a ${size}-byte Params`);

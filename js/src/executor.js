@@ -44,12 +44,15 @@ export const TIMEOUT_VAR = 'WEBGPU_TORCH_TIMEOUT';
 const DEFAULT_TIMEOUT = 300; // seconds; lavapipe's first run of a large kernel compiles it for tens of seconds
 // Dawn for Node polls for a pending map with setImmediate, keeping one core busy for the whole wait; on a CPU
 // adapter (lavapipe) that core is taken from the shader threads. So in Node a reading call naps before asking
-// for its map: NAP_FRACTION of the shortest submit-to-map time of the last NAP_WINDOW reading calls (each is
-// at least the GPU's time, and a nap that outlasts the work makes the next bound tighter). Naps under
+// for its map: NAP_FRACTION of the shortest start-to-map time of the last NAP_WINDOW reading calls (a call
+// starts at its submit, or when the reading call before it mapped, whichever is later; each time is at least
+// the GPU's, and a nap that outlasts the work — its map there within OVERSLEPT_MS of waking — counts half its
+// time, so a long call, such as a first decoder step waiting for its encoder, does not hold later naps long). Naps under
 // NAP_MIN_MS are skipped: there a timer's granularity costs more than the poll.
 const NAP_FRACTION = 0.9;
 const NAP_WINDOW = 8;
 const NAP_MIN_MS = 20;
+const OVERSLEPT_MS = 1;
 const BUFFER_TYPE = /** @type {const} */ ({ read: 'read-only-storage', read_write: 'storage', uniform: 'uniform' });
 
 /**
@@ -163,8 +166,10 @@ export class Executor {
     this.poisonScratch = false;
     /** Why this program refuses calls (a call that timed out); "" while usable. */
     this.failed = '';
-    /** Submit-to-map milliseconds of the last NAP_WINDOW reading calls (Node: how long the next one naps). */
+    /** Start-to-map milliseconds of the last NAP_WINDOW reading calls (Node: how long the next one naps). */
     this.waits = /** @type {number[]} */ ([]);
+    /** performance.now() when the last reading call's map completed */
+    this.lastMapped = 0;
     /** @type {GPUBuffer[]} */
     this.buffers = [];
     /** @type {GPUBuffer[]} */
@@ -183,12 +188,15 @@ export class Executor {
     this.uniforms = null;
     /** the uniform buffer's contents, kept on the host for patching */
     this.uniformWords = new Uint32Array(0);
-    /** @type {GPUBuffer | null} */
-    this.staging = null;
-    /** @type {number[]} byte offset of each output's slot in `staging` */
+    /** @type {GPUBuffer[]} the staging buffers no call in flight holds */
+    this.stagings = [];
+    this.stagingSize = 4;
+    /** @type {number[]} byte offset of each output's slot in a staging buffer */
     this.slots = [];
-    /** byte offset of the status words in `staging` (after the outputs) */
+    /** byte offset of the status words in a staging buffer (after the outputs) */
     this.statusSlot = 0;
+    /** @type {Map<number, WeakRef<DeviceTensor>>} input buffer -> the DeviceTensor the last call copied into it */
+    this.held = new Map();
     /** @type {number[] | null} the symbol values of the last call, in the order of spec.symbols */
     this.sizes = null;
     // The plan at the current sizes: per dispatch its pipeline, bind group and grid (x = 0: skipped); the
@@ -360,7 +368,8 @@ export class Executor {
     });
     this.statusSlot = total;
     total += 4 * spec.checks.length;
-    this.staging = this.device.createBuffer({ size: Math.max(total, 4), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'staging' });
+    this.stagingSize = Math.max(total, 4);
+    this.stagings = [this.newStaging()];
   }
 
   /**
@@ -451,66 +460,82 @@ export class Executor {
    * @returns {Promise<(HostTensor | DeviceTensor)[]>}
    */
   async run(inputs, env, keep) {
+    const call = await this.start(inputs, env, keep, keep.map((k) => !k));
+    return /** @type {Promise<(HostTensor | DeviceTensor)[]>} */ (call.result());
+  }
+
+  /**
+   * Write the inputs, encode and submit one call, and resolve without waiting for it: `kept` holds the
+   * outputs whose `keep` flag is set as DeviceTensors at once (to feed the next call), and `result()` reads
+   * back those whose `read` flag is set (an output may be both) through a staging buffer of the call's own,
+   * so several calls may be in flight: a decoder submits its next step before it reads this one's token. A
+   * DeviceTensor input already in its input buffer (the one the last call copied there: DeviceTensors never
+   * change, and nothing else writes an input buffer) is not copied again: a decoder's cross K/V.
+   * @param {(ArrayBufferView | DeviceTensor)[]} inputs
+   * @param {Env} env
+   * @param {boolean[]} keep
+   * @param {boolean[]} read
+   * @returns {Promise<Call>}
+   */
+  async start(inputs, env, keep, read) {
     if (this.failed) throw new DeviceError(`this program cannot run again: ${this.failed}`);
+    const begin = performance.now();
     this.prepare(env);
     const { device, spec } = this;
-    const staging = /** @type {GPUBuffer} */ (this.staging);
     const encoder = device.createCommandEncoder();
+    const held = new Map(this.held);
+    this.held.clear(); // until this call's copies are submitted
     for (let i = 0; i < inputs.length; i++) {
       const value = inputs[i];
-      const target = this.buffers[spec.inputs[i].buffer];
+      const at = spec.inputs[i].buffer;
+      const there = held.get(at);
+      held.delete(at);
       if (value instanceof DeviceTensor) {
         if (value.device !== device) throw new DeviceError(`${value} lives on another device than this program`);
         const nbytes = value.numel * ITEMSIZE;
-        if (nbytes) encoder.copyBufferToBuffer(value.buffer, value.offset * ITEMSIZE, target, 0, nbytes);
+        if (nbytes && there?.deref() !== value) encoder.copyBufferToBuffer(value.buffer, value.offset * ITEMSIZE, this.buffers[at], 0, nbytes);
+        held.set(at, new WeakRef(value));
       } else if (value.byteLength) {
-        device.queue.writeBuffer(target, 0, value);
+        device.queue.writeBuffer(this.buffers[at], 0, value);
       }
     }
     if (this.poisonScratch) this.poison();
     this.encode(encoder);
-    /** @type {(HostTensor | DeviceTensor)[]} */
-    const out = new Array(this.readbacks.length);
-    const reading = !keep.every(Boolean); // a call that reads an output reads the status words with it
+    /** @type {(HostTensor | DeviceTensor | undefined)[]} */
+    const kept = new Array(this.readbacks.length);
+    const reading = read.some(Boolean); // a call that reads an output reads the status words with it
+    const staging = reading ? (this.stagings.pop() ?? this.newStaging()) : null;
     for (let i = 0; i < this.readbacks.length; i++) {
       const r = this.readbacks[i];
       if (keep[i]) {
-        const kept = new DeviceTensor(device, Math.max(r.size, 4), r.shape.slice(), r.strides.slice(), r.first, r.dtype);
-        if (r.size) encoder.copyBufferToBuffer(r.buffer, r.start, kept.buffer, 0, r.size);
-        out[i] = kept;
-      } else if (r.size) {
-        encoder.copyBufferToBuffer(r.buffer, r.start, staging, r.slot, r.size);
+        kept[i] = new DeviceTensor(device, Math.max(r.size, 4), r.shape.slice(), r.strides.slice(), r.first, r.dtype);
+        if (r.size) encoder.copyBufferToBuffer(r.buffer, r.start, /** @type {DeviceTensor} */ (kept[i]).buffer, 0, r.size);
       }
+      if (staging && read[i] && r.size) encoder.copyBufferToBuffer(r.buffer, r.start, staging, r.slot, r.size);
     }
-    if (spec.checks.length && reading) {
+    if (staging && spec.checks.length) {
       encoder.copyBufferToBuffer(this.buffers[/** @type {number} */ (spec.status)], 0, staging, this.statusSlot, 4 * spec.checks.length);
     }
+    const encoded = performance.now();
     device.queue.submit([encoder.finish()]);
+    this.held = held;
     const submitted = performance.now();
+    const call = new Call(this, kept, read, staging, this.readbacks, submitted);
+    call.host.encode = (encoded - begin) * 1e-3;
+    call.host.submit = (submitted - encoded) * 1e-3;
     const state = stateOf(device);
-    if (!reading) {
-      // Work nobody waits for runs ahead at most MAX_UNAWAITED submissions: a host that out-runs the GPU
-      // would otherwise queue without bound.
-      if (++state.unawaited >= MAX_UNAWAITED) {
-        await this.settle(device.queue.onSubmittedWorkDone(), 'work submitted without waiting');
-        state.unawaited = 0;
-      }
-      return fill(out, keep, this.readbacks, new Uint32Array(0));
+    // Work nobody waits for runs ahead at most MAX_UNAWAITED submissions: a host that out-runs the GPU would
+    // otherwise queue without bound.
+    if (!reading && ++state.unawaited >= MAX_UNAWAITED) {
+      await this.settle(device.queue.onSubmittedWorkDone(), 'work submitted without waiting');
+      state.unawaited = 0;
     }
-    const nap = this.waits.length ? NAP_FRACTION * Math.min(...this.waits) : 0;
-    if (isNode && nap >= NAP_MIN_MS) await new Promise((wake) => setTimeout(wake, nap));
-    await this.settle(staging.mapAsync(GPUMapMode.READ), 'the call');
-    this.waits = [...this.waits.slice(1 - NAP_WINDOW), performance.now() - submitted];
-    state.unawaited = 0;
-    let failed = -1;
-    try {
-      const words = new Uint32Array(staging.getMappedRange());
-      failed = spec.checks.findIndex((_, i) => words[this.statusSlot / 4 + i] !== 0);
-      if (failed < 0) return fill(out, keep, this.readbacks, words);
-    } finally {
-      staging.unmap();
-    }
-    this.raiseCheck(failed, out);
+    return call;
+  }
+
+  /** A staging buffer with a slot per output, each as large as its output can get, then the status words. */
+  newStaging() {
+    return this.device.createBuffer({ size: this.stagingSize, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'staging' });
   }
 
   /**
@@ -550,6 +575,45 @@ export class Executor {
     }
   }
 
+  /**
+   * The state `name` as the calls so far left it, read back to the host (one copy, one map).
+   * @param {string} name
+   * @returns {Promise<HostTensor>}
+   */
+  async readState(name) {
+    const s = this.state(name);
+    const buffer = this.buffers[s.buffer];
+    const staging = this.device.createBuffer({ size: buffer.size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const encoder = this.device.createCommandEncoder();
+    encoder.copyBufferToBuffer(buffer, 0, staging, 0, buffer.size);
+    this.device.queue.submit([encoder.finish()]);
+    try {
+      await this.settle(staging.mapAsync(GPUMapMode.READ), `reading state ${name}`);
+      const strides = s.shape.map((_, k) => s.shape.slice(k + 1).reduce((a, b) => a * b, 1));
+      return { data: gather(new Uint32Array(staging.getMappedRange()), s.dtype, s.shape, strides, 0), shape: s.shape.slice(), dtype: s.dtype };
+    } finally {
+      staging.destroy();
+    }
+  }
+
+  /**
+   * Zero the states `names` (every state when none is named), as at load; ordered after the calls made so far.
+   * @param {string[]} [names]
+   */
+  resetState(names) {
+    for (const s of names?.length ? names.map((n) => this.state(n)) : this.spec.states) {
+      const buffer = this.buffers[s.buffer];
+      this.device.queue.writeBuffer(buffer, 0, new Uint8Array(buffer.size));
+    }
+  }
+
+  /** @param {string} name */
+  state(name) {
+    const s = this.spec.states.find((x) => x.name === name);
+    if (!s) throw new RangeError(`no state ${JSON.stringify(name)} in this program (its states: ${this.spec.states.map((x) => x.name).join(', ') || 'none'})`);
+    return s;
+  }
+
   poison() {
     const largest = Math.max(0, ...this.scratch.map((b) => b.size));
     if (!this.nan || this.nan.length < largest) this.nan = new Uint8Array(largest).fill(0xff);
@@ -560,21 +624,93 @@ export class Executor {
   destroy() {
     for (const b of this.buffers) b.destroy();
     this.uniforms?.destroy();
-    this.staging?.destroy();
+    for (const b of this.stagings) b.destroy();
     this.failed = 'it was destroyed';
   }
 }
 
 /**
+ * A submitted call (Executor.start): `kept` its outputs kept on the device, at once; `result()` waits for the
+ * outputs it reads and resolves to every output in order (one both kept and read comes back read; one neither
+ * as undefined). Its staging buffer goes back to the executor with result() or discard(). `host`: seconds of
+ * encode and submit, then with result() map (waiting for the GPU) and copy (outputs out of mapped memory).
+ */
+export class Call {
+  /**
+   * @param {Executor} executor
+   * @param {(HostTensor | DeviceTensor | undefined)[]} kept
+   * @param {boolean[]} read
+   * @param {GPUBuffer | null} staging
+   * @param {Readback[]} readbacks
+   * @param {number} submitted performance.now() at the submit
+   */
+  constructor(executor, kept, read, staging, readbacks, submitted) {
+    this.executor = executor;
+    this.kept = kept;
+    this.read = read;
+    this.staging = staging;
+    this.readbacks = readbacks;
+    this.submitted = submitted;
+    /** @type {Record<string, number>} */
+    this.host = {};
+  }
+
+  /** @returns {Promise<(HostTensor | DeviceTensor | undefined)[]>} */
+  async result() {
+    const { executor: ex, staging } = this;
+    const out = this.kept.slice();
+    if (!staging) return out;
+    const start = performance.now();
+    try {
+      // Node: nap through most of the GPU's time rather than poll for it (NAP_*, above). The GPU starts a
+      // call at its submit or when the call before it finished, whichever is later (calls in flight together).
+      const begun = Math.max(this.submitted, ex.lastMapped);
+      const nap = ex.waits.length ? NAP_FRACTION * Math.min(...ex.waits) - (start - begun) : 0;
+      const napping = isNode && nap >= NAP_MIN_MS;
+      if (napping) await new Promise((wake) => setTimeout(wake, nap));
+      const woke = performance.now();
+      await ex.settle(staging.mapAsync(GPUMapMode.READ), 'the call');
+      const mapped = performance.now();
+      // A map there at once after a nap says the nap outlasted the work: half the time is a better bound.
+      const overslept = napping && mapped - woke < OVERSLEPT_MS;
+      ex.waits = [...ex.waits.slice(1 - NAP_WINDOW), (mapped - begun) * (overslept ? 0.5 : 1)];
+      ex.lastMapped = mapped;
+      stateOf(ex.device).unawaited = 0;
+      const { spec } = ex;
+      let failed = -1;
+      try {
+        const words = new Uint32Array(staging.getMappedRange());
+        failed = spec.checks.findIndex((_, i) => words[ex.statusSlot / 4 + i] !== 0);
+        if (failed < 0) fill(out, this.read, this.readbacks, words);
+      } finally {
+        staging.unmap();
+      }
+      this.host.map = (mapped - start) * 1e-3;
+      this.host.copy = (performance.now() - mapped) * 1e-3;
+      if (failed >= 0) ex.raiseCheck(failed, out);
+      return out;
+    } finally {
+      this.discard();
+    }
+  }
+
+  /** Give the staging buffer back unread (the work itself still runs): a decoder's step past EOS. */
+  discard() {
+    if (this.staging) this.executor.stagings.push(this.staging);
+    this.staging = null;
+  }
+}
+
+/**
  * The outputs read back, gathered out of the mapped staging words into host arrays.
- * @param {(HostTensor | DeviceTensor)[]} out
- * @param {boolean[]} keep
+ * @param {(HostTensor | DeviceTensor | undefined)[]} out
+ * @param {boolean[]} read
  * @param {Readback[]} readbacks
  * @param {Uint32Array} words
  */
-function fill(out, keep, readbacks, words) {
+function fill(out, read, readbacks, words) {
   for (let i = 0; i < readbacks.length; i++) {
-    if (keep[i]) continue;
+    if (!read[i]) continue;
     const r = readbacks[i];
     out[i] = { data: gather(words, r.dtype, r.shape, r.strides, r.slot / ITEMSIZE + r.first), shape: r.shape.slice(), dtype: r.dtype };
   }

@@ -22,6 +22,13 @@ import * as tuning from './tuning.js';
  * `disableFeatures`: run as if the device lacked these optional features ("shader-f16": the fallbacks).
  */
 /**
+ * A call in flight (Program.start): `kept` its flat outputs kept on the GPU (undefined where not kept),
+ * `result()` the output structure once read, `discard()` to never read it, `host` its host seconds (encode,
+ * submit; map and copy once read).
+ * @typedef {{kept: (HostTensor | DeviceTensor | undefined)[], host: Record<string, number>,
+ *   result: () => Promise<any>, discard: () => void}} Pending
+ */
+/**
  * The call's arguments: an array of positional arguments, {args, kwargs}, or a single tensor.
  * @typedef {unknown[] | {args?: unknown[], kwargs?: Record<string, unknown>} | import('./inputs.js').InputValue} Inputs
  */
@@ -97,6 +104,34 @@ export class Program {
   }
 
   /**
+   * Submit a call and resolve once it is submitted, before it finishes: `kept` holds the flat outputs in
+   * `keep` as DeviceTensors at once, and `result()` waits for those in `read` (by default the others; an
+   * output may be both) and resolves to the output structure. Calls may be in flight together: a decoder
+   * passes this step's token, kept on the GPU, to the next step before reading it back.
+   * @param {Inputs} inputs
+   * @param {{keep?: number[], read?: number[]}} [options]
+   * @returns {Promise<Pending>}
+   */
+  async start(inputs, options = {}) {
+    const leaves = tree.flatten(this.spec.inputTree, callArgs(inputs));
+    const checked = this.spec.inputs.map((x, i) => checkInput(x, leaves[i]));
+    const env = bind(this.spec, checked);
+    const keep = new Set(options.keep ?? []);
+    const read = options.read ? new Set(options.read) : null;
+    const flags = this.spec.outputs.map((_, i) => keep.has(i));
+    const reads = this.spec.outputs.map((_, i) => (read ? read.has(i) : !keep.has(i)));
+    const started = this.queue.then(() => this.executor.start(deviceForms(this.spec, checked, this.scratch), env, flags, reads));
+    this.queue = started.catch(() => {});
+    const call = await started;
+    return {
+      kept: call.kept,
+      host: call.host,
+      result: async () => tree.unflatten(this.spec.outputTree, await call.result()),
+      discard: () => call.discard(),
+    };
+  }
+
+  /**
    * @param {Inputs} inputs
    * @param {(i: number) => boolean} keep
    */
@@ -109,6 +144,33 @@ export class Program {
     const result = this.queue.then(() => this.executor.run(deviceForms(this.spec, checked, this.scratch), env, flags));
     this.queue = result.catch(() => {});
     return result.then((leaves) => tree.unflatten(this.spec.outputTree, leaves));
+  }
+
+  /** The names of the tensors this program keeps between calls (a KV cache), zero at load. */
+  get states() {
+    return this.spec.states.map((s) => s.name);
+  }
+
+  /**
+   * State `name` as the calls made so far left it (after those still queued).
+   * @param {string} name
+   * @returns {Promise<HostTensor>}
+   */
+  async readState(name) {
+    const result = this.queue.then(() => this.executor.readState(name));
+    this.queue = result.catch(() => {});
+    return result;
+  }
+
+  /**
+   * Zero the named states (every state when none is named), after the calls made so far.
+   * @param {...string} names
+   * @returns {Promise<void>}
+   */
+  async resetState(...names) {
+    const result = this.queue.then(() => this.executor.resetState(names));
+    this.queue = result.catch(() => {});
+    return result;
   }
 
   /** Free the program's GPU buffers (device tensors it returned stay valid). */

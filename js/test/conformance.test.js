@@ -105,8 +105,12 @@ test('generation: seq2seq.json checked, tokens forced and stopped as the rules s
     const stage = {
       runOnDevice: async () => ({ release() {} }),
     };
+    // The decoder's token at step i is chosen[i] (0 past the list: a step submitted after EOS, never read).
     const decoder = {
-      runOnDevice: async () => [{ data: new Float32Array(3), release() {} }, { data: Int32Array.of(c.chosen[step++]), release() {} }, []],
+      start: async () => {
+        const token = { data: Int32Array.of(c.chosen[step++] ?? 0), release() {} };
+        return { kept: [undefined, token], host: {}, result: async () => [{ data: new Float32Array(3) }, token], discard() {} };
+      },
     };
     const model = new Seq2Seq(/** @type {any} */ (stage), /** @type {any} */ ({ runOnDevice: async () => [] }), /** @type {any} */ (decoder), c.info);
     const { ids } = await model.generate(new Float32Array(0), new Int32Array(0), { maxNewTokens: c.max_new_tokens });

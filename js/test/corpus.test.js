@@ -1,5 +1,5 @@
 // The model corpus the Python suite writes (tests/corpus.py): real models' artifacts with their calls and
-// Python's outputs, and a Seq2Seq folder with the tokens Python generated. Node must match the outputs
+// Python's outputs, and Seq2Seq and CausalLM folders with the tokens Python generated. Node must match the outputs
 // within 1e-5 of their scale and generate the same tokens. Its folder: WEBGPU_TORCH_CORPUS, default
 // build/corpus at the repository root. A missing corpus fails, saying how to write it.
 
@@ -8,12 +8,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { load, loadSeq2Seq } from '../src/index.js';
-import { regenerate } from '../testkit/corpus.js';
+import { load } from '../src/index.js';
+import { loadGenerator, regenerate } from '../testkit/corpus.js';
 import { CORPUS, artifacts, assertReplays, generations } from '../testkit/io.js';
 
 const HOW = `the model corpus is missing from ${CORPUS}: write it with ` +
-  '`.venv/bin/python -m pytest tests/test_corpus.py tests/test_transformers.py tests/test_cnn.py tests/test_florence2.py tests/test_quantized.py` ' +
+  '`.venv/bin/python -m pytest tests/test_corpus.py tests/test_transformers.py tests/test_cnn.py tests/test_florence2.py tests/test_llama.py tests/test_quantized.py` ' +
   'from the repository root (or point WEBGPU_TORCH_CORPUS at one)';
 const MODELS = artifacts(CORPUS);
 const GENERATIONS = generations(CORPUS);
@@ -37,7 +37,7 @@ for (const name of MODELS) {
 for (const name of GENERATIONS) {
   test(`corpus ${name}: the tokens Python generated`, async () => {
     const record = JSON.parse(readFileSync(join(CORPUS, name, 'generate.json'), 'utf8'));
-    const model = await loadSeq2Seq(join(CORPUS, name), { tune: false });
+    const model = await loadGenerator(join(CORPUS, name), record, { tune: false });
     try {
       assert.deepEqual(await regenerate(model, record), []);
     } finally {

@@ -16,7 +16,7 @@ const MISSING = 'is missing from tests/golden: write the corpus with `python -m 
 // The tests below run on the files present; this one fails when any is missing.
 
 test('the golden corpus is there and covers every part of the format', () => {
-  for (const name of ['tiny', 'mlp', 'weights_f16', 'precision_f16', 'options', 'dynamic', 'structured', 'portable', 'integers_as_floats']) {
+  for (const name of ['tiny', 'mlp', 'weights_f16', 'precision_f16', 'options', 'dynamic', 'structured', 'portable', 'integers_as_floats', 'state']) {
     assert.ok(VALID.includes(name), `${name}.wgpt ${MISSING}`);
   }
   for (const name of Object.keys(EXPECTED)) assert.ok(DAMAGED.includes(name), `bad/${name}.wgpt ${MISSING}`);

@@ -87,10 +87,10 @@ test('the reader ignores keys it does not know and takes the optional ones as ab
 });
 
 test('generation forces transformers\' BOS first and EOS last, when the model names them', () => {
-  const info = { layers: 1, heads: 1, head_dim: 1, decoder_start_token_id: 2, eos_token_id: 2, forced_bos_token_id: 0, forced_eos_token_id: 2 };
+  const info = { layers: 1, heads: 1, head_dim: 1, max_length: 4, decoder_start_token_id: 2, eos_token_id: 2, forced_bos_token_id: 0, forced_eos_token_id: 2 };
   const none = /** @type {any} */ (null);
   const model = new Seq2Seq(none, none, none, info);
-  assert.deepEqual([0, 1, 2, 3].map((step) => model.forced(step, 4, 7)), [0, 7, 7, 2]);
+  assert.deepEqual([0, 1, 2, 3].map((step) => model.forced(step, 4)), [0, null, null, 2]);
   const plain = new Seq2Seq(none, none, none, { ...info, forced_bos_token_id: null, forced_eos_token_id: undefined });
-  assert.deepEqual([0, 1, 2, 3].map((step) => plain.forced(step, 4, 7)), [7, 7, 7, 7]);
+  assert.deepEqual([0, 1, 2, 3].map((step) => plain.forced(step, 4)), [null, null, null, null]);
 });

@@ -3,10 +3,15 @@
 // comparison both runtimes' tests make: floats within 1e-5 of the output's largest magnitude, integers and
 // bools exactly.
 
+import { loadCausalLM, loadSeq2Seq, Seq2Seq } from '../src/index.js';
+
 export const TOLERANCE = 1e-5;
 
 /** @typedef {{data: ArrayBufferView & ArrayLike<number | bigint>, shape: number[], dtype: string}} Tensor */
-/** @typedef {{args: unknown[], kwargs: Record<string, unknown>, outputs: Tensor[], error?: string}} Call */
+/**
+ * @typedef {{args: unknown[], kwargs: Record<string, unknown>, outputs: Tensor[], error?: string, reset: boolean,
+ *   states: Record<string, Tensor>}} Call
+ */
 
 const ARRAYS = /** @type {Record<string, any>} */ ({
   float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array, bool: Uint8Array, uint8: Uint8Array,
@@ -54,6 +59,8 @@ export function value(v) {
 export function parseCalls(text) {
   return JSON.parse(text).calls.map((/** @type {any} */ c) => ({
     args: value(c.args), kwargs: value(c.kwargs), outputs: (c.outputs ?? []).map(tensor), error: c.error,
+    reset: c.reset_state === true,
+    states: Object.fromEntries(Object.entries(c.states ?? {}).map(([k, v]) => [k, tensor(/** @type {any} */ (v))])),
   }));
 }
 
@@ -111,36 +118,58 @@ export function mismatch(got, want, what) {
 export async function replay(program, calls, name) {
   const problems = [];
   for (const [n, call] of calls.entries()) {
-    if (call.error !== undefined) {  // the call must raise an index error saying `error`
+    if (call.reset) {
+      await program.resetState();
+    } else if (call.error !== undefined) {  // the call must raise an index error saying `error`
       const why = await program.run({ args: call.args, kwargs: call.kwargs }).then(
         () => 'ran', (/** @type {Error} */ e) => (e.name === 'DeviceIndexError' && e.message.includes(/** @type {string} */ (call.error)) ? null : `${e.name}: ${e.message}`));
       if (why) problems.push(`${name} call ${n}: expected an index error saying "${call.error}", got: ${why}`);
-      continue;
+    } else {
+      const got = leaves(program.spec.outputTree, await program.run({ args: call.args, kwargs: call.kwargs }));
+      if (got.length !== call.outputs.length) problems.push(`${name} call ${n}: ${got.length} outputs for ${call.outputs.length}`);
+      got.forEach((g, k) => {
+        const m = mismatch(g, call.outputs[k], `${name} call ${n} output ${k}`);
+        if (m) problems.push(m);
+      });
     }
-    const got = leaves(program.spec.outputTree, await program.run({ args: call.args, kwargs: call.kwargs }));
-    if (got.length !== call.outputs.length) problems.push(`${name} call ${n}: ${got.length} outputs for ${call.outputs.length}`);
-    got.forEach((g, k) => {
-      const m = mismatch(g, call.outputs[k], `${name} call ${n} output ${k}`);
+    if (Object.keys(call.states).sort().join() !== [...program.states].sort().join()) {
+      problems.push(`${name} call ${n}: states [${Object.keys(call.states)}] recorded, the program has [${program.states}]`);
+    }
+    for (const [state, want] of Object.entries(call.states)) {
+      const m = mismatch(await program.readState(state), want, `${name} call ${n} state ${state}`);
       if (m) problems.push(m);
-    });
+    }
   }
   return problems;
 }
 
 /**
+ * The generator a corpus folder holds: a Seq2Seq (its generate.json has pixel_values) or a CausalLM.
+ * @param {URL | string} base
+ * @param {any} record the folder's generate.json
+ * @param {import('../src/program.js').LoadOptions} options
+ * @returns {Promise<import('../src/generation.js').Seq2Seq | import('../src/generation.js').CausalLM>}
+ */
+export async function loadGenerator(base, record, options) {
+  return record.pixel_values ? loadSeq2Seq(base, options) : loadCausalLM(base, options);
+}
+
+/**
  * Generate as a corpus generate.json recorded it (tests/corpus.py): the same ids, and with those ids as the
  * teacher, each step's logits within 1e-5 of Python's (of the step's largest magnitude); the mismatches found.
- * @param {import('../src/generation.js').Seq2Seq} model
- * @param {any} record {pixel_values, prompt_ids, max_new_tokens, ids, logits}
+ * @param {import('../src/generation.js').Seq2Seq | import('../src/generation.js').CausalLM} model
+ * @param {any} record {pixel_values?, prompt_ids, max_new_tokens, ids, logits}
  * @returns {Promise<string[]>}
  */
 export async function regenerate(model, record) {
-  const pixels = tensor(record.pixel_values);
-  const prompt = tensor(record.prompt_ids);
   const n = record.max_new_tokens;
-  const { ids } = await model.generate(pixels, prompt, { maxNewTokens: n });
+  /** @param {{maxNewTokens: number, teacher?: number[]}} options */
+  const generate = (options) => (model instanceof Seq2Seq
+    ? model.generate(tensor(record.pixel_values), tensor(record.prompt_ids), options)
+    : model.generate(record.prompt_ids, options));
+  const { ids } = await generate({ maxNewTokens: n });
   if (ids.join() !== record.ids.join()) return [`generated [${ids}], Python generated [${record.ids}]`];
-  const { logits } = await model.generate(pixels, prompt, { maxNewTokens: n, teacher: record.ids });
+  const { logits } = await generate({ maxNewTokens: n, teacher: record.ids });
   const want = tensor(record.logits);
   const vocab = want.shape[1];
   const problems = [];

@@ -34,6 +34,7 @@ from .program import (
     Option,
     Patch,
     Program,
+    State,
     Tensor,
     UniformField,
     UniformLayout,
@@ -98,6 +99,7 @@ def to_json(p: Program) -> dict:
         "output_tree": p.output_tree,
         "dispatches": [_dispatch_json(d) for d in p.dispatches],
         "checks": [{"node": c.node, "message": c.message} for c in p.checks],
+        "states": [{"name": s.name, "buffer": s.buffer, "shape": list(s.shape), "dtype": s.dtype} for s in p.states],
     }
 
 
@@ -321,6 +323,9 @@ def from_json(d: dict, constants: dict[int, np.ndarray], packings: dict[int, Pac
         symbols=symbols,
         checks=[Check(_str(c["node"], "check node"), _str(c["message"], "check message"))
                 for c in _list(d["checks"], "checks")],
+        states=[State(_str(s["name"], "state name"), _int(s["buffer"], "state buffer"),
+                      tuple(_int(n, "state shape") for n in _list(s["shape"], "state shape")),
+                      _str(s["dtype"], "state dtype")) for s in _list(d.get("states", []), "states")],
         packings=packings or {},
     )
 

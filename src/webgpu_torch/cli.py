@@ -1,4 +1,4 @@
-"""The `webgpu-torch` command: info, run, demo, florence2, serve, bench."""
+"""The `webgpu-torch` command: info, run, demo, florence2, llama, serve, bench."""
 
 from __future__ import annotations
 
@@ -113,6 +113,14 @@ def _florence2(args) -> int:
     return 0 if ok else 1
 
 
+def _llama(args) -> int:
+    from .models import llama
+
+    ok = llama.run(args.size, args.new_tokens, args.prompt_length, args.max_length, args.seeds, args.engine,
+                   args.save, args.weights, {"int4": 4, "int8": 8}.get(args.quantize), args.group_size)
+    return 0 if ok else 1
+
+
 def _serve(args) -> int:
     from . import serve
 
@@ -199,6 +207,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--weights", choices=["float32", "float16"], default="float32",
                    help="compile option weights= (float16: the weights left float, the vision tower's, in half)")
     p.set_defaults(fn=_florence2)
+    p = sub.add_parser("llama", help="a Llama-architecture causal LM (random weights, 125 M parameters): compile "
+                                      "its decoder step, generate, check against transformers, print tokens/s")
+    p.add_argument("--size", choices=["base", "tiny"], default="base")
+    p.add_argument("--new-tokens", type=int, default=32)
+    p.add_argument("--prompt-length", type=int, default=8)
+    p.add_argument("--max-length", type=int, default=256, help="the KV cache's rows (prompt and new tokens)")
+    p.add_argument("--seeds", type=int, nargs="*", default=[0, 1])
+    p.add_argument("--save", metavar="DIR", help="also save the compiled step there")
+    p.add_argument("--weights", default="float32", help="compile option weights= (float32, float16, int8, int4 …)")
+    p.add_argument("--quantize", choices=["int4", "int8"],
+                   help="quantize the Linears and the embedding with torchao first (weight-only, symmetric); "
+                        "transformers then runs the same quantized model")
+    p.add_argument("--group-size", type=int, default=32, help="--quantize's group along each row")
+    p.set_defaults(fn=_llama)
     p = sub.add_parser("serve", help="a page on 127.0.0.1 that runs an artifact in the browser (the JS runtime)")
     from . import serve
 

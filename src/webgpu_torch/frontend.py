@@ -24,7 +24,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 
 from . import symbolic, tree
 from .errors import UnsupportedError
-from .graph import Graph, Node, Ref, TensorMeta, drop_dead, refs_in, values_in
+from .graph import Graph, Node, Ref, StateSpec, TensorMeta, drop_dead, refs_in, values_in
 from .ops import OPS, REFUSED
 from .quantized_weights import CODE_DTYPES, KEPT_WHOLE
 from .symbolic import Expr, Symbol
@@ -57,6 +57,8 @@ def import_program(ep: ExportedProgram) -> Graph:
     inputs: list[tuple[str, TensorMeta]] = []
     problems: list[str] = []
     baked: list[Any] = []  # per user input leaf: _TENSOR, or the non-tensor value export fixed it to
+    mutated = {s.target: s for s in sig.output_specs if s.kind == OutputKind.BUFFER_MUTATION}
+    states: list[StateSpec] = []
     for spec in sig.input_specs:
         name = spec.arg.name
         if spec.kind == InputKind.USER_INPUT:
@@ -73,6 +75,8 @@ def import_program(ep: ExportedProgram) -> Graph:
             else:
                 problems.append(f"  input {name!r}: a {type(val).__name__}; inputs are tensors or "
                                 "None/bool/int/float/str values (fixed at export)")
+        elif spec.kind == InputKind.BUFFER and spec.target in mutated:
+            states.append(StateSpec(spec.target, name, sizes.meta(_placeholder_val(ep, name), f"buffer {name!r}")))
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
             constants[name] = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[
                 spec.target]
@@ -81,11 +85,8 @@ def import_program(ep: ExportedProgram) -> Graph:
         elif spec.kind != InputKind.TOKEN:  # a token only orders effectful ops (with_effects): nothing to carry
             problems.append(f"  input {name!r}: a {spec.kind.name.lower().replace('_', ' ')} input (only tensors, "
                             "parameters and buffers are supported)")
-    mutated = [s.target for s in sig.output_specs if s.kind not in (OutputKind.USER_OUTPUT, OutputKind.TOKEN)]
-    if mutated:
-        problems.append(f"  the program updates {', '.join(map(str, mutated))} in place, as a model in training mode "
-                        "does (batch norm's running statistics): WebGPU programs run inference: call model.eval() "
-                        "before torch.export")
+    states.sort(key=lambda st: list(mutated).index(st.name))  # as their new values come among the outputs
+    problems += _state_problems(ep, states, sig)
     problems += _constant_problems(constants)
     if problems:
         raise UnsupportedError(problems, "problem")
@@ -105,7 +106,29 @@ def import_program(ep: ExportedProgram) -> Graph:
         output_tree=treespec_to_json(ep.call_spec.out_spec),
         meta={"torch": torch.__version__},
         symbols=sizes.table,
+        states=states,
     )
+
+
+def _state_problems(ep: ExportedProgram, states: list[StateSpec], sig) -> list[str]:
+    """Why the program's in-place updates cannot be kept as state, in one line each: an update of anything but
+    a buffer (a user input, a parameter), or a buffer that does not hold zeros at export — a program's state
+    starts at zero when it is loaded (a KV cache does; batch norm's running statistics in training mode do not)."""
+    others = [str(s.target) for s in sig.output_specs
+              if s.kind not in (OutputKind.USER_OUTPUT, OutputKind.TOKEN, OutputKind.BUFFER_MUTATION)]
+    problems = [f"  the program updates {', '.join(others)} in place; only buffers may be updated (they become "
+                "the program's state)"] if others else []
+    nonzero = [s.name for s in states if _buffer_value(ep, s.name).count_nonzero()]
+    if nonzero:
+        problems.append(f"  the program updates {', '.join(s.name for s in states)} in place, and "
+                        f"{', '.join(nonzero)} does not hold zeros at export: a program's state starts at zero. "
+                        "A model in training mode does this (batch norm's running statistics): call model.eval() "
+                        "before torch.export")
+    return problems
+
+
+def _buffer_value(ep: ExportedProgram, target: str) -> torch.Tensor:
+    return ep.state_dict[target] if target in ep.state_dict else ep.constants[target]
 
 
 def _tensor_problem(val: torch.Tensor, what: str) -> str | None:
@@ -372,12 +395,15 @@ def _convert_nodes(ep: ExportedProgram, constants: dict[str, torch.Tensor],
                 expand = {"self": Ref(f"{n.name}_base"), "size": list(value.shape), "implicit": False}
                 nodes.append(Node(n.name, "aten.expand.default", expand, _output_metas(n, sizes), _source_line(n)))
         elif n.op == "output":
-            for v, spec in zip(n.args[0], ep.graph_signature.output_specs, strict=True):
-                if spec.kind != OutputKind.USER_OUTPUT:
-                    continue
-                if not isinstance(v, torch.fx.Node):
-                    raise UnsupportedError([f"  output {v!r}: non-tensor outputs are not supported"], "problem")
-                outputs.append(refs[v])
+            # The user outputs, then the mutated buffers' new values (Graph.outputs).
+            specs = ep.graph_signature.output_specs
+            for kind in (OutputKind.USER_OUTPUT, OutputKind.BUFFER_MUTATION):
+                for v, spec in zip(n.args[0], specs, strict=True):
+                    if spec.kind != kind:
+                        continue
+                    if not isinstance(v, torch.fx.Node):
+                        raise UnsupportedError([f"  output {v!r}: non-tensor outputs are not supported"], "problem")
+                    outputs.append(refs[v])
         else:
             raise UnsupportedError([f"  node {n.name!r}: graph op {n.op!r} is not supported"])
     return nodes, outputs

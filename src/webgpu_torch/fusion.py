@@ -4,7 +4,7 @@ A node whose only reader is an add or an activation can absorb that reader, whic
 - residual: `add(y, r)` (alpha 1, all float32, the sum shaped like y) where y comes from an op registered with
   `residual=True` and r is computed before y's node: y's node gains `args["residual"] = r`.
   `linear(x, w, b) + x` is one GEMM dispatch, also through an eval-mode dropout (a `clone`).
-- activation (relu, clamp, hardtanh, sigmoid, tanh, gelu) of a result of an op registered with
+- activation (relu, clamp, hardtanh, sigmoid, tanh, gelu, silu) of a result of an op registered with
   `epilogue=True`, applied after any residual: `relu(conv(x) + identity)` is one conv dispatch,
   `relu(add(x, identity))` one elementwise dispatch.
 An activation already fused stays last: `gelu(linear(x)) + r` keeps its add.

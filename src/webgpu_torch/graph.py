@@ -56,6 +56,16 @@ class Epilogue:
     residual: bool = False  # the node's args hold "residual": a value it adds (broadcast to its output)
 
 
+@dataclass(frozen=True)
+class StateSpec:
+    """A model buffer the program updates in place (torch.export's buffer mutation): the graph reads its value
+    at the start of a call as the value `input`; what the call leaves in it is one of the graph's outputs."""
+
+    name: str  # the buffer's name in the model, e.g. "key_cache_0"
+    input: str  # the graph value holding it at the start of a call
+    meta: TensorMeta
+
+
 @dataclass
 class Node:
     name: str
@@ -73,11 +83,22 @@ class Graph:
     constants: dict[str, np.ndarray]  # parameters, buffers and folded constants (host dtype)
     constant_meta: dict[str, TensorMeta]
     nodes: list[Node]
-    outputs: list[Ref]  # flattened user outputs
+    # The flattened user outputs, then each state's value at the end of the call (in `states` order): the
+    # rewrites keep and rename both alike.
+    outputs: list[Ref]
     input_tree: dict
     output_tree: dict
     meta: dict = field(default_factory=dict)
     symbols: dict[str, Symbol] = field(default_factory=dict)  # the dynamic dimensions, by name
+    states: list[StateSpec] = field(default_factory=list)  # buffers the program updates in place
+
+    @property
+    def user_outputs(self) -> list[Ref]:
+        return self.outputs[:len(self.outputs) - len(self.states)]
+
+    @property
+    def state_values(self) -> list[Ref]:
+        return self.outputs[len(self.outputs) - len(self.states):]
 
     def meta_of(self, ref: Ref) -> TensorMeta | None:
         """The TensorMeta of a value (input, constant or node output); use metas() for many lookups."""
@@ -85,6 +106,7 @@ class Graph:
 
     def metas(self) -> dict[Ref, TensorMeta | None]:
         metas: dict[Ref, TensorMeta | None] = {Ref(n): m for n, m in self.inputs}
+        metas.update({Ref(s.input): s.meta for s in self.states})
         metas.update({Ref(n): m for n, m in self.constant_meta.items()})
         for node in self.nodes:
             if len(node.outputs) == 1:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -12,7 +13,7 @@ from .builder import Builder, CompileOptions
 from .errors import InputError, UnsupportedError, describe_node
 from .graph import Graph, Node, Ref, map_refs, refs_in, values_in
 from .ops import OPS, REFUSED, NodeView, elementwise
-from .program import Buffer, Input, Program, Tensor, contiguous_strides
+from .program import Buffer, Input, Program, State, Tensor, contiguous_strides
 from .symbolic import Expr
 
 
@@ -79,20 +80,25 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
     env: dict[Ref, Tensor] = {}
     inputs = []
     for name, meta in graph.inputs:
-        size = max(symbolic.bound(meta.numel), 1) * dtypes.dtype(meta.dtype).itemsize
-        index = ctx._buffer(Buffer(size, "input", name))
+        index = ctx._buffer(Buffer(_bytes(meta), "input", name))
         inputs.append(Input(name, meta.shape, meta.dtype, index))
         env[Ref(name)] = Tensor(index, meta.shape, contiguous_strides(meta.shape), 0, meta.dtype)
+    states = []
+    for s in graph.states:
+        index = ctx._buffer(Buffer(_bytes(s.meta), "state", s.name))
+        states.append(State(s.name, index, s.meta.shape, s.meta.dtype))
+        env[Ref(s.input)] = Tensor(index, s.meta.shape, contiguous_strides(s.meta.shape), 0, s.meta.dtype)
     for name, array in graph.constants.items():
         env[Ref(name)] = ctx.constant(name, array, graph.constant_meta[name].dtype)
     read = outputs_read(graph)
+    in_place = {node: env[Ref(s.input)] for node, s in _updated_in_place(graph).items()}
     for node in graph.nodes:
         ctx.node = node.name
         if _computes_nothing(node):
             _bind_outputs(env, node, [ctx.new(m.shape, m.dtype) if m is not None else None for m in node.outputs])
             continue
         view = NodeView(node.name, node.target, map_refs(node.args, env.__getitem__), node.outputs,
-                        node.epilogue, read[node.name])
+                        node.epilogue, read[node.name], in_place.get(node.name))
         op = OPS[node.target]
         if not (op.view or op.packed):
             for t in (v for v in values_in(view.args) if isinstance(v, Tensor)):
@@ -109,10 +115,44 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
             raise UnsupportedError([describe_node(graph, node, reason)]) from e
         _bind_outputs(env, node, result)
     ctx.node = "output"
-    for r in graph.outputs:
-        ctx.materialize(env[r])
-    outputs = [ctx.contiguous(env[r]) if options.contiguous_outputs else env[r] for r in graph.outputs]
-    return _finish(ctx, inputs, outputs, graph)
+    outputs = []
+    for r in graph.user_outputs:  # read back after the call, when a state holds its new value: never a state
+        t = env[r]
+        ctx.materialize(t)
+        if ctx.buffers[t.buffer].role == "state":
+            t = elementwise.copy(ctx, t)
+        outputs.append(ctx.contiguous(t) if options.contiguous_outputs else t)
+    for s, r in zip(states, graph.state_values, strict=True):
+        _write_state(ctx, s, env[r])
+    return _finish(ctx, inputs, outputs, graph, states)
+
+
+def _bytes(meta) -> int:
+    return max(symbolic.bound(meta.numel), 1) * dtypes.dtype(meta.dtype).itemsize
+
+
+def _updated_in_place(graph: Graph) -> dict[str, Any]:
+    """Node name -> the state whose new value it makes from the state's value at the start of the call (its
+    `self`), which nothing else reads: the node may write its result over the state."""
+    reads = Counter(r.node for n in graph.nodes for r in refs_in(n.args))
+    reads.update(r.node for r in graph.outputs)
+    found = {}
+    for s, value in zip(graph.states, graph.state_values, strict=True):
+        node = next((n for n in graph.nodes if n.name == value.node), None)
+        if node is not None and node.args.get("self") == Ref(s.input) and reads[s.input] == 1:
+            found[node.name] = s
+    return found
+
+
+def _write_state(ctx: Builder, state: State, value: Tensor) -> None:
+    """Leave `value` in the state's buffer at the end of the call: nothing to do when a node updated it in
+    place, else one copy (through scratch when the value is a view of the state itself)."""
+    target = Tensor(state.buffer, state.shape, contiguous_strides(state.shape), 0, state.dtype)
+    if value == target:
+        return
+    if value.buffer == state.buffer:
+        value = elementwise.copy(ctx, value)
+    elementwise.copy(ctx, value, out=target)
 
 
 def _computes_nothing(node: Node) -> bool:
@@ -135,7 +175,7 @@ def _bind_outputs(env: dict[Ref, Tensor], node: Node, result: Any) -> None:
         env[Ref(node.name)] = result[0]
 
 
-def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Graph) -> Program:
+def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Graph, states: list[State]) -> Program:
     """Plan scratch buffers by liveness and renumber every buffer reference."""
     n = len(ctx.dispatches)
     first: dict[int, int] = {}
@@ -151,7 +191,7 @@ def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Gra
     plan = planner.plan([planner.Lifetime(i, ctx.buffers[i].size, first[i], last[i]) for i in scratch])
 
     fixed = [i for i, b in enumerate(ctx.buffers)
-             if b.role in ("input", "status") or (b.role == "constant" and _used(i, first, outputs))]
+             if b.role in ("input", "status", "state") or (b.role == "constant" and _used(i, first, outputs))]
     remap = {old: new for new, old in enumerate(fixed)}
     remap.update({v: len(fixed) + s for v, s in plan.slot_of.items()})
     buffers = [replace(ctx.buffers[i], size=4 * len(ctx.checks)) if i == ctx.status else ctx.buffers[i]
@@ -170,6 +210,7 @@ def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Gra
         meta=dict(graph.meta),
         symbols=dict(graph.symbols),
         checks=list(ctx.checks),
+        states=[replace(s, buffer=re(s.buffer)) for s in states],
         packings={re(i): p for i, p in ctx.packings.items() if i in remap},
     )
     _check_bindings(program, ctx.options.max_binding)

@@ -26,7 +26,8 @@ SCALARS = ("u32", "i32", "f32")
 F16 = "shader-f16"
 SUBGROUP_MATRIX = "chromium-experimental-subgroup-matrix"  # the matrix units (docs/artifact.md, "requires")
 FEATURES = tuple(LIMITS["features"])  # the optional WebGPU features the format defines; a file may name others
-ROLES = ("input", "constant", "scratch", "status")
+ROLES = ("input", "constant", "scratch", "status", "state")
+WRITABLE = ("scratch", "status", "state")  # the roles a dispatch may bind read_write
 # Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
 # finishes, deep nesting crashes some WGSL compilers).
 MAX_WORKGROUPS = LIMITS["max_workgroups"]  # per dispatch
@@ -106,6 +107,17 @@ class Buffer:
     size: int  # bytes
     role: str  # one of ROLES
     name: str = ""  # the input's or constant's name, for messages
+
+
+@dataclass(frozen=True)
+class State:
+    """A tensor the program keeps between calls (a KV cache): its "state" buffer holds zeros when the program
+    is loaded, and each call's dispatches read and write it in place (docs/artifact.md, State)."""
+
+    name: str  # the model's buffer it stands for, e.g. "key_cache_0"
+    buffer: int
+    shape: tuple[int, ...]
+    dtype: str
 
 
 @dataclass(frozen=True)
@@ -235,6 +247,7 @@ class Program:
     # Device-side checks (out-of-range indices): check i's kernels set word i of the "status" buffer to a
     # nonzero value when it fails; the runtime raises `checks[i]` naming its node (docs/artifact.md).
     checks: list[Check] = field(default_factory=list)
+    states: list[State] = field(default_factory=list)  # tensors kept between calls, each in a "state" buffer
     # Constants that hold packed integer weights (docs/artifact.md, "Packed weights"): buffer index -> how its
     # u32 words are laid out. Their arrays are the words.
     packings: dict[int, Packing] = field(default_factory=dict)
@@ -262,6 +275,7 @@ class Program:
         lines += [f"  dynamic {s.name} in [{s.lo}, {s.hi}]: {s.about}" for s in self.symbols.values()]
         lines += [f"  input  {i.name}: {i.dtype}{_show(i.shape)}" for i in self.inputs]
         lines += [f"  output {k}: {t.dtype}{_show(t.shape)}" for k, t in enumerate(self.outputs)]
+        lines += [f"  state  {s.name}: {s.dtype}{_show(s.shape)}" for s in self.states]
         for role, sizes in sorted(by_role.items()):
             lines.append(f"  {role:8s} {len(sizes)} buffers, {sum(sizes) / 2**20:.2f} MiB")
         for i, d in enumerate(self.dispatches):
@@ -303,6 +317,16 @@ def _problems(p: Program):
     yield "checks without a status buffer large enough for them", not p.checks or (
         status and p.buffers[status[0]].size >= 4 * len(p.checks))
     yield "a status buffer an output reads", not set(status) & {t.buffer for t in p.outputs}
+    stated = [s.buffer for s in p.states]
+    for s in p.states:
+        yield f"state {s.name}: bad buffer", _is_int(s.buffer) and 0 <= s.buffer < nb
+        yield f"state {s.name}: buffer {s.buffer} is not a state buffer", p.buffers[s.buffer].role == "state"
+        yield f"state {s.name}: unknown dtype {s.dtype!r}", s.dtype in dtypes.DTYPES
+        yield f"state {s.name}: bad shape or buffer too small", all(_is_int(n) and n >= 0 for n in s.shape) and (
+            max(1, prod(s.shape)) * dtypes.dtype(s.dtype).itemsize <= p.buffers[s.buffer].size)
+    yield "a state buffer that is not exactly one state's", sorted(stated) == [
+        i for i, b in enumerate(p.buffers) if b.role == "state"]
+    yield "an output views a state buffer", not set(stated) & {t.buffer for t in p.outputs}
     for x in p.inputs:
         yield f"input {x.name}: {len(x.shape)} dimensions, over {MAX_RANK}", len(x.shape) <= MAX_RANK
         yield f"input {x.name}: bad buffer", _is_int(x.buffer) and 0 <= x.buffer < nb
@@ -362,8 +386,8 @@ def _dispatch_problems(p: Program, i: int, d: Dispatch):
         len(d.buffers) == k.storage_bindings)
     yield f"dispatch {i}: bad buffer index", all(_is_int(b) and 0 <= b < len(p.buffers) for b in d.buffers)
     storage = [kind for kind in k.bindings if kind != "uniform"]
-    yield f"dispatch {i}: writes a buffer that is not scratch", all(
-        p.buffers[b].role in ("scratch", "status") for b, kind in zip(d.buffers, storage, strict=True)
+    yield f"dispatch {i}: writes an input or a constant", all(
+        p.buffers[b].role in WRITABLE for b, kind in zip(d.buffers, storage, strict=True)
         if kind == "read_write")
     size = k.uniform.size if k.uniform else 0
     yield f"dispatch {i}: {len(d.uniform) // 4} uniform words for a {size}-byte Params", len(d.uniform) == size

@@ -7,6 +7,8 @@ The page only loads artifacts; it never compiles. What it shows depends on /conf
               vocab.txt), embedded, and their cosine similarities as a heat map
     seq2seq   a Seq2Seq folder (Florence-2): an image (a drawn one, or one dropped on the page) and greedy
               generation, each token shown as it comes with its time
+    causal    a CausalLM folder (the Llama-architecture LM): a prompt of token ids and greedy generation, each
+              token shown as it comes with its time, and tokens/s
     program   any .wgpt: seeded random inputs, the outputs' shapes and statistics, the time per call
     none      a drop zone: a .wgpt dropped on the page is loaded and run as `program`
 
@@ -40,6 +42,7 @@ SENTENCES = ["A man is playing a guitar.", "Someone is strumming a guitar.", "Th
              "A cat sits on the mat.", "WebGPU runs compute shaders on any GPU."]
 # The image normalisation Florence-2's processor applies (ImageNet's mean and standard deviation).
 IMAGE_MEAN, IMAGE_STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+CAUSAL_NEW_TOKENS, CAUSAL_MAX_LENGTH = 32, 128  # the causal LM page's tokens per generation, its cache's rows
 
 
 @dataclass
@@ -55,11 +58,15 @@ class Site:
 
 
 def site_for_file(path: str | Path) -> Site:
-    """A .wgpt (kind `program`) or a Seq2Seq folder (kind `seq2seq`), served from where it is."""
+    """A .wgpt (kind `program`), a Seq2Seq folder (kind `seq2seq`) or a CausalLM folder (kind `causal`), served
+    from where it is."""
     path = Path(path).resolve()
+    if path.is_dir() and (path / "causal_lm.json").is_file():
+        return Site({"kind": "causal", "name": path.name, "folder": "/model/", "prompt": [1],
+                     "maxNewTokens": CAUSAL_NEW_TOKENS}, {"/model/": path})
     if path.is_dir():
         if not (path / "seq2seq.json").is_file():
-            raise SystemExit(f"webgpu-torch serve: {path} is a folder without seq2seq.json")
+            raise SystemExit(f"webgpu-torch serve: {path} is a folder without seq2seq.json or causal_lm.json")
         return Site({"kind": "seq2seq", "name": path.name, "folder": "/model/", "mean": IMAGE_MEAN,
                      "std": IMAGE_STD}, {"/model/": path})
     if not path.is_file():
@@ -68,15 +75,18 @@ def site_for_file(path: str | Path) -> Site:
 
 
 def site_for_model(name: str, size: str = "tiny", image_size: int = 96, new_tokens: int = 20,
-                   cache: Path = CACHE) -> Site:
+                   cache: Path = CACHE, weights: str = "float32") -> Site:
     """A named model, compiled into the cache on first use."""
     if name == "minilm":
         folder = _cached(cache, "minilm", {"batch": MINILM_BATCH, "max_length": MINILM_MAX_LENGTH}, _build_minilm)
     elif name == "florence2":
         options = {"size": size, "image_size": image_size, "new_tokens": new_tokens}
         folder = _cached(cache, f"florence2-{size}", options, _build_florence2)
+    elif name == "llama":
+        options = {"size": size, "new_tokens": new_tokens, "weights": weights}
+        folder = _cached(cache, f"llama-{size}-{weights}", options, _build_llama)
     else:
-        raise SystemExit(f"webgpu-torch serve: --model {name}: choose minilm or florence2")
+        raise SystemExit(f"webgpu-torch serve: --model {name}: choose minilm, florence2 or llama")
     return Site(json.loads((folder / "page.json").read_text()), {"/model/": folder})
 
 
@@ -135,6 +145,21 @@ def _build_florence2(folder: Path, size: str, image_size: int, new_tokens: int) 
             "mean": IMAGE_MEAN, "std": IMAGE_STD}
 
 
+def _build_llama(folder: Path, size: str, new_tokens: int, weights: str) -> dict:
+    """The Llama-architecture causal LM (random seeded weights) as a CausalLM folder, with a seeded prompt of
+    ids (no tokenizer offline for random weights: the page shows ids)."""
+    from .models import llama
+
+    model = llama.build(size)
+    prompt = llama.sample_prompt(model, 8, seed=0)
+    options = {"weights": weights} if weights != "float32" else {}
+    lm = llama.compile_step(model, max(CAUSAL_MAX_LENGTH, len(prompt) + new_tokens), **options)
+    lm.save(folder)
+    millions = llama.parameters(model) / 1e6
+    return {"kind": "causal", "name": f"Llama-{size}, {millions:.1f} M parameters (random seeded weights, {weights})",
+            "folder": "/model/", "prompt": prompt, "maxNewTokens": new_tokens}
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     """GET only: the page, the runtime, /config.json and the site's folders; nothing outside them."""
 
@@ -181,7 +206,7 @@ def main(args) -> int:
     if args.file and args.model:
         raise SystemExit("webgpu-torch serve: give a FILE or --model, not both")
     if args.model:
-        site = site_for_model(args.model, args.size, args.image_size, args.new_tokens, Path(args.cache))
+        site = site_for_model(args.model, args.size, args.image_size, args.new_tokens, Path(args.cache), args.weights)
     elif args.file:
         site = site_for_file(args.file)
     else:
@@ -201,12 +226,15 @@ def main(args) -> int:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("file", nargs="?", help="a .wgpt, or a Seq2Seq folder (seq2seq.json and three .wgpt)")
-    parser.add_argument("--model", choices=["minilm", "florence2"],
-                        help="minilm: all-MiniLM-L6-v2 (real weights); florence2: Florence-2, random weights")
-    parser.add_argument("--size", choices=["tiny", "base"], default="tiny", help="Florence-2's size")
+    parser.add_argument("file", nargs="?", help="a .wgpt, or a Seq2Seq or CausalLM folder")
+    parser.add_argument("--model", choices=["minilm", "florence2", "llama"],
+                        help="minilm: all-MiniLM-L6-v2 (real weights); florence2: Florence-2, random weights; "
+                             "llama: a Llama-architecture causal LM, random weights")
+    parser.add_argument("--size", choices=["tiny", "base"], default="tiny",
+                        help="Florence-2's or the causal LM's size (llama base: 124.7 M parameters)")
     parser.add_argument("--image-size", type=int, default=96, help="Florence-2's image side (base: 768)")
-    parser.add_argument("--new-tokens", type=int, default=20, help="Florence-2's tokens per generation")
+    parser.add_argument("--new-tokens", type=int, default=20, help="tokens per generation")
+    parser.add_argument("--weights", default="float32", help="compile option weights= for the causal LM")
     parser.add_argument("--port", type=int, default=8000, help="0: any free port")
     parser.add_argument("--cache", default=str(CACHE), help="where --model artifacts are compiled to")
     parser.add_argument("--open", action="store_true", help="open the page in the default browser")

@@ -172,20 +172,39 @@ def _generate(info: dict, chosen: list[int], limit: int) -> list[int]:
     """Python's Seq2Seq.generate over stages that return `chosen[step]` as the decoder's token."""
     import numpy as np
 
-    class Stage:
-        step = 0
-
-        def on_device(self, *args):
-            return []
-
-        def run(self, args, keep_on_device=()):
-            token = chosen[Stage.step]
-            Stage.step += 1
-            return np.zeros(3, np.float32), np.array([[token]]), args[1]
-
-    model = generation.Seq2Seq(Stage(), Stage(), Stage(), info)
+    stages = StandInStages(chosen)
+    model = generation.Seq2Seq(stages, stages, stages, info)
     ids, _ = model.generate(np.zeros((1, 3, 4, 4), np.float32), np.zeros((1, 2), np.int64), max_new_tokens=limit)
     return ids
+
+
+class StandInStages:
+    """The three stages of a Seq2Seq without a device: the decoder's token at step i is `chosen[i]` (0 past the
+    list: a step submitted after EOS, whose token is never read)."""
+
+    def __init__(self, chosen: list[int]):
+        self.chosen = iter(chosen)
+
+    def on_device(self, *args):
+        return []
+
+    def start(self, args, kwargs=None, keep_on_device=(), read=None):
+        import numpy as np
+
+        return _StandInCall(np.array([[next(self.chosen, 0)]]))
+
+
+class _StandInCall:
+    def __init__(self, token):
+        self.kept, self.token, self.host = {1: token}, token, {}
+
+    def result(self):
+        import numpy as np
+
+        return np.zeros(3, np.float32), self.token
+
+    def discard(self):
+        pass
 
 
 def headers() -> dict[str, dict]:

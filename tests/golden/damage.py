@@ -54,19 +54,25 @@ def at(path: str, value) -> Callable[[dict], None]:
 
 def cases(files: dict[str, bytes]) -> dict[str, tuple[bytes, str]]:
     """name -> (file bytes, phrase); `files` maps golden names (tiny, dynamic, structured, options,
-    weights_f16, weights_int4) to their bytes."""
+    weights_f16, state, weights_int4) to their bytes."""
     return {**_container(files["tiny"]), **_fields(files["tiny"]), **_kernels(files["tiny"], files["weights_f16"]),
             **_dynamic(files["dynamic"]), **_structured(files["structured"]), **_groups(files["options"]),
-            **_hostile(files["tiny"], files["dynamic"]), **_packed(files["weights_int4"])}
+            **_hostile(files["tiny"], files["dynamic"]), **_states(files["state"]),
+            **_packed(files["weights_int4"])}
 
 
-def _packed(raw: bytes) -> dict:
-    """A q4 tensor's own fields (docs/artifact.md, "Packed weights")."""
-    packed = next(i for i, t in enumerate(parts(raw)[0]["tensors"]) if t["dtype"] == "q4")
+def _states(raw: bytes) -> dict:
+    header, _ = parts(raw)
+    scratch = next(i for i, b in enumerate(header["buffers"]) if b["role"] == "scratch")
+    state = header["states"][0]["buffer"]
     return {
-        "packed_size": (edit(raw, at(f"tensors.{packed}.group", 64)), "mis-sized or out of bounds"),
-        "packed_group": (edit(raw, at(f"tensors.{packed}.group", 12)), "straddles u32 words"),
-        "packed_zero_points": (edit(raw, at(f"tensors.{packed}.zero_points", 1)), "zero_points is not a boolean"),
+        "state_buffer": (edit(raw, at("states.0.buffer", 0)), "is not a state buffer"),
+        "state_unlisted": (edit(raw, lambda h: h["states"].pop()), "not exactly one state's"),
+        "state_twice": (edit(raw, lambda h: h["states"].append({**h["states"][0], "name": "again"})),
+                        "not exactly one state's"),
+        "state_shape": (edit(raw, at("states.0.shape.0", 10**6)), "bad shape or buffer too small"),
+        "state_role_scratch": (edit(raw, at(f"buffers.{scratch}.role", "state")), "not exactly one state's"),
+        "state_output": (edit(raw, lambda h: h["outputs"][0].update(buffer=state)), "an output views a state buffer"),
     }
 
 
@@ -134,7 +140,7 @@ def _fields(raw: bytes) -> dict:
         "input_small": (edit(raw, at("inputs.0.shape.0", 1000)), "buffer too small"),
         "dangling_buffer": (edit(raw, at(f"dispatches.{storage}.buffers.0", 999)), "bad buffer index"),
         "binding_count": (edit(raw, lambda h: h["dispatches"][storage]["buffers"].append(0)), "binds"),
-        "writes_constant": (edit(raw, write_constant), "writes a buffer that is not scratch"),
+        "writes_constant": (edit(raw, write_constant), "writes an input or a constant"),
         "kernel_index": (edit(raw, at("dispatches.0.kernel", 7)), "bad kernel index"),
         "grid_zero": (edit(raw, at("dispatches.0.grid", [0, 1, 1])), "bad grid"),
         "grid_large": (edit(raw, at("dispatches.0.grid", [70000, 1, 1])), "bad grid"),
@@ -338,4 +344,14 @@ def _hostile(raw: bytes, dyn: bytes) -> dict:
                                     at("outputs.0.dtype", "int32")), "holds no input stored as i32"),
         "output_dtype_constant": (edit(raw, at("outputs.0.buffer", constant), at("outputs.0.dtype", "int32")),
                                   "holds constants stored as f32, not i32"),
+    }
+
+
+def _packed(raw: bytes) -> dict:
+    """A q4 tensor's own fields (docs/artifact.md, "Packed weights")."""
+    packed = next(i for i, t in enumerate(parts(raw)[0]["tensors"]) if t["dtype"] == "q4")
+    return {
+        "packed_size": (edit(raw, at(f"tensors.{packed}.group", 64)), "mis-sized or out of bounds"),
+        "packed_group": (edit(raw, at(f"tensors.{packed}.group", 12)), "straddles u32 words"),
+        "packed_zero_points": (edit(raw, at(f"tensors.{packed}.zero_points", 1)), "zero_points is not a boolean"),
     }

@@ -86,6 +86,20 @@ class Dequantized(torch.nn.Module):
         return torch.nn.functional.linear(torch.relu(torch.nn.functional.linear(x, w8)), w4)
 
 
+class Stateful(torch.nn.Module):
+    """State (docs/artifact.md, State): a cache written in place at a position, and a counter written back."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(1, 3, 11, 5), persistent=False)
+        self.register_buffer("count", torch.zeros(1, dtype=torch.int64), persistent=False)
+
+    def forward(self, x, pos):
+        self.cache.index_copy_(2, pos, x * 2)
+        self.count.add_(1)
+        return self.cache.sum(-1), self.count * 10
+
+
 def _models():
     """(name, session, calls): each call is (args, kwargs) of torch tensors and plain values."""
     g = torch.Generator().manual_seed(0)
@@ -138,6 +152,16 @@ def _models():
     yield ("structured", webgpu_torch.compile_module(st, (x, ids, mask), kwargs),
            [((x, ids, mask), kwargs), ((x, bad_ids, mask), kwargs), ((x, ids, mask), kwargs)])
 
+    # Each call's states are recorded after it; RESET zeroes them; position 11 is past the cache (an index
+    # error: the counter's write stands, the cache's is skipped).
+    xs = [torch.randn(1, 3, 1, 5, generator=g) for _ in range(4)]
+    pos = [torch.tensor([p]) for p in (2, 7, 11, 2)]
+    yield ("state", webgpu_torch.compile_module(Stateful(), (xs[0], pos[0])),
+           [((xs[0], pos[0]), {}), ((xs[1], pos[1]), {}), ((xs[2], pos[2]), {}), RESET, ((xs[3], pos[3]), {})])
+
+
+RESET = "reset_state"  # a call entry that zeroes every state instead of calling
+
 
 class _Fn(torch.nn.Module):
     def __init__(self, fn):
@@ -170,19 +194,29 @@ def write_models() -> None:
     for name, session, calls in _models():
         session.save(HERE / f"{name}.wgpt")
         records = []
-        for args, kwargs in calls:
-            record = {"args": _value_json(list(args)), "kwargs": _value_json(kwargs)}
-            try:
-                out = session(*[a.numpy() if isinstance(a, torch.Tensor) else a for a in args], **kwargs)
-            except webgpu_torch.DeviceIndexError as e:
-                records.append({**record, "error": str(e).split(": ", 1)[1]})
-                continue
-            leaves = tree.flatten(session.program.output_tree, out, "output")
-            records.append({**record, "outputs": [tensor_json(o) for o in leaves]})
+        for call in calls:
+            records.append(_record(session, call))
+            if session.states:
+                records[-1]["states"] = {s: tensor_json(session.read_state(s)) for s in session.states}
         (HERE / f"{name}.json").write_text(json.dumps({"calls": records}, indent=1) + "\n")
 
 
-# -- valid edits and damaged copies ---------------------------------------------------------------------------
+def _record(session, call) -> dict:
+    """A call's entry: its arguments and outputs, or the index error it raised; or the reset marker."""
+    if call == RESET:
+        session.reset_state()
+        return {RESET: True}
+    args, kwargs = call
+    record = {"args": _value_json(list(args)), "kwargs": _value_json(kwargs)}
+    try:
+        out = session(*[a.numpy() if isinstance(a, torch.Tensor) else a for a in args], **kwargs)
+    except webgpu_torch.DeviceIndexError as e:
+        return {**record, "error": str(e).split(": ", 1)[1]}
+    leaves = tree.flatten(session.program.output_tree, out, "output")
+    return {**record, "outputs": [tensor_json(o) for o in leaves]}
+
+
+# -- damaged copies --------------------------------------------------------------------------------------------
 
 def _derived(name: str, base: str, change) -> None:
     """A valid artifact made by editing golden `base` (whose calls it keeps): what a runtime must accept."""
@@ -234,7 +268,7 @@ def write_damaged() -> None:
         old.unlink()
     expected = {}
     files = {name: (HERE / f"{name}.wgpt").read_bytes()
-             for name in ("tiny", "dynamic", "structured", "options", "weights_f16", "weights_int4")}
+             for name in ("tiny", "dynamic", "structured", "options", "weights_f16", "state", "weights_int4")}
     for name, (data, phrase) in damage.cases(files).items():
         (BAD / f"{name}.wgpt").write_bytes(data)
         expected[name] = phrase

@@ -3,8 +3,10 @@ scaled_dot_product_attention measured in the same run.
 
 Shapes: ViT-B/16's, Florence-2-base's BART encoder over its 577 image tokens and a prompt, DaViT's window
 attention at each stage of Florence-2's vision tower (12 × 12 windows over 768² pixels), BERT-base at batch 8
-with a padding mask, and a causal Llama-style prefill. `--scale S` divides every sequence length and window
-count by S (for software adapters). Baseline: torch on CUDA (TF32 off) when a CUDA device is present, else
+with a padding mask, a causal Llama-style prefill, and decode steps (one query row against a cache: the split
+kernel, attention_split.wgsl, with each chunk size as a column): Florence-2-base's cross-attention and a
+Llama step over 2,048 keys. `--scale S` divides every sequence length and window count by S (for software
+adapters). Baseline: torch on CUDA (TF32 off) when a CUDA device is present, else
 torch on the CPU. Our figures are GPU time from timestamp queries (wall clock where the adapter has none) over
 back-to-back calls, inputs already on the device.
 """
@@ -17,7 +19,7 @@ import torch
 
 import webgpu_torch
 
-from ..ops.attention import CONFIGS, layouts_for
+from ..ops.attention import CONFIGS, SPLIT_CONFIGS, layouts_for
 from ..runtime import timing
 from . import baseline_seconds, named
 
@@ -32,6 +34,7 @@ class Shape:
     mask: bool = False  # an additive padding mask [batch, 1, 1, seq] (the last eighth of each sequence off)
     causal: bool = False
     windows: bool = False  # batch counts windows of a fixed length: --scale divides the batch, not seq
+    decode: bool = False  # one query row against `seq` keys (a decode step)
 
 
 SHAPES = [
@@ -41,6 +44,8 @@ SHAPES = [
       for i, (w, h) in enumerate([(256, 4), (64, 8), (16, 16), (4, 32)], 1)),
     Shape("bert_base.b8", 8, 12, 128, 64, mask=True),
     Shape("llama.prefill", 1, 32, 512, 128, causal=True),
+    Shape("florence2.cross_decode", 1, 12, 590, 64, decode=True),
+    Shape("llama.decode_2048", 1, 12, 2048, 64, decode=True),
 ]
 
 
@@ -56,7 +61,7 @@ class _Attention(torch.nn.Module):
 def _inputs(s: Shape, scale: int) -> tuple:
     batch = max(1, s.batch // scale) if s.windows else s.batch
     seq = s.seq if s.windows else max(8, s.seq // scale)
-    qkv = tuple(torch.randn(batch, s.heads, seq, s.head_dim) for _ in range(3))
+    qkv = tuple(torch.randn(batch, s.heads, 1 if s.decode and i == 0 else seq, s.head_dim) for i in range(3))
     if not s.mask:
         return qkv
     mask = torch.zeros(batch, 1, 1, seq)
@@ -94,13 +99,14 @@ def measure(shapes: list[Shape], scale: int = 1, engine: str | None = None, repe
         args = _inputs(shape, scale)
         module = _Attention(shape.causal).eval()
         ep = torch.export.export(module, args)
-        b, h, s, d = args[0].shape
-        row = {"attention": shape.name, "B x H x S x D": f"{b}x{h}x{s}x{d}",
-               "GFLOP": 4.0 * b * h * s * s * d / (2 if shape.causal else 1) / 1e9}
+        (b, h, sq, d), s = args[0].shape, args[1].shape[2]
+        row = {"attention": shape.name, "B x H x S x D": f"{b}x{h}x{sq if sq == s else f'{sq}:{s}'}x{d}",
+               "GFLOP": 4.0 * b * h * sq * s * d / (2 if shape.causal else 1) / 1e9}
         # The baseline first: on the H200 the first shape timed before torch had touched CUDA read 3-5x slow.
         base_name, base_s = _baseline(module, args, repeats)
         best = float("inf")
-        for variant in ("auto", *(c.name for c in layouts_for(-(-d // 4), -(-d // 4)))):
+        layouts = SPLIT_CONFIGS if shape.decode else [c.name for c in layouts_for(-(-d // 4), -(-d // 4))]
+        for variant in ("auto", *layouts):
             program = webgpu_torch.compile(ep, attention=variant)
             program(*args)  # uploads the inputs
             ex = program.executor(engine)
@@ -119,5 +125,5 @@ def measure(shapes: list[Shape], scale: int = 1, engine: str | None = None, repe
                   "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']})"}
 
 
-COLUMNS = ["attention", "B x H x S x D", "GFLOP", *(f"{c} ms" for c in ("auto", *CONFIGS)), "tuned", "GFLOP/s",
-           "baseline ms", "vs baseline"]
+COLUMNS = ["attention", "B x H x S x D", "GFLOP", *(f"{c} ms" for c in ("auto", *CONFIGS, *SPLIT_CONFIGS)), "tuned",
+           "GFLOP/s", "baseline ms", "vs baseline"]

@@ -78,26 +78,31 @@ def prepare_decoder(folder: Path, name: str, steps: int, quantize: str | None = 
     pixels, prompt = florence2.sample_inputs(model, image, 5, seed=0)
     with torch.no_grad():
         cross = florence2.EncoderStage(model)(florence2.VisionStage(model)(pixels), prompt)
-    stage = florence2.DecoderStage(model)
+    # Ours: the step with its cache as state; ORT's: the functional step (ONNX has no state).
+    functional = florence2.FunctionalDecoderStage(model)
     past = [torch.randn(1, heads, 3, head_dim) for _ in range(2 * layers)]
     args = (torch.tensor([[2]]), past, cross)
     dynamic = (None, [{2: Dim("past", min=0, max=steps + 1)}] * (2 * layers), [None] * (2 * layers))
-    inputs, outputs = _ort.export(stage, args, folder / f"{name}.onnx", dynamic_shapes=dynamic)
+    inputs, outputs = _ort.export(functional, args, folder / f"{name}.onnx", dynamic_shapes=dynamic)
     token, past_names, cross_names = inputs[0], inputs[1:1 + 2 * layers], inputs[1 + 2 * layers:]
     entry = {"kind": "decoder", "inputs": [_save_input(folder, f"{name}.cross{i}.bin", x, n)
                                            for i, (x, n) in enumerate(zip(cross, cross_names, strict=True))],
              "start": int(model.generation_config.decoder_start_token_id or text.decoder_start_token_id),
              "steps": steps, "layers": layers, "heads": heads, "headDim": head_dim, "tokenInput": token,
              "pastInputs": past_names, "crossInputs": cross_names, "outputs": outputs}
+
+    def save_ours(n: str) -> None:
+        webgpu_torch.compile_module(florence2.DecoderStage(model, steps), (torch.tensor([[2]]), torch.tensor([0]),
+                                                                           cross),
+                                    contiguous_outputs=True).save(folder / f"{n}.wgpt")
+
     names = [name]
-    webgpu_torch.compile_module(stage, args, dynamic_shapes=dynamic, contiguous_outputs=True).save(
-        folder / f"{name}.wgpt")
+    save_ours(name)
     if quantize:
         names.append(f"{name}_{quantize}")
         _ort.quantize_matmuls(folder / f"{name}.onnx", folder / f"{names[-1]}.onnx", bits=4, block_size=32)
         florence2.quantize(model, 4, 32)
-        webgpu_torch.compile_module(stage, args, dynamic_shapes=dynamic, contiguous_outputs=True).save(
-            folder / f"{names[-1]}.wgpt")
+        save_ours(names[-1])
     return [{"name": n, "wgpt": f"{n}.wgpt", "onnx": f"{n}.onnx", **entry} for n in names]
 
 

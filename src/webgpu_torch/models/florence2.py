@@ -2,13 +2,15 @@
 
     vision   pixel_values [1, 3, H, W]                  -> image features [1, N, d]   (static)
     encoder  image features, prompt ids [1, T]          -> cross K/V per decoder layer [1, heads, N+T, d_head]
-    decoder  token [1, 1], self K/V (past length P), cross K/V -> logits [1, 1, V], next token, self K/V (P+1)
+    decoder  token [1, 1], position [1], cross K/V      -> logits [1, 1, V], next token [1, 1]
+             state: the self-attention K/V of every layer, [1, heads, max_length, d_head], row `position`
+             written in place each step
 
-T (the prompt) and P (the cache) are dynamic dimensions, so each stage is compiled once. The stages run
-transformers' own modules: the encoder stage embeds the prompt and places the image features first, as
-Florence2Model.forward does with the processor's image placeholders; the decoder stage drives BartDecoder
-through an EncoderDecoderCache built from the tensors passed in, with the cross-attention marked as
-computed, so cross K/V are never recomputed per token.
+T (the prompt) is a dynamic dimension, so each stage is compiled once. The stages run transformers' own
+modules: the encoder stage embeds the prompt and places the image features first, as Florence2Model.forward
+does with the processor's image placeholders; the decoder stage drives BartDecoder through an
+EncoderDecoderCache of a StaticCache over the stage's own buffers (the program's state: static_cache.py) and
+the cross K/V passed in, marked as computed, so cross K/V are never recomputed per token.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 import webgpu_torch
 
 from ..generation import Seq2Seq
+from .static_cache import CacheBuffers
 
 
 def config(size: str) -> Florence2Config:
@@ -119,6 +122,33 @@ class EncoderStage(torch.nn.Module):
 
 
 class DecoderStage(torch.nn.Module):
+    """One decoder step over a self-attention cache of `max_length` rows kept as state: the token at
+    `position` attends to rows 0 ..= position (its own K/V written to row `position` first)."""
+
+    def __init__(self, model, max_length: int):
+        super().__init__()
+        self.decoder = model.model.language_model.decoder
+        self.lm_head = model.lm_head
+        config = self.decoder.config
+        heads = config.decoder_attention_heads
+        self.cache = CacheBuffers(config, config.decoder_layers, heads, config.d_model // heads, max_length)
+
+    def forward(self, token, position, cross_kv):
+        cache = EncoderDecoderCache(self.cache.cache(position), DynamicCache())
+        for i in range(len(self.decoder.layers)):
+            cache.cross_attention_cache.update(cross_kv[2 * i], cross_kv[2 * i + 1], i)
+            cache.is_updated[i] = True
+        # The cross-attention reads the cached K/V; these states only tell it that it runs (and are dead code).
+        states = cross_kv[0].new_zeros(1, cross_kv[0].shape[2], self.decoder.config.d_model)
+        out = self.decoder(input_ids=token, encoder_hidden_states=states, past_key_values=cache, use_cache=True)
+        logits = self.lm_head(out.last_hidden_state)
+        return logits, logits[:, -1:].argmax(-1)
+
+
+class FunctionalDecoderStage(torch.nn.Module):
+    """The decoder step with the self-attention cache passed in and the grown cache returned (length P → P + 1):
+    for exporters without state (ONNX, for onnxruntime-web's side of `bench browser`)."""
+
     def __init__(self, model):
         super().__init__()
         self.decoder = model.model.language_model.decoder
@@ -130,7 +160,6 @@ class DecoderStage(torch.nn.Module):
             cache.self_attention_cache.update(self_kv[2 * i], self_kv[2 * i + 1], i)
             cache.cross_attention_cache.update(cross_kv[2 * i], cross_kv[2 * i + 1], i)
             cache.is_updated[i] = True
-        # The cross-attention reads the cached K/V; these states only tell it that it runs (and are dead code).
         states = cross_kv[0].new_zeros(1, cross_kv[0].shape[2], self.decoder.config.d_model)
         out = self.decoder(input_ids=token, encoder_hidden_states=states, past_key_values=cache, use_cache=True)
         logits = self.lm_head(out.last_hidden_state)
@@ -140,7 +169,8 @@ class DecoderStage(torch.nn.Module):
 
 def compile_stages(model, image_size: int, max_prompt: int = 64, max_new_tokens: int = 128,
                    **options) -> Seq2Seq:
-    """Export and compile the three stages; `timings` holds each stage's compile seconds."""
+    """Export and compile the three stages (the decoder's cache holds max_new_tokens rows); `timings` holds each
+    stage's compile seconds."""
     text = model.config.text_config
     layers, heads = text.decoder_layers, text.decoder_attention_heads
     head_dim = text.d_model // heads
@@ -161,13 +191,12 @@ def compile_stages(model, image_size: int, max_prompt: int = 64, max_new_tokens:
     vision = compiled("vision", VisionStage(model), (pixels,))
     length = Dim("prompt", min=1, max=max_prompt)
     encoder = compiled("encoder", EncoderStage(model), (features, prompt), ({}, {1: length}))
-    past_kv = [torch.randn(1, heads, 3, head_dim) for _ in range(2 * layers)]
-    past, source = Dim("past", min=0, max=max_new_tokens), Dim("source", min=features.shape[1] + 1,
-                                                                  max=features.shape[1] + max_prompt)
-    decoder = compiled("decoder", DecoderStage(model), (torch.tensor([[2]]), past_kv, cross),
-                       (None, [{2: past}] * (2 * layers), [{2: source}] * (2 * layers)))
+    source = Dim("source", min=features.shape[1] + 1, max=features.shape[1] + max_prompt)
+    decoder = compiled("decoder", DecoderStage(model, max_new_tokens), (torch.tensor([[2]]), torch.tensor([0]), cross),
+                       (None, None, [{2: source}] * (2 * layers)))
     gen = model.generation_config
     info = {"layers": layers, "heads": heads, "head_dim": head_dim, "image_tokens": features.shape[1],
+            "max_length": max_new_tokens,
             "decoder_start_token_id": gen.decoder_start_token_id or text.decoder_start_token_id,
             "eos_token_id": gen.eos_token_id, "forced_bos_token_id": gen.forced_bos_token_id,
             "forced_eos_token_id": gen.forced_eos_token_id}
@@ -203,7 +232,6 @@ def run(size: str = "base", image_size: int = 768, new_tokens: int = 20, seeds=(
 
     import numpy as np
 
-
     model = build(size)
     model.generation_config.eos_token_id = None  # generate every requested token on both sides
     model.generation_config.forced_eos_token_id = None
@@ -225,7 +253,7 @@ def run(size: str = "base", image_size: int = 768, new_tokens: int = 20, seeds=(
     if save:
         stages.save(save)
         print(f"saved to {save}")
-    ok = True
+    ok, per_token = True, []
     for seed in seeds:
         pixels, prompt = sample_inputs(model, image_size, prompt_length, seed)
         start = time.perf_counter()
@@ -241,13 +269,18 @@ def run(size: str = "base", image_size: int = 768, new_tokens: int = 20, seeds=(
         tie = agree < len(want_ids) and _margin(want_logits[agree]) <= error
         passed = error <= LOGIT_TOLERANCE[precision] and (agree == len(want_ids) or tie)
         ok &= passed
-        steps = stages.timings["decoder steps"]
+        steps, host = stages.timings["decoder steps"], stages.timings["decoder host"]
+        per_token.append(float(np.median(steps[1:])))
         print(f"seed {seed}: ids match transformers for {agree}/{len(want_ids)} tokens; teacher-forced logits "
               f"within {error:.1e} of the scale: {'PASS' if passed else 'FAIL'}")
-        print(f"  generate: WebGPU {total * 1e3:.0f} ms ({np.median(steps[1:]) * 1e3:.1f} ms per token after the "
+        print(f"  generate: WebGPU {total * 1e3:.0f} ms ({per_token[-1] * 1e3:.2f} ms per token after the "
               f"first), transformers eager on CPU {eager * 1e3:.0f} ms")
+        print("  host per step (median ms): " + ", ".join(f"{k} {np.median(v) * 1e3:.3f}" for k, v in host.items()))
     gpu = _gpu_times(stages, engine)
     print("GPU time per call: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in gpu.items()))
+    wall = float(np.median(per_token))
+    print(f"decode: wall {wall * 1e3:.2f} ms/token, decoder GPU {gpu['decoder'] * 1e3:.2f} ms/token: "
+          f"{wall / gpu['decoder']:.2f}x")
     if float_model is not None:
         _against_float32(stages, compile_stages(float_model, image_size, **limits, precision=precision), gpu,
                          sample_inputs(model, image_size, prompt_length, seeds[0] if seeds else 0), new_tokens,

@@ -16,6 +16,7 @@ const ACT_TANH: u32 = 4u;
 const ACT_GELU: u32 = 5u;        // x·Φ(x) with erf
 const ACT_GELU_TANH: u32 = 6u;   // the tanh approximation
 const ACT_LEAKY_RELU: u32 = 7u;  // x < 0 ? lo·x : x
+const ACT_SILU: u32 = 8u;        // x·sigmoid(x): Llama's MLP gate
 
 // erf by Abramowitz & Stegun 7.1.26: |error| < 1.5e-7 over all x, below float32's resolution of erf near ±1.
 fn erf_f32(x: f32) -> f32 {
@@ -43,6 +44,8 @@ fn activate(x: f32, act: u32, lo: f32, hi: f32) -> f32 {
       return 0.5 * x * (1.0 + tanh(clamp(u, -10.0, 10.0)));
     }
     case ACT_LEAKY_RELU: { return select(x, lo * x, x < 0.0); }
+    // x / (1 + e^-x): -inf gives NaN as torch's -inf·0 does; below -88 the quotient is a signed zero.
+    case ACT_SILU: { return x / (1.0 + exp(-x)); }
     default: { return x; }
   }
 }

@@ -22,10 +22,13 @@ from . import elementwise, gemm, softmax
 from .registry import NodeView, OpCase, register, register_option
 
 FILE = "attention.wgsl"
+SPLIT = "attention_split.wgsl"
 MAX_HEAD_DIM = 256
 # A query this short leaves the fused kernel few rows to share the keys among (2 ms for 587 keys on an H200
-# with one thread per row): the unfused path spreads the keys over a GEMV instead.
+# with one thread per row): the split kernel spreads each row's keys over workgroups instead.
 DECODE_ROWS = 4
+CHUNKS = (64, 128, 256, 512, 1024)  # keys a workgroup of the split kernel scores (its tuning options)
+SPLIT_WORKGROUPS = 1024  # the default chunk is the smallest that keeps rows x splits within this
 # Workgroup memory for the K and V tiles (also the row sums at the end): WebGPU's guaranteed 16 KiB less the
 # lanes' max and denominator (2 x 64 floats).
 TILE_FLOATS = (16384 - 512) // 4
@@ -55,7 +58,8 @@ class Config:
 # One lane per row is the plain flash kernel; more lanes split each row's keys (for short
 # sequences over few heads, where rows alone leave the GPU idle). 64 threads, but 8x4 (32) for the longest heads.
 CONFIGS = {c.name: c for c in (Config(64, 1), Config(32, 2), Config(16, 4), Config(8, 8), Config(8, 4))}
-ATTENTION = register_option("attention", "auto", *CONFIGS)
+SPLIT_CONFIGS = tuple(f"split{c}" for c in CHUNKS)  # the split kernel's chunk sizes, by name
+ATTENTION = register_option("attention", "auto", *CONFIGS, *SPLIT_CONFIGS)
 
 
 def layouts_for(d4: int, dv4: int) -> list[Config]:
@@ -74,12 +78,13 @@ def _as_4d(t: Tensor) -> Tensor:
 
 
 def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: float,
-              causal: bool, safe: bool) -> Tensor:
+              causal: bool, safe: bool, key_limit: Tensor | None = None) -> Tensor:
     """softmax(scale · q @ kᵀ + mask) @ v for q [B, H, Sq, D] (or [H, Sq, D]), k [B, Hkv, Skv, D],
     v [B, Hkv, Skv, Dv], Hkv dividing H; the mask broadcastable to [B, H, Sq, Skv], float (added) or bool.
-    Head dims over MAX_HEAD_DIM, and decode steps, take the unfused path."""
-    decode = symbolic.hint(q.shape[-2]) <= DECODE_ROWS and not causal
-    if max(q.shape[-1], v.shape[-1]) > MAX_HEAD_DIM or decode:
+    `key_limit` (instead of a mask), broadcastable to [B, H, Sq, 1], is each row's last visible key (the live
+    prefix of a static cache: cache_attention.py). Decode steps (Sq ≤ DECODE_ROWS) take the split kernel;
+    head dims over MAX_HEAD_DIM the unfused path (never with a key limit)."""
+    if max(q.shape[-1], v.shape[-1]) > MAX_HEAD_DIM:
         return _unfused(ctx, q, k, v, mask, scale=scale, safe=safe)
     q4, k4, v4 = _as_4d(q), _as_4d(k), _as_4d(v)
     b, h, sq, d = q4.shape
@@ -90,32 +95,97 @@ def attention(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
         k4 = ctx.walkable(k4, skv)
     # Heads interleaved: [B, Sq, H, Dv] in memory, returned as the [B, H, Sq, Dv] view of it.
     out4 = layout.permute(ctx.new((b, sq, h, dv)), [0, 2, 1, 3])
-    m4 = layout.broadcast_to(mask, (b, h, sq, skv)) if mask is not None else None
-    d4, dv4 = -(-d // 4), -(-dv // 4)
-    mask_kind = 0 if mask is None else 2 if mask.dtype == "bool" else 1
+    if key_limit is not None:
+        m4, mask_kind = layout.broadcast_to(key_limit, (b, h, sq, 1)), 3
+    else:
+        m4 = layout.broadcast_to(mask, (b, h, sq, skv)) if mask is not None else None
+        mask_kind = 0 if mask is None else 2 if mask.dtype == "bool" else 1
+    shape = _Shape(b, h, hkv, sq, skv, d, dv, mask_kind)
+    operands = (q4, k4, v4, m4, out4)
+    if symbolic.hint(sq) <= DECODE_ROWS and not causal:
+        _split(ctx, operands, shape, scale=scale, safe=safe)
+    else:
+        _flash(ctx, operands, shape, scale=scale, causal=causal, safe=safe)
+    return out4 if q.ndim == 4 else layout.squeeze(out4, [0])
+
+
+@dataclass(frozen=True)
+class _Shape:
+    b: object
+    h: int
+    hkv: int
+    sq: object
+    skv: object
+    d: int
+    dv: int
+    mask_kind: int  # 0 none, 1 additive, 2 bool, 3 a key limit per row
+
+    @property
+    def mask_type(self) -> str:
+        return {2: "u32", 3: "i32"}.get(self.mask_kind, "f32")
+
+
+def _params(operands: tuple, s: _Shape, scale: float) -> dict:
+    """What attention.wgsl's and attention_split.wgsl's Params share."""
+    q4, k4, v4, m4, out4 = operands
+    return {"heads": s.h, "group": s.h // s.hkv, "sq": s.sq, "skv": s.skv, "d": s.d, "dv": s.dv,
+            "scale": float(scale), "q_offset": q4.offset, "k_offset": k4.offset, "v_offset": v4.offset,
+            "m_offset": m4.offset if m4 else 0, "q_strides": q4.strides, "k_strides": k4.strides,
+            "v_strides": v4.strides, "m_strides": m4.strides if m4 else (0,), "o_strides": out4.strides[:3]}
+
+
+def _flash(ctx: Builder, operands: tuple, s: _Shape, *, scale: float, causal: bool, safe: bool) -> None:
+    q4, k4, v4, m4, out4 = operands
+    d4, dv4 = -(-s.d // 4), -(-s.dv // 4)
     fits = layouts_for(d4, dv4)
     forced = ATTENTION.of(ctx.options)
-    if forced != "auto":
+    if forced not in ("auto", *SPLIT_CONFIGS):
         fits = [c for c in fits if c.name == forced] or fits  # a layout that cannot hold these heads: the rest
-    first = _default(fits, symbolic.hint(b) * h * symbolic.hint(sq))  # a speed choice: judged at the hints
+    first = _default(fits, symbolic.hint(s.b) * s.h * symbolic.hint(s.sq))  # a speed choice: judged at the hints
 
     def emit(c: Config) -> None:
-        tiles_q = -(-sq // c.rows)
+        tiles_q = -(-s.sq // c.rows)
         spec = KernelSpec.of(FILE, f"attention[{d4 * 4}x{dv4 * 4},{c.name}]", consts={
             "D4": d4, "DV4": dv4, "BC": c.tile_keys(d4, dv4), "BR": c.rows, "LANES": c.lanes,
-            "MaskT": "u32" if mask_kind == 2 else "f32"},
-            overrides={"MASK_KIND": mask_kind, "CAUSAL": causal, "SAFE": safe})
-        params = {"batch": b, "heads": h, "group": h // hkv, "sq": sq, "skv": skv, "d": d, "dv": dv,
-                  "tiles_q": tiles_q, "scale": float(scale), "q_offset": q4.offset, "k_offset": k4.offset,
-                  "v_offset": v4.offset, "m_offset": m4.offset if m4 else 0, "q_strides": q4.strides,
-                  "k_strides": k4.strides, "v_strides": v4.strides, "m_strides": m4.strides if m4 else (0,),
-                  "o_strides": out4.strides[:3]}
-        ctx.dispatch(spec, [q4, k4, v4, m4 or ctx.dummy(), out4], params, b * h * tiles_q)
+            "MaskT": s.mask_type}, overrides={"MASK_KIND": s.mask_kind, "CAUSAL": causal, "SAFE": safe})
+        params = {**_params(operands, s, scale), "batch": s.b, "tiles_q": tiles_q}
+        ctx.dispatch(spec, [q4, k4, v4, m4 or ctx.dummy(), out4], params, s.b * s.h * tiles_q)
 
     # Unforced, the other layouts are alternatives for the runtime to time (runtime/tuning.py).
     others = [c for c in fits if c != first] if forced == "auto" else []
     ctx.alternatives([partial(emit, c) for c in (first, *others)])
-    return out4 if q.ndim == 4 else layout.squeeze(out4, [0])
+
+
+def _split(ctx: Builder, operands: tuple, s: _Shape, *, scale: float, safe: bool) -> None:
+    """A decode step's attention as flash-decoding (attention_split.wgsl): each row's keys in chunks, one
+    workgroup per (row, chunk), then a merge of the chunks. The chunk sizes are the tuning options; every one
+    writes the same partials buffer, sized for the most chunks."""
+    q4, k4, v4, m4, out4 = operands
+    d4, dv4 = -(-s.d // 4), -(-s.dv // 4)
+    rows, keys = s.b * s.h * s.sq, symbolic.bound(s.skv)
+    chunks = [c for c in CHUNKS if c == CHUNKS[0] or c < 2 * keys]
+    forced = ATTENTION.of(ctx.options)
+    if forced in SPLIT_CONFIGS:
+        chunks = [c for c in chunks if f"split{c}" == forced] or chunks
+    most = -(-keys // chunks[0])
+    partials = ctx.new((symbolic.bound(rows) * most * (1 + dv4) * 4,))
+    hinted = symbolic.hint(rows)
+    first = next((c for c in chunks if hinted * -(-keys // c) <= SPLIT_WORKGROUPS), chunks[-1])
+
+    def emit(chunk: int) -> None:
+        splits = -(-keys // chunk)
+        consts = {"D4": d4, "DV4": dv4, "CHUNK": chunk, "MaskT": s.mask_type}
+        params = {**_params(operands, s, scale), "rows": rows, "splits": splits}
+        buffers = [q4, k4, v4, m4 or ctx.dummy(), partials, out4]
+        overrides = {"MASK_KIND": s.mask_kind, "SAFE": safe}
+        name = f"attention_split[{d4 * 4}x{dv4 * 4},{chunk}]"
+        ctx.dispatch(KernelSpec.of(SPLIT, name, entry="split", consts=consts, overrides=overrides), buffers, params,
+                     rows * splits)
+        ctx.dispatch(KernelSpec.of(SPLIT, name.replace("split[", "merge["), entry="merge", consts=consts,
+                                   overrides=overrides), buffers, params, elements=rows * dv4)
+
+    others = [c for c in chunks if c != first] if forced == "auto" else []
+    ctx.alternatives([partial(emit, c) for c in (first, *others)])
 
 
 def _unfused(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: float,
@@ -185,7 +255,7 @@ def _scale(node: NodeView) -> float:
 def scaled_dot_product_attention(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return attention(ctx, a["query"], a["key"], a["value"], a["attn_mask"], scale=_scale(node),
-                     causal=bool(a["is_causal"]), safe=True)
+                     causal=bool(a["is_causal"]), safe=True, key_limit=a.get("key_limit"))
 
 
 @register("webgpu.eager_attention.default", check=_check, dynamic=True)
@@ -193,7 +263,7 @@ def eager_attention(ctx: Builder, node: NodeView) -> Tensor:
     """softmax(scale · q @ kᵀ + mask, -1) @ v as the eager form computes it (made by attention_fusion.py)."""
     a = node.args
     return attention(ctx, a["query"], a["key"], a["value"], a["attn_mask"], scale=a["scale"], causal=False,
-                     safe=False)
+                     safe=False, key_limit=a.get("key_limit"))
 
 
 def cases() -> list[OpCase]:
@@ -226,6 +296,23 @@ def cases() -> list[OpCase]:
         w = torch.matmul(q, k.transpose(2, 3)) * 0.125 + mask
         return torch.matmul(torch.softmax(w, dim=-1), v).transpose(1, 2).contiguous()
 
+    def position(p):
+        return lambda: torch.tensor([p])
+
+    def live(keys, rows, pos):  # a static cache's causal mask: row i sees keys 0 ..= pos + i
+        return torch.arange(keys).view(1, 1, 1, keys) <= (pos + torch.arange(rows)).view(1, 1, rows, 1)
+
+    def sdpa_live(q, k, v, pos):  # what transformers exports over a StaticCache (cache_attention.py)
+        return sdpa(q, k, v, attn_mask=live(k.shape[2], q.shape[2], pos).expand(q.shape[0], -1, -1, -1))
+
+    def eager_live(q, k, v, pos):  # BART's form: the mask as 0 / -inf added to the scores
+        mask = torch.where(live(k.shape[2], q.shape[2], pos), 0.0, float("-inf"))
+        return hf_eager(q, k, v, mask)
+
+    def gqa_live(q, k, v, pos):  # repeat_kv's copies of the cache, then sdpa
+        repeat = [t[:, :, None].expand(1, 2, 2, *t.shape[2:]).reshape(1, 4, *t.shape[2:]) for t in (k, v)]
+        return sdpa_live(q, *repeat, pos)
+
     return [
         OpCase("sdpa_cross_sq_ne_skv", lambda q, k, v: sdpa(q, k, v), [(2, 3, 37, 64), (2, 3, 41, 64),
                                                                          (2, 3, 41, 64)], marks=g),
@@ -243,6 +330,18 @@ def cases() -> list[OpCase]:
         OpCase("sdpa_decode_step_bool_mask_587_keys", lambda q, k, v, m: sdpa(q, k, v, attn_mask=m),
                [(1, 12, 1, 64), (1, 12, 587, 64), (1, 12, 587, 64), bool_mask((1, 1, 587), masked_row=None)],
                marks=g),
+        # Decode steps run the split kernel (keys in chunks across workgroups, then a merge): splits that end
+        # part-way, a key limit from a position (the live prefix) that ends inside a chunk.
+        OpCase("sdpa_decode_1031_keys_additive_mask", lambda q, k, v, m: sdpa(q, k, v, attn_mask=m),
+               [(1, 3, 1, 40), (1, 3, 1031, 40), (1, 3, 1031, 24), (1, 1, 1, 1031)], marks=g),
+        OpCase("sdpa_decode_live_prefix_67_of_97_keys", sdpa_live, [(1, 4, 1, 64), (1, 4, 97, 64), (1, 4, 97, 64),
+                                                                    position(66)], marks=g),
+        OpCase("eager_decode_live_prefix_bart_mask", eager_live, [(1, 4, 1, 64), (1, 4, 37, 64), (1, 4, 37, 64),
+                                                                  position(0)], marks=g),
+        OpCase("sdpa_decode_gqa_repeat_kv_live_prefix", gqa_live, [(1, 4, 1, 16), (1, 2, 53, 16), (1, 2, 53, 16),
+                                                                   position(28)], marks=g),
+        OpCase("sdpa_prefill_live_prefix_11_rows_from_29", sdpa_live, [(1, 2, 11, 32), (1, 2, 41, 32),
+                                                                       (1, 2, 41, 32), position(29)], marks=g),
         OpCase("sdpa_3d_head_dim_200", lambda q, k, v: sdpa(q, k, v), [(3, 9, 200), (3, 21, 200), (3, 21, 200)],
                marks=g),
         OpCase("eager_hf_attention_with_mask", lambda q, k, v, m: hf_eager(q, k, v, m),

@@ -5,7 +5,10 @@
 //   q[b, h, i, d]     Sq query rows of head dim D
 //   k[b, g, j, d]     Skv keys; g = h / group: GQA heads share a K/V head (group = 1 for plain attention)
 //   v[b, g, j, e]     Dv value columns
-//   mask[b, h, i, j]  MASK_KIND 1: added to the scores (MaskT = f32); 2: bool (MaskT = u32), false drops j
+//   mask[b, h, i, j]  MASK_KIND 1: added to the scores (MaskT = f32); 2: bool (MaskT = u32), false drops j;
+//                     3: mask[b, h, i] (MaskT = i32, j's stride 0) is row i's last visible key, so j is dropped
+//                     past it: the live prefix of a static KV cache (cache_attention.py), where a workgroup
+//                     also stops after the furthest key its rows see (never past Skv, whatever the value)
 //   out[b, h, i, e] at b*o_strides.x + h*o_strides.y + i*o_strides.z + e: the lowering lays it out as
 //   [B, Sq, H, Dv], so the transpose to [B, Sq, H·Dv] that every model applies next is free.
 //   CAUSAL drops j > i (torch's is_causal: the top-left triangle).
@@ -27,6 +30,7 @@
 //   dimension; those past the end exit at once (uniformly, before any barrier).
 // Specialised by const substitution (array sizes and the thread layout) and alias (MaskT).
 
+//! include attention_rows.wgsl
 //! include bounded.wgsl
 
 const D4: u32 = 16u;
@@ -77,16 +81,7 @@ struct Params {
 var<workgroup> tiles: array<vec4<f32>, SHARED>;
 var<workgroup> lane_m: array<f32, THREADS>;
 var<workgroup> lane_l: array<f32, THREADS>;
-
-// Rows of q, k and v are read 4 elements at a time, d .. d + 3 of a row of n at `base` with element stride
-// `stride`: their indices, clamped in bounds, and which of them are in the row (the rest read as zero).
-fn at4(base: u32, stride: u32, d: u32, n: u32) -> vec4<u32> {
-  return base + min(vec4<u32>(d) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(n - 1u)) * stride;
-}
-
-fn in4(d: u32, n: u32) -> vec4<bool> {
-  return vec4<u32>(d) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(n);
-}
+var<workgroup> live_end: u32;
 
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -125,6 +120,18 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (CAUSAL) {
     kv_end = min(kv_end, i0 + BR);  // the last row of this tile sees keys 0 ..= i0 + BR - 1
   }
+  var row_live = p.skv;
+  if (MASK_KIND == 3u) {
+    row_live = live_keys(b, h, i);
+    if (li == 0u) {
+      var end = 0u;
+      for (var r2 = 0u; r2 < BR; r2++) {
+        end = max(end, live_keys(b, h, min(i0 + r2, p.sq - 1u)));
+      }
+      live_end = end;
+    }
+    kv_end = min(kv_end, workgroupUniformLoad(&live_end));
+  }
   for (var j0 = 0u; j0 < kv_end; j0 += BC) {
     for (var e = li; e < BC * D4; e += THREADS) {
       let j = j0 + e / D4;
@@ -155,7 +162,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       } else if (MASK_KIND == 2u && mask[m_base + jm * p.m_strides.w] == MaskT(0)) {
         x = neg_inf;
       }
-      if (j >= p.skv || (CAUSAL && j > i)) {
+      if (j >= row_live || (CAUSAL && j > i)) {
         x = neg_inf;
       }
       if (x > m) {  // a new max: rescale what is folded so far (from m = -inf, l and acc are still 0)

@@ -67,7 +67,7 @@ BOOL_OPS = {"add", "mul", "maximum", "minimum", "bitand", "bitor", "bitxor"}
 DIV_MODES = {None: "div", "floor": "div_floor", "trunc": "div_trunc"}
 # Activations run as a copy with the activation as its epilogue (ops/epilogue.py maps each to its code).
 ACTIVATIONS = ("aten.relu.default", "aten.sigmoid.default", "aten.tanh.default", "aten.gelu.default",
-               "aten.hardtanh.default", "aten.clamp.default", "aten.leaky_relu.default")
+               "aten.hardtanh.default", "aten.clamp.default", "aten.leaky_relu.default", "aten.silu.default")
 
 
 def emit(ctx: Builder, op: str, operands: list[Tensor | Number], shape: tuple[int, ...], *,

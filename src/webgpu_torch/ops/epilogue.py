@@ -24,7 +24,7 @@ _BIG = 3.4e38  # an absent clamp bound
 
 def of_node(target: str, args: dict) -> Epilogue | None:
     """The epilogue equivalent of an activation node, or None when the node is not one."""
-    if target in ("aten.relu.default", "aten.sigmoid.default", "aten.tanh.default"):
+    if target in ("aten.relu.default", "aten.sigmoid.default", "aten.tanh.default", "aten.silu.default"):
         return Epilogue(target.split(".")[1])
     if target == "aten.gelu.default":
         return Epilogue("gelu_tanh" if args.get("approximate") == "tanh" else "gelu")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import replace
+from math import prod
 
 import numpy as np
 
@@ -46,20 +47,43 @@ def gather(ctx: Builder, src: Tensor, shape: tuple[int, ...], direct: list[int],
     shared by the dispatches of all windows)."""
     out = ctx.new(shape, src.dtype) if out is None else out
     status, slot = check
-    views = [t for t, _, _ in indices]
-    slots = views + [views[0]] * (MAX_INDICES - len(views))
-    pad = [0] * (4 - len(indices))
     lo, hi = window or (0, 0)
-    params = {"numel": out.numel, "ndim": len(shape), "src_offset": src.offset,
-              "fill": NAN_BITS if src.dtype == "float32" else 0, "window_lo": lo, "window_hi": hi, "check": slot,
-              "idx_offsets": [t.offset for t in slots] + [0], "index_strides": [s for _, s, _ in indices] + pad,
-              "index_sizes": [n for _, _, n in indices] + pad, "shape": shape, "src_strides": direct,
-              **{f"idx{k}_strides": t.strides for k, t in enumerate(slots)}}
+    params = {**_index_params(src, shape, direct, indices, slot), "fill": NAN_BITS if src.dtype == "float32" else 0,
+              "window_lo": lo, "window_hi": hi, "values_offset": 0, "values_strides": (0,)}
     spec = KernelSpec.of(FILE, "gather" + ("[windowed]" if window else ""),
                          overrides={"NUM_INDICES": len(indices), "WINDOWED": window is not None,
                                     "WRAP_NEGATIVE": wrap})
-    ctx.dispatch(spec, [src, *slots, out, status], params, elements=out.numel)
+    ctx.dispatch(spec, [src, *_slots(indices), out, status], params, elements=out.numel)
     return out
+
+
+def scatter_in_place(ctx: Builder, table: Tensor, values: Tensor, direct: list[int],
+                     indices: list[tuple[Tensor, int, int]], *, check: tuple[Tensor, int]) -> Tensor:
+    """table[offset + Σ o_d·direct_d + Σ_t wrap(idx_t[o])·stride_t] = values[o] for every o of values' shape,
+    written into `table` itself (a state buffer); `indices` as for gather. Returns `table`."""
+    status, slot = check
+    params = {**_index_params(table, values.shape, direct, indices, slot), "fill": 0, "window_lo": 0,
+              "window_hi": 0, "values_offset": values.offset, "values_strides": values.strides}
+    spec = KernelSpec.of(FILE, "scatter[in place]", entry="scatter",
+                         overrides={"NUM_INDICES": len(indices), "WRAP_NEGATIVE": True})
+    ctx.dispatch(spec, [values, *_slots(indices), table, status], params, elements=values.numel)
+    return table
+
+
+def _slots(indices: list[tuple[Tensor, int, int]]) -> list[Tensor]:
+    """The index views for the kernel's three index bindings (the first repeated where fewer are used)."""
+    views = [t for t, _, _ in indices]
+    return views + [views[0]] * (MAX_INDICES - len(views))
+
+
+def _index_params(table: Tensor, shape: tuple, direct: list[int], indices: list[tuple[Tensor, int, int]],
+                  check: int) -> dict:
+    pad = [0] * (4 - len(indices))
+    slots = _slots(indices)
+    return {"numel": prod(shape), "ndim": len(shape), "table_offset": table.offset, "table_strides": direct,
+            "check": check, "idx_offsets": [t.offset for t in slots] + [0],
+            "index_strides": [s for _, s, _ in indices] + pad, "index_sizes": [n for _, _, n in indices] + pad,
+            "shape": shape, **{f"idx{k}_strides": t.strides for k, t in enumerate(slots)}}
 
 
 def _out_of_range(ctx: Builder, dim: int, size) -> tuple[Tensor, int]:

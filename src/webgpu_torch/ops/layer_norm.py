@@ -1,4 +1,5 @@
-"""native_layer_norm over the trailing dims, with its mean and rstd outputs (cheap to write, so computed).
+"""native_layer_norm over the trailing dims, with its mean and rstd outputs (cheap to write, so computed), and
+rms_norm (which norm_fusion.py also makes of transformers' RMSNorm) on the same kernel without the mean.
 
 The input is read in place as a [rows, N] view (a copy only where its strides do not allow that view);
 weight and bias likewise as [N] views.
@@ -7,6 +8,8 @@ weight and bias likewise as [N] views.
 from __future__ import annotations
 
 from math import prod
+
+import numpy as np
 
 from ..builder import Builder, KernelSpec
 from ..program import Tensor
@@ -19,9 +22,9 @@ FILE = "layer_norm.wgsl"
 def _check(node: NodeView) -> str | None:
     x = node.args["input"]
     for name in ("input", "weight", "bias"):
-        v = node.args[name]
+        v = node.args.get(name)
         if v is not None and v.dtype != "float32":
-            return f"{name} is {v.dtype}; layer_norm is float32 only"
+            return f"{name} is {v.dtype}; {node.target.split('.')[1]} is float32 only"
     if prod(node.args["normalized_shape"]) == 0 or x.numel == 0:
         return "layer_norm over an empty tensor is not supported"
     return None
@@ -30,21 +33,38 @@ def _check(node: NodeView) -> str | None:
 @register("aten.native_layer_norm.default", check=_check, dynamic=True)
 def native_layer_norm(ctx: Builder, node: NodeView) -> list[Tensor]:
     a = node.args
-    x, w, b = a["input"], a["weight"], a["bias"]
-    n = prod(a["normalized_shape"])
+    out, mean, rstd = (ctx.new(m.shape) for m in node.outputs)
+    _normalize(ctx, a["input"], a["weight"], a["bias"], prod(a["normalized_shape"]), float(a["eps"]),
+               [out, mean, rstd], rms=False)
+    return [out, mean, rstd]
+
+
+@register("aten.rms_norm.default", check=_check, dynamic=True)
+def rms_norm(ctx: Builder, node: NodeView) -> Tensor:
+    """x / sqrt(mean(x²) + eps) · weight over the trailing dims; eps None is the float32 machine epsilon, as
+    torch's default."""
+    a = node.args
+    x, n = a["input"], prod(a["normalized_shape"])
+    eps = float(a["eps"]) if a["eps"] is not None else float(np.finfo(np.float32).eps)
+    out = ctx.new(node.out.shape)
+    rows = x.numel // n
+    _normalize(ctx, x, a["weight"], None, n, eps, [out, ctx.new((rows,)), ctx.new((rows,))], rms=True)
+    return out
+
+
+def _normalize(ctx: Builder, x: Tensor, w: Tensor | None, b: Tensor | None, n, eps: float, outputs: list[Tensor],
+               *, rms: bool) -> None:
     rows = x.numel // n
     x2 = ctx.walkable(ctx.reshaped(x, (rows, n)), n)
     w1 = ctx.reshaped(w, (n,)) if w is not None else ctx.dummy()
     b1 = ctx.reshaped(b, (n,)) if b is not None else ctx.dummy()
-    out, mean, rstd = (ctx.new(m.shape) for m in node.outputs)
     row = row_threads(n, FILE)
     params = {"rows": rows, "n": n, "x_offset": x2.offset, "row_stride": x2.strides[0], "col_stride": x2.strides[1],
               "w_offset": w1.offset, "w_stride": w1.strides[0] if w is not None else 0,
-              "b_offset": b1.offset, "b_stride": b1.strides[0] if b is not None else 0, "eps": float(a["eps"])}
-    spec = KernelSpec.of(FILE, "layer_norm", overrides={"ROW": row, "HAS_WEIGHT": w is not None,
-                                                         "HAS_BIAS": b is not None})
-    ctx.dispatch(spec, [x2, w1, b1, out, mean, rstd], params, elements=rows * row)
-    return [out, mean, rstd]
+              "b_offset": b1.offset, "b_stride": b1.strides[0] if b is not None else 0, "eps": eps}
+    spec = KernelSpec.of(FILE, "rms_norm" if rms else "layer_norm", overrides={
+        "ROW": row, "HAS_WEIGHT": w is not None, "HAS_BIAS": b is not None, "RMS": rms})
+    ctx.dispatch(spec, [x2, w1, b1, *outputs], params, elements=rows * row)
 
 
 def cases() -> list[OpCase]:
@@ -71,4 +91,20 @@ def cases() -> list[OpCase]:
             ln(x * 3e35, (384,)), ln(x * 1e-30, (384,), eps=1e-12), ln(c, (384,)), ln(c * 1e35, (384,))),
             [(5, 384), lambda: torch.full((3, 384), 7.0)]),
         OpCase("layer_norm_nan_row", lambda x: ln(x, (41,)), [nan_row]),
+        # eps None is the dtype's epsilon (float64's in the reference: rows of unit scale tell no difference).
+        OpCase("rms_norm_rows_and_default_eps", lambda x, w: (torch.nn.functional.rms_norm(x, (383,), w, 1e-6),
+                                                              torch.nn.functional.rms_norm(x, (383,))),
+               [(3, 37, 383), (383,)]),
+        OpCase("rms_norm_huge_rows_transposed", lambda x: torch.nn.functional.rms_norm(x.t() * 1e30, (41,)),
+               [(41, 97)]),
+        OpCase("rms_norm_as_transformers_writes_it", _llama_rms_norm, [(2, 7, 67), (67,)]),
     ]
+
+
+def _llama_rms_norm(x, w):
+    """LlamaRMSNorm's forward, which norm_fusion.py rewrites into rms_norm (a model's constant weight folds in too;
+    this input one stays a multiply)."""
+    import torch
+
+    variance = x.pow(2).mean(-1, keepdim=True)
+    return w * (x * torch.rsqrt(variance + 1e-6))

@@ -1,5 +1,6 @@
 // layer_norm.wgsl — out[r, :] = (x[r, :] - mean_r) * rstd_r * weight + bias over rows of N elements, with
 // mean_r and rstd_r = 1 / sqrt(var_r + eps) written too (native_layer_norm's second and third outputs).
+// With RMS (rms_norm), mean_r is 0: rstd_r = 1 / sqrt(mean(x²) + eps).
 //
 // Layout: x is a strided [rows, N] view (x_offset, row_stride, col_stride); weight and bias are [N] views
 //   (read only with HAS_WEIGHT / HAS_BIAS); out is contiguous [rows, N]; mean and rstd contiguous [rows].
@@ -17,6 +18,7 @@
 override ROW: u32 = 256u;
 override HAS_WEIGHT: bool = true;
 override HAS_BIAS: bool = true;
+override RMS: bool = false;
 
 const WORKGROUP: u32 = 256u;
 
@@ -58,7 +60,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     big = max(big, abs(v));
   }
   let sum_max = row_sum_max(li, lane, s, big);
-  let mean = sum_max.x / f32(p.n);
+  let mean = select(sum_max.x / f32(p.n), 0.0, RMS);
   let inv = 1.0 / power_of_two_scale(sum_max.y);
   var d2 = 0.0;
   for (var c = lane; live && c < n; c += ROW) {

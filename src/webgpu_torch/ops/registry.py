@@ -35,6 +35,9 @@ class NodeView:
     outputs: tuple[TensorMeta | None, ...]
     epilogue: Epilogue | None = None  # what this node's kernel must apply to its result (args["residual"], activation)
     outputs_read: frozenset[int] = frozenset({0})  # which of its outputs the graph reads (by index)
+    # The state buffer its result is the new value of, when its `self` is that state's value at the start of
+    # the call and nothing else reads that: the lowering may update the state in place and return it.
+    in_place: Any = None  # Tensor | None
 
     @property
     def out(self) -> TensorMeta:

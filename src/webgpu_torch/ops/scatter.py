@@ -38,7 +38,7 @@ from ..errors import InputError
 from ..program import Tensor, contiguous_strides
 from ..symbolic import Expr, hint
 from .elementwise import copy
-from .indexing import word_of
+from .indexing import scatter_in_place, word_of
 from .prefix_sum import exclusive_sum
 from .registry import NodeView, OpCase, register, register_option
 
@@ -273,7 +273,9 @@ def scatter_reduce(ctx: Builder, node: NodeView) -> Tensor:
 def index_put(ctx: Builder, node: NodeView) -> Tensor:
     """self[indices] = values (or += with accumulate). Integer index tensors broadcast together to B and scan
     B's positions in order; adjacent ones replace their dims in place in the selection's shape, separated ones
-    move B to the front (torch's rule). A bool mask is an elementwise choice (scan of one)."""
+    move B to the front (torch's rule). A bool mask is an elementwise choice (scan of one). A state's update
+    (node.in_place) without accumulate writes the values over the state itself, one thread per value
+    (indexing.scatter_in_place): a KV cache's new row costs the row, not the cache."""
     x, given, values = node.args["self"], node.args["indices"], node.args["values"]
     reduce = "sum" if node.args["accumulate"] else "none"
     values = replace(values, dtype=x.dtype) if {values.dtype, x.dtype} == {"int32", "int64"} else values
@@ -285,7 +287,7 @@ def index_put(ctx: Builder, node: NodeView) -> Tensor:
     batch = _broadcast_shape([t.shape for t in tensors])
     count = prod(batch)
     if count == 0:
-        return copy(ctx, x)
+        return x if node.in_place is not None else copy(ctx, x)
     adjacent = dims == list(range(first, first + len(dims)))
     rest = [d for d in range(x.ndim) if d not in dims]
     lead = first if adjacent else 0  # where the scan dim sits in the selection's shape
@@ -298,6 +300,12 @@ def index_put(ctx: Builder, node: NodeView) -> Tensor:
         strides = (0,) * lead + line.strides + (0,) * (len(outer) - lead)
         indices.append((replace(line, shape=shape, strides=strides), d))
     out_dims = (*rest[:lead], None, *rest[lead:])
+    if node.in_place is not None and reduce == "none":
+        direct = [0 if d is None else x.strides[d] for d in out_dims]
+        plural = "s" * (len(dims) > 1)
+        where = f"dim{plural} {', '.join(map(str, dims))} of size{plural} {', '.join(str(x.shape[d]) for d in dims)}"
+        return scatter_in_place(ctx, node.in_place, flat, direct, [(t, x.strides[d], x.shape[d]) for t, d in indices],
+                                check=ctx.check(f"index out of range for {where}"))
     return scatter_into(ctx, x, Sources(shape, out_dims, tuple(indices), flat, wrap=True), reduce)
 
 

@@ -40,28 +40,32 @@ class DeviceTensor:
 
     def numpy(self) -> np.ndarray:
         """Read back to the host (one copy and one map)."""
-        wgpu, device = self.engine.wgpu, self.engine.device
-        d = dtypes.dtype(self.dtype)
-        if self.view.numel == 0:
-            return np.zeros(self.shape, d.host)
-        with self.engine.lock:
-            staging = device.create_buffer(size=self.buffer.size,
-                                           usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-            encoder = device.create_command_encoder()
-            encoder.copy_buffer_to_buffer(self.buffer, 0, staging, 0, self.buffer.size)
-            device.queue.submit([encoder.finish()])
-            self.engine.read(staging, f"reading {self}")
-            try:
-                base = np.frombuffer(staging.read_mapped(copy=False), dtype=d.device)[self.view.offset:]
-                strides = tuple(s * d.itemsize for s in self.view.strides)
-                data = np.lib.stride_tricks.as_strided(base, self.shape, strides, writeable=False).copy()
-            finally:
-                staging.unmap()
-                staging.destroy()
-        return dtypes.from_device(data, self.dtype)
+        return read_view(self.engine, self.buffer, self.view, f"reading {self}")
 
     def __repr__(self) -> str:
         return f"DeviceTensor({self.dtype}{list(self.shape)} on {self.engine.name})"
+
+
+def read_view(engine: Any, buffer: Any, view: Tensor, what: str) -> np.ndarray:
+    """The host form of strided `view` (its `buffer` field unused) of device `buffer`: one copy, one map."""
+    wgpu, device = engine.wgpu, engine.device
+    d = dtypes.dtype(view.dtype)
+    if view.numel == 0:
+        return np.zeros(view.shape, d.host)
+    with engine.lock:
+        staging = device.create_buffer(size=buffer.size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        encoder = device.create_command_encoder()
+        encoder.copy_buffer_to_buffer(buffer, 0, staging, 0, buffer.size)
+        device.queue.submit([encoder.finish()])
+        engine.read(staging, what)
+        try:
+            base = np.frombuffer(staging.read_mapped(copy=False), dtype=d.device)[view.offset:]
+            strides = tuple(s * d.itemsize for s in view.strides)
+            data = np.lib.stride_tricks.as_strided(base, view.shape, strides, writeable=False).copy()
+        finally:
+            staging.unmap()
+            staging.destroy()
+    return dtypes.from_device(data, view.dtype)
 
 
 def usage(engine) -> int:

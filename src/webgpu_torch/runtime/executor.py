@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import struct
+import time
+import weakref
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -24,9 +26,9 @@ import numpy as np
 
 from .. import dtypes, symbolic
 from ..errors import DeviceError, DeviceIndexError, InputError
-from ..program import Program, Tensor, fold_grid
+from ..program import Program, Tensor, contiguous_strides, fold_grid
 from . import memory, transfer
-from .device_tensor import DeviceTensor
+from .device_tensor import DeviceTensor, read_view
 from .engine import Engine
 from .features import workgroup_problem
 
@@ -70,6 +72,7 @@ class Executor:
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
         self._failed = ""  # why this program refuses calls (a call that timed out), "" while usable
         self._env: dict[str, int] | None = None
+        self._held: dict[int, weakref.ref] = {}  # input buffer -> the DeviceTensor the last call copied into it
         with self.engine.lock, self._engine_errors("this program"):
             self._check_limits()
             self._build_buffers()
@@ -211,8 +214,7 @@ class Executor:
 
     def _build_readback(self) -> None:
         """One staging buffer with a slot per output, each as large as its output can get, then the status
-        words of the program's checks."""
-        wgpu = self.engine.wgpu
+        words of the program's checks (more are made while calls are in flight together)."""
         self._staging_offsets, total = [], 0
         for t in self.program.outputs:
             self._staging_offsets.append(total)
@@ -220,9 +222,15 @@ class Executor:
         self._status = next((i for i, b in enumerate(self.program.buffers) if b.role == "status"), None)
         self._status_offset = total
         total += 4 * len(self.program.checks)
-        self.staging = self.engine.device.create_buffer(
-            size=max(total, 4), usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        self._staging_size = max(total, 4)
+        self.staging = self._new_staging()
+        self._stagings = [self.staging]  # the staging buffers no call in flight holds
         self._scratch = [self.buffers[i] for i, b in enumerate(self.program.buffers) if b.role == "scratch"]
+
+    def _new_staging(self):
+        wgpu = self.engine.wgpu
+        return self.engine.device.create_buffer(size=self._staging_size,
+                                                usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
 
     def prepare(self, env: dict[str, int]) -> None:
         """Make the dispatch plan and output reads for these dynamic sizes (a no-op when they are the last
@@ -244,37 +252,77 @@ class Executor:
                            for t, dst in zip(self.program.outputs, self._staging_offsets, strict=True)]
         self._env = dict(env)
 
+    # -- state ------------------------------------------------------------------------------------------------
+    def read_state(self, name: str) -> np.ndarray:
+        """The state `name` as the calls so far left it (host form)."""
+        s = self._state(name)
+        view = Tensor(s.buffer, s.shape, contiguous_strides(s.shape), 0, s.dtype)
+        return read_view(self.engine, self.buffers[s.buffer], view, f"reading state {name!r}")
+
+    def reset_state(self, names: Collection[str] | None = None) -> None:
+        """Zero the states `names` (all by default), as at load; ordered after the calls made so far."""
+        with self.engine.lock, self._engine_errors("a reset"):
+            for s in self.program.states if names is None else map(self._state, names):
+                buffer = self.buffers[s.buffer]
+                self.engine.device.queue.write_buffer(buffer, 0, bytes(buffer.size))
+
+    def _state(self, name: str):
+        for s in self.program.states:
+            if s.name == name:
+                return s
+        known = ", ".join(s.name for s in self.program.states) or "none"
+        raise KeyError(f"no state {name!r} in this program (its states: {known})")
+
     # -- call time --------------------------------------------------------------------------------------------
     def run(self, inputs: list, env: dict[str, int] | None = None, keep: Collection[int] = ()) -> list:
         """Outputs for `inputs` (in Program.inputs order, each a device-format array or a DeviceTensor) at the
         dynamic sizes `env`, in one submit: those whose index is in `keep` as DeviceTensors, the others read
-        back as device-format arrays (when every output is kept, nothing is mapped or waited for). Holds the
-        device's lock throughout (runtime/engine.py)."""
+        back as device-format arrays (when every output is kept, nothing is mapped or waited for)."""
+        return self.start(inputs, env, keep).result()
+
+    def start(self, inputs: list, env: dict[str, int] | None = None, keep: Collection[int] = (),
+              read: Collection[int] | None = None) -> Call:
+        """Write the inputs, encode and submit one call, and return without waiting for it: the outputs in
+        `keep` are DeviceTensors at once (`Call.kept`, to feed the next call), those in `read` (by default the
+        others; an output may be both) come back from `Call.result()`, which waits for them. Several calls
+        may be in flight — each reads back through a staging buffer of its own — so a decoder submits its
+        next step before it reads this one's token. Holds the device's lock while it encodes and submits."""
         with self.engine.lock, self._engine_errors("the call"):
             if self._failed:
                 raise DeviceError(f"this program cannot run again: {self._failed}")
             self.prepare(env or {})
+            start = time.perf_counter()
             encoder = self.engine.device.create_command_encoder()
-            self.write_inputs(encoder, inputs)
-            self.encode(encoder)
-            kept = {i: self._copy_out(encoder, self._readbacks[i]) for i in keep}
-            read = [i for i in range(len(self._readbacks)) if i not in kept]
+            try:
+                self.write_inputs(encoder, inputs)
+                self.encode(encoder)
+                kept = {i: self._copy_out(encoder, self._readbacks[i]) for i in keep}
+                read = [i for i in range(len(self._readbacks)) if i not in kept] if read is None else sorted(read)
+                staging = (self._stagings.pop() if self._stagings else self._new_staging()) if read else None
+                if read:
+                    self.stage(encoder, read, staging)
+                encoded = time.perf_counter()
+                self.submit(encoder, awaited=bool(read))
+            except BaseException:
+                self._held.clear()  # the copies into the input buffers were never submitted
+                raise
             if not read:
-                self.submit(encoder, awaited=False)
                 self.engine.device._poll()  # lets the engine retire finished submissions: no map will
-            else:
-                self.stage(encoder, read)
-                self.submit(encoder, awaited=True)
-                self.map()
-                kept.update(zip(read, self.copy_mapped(read), strict=True))
-            return [kept[i] for i in range(len(self._readbacks))]
+            call = Call(self, kept, read, staging)
+            call.host.update(encode=encoded - start, submit=time.perf_counter() - encoded)
+            return call
 
     def write_inputs(self, encoder, inputs: list) -> None:
-        """Write host inputs and encode device-tensor copies; submit() remaps the staging buffers used."""
+        """Write host inputs and encode device-tensor copies; submit() remaps the staging buffers used. A
+        DeviceTensor that is already in its input buffer (the one the last call copied there: DeviceTensors
+        never change, and nothing else writes an input buffer) is not copied again: a decoder's cross K/V."""
         device = self.engine.device
         for spec, value in zip(self.program.inputs, inputs, strict=True):
+            held = self._held.pop(spec.buffer, None)
             if isinstance(value, DeviceTensor):
-                self._copy_in(encoder, value, self.buffers[spec.buffer])
+                if held is None or held() is not value:
+                    self._copy_in(encoder, value, self.buffers[spec.buffer])
+                self._held[spec.buffer] = weakref.ref(value)
             elif spec.buffer in self._staged and value.nbytes:
                 self._staged[spec.buffer].write(encoder, value, self.buffers[spec.buffer])
             elif value.nbytes:
@@ -290,36 +338,38 @@ class Executor:
             staged.remap()
 
     # The steps of reading back, apart so that timing.call_phases can time each.
-    def stage(self, encoder, which: Collection[int] | None = None) -> None:
-        """Encode the copies of the outputs' byte ranges (those whose indices are in `which`, or all) into the
-        staging buffer, and of the status words."""
+    def stage(self, encoder, which: Collection[int] | None = None, staging=None) -> None:
+        """Encode the copies of the outputs' byte ranges (those whose indices are in `which`, or all) into a
+        staging buffer (`self.staging` by default), and of the status words."""
+        staging = staging or self.staging
         for r in self._readbacks if which is None else [self._readbacks[i] for i in which]:
             if r.size:
-                encoder.copy_buffer_to_buffer(self.buffers[r.tensor.buffer], r.src_offset, self.staging,
+                encoder.copy_buffer_to_buffer(self.buffers[r.tensor.buffer], r.src_offset, staging,
                                               r.dst_offset, r.size)
         if self.program.checks:
-            encoder.copy_buffer_to_buffer(self.buffers[self._status], 0, self.staging, self._status_offset,
+            encoder.copy_buffer_to_buffer(self.buffers[self._status], 0, staging, self._status_offset,
                                           4 * len(self.program.checks))
 
-    def map(self) -> None:
-        """Wait for the staging buffer to map (the call's work done)."""
+    def map(self, staging=None) -> None:
+        """Wait for a staging buffer (`self.staging` by default) to map: the call's work done."""
         try:
-            self.engine.read(self.staging, "the call")
+            self.engine.read(staging or self.staging, "the call")
         except BaseException as e:  # a timeout or Ctrl-C: the map may still complete; never reuse it
             self._failed = f"an earlier call was interrupted ({type(e).__name__}: {e})"
             raise
 
-    def copy_mapped(self, which: Collection[int] | None = None) -> list[np.ndarray]:
-        """The outputs staged (`which`, or all) copied out of the mapped staging buffer (one copy each), then
-        unmap. A failed device check (its status word set, by this call or an on_device call since the last
-        read) raises instead."""
+    def copy_mapped(self, which: Collection[int] | None = None, staging=None) -> list[np.ndarray]:
+        """The outputs staged (`which`, or all) copied out of the mapped staging buffer (`self.staging` by
+        default; one copy each), then unmap. A failed device check (its status word set, by this call or an
+        on_device call since the last read) raises instead."""
         staged = self._readbacks if which is None else [self._readbacks[i] for i in which]
+        staging = staging or self.staging
         try:
-            data = np.frombuffer(self.staging.read_mapped(copy=False), dtype=np.uint8)
+            data = np.frombuffer(staging.read_mapped(copy=False), dtype=np.uint8)
             failed = np.flatnonzero(data[self._status_offset:].view("<u4")) if self.program.checks else ()
             outputs = [self._view(data, r) for r in staged] if not len(failed) else []
         finally:
-            self.staging.unmap()
+            staging.unmap()
         if len(failed):
             self.engine.device.queue.write_buffer(self.buffers[self._status], 0, bytes(4 * len(self.program.checks)))
             check = self.program.checks[failed[0]]
@@ -368,6 +418,39 @@ class Executor:
         base = region[:usable].view(d)
         strides = tuple(s * d.itemsize for s in t.strides)
         return transfer.copy(np.lib.stride_tricks.as_strided(base, t.shape, strides, writeable=False))
+
+
+class Call:
+    """A submitted call (Executor.start): `kept` its outputs kept on the device, by index, at once; `result()`
+    waits for the outputs it reads and returns every output in order (an output both kept and read comes back
+    read; one neither kept nor read as None). Its staging buffer goes back to the executor with result() or
+    discard()."""
+
+    def __init__(self, executor: Executor, kept: dict, read: list[int], staging):
+        self.executor, self.kept, self._read, self._staging = executor, kept, read, staging
+        # Host seconds: "encode" (inputs written, dispatches and copies encoded), "submit", then with
+        # result() "map" (waiting for the GPU) and "copy" (outputs out of mapped memory).
+        self.host: dict[str, float] = {}
+
+    def result(self) -> list:
+        ex, outputs = self.executor, dict(self.kept)
+        if self._staging is not None:
+            with ex.engine.lock, ex._engine_errors("the call"):
+                try:
+                    start = time.perf_counter()
+                    ex.map(self._staging)
+                    mapped = time.perf_counter()
+                    outputs.update(zip(self._read, ex.copy_mapped(self._read, self._staging), strict=True))
+                    self.host.update(map=mapped - start, copy=time.perf_counter() - mapped)
+                finally:
+                    self.discard()
+        return [outputs.get(i) for i in range(len(ex.program.outputs))]
+
+    def discard(self) -> None:
+        """Give the staging buffer back unread (the work itself still runs): a decoder's step past EOS."""
+        if self._staging is not None:
+            self.executor._stagings.append(self._staging)
+            self._staging = None
 
 
 _SCALAR_FORMAT = {"u32": "<I", "i32": "<i", "f32": "<f"}

@@ -21,7 +21,7 @@ from ..program import Input, Program
 from . import features, tuning
 from .device_tensor import DeviceTensor
 from .engine import get_engine
-from .executor import Executor
+from .executor import Call, Executor
 
 
 class Session:
@@ -60,13 +60,32 @@ class Session:
         tree's leaves) are in `keep_on_device` stay on the GPU as DeviceTensors, the others are read back —
         all in one submit (a decoder step keeps its caches and reads its next token). Read outputs are torch
         tensors when any input was one, else numpy arrays."""
+        return self.start(args, kwargs, keep_on_device).result()
+
+    def start(self, args: tuple = (), kwargs: dict | None = None, keep_on_device: Iterable[int] = (),
+              read: Iterable[int] | None = None) -> Pending:
+        """Submit a call and return before it finishes: `.kept` holds the outputs in `keep_on_device` as
+        DeviceTensors at once, `.result()` waits for those in `read` (by default the others; an output may be
+        both kept and read) and returns the output structure as `run` does. Calls may be in flight together:
+        a decoder passes this step's token, kept on the device, to the next step before reading it."""
         leaves = tree.flatten(self.program.input_tree, (tuple(args), dict(kwargs or {})))
-        as_torch = any(_is_torch(x) for x in leaves)
         values = [check_input(spec, x) for spec, x in zip(self.program.inputs, leaves, strict=True)]
-        outs = self.executor().run(values, bind(self.program, values), frozenset(keep_on_device))
-        outs = [o if isinstance(o, DeviceTensor) else _to_host(o, t.dtype, as_torch)
-                for o, t in zip(outs, self.program.outputs, strict=True)]
-        return tree.unflatten(self.program.output_tree, outs)
+        call = self.executor().start(values, bind(self.program, values), frozenset(keep_on_device),
+                                     None if read is None else frozenset(read))
+        return Pending(self.program, call, any(_is_torch(x) for x in leaves))
+
+    # -- state: tensors the program keeps between calls (a KV cache), zero at load --------------------------
+    @property
+    def states(self) -> list[str]:
+        return [s.name for s in self.program.states]
+
+    def read_state(self, name: str) -> np.ndarray:
+        """State `name` as the calls so far left it."""
+        return self.executor().read_state(name)
+
+    def reset_state(self, *names: str) -> None:
+        """Zero the named states (every state when none is named), as when the program was loaded."""
+        self.executor().reset_state(names or None)
 
     def summary(self) -> str:
         return self.program.summary()
@@ -83,6 +102,33 @@ def open_executor(program: Program, engine: str | None = None) -> Executor:
     with device.lock:
         fitted = features.for_device(program, device.device.features)
         return Executor(tuning.resolve(fitted, device), device)
+
+
+class Pending:
+    """A call in flight (Session.start)."""
+
+    def __init__(self, program: Program, call: Call, as_torch: bool):
+        self.program, self.call, self.as_torch = program, call, as_torch
+
+    @property
+    def kept(self) -> dict[int, DeviceTensor]:
+        """The outputs kept on the device, by flat output index."""
+        return self.call.kept
+
+    @property
+    def host(self) -> dict[str, float]:
+        """Host seconds: encode and submit, then once read map and copy (Executor.start)."""
+        return self.call.host
+
+    def result(self):
+        """Wait for the call's read outputs; the model's output structure (kept outputs as DeviceTensors)."""
+        outs = [o if o is None or isinstance(o, DeviceTensor) else _to_host(o, t.dtype, self.as_torch)
+                for o, t in zip(self.call.result(), self.program.outputs, strict=True)]
+        return tree.unflatten(self.program.output_tree, outs)
+
+    def discard(self) -> None:
+        """Never read this call's outputs (its work still runs)."""
+        self.call.discard()
 
 
 def bind(program: Program, values: list) -> dict[str, int]:
