@@ -65,6 +65,14 @@ half() {  # float16 activations (precision="float16") against float32 in one run
       --json "$out/models_$d.json"
   done
 }
+quantized() {  # packed int4/int8 weights: decode-shape GEMVs against float32, Florence-2-base int4 against float32
+  for w in int4 int8; do
+    stage "linear_$w" 90 $cli bench gemm --linear --weights $w --json "$out/linear_$w.json"
+  done
+  stage linear_int4_prefill 90 $cli bench gemm --linear --weights int4 --sizes 8x3072x768 128x3072x768 \
+    593x3072x768 593x768x3072 --json "$out/linear_int4_prefill.json"
+  stage florence2_int4 300 $cli florence2 --size base --seeds 0 1 --quantize int4 --group-size 32 --weights float16
+}
 conv() { stage conv 90 $cli bench conv; }
 rows() { stage rows 60 $cli bench rows; }
 attention() { stage attention 120 $cli bench attention --json "$out/attention.json"; }
@@ -86,6 +94,6 @@ model_profile() {
 models() { stage models 240 $cli bench models --ort --repeat 5 --models resnet50 mobilenet_v2 vit_b16 \
   florence2_vision; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt"
-for s in "${@:-tests gemm linear gemm_wgpu f16 matrix half conv attention host florence2 profile models decode}"; do
+for s in "${@:-tests gemm linear gemm_wgpu f16 matrix half quantized conv attention host florence2 profile models decode}"; do
   for name in $s; do "$name"; done
 done

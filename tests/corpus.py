@@ -1,6 +1,7 @@
 """The model corpus: artifacts of real models with their inputs and the Python runtime's outputs, written by
-tests/test_corpus.py, tests/test_florence2.py and tests/test_half.py for the JavaScript runtime's tests
-(js/test/corpus.test.js) to run and match. Files (in the golden corpus's form, tests/golden/README.md):
+tests/test_corpus.py, tests/test_florence2.py, tests/test_half.py and tests/test_quantized.py (an int4 Llama)
+for the JavaScript runtime's tests (js/test/corpus.test.js) to run and match. Files (in the golden corpus's
+form, tests/golden/README.md):
 
     NAME.wgpt, NAME.json                  a program and its calls: args, kwargs, outputs
     florence2_tiny/                       a Seq2Seq folder (generation.py) and generate.json: pixel_values,

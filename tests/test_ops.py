@@ -72,9 +72,11 @@ def test_op_on_subgroup_twins(case, poisoned):
 
 
 # The gemv cases whose B is contiguous along K (a linear's weight), where dot_k runs: N = 1031 straddles its
-# 256-column blocks, N = 37 fills part of one.
-GEMV_TEAM1 = [pytest.param(case, id=case.name) for case in all_cases()["gemm"]
-              if case.name in ("gemv_linear_rows3", "gemv_8_rows", "gemv_residual")]
+# 256-column blocks, N = 37 fills part of one; and over packed weights (q4 and q8).
+GEMV_TEAM1 = [pytest.param(case, id=case.name) for case in all_cases()["gemm"] + all_cases()["quantized"]
+              if case.name in ("gemv_linear_rows3", "gemv_8_rows", "gemv_residual", "gemv_q4_zero_points",
+                               "gemv_q8_residual_relu")]
+GEMV_PACKED = [pytest.param(case, id=case.name) for case in all_cases()["quantized"] if case.name.startswith("gemv")]
 
 
 @pytest.mark.gemm
@@ -82,3 +84,10 @@ GEMV_TEAM1 = [pytest.param(case, id=case.name) for case in all_cases()["gemm"]
 def test_gemv_one_thread_per_column(case, poisoned):
     """gemv.wgsl's dot_k with a team of one lane per column (the option tuning picks on CPU adapters)."""
     _check(case, poisoned, pick=lambda k: "team1" in k.name)
+
+
+@pytest.mark.gemm
+@pytest.mark.parametrize("case", GEMV_PACKED)
+def test_gemv_packed_teams_of_eight(case, poisoned):
+    """dot_k over packed weights with teams of 8 lanes per column (an option only packed weights offer)."""
+    _check(case, poisoned, pick=lambda k: "team8" in k.name)

@@ -16,6 +16,8 @@
 #   run(command="source .device/enter.sh && python3 -m webgpu_torch.cli bench browser --prepare-only
 #       --folder build/side-by-side --models minilm mobilenet_v2 vit_b16 florence2_decoder florence2_base_decoder",
 #       carry=[".device"])        (compiles ours and exports the ONNX there: big models do not travel)
+#   (with --quantize int4 the decoders also run with 4-bit weights, ORT's as MatMulNBits: the prepare line
+#   above then also needs onnxruntime and torchao==0.18.0)
 #   run(command="bash js/bench/device.sh side-by-side build/side-by-side", carry=[".device/js"])
 set -euo pipefail
 unxz() { python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" "$@"; }

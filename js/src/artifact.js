@@ -5,7 +5,7 @@
 import { crc32 } from './crc32.js';
 import { ArtifactError } from './errors.js';
 import * as expr from './expr.js';
-import { DEVICE_FORM, DEVICE_SIZE, ITEMSIZE, isModelDtype } from './dtypes.js';
+import { DEVICE_FORM, DEVICE_SIZE, ITEMSIZE, PACKED_BITS, isModelDtype, packedBytes, packedProblem } from './dtypes.js';
 import { LIMITS } from './limits.js';
 import * as tree from './tree.js';
 
@@ -27,7 +27,7 @@ import * as tree from './tree.js';
 /** @typedef {{size: number, role: 'input' | 'constant' | 'scratch' | 'status' | 'state', name: string}} BufferSpec */
 /** @typedef {{name: string, buffer: number, shape: number[], dtype: ModelDtype}} StateSpec */
 /** @typedef {{node: string, message: string}} CheckSpec */
-/** @typedef {{dtype: DeviceDtype, bytes: Uint8Array}} Constant */
+/** @typedef {{dtype: DeviceDtype | 'q4' | 'q8', bytes: Uint8Array}} Constant */
 /** @typedef {{name: string, shape: Expr[], dtype: ModelDtype, buffer: number}} InputSpec */
 /** @typedef {{buffer: number, shape: Expr[], strides: Expr[], offset: Expr, dtype: ModelDtype}} OutputSpec */
 /** @typedef {{offset: number, type: Scalar, value: Expr}} Patch */
@@ -489,12 +489,14 @@ function readTensors(entries, buffers, data) {
     const t = object(raw, 'tensor');
     const buffer = int(field(t, 'buffer', 'tensor'), 'tensor buffer');
     const dtype = field(t, 'dtype', `tensor for buffer ${buffer}`);
-    need(Object.hasOwn(DEVICE_SIZE, dtype), `tensor for buffer ${buffer} has unknown dtype ${JSON.stringify(dtype)}`);
+    const packed = Object.hasOwn(PACKED_BITS, dtype);
+    need(Object.hasOwn(DEVICE_SIZE, dtype) || packed, `tensor for buffer ${buffer} has unknown dtype ${JSON.stringify(dtype)}`);
     const shape = list(field(t, 'shape', 'tensor'), 'tensor shape').map((n) => int(n, 'tensor shape'));
     const offset = int(field(t, 'offset', 'tensor'), 'tensor offset');
     const nbytes = int(field(t, 'nbytes', 'tensor'), 'tensor nbytes');
-    const numel = shape.reduce((a, n) => a * n, 1);
-    need(nbytes === numel * DEVICE_SIZE[/** @type {DeviceDtype} */ (dtype)] && Math.min(0, ...shape) === 0 && offset >= 0 &&
+    const size = packed ? packedSize(t, buffer, PACKED_BITS[dtype], shape)
+      : shape.reduce((a, n) => a * n, 1) * DEVICE_SIZE[/** @type {DeviceDtype} */ (dtype)];
+    need(nbytes === size && Math.min(0, ...shape) === 0 && offset >= 0 &&
       offset % ALIGN === 0 && offset + nbytes <= data.length,
     `tensor for buffer ${buffer} is mis-sized or out of bounds (shape ${JSON.stringify(shape)}, ${nbytes} bytes at ${offset}, data is ${data.length} bytes)`);
     need(!out.has(buffer), `two tensors for buffer ${buffer}`);
@@ -504,6 +506,24 @@ function readTensors(entries, buffers, data) {
   }
   buffers.forEach((b, i) => need(b.role !== 'constant' || out.has(i), `buffer ${i} (${b.name}): constant data is missing`));
   return out;
+}
+
+/**
+ * The bytes of a packed tensor entry (docs/artifact.md, "Packed weights"), after its own fields' checks.
+ * @param {Record<string, any>} t
+ * @param {number} buffer
+ * @param {number} bits
+ * @param {number[]} shape
+ * @returns {number}
+ */
+function packedSize(t, buffer, bits, shape) {
+  const zeroPoints = field(t, 'zero_points', `tensor for buffer ${buffer}`);
+  need(shape.length === 2 && typeof zeroPoints === 'boolean',
+    `packed tensor for buffer ${buffer}: shape ${JSON.stringify(shape)} is not [rows, cols] or zero_points is not a boolean`);
+  const group = int(field(t, 'group', `tensor for buffer ${buffer}`), 'group');
+  const problem = packedProblem(bits, shape[0], shape[1], group);
+  need(problem === null, `packed tensor for buffer ${buffer}: ${problem}`);
+  return packedBytes(bits, shape[0], shape[1], group, zeroPoints);
 }
 
 /**

@@ -36,6 +36,43 @@ export const Float16 = /** @type {any} */ (globalThis).Float16Array;
  */
 export const isHalf = (dtype) => dtype === 'float16' || dtype === 'bfloat16';
 
+/**
+ * Packed integer weights (docs/artifact.md, "Packed weights"): each packed dtype's bits per code.
+ * @type {Record<string, number>}
+ */
+export const PACKED_BITS = { q4: 4, q8: 8 };
+
+/**
+ * Why a packed matrix of `rows` × `cols` codes of `bits` in groups of `group` is no valid layout, or null.
+ * @param {number} bits
+ * @param {number} rows
+ * @param {number} cols
+ * @param {number} group
+ * @returns {string | null}
+ */
+export function packedProblem(bits, rows, cols, group) {
+  const perWord = 32 / bits;
+  if (Math.min(rows, cols, group) < 1) return `a packed matrix of ${rows} x ${cols} in groups of ${group}`;
+  if (group < cols && group % perWord) {
+    return `a group of ${group} codes straddles u32 words of ${perWord} codes: groups are multiples of ${perWord}, or whole rows`;
+  }
+  return null;
+}
+
+/**
+ * The bytes of a valid packed matrix: rows of codes padded to 16 bytes, then each group's scale (and zero point).
+ * @param {number} bits
+ * @param {number} rows
+ * @param {number} cols
+ * @param {number} group
+ * @param {boolean} zeroPoints
+ * @returns {number}
+ */
+export function packedBytes(bits, rows, cols, group, zeroPoints) {
+  const rowWords = 4 * Math.ceil(cols * bits / 128);
+  return 4 * (rows * rowWords + rows * Math.ceil(cols / group) * (zeroPoints ? 2 : 1));
+}
+
 /** Bytes per element of every model dtype's device form (all four bytes). */
 export const ITEMSIZE = 4;
 

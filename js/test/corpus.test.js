@@ -13,7 +13,7 @@ import { loadGenerator, regenerate } from '../testkit/corpus.js';
 import { CORPUS, artifacts, assertReplays, generations } from '../testkit/io.js';
 
 const HOW = `the model corpus is missing from ${CORPUS}: write it with ` +
-  '`.venv/bin/python -m pytest tests/test_corpus.py tests/test_transformers.py tests/test_cnn.py tests/test_florence2.py tests/test_llama.py tests/test_half.py` ' +
+  '`.venv/bin/python -m pytest tests/test_corpus.py tests/test_transformers.py tests/test_cnn.py tests/test_florence2.py tests/test_llama.py tests/test_half.py tests/test_quantized.py` ' +
   'from the repository root (or point WEBGPU_TORCH_CORPUS at one)';
 const MODELS = artifacts(CORPUS);
 const GENERATIONS = generations(CORPUS);

@@ -21,6 +21,8 @@ import numpy as np
 from . import symbolic
 from .errors import ArtifactError
 from .limits import LIMITS
+from .packing import DTYPES as PACKED_DTYPES
+from .packing import Packing
 from .program import (
     F16,
     FORMAT_VERSION,
@@ -60,8 +62,14 @@ def to_bytes(program: Program) -> bytes:
     names = {v: k for k, v in DTYPES.items()}
     for buffer, array in sorted(program.constants.items()):
         data = np.ascontiguousarray(array).tobytes()
-        tensors.append({"buffer": buffer, "dtype": names[array.dtype], "shape": list(array.shape),
-                        "offset": offset, "nbytes": len(data)})
+        packing = program.packings.get(buffer)
+        if packing is None:
+            tensors.append({"buffer": buffer, "dtype": names[array.dtype], "shape": list(array.shape),
+                            "offset": offset, "nbytes": len(data)})
+        else:
+            tensors.append({"buffer": buffer, "dtype": packing.dtype, "shape": [packing.rows, packing.cols],
+                            "group": packing.group, "zero_points": packing.zero_points, "offset": offset,
+                            "nbytes": len(data)})
         chunks.append(data + b"\0" * (_pad(len(data)) - len(data)))
         offset += _pad(len(data))
     blob = b"".join(chunks)
@@ -158,7 +166,8 @@ def from_bytes(raw: bytes, where: str = "artifact") -> Program:
         if header.get("format") != FORMAT_VERSION:
             raise ArtifactError(f"{where}: program format {header.get('format')!r}; this webgpu_torch reads format "
                                 f"{FORMAT_VERSION} — recompile the model with this version")
-        program = from_json(header, _read_tensors(header, data))
+        constants, packings = _read_tensors(header, data)
+        program = from_json(header, constants, packings)
         program.check()
         _check_requires(program, header)
     except ArtifactError:
@@ -258,26 +267,43 @@ def _check_requires(program: Program, header: dict) -> None:
         raise ValueError(f"the file requires {', '.join(unneeded)}, which no dispatch needs")
 
 
-def _read_tensors(header: dict, data: memoryview) -> dict[int, np.ndarray]:
-    out = {}
+def _read_tensors(header: dict, data: memoryview) -> tuple[dict[int, np.ndarray], dict[int, Packing]]:
+    out, packings = {}, {}
     for t in _list(header["tensors"], "tensors"):
         buffer = _int(t["buffer"], "tensor buffer")
-        if t["dtype"] not in DTYPES:
+        if t["dtype"] not in DTYPES and t["dtype"] not in PACKED_DTYPES.values():
             raise ValueError(f"tensor for buffer {buffer} has unknown dtype {t['dtype']!r}")
-        dtype = DTYPES[t["dtype"]]
         shape = tuple(_int(s, "tensor shape") for s in _list(t["shape"], "tensor shape"))
         nbytes, offset = _int(t["nbytes"], "tensor nbytes"), _int(t["offset"], "tensor offset")
-        if (nbytes != prod(shape) * dtype.itemsize or min(shape, default=0) < 0 or offset < 0 or offset % ALIGN
+        if t["dtype"] in DTYPES:
+            dtype, size = DTYPES[t["dtype"]], prod(shape) * DTYPES[t["dtype"]].itemsize
+        else:
+            packings[buffer] = _packing(t, buffer, shape)
+            dtype, size, shape = np.dtype("<u4"), packings[buffer].nbytes, (packings[buffer].words,)
+        if (nbytes != size or min(shape, default=0) < 0 or offset < 0 or offset % ALIGN
                 or offset + nbytes > len(data)):
             raise ValueError(f"tensor for buffer {buffer} is mis-sized or out of bounds (shape {list(shape)}, "
                              f"{nbytes} bytes at {offset}, data is {len(data)} bytes)")
         if buffer in out:
             raise ValueError(f"two tensors for buffer {buffer}")
         out[buffer] = np.frombuffer(data, dtype, prod(shape), offset).reshape(shape)
-    return out
+    return out, packings
 
 
-def from_json(d: dict, constants: dict[int, np.ndarray]) -> Program:
+def _packing(t: dict, buffer: int, shape: tuple[int, ...]) -> Packing:
+    """The layout of a packed tensor entry (docs/artifact.md, "Packed weights")."""
+    bits = next(b for b, name in PACKED_DTYPES.items() if name == t["dtype"])
+    zero_points = t["zero_points"]
+    if len(shape) != 2 or not isinstance(zero_points, bool):
+        raise ValueError(f"packed tensor for buffer {buffer}: shape {list(shape)} is not [rows, cols] or "
+                         "zero_points is not a boolean")
+    try:
+        return Packing(bits, *shape, _int(t["group"], "group"), zero_points)
+    except ValueError as e:
+        raise ValueError(f"packed tensor for buffer {buffer}: {e}") from None
+
+
+def from_json(d: dict, constants: dict[int, np.ndarray], packings: dict[int, Packing] | None = None) -> Program:
     """A Program from the header's fields, every value type-checked (ranges and indices: Program.check)."""
     symbols = {name: _symbol(name, _dict(s, "symbol")) for name, s in _dict(d["symbols"], "symbols").items()}
 
@@ -304,6 +330,7 @@ def from_json(d: dict, constants: dict[int, np.ndarray]) -> Program:
         states=[State(_str(s["name"], "state name"), _int(s["buffer"], "state buffer"),
                       tuple(_int(n, "state shape") for n in _list(s["shape"], "state shape")),
                       _str(s["dtype"], "state dtype")) for s in _list(d.get("states", []), "states")],
+        packings=packings or {},
     )
 
 

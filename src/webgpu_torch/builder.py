@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes, layout, symbolic, wgsl
+from . import dtypes, layout, packing, symbolic, wgsl
 from .errors import InputError
+from .packing import Packing
 from .program import (
     F16,
     FEATURES,
@@ -71,6 +72,15 @@ class KernelSpec:
         return wgsl.enables(features) + _specialized(file or self.file, self.consts, subgroups)
 
 
+@dataclass(frozen=True)
+class Packed(Tensor):
+    """A view of packed integer weights (packing.py): `shape`, `strides` and `offset` address the elements of
+    the float matrix they hold (row-major [rows, cols]: element (n, k) at n·cols + k), while `buffer` holds
+    the packed words, which kernels decode through `packing`."""
+
+    packing: Packing | None = None
+
+
 DEFAULT_MAX_BINDING = 128 * 2**20  # WebGPU's default maxStorageBufferBindingSize: every adapter binds this much
 
 
@@ -110,6 +120,9 @@ class Builder:
         self._dummy: Tensor | None = None
         self._folded: dict[Tensor, Tensor] = {}
         self._narrow: dict[tuple[int, str], int] = {}  # (buffer, storage dtype) -> its copy
+        self.packings: dict[int, Packing] = {}  # constant buffers of packed integer weights
+        self._pending: dict[int, Packed] = {}  # scratch buffer of a dequantized weight not computed yet -> it
+        self._quantized: dict[tuple, Packed] = {}
         self._once: dict[Any, Tensor] = {}
         self.checks: list[Check] = []
         self.status: int | None = None  # the status buffer, made by the first check
@@ -169,6 +182,49 @@ class Builder:
             self._narrow[key] = index
         return replace(t, buffer=self._narrow[key], dtype=storage)
 
+    def packed(self, words: Tensor, layout: Packing) -> Packed:
+        """The packed weights a constant of `layout.words` u32 words holds, as a view of their elements."""
+        self.constants[words.buffer] = self.constants[words.buffer].view(np.uint32)
+        self.packings[words.buffer] = layout
+        return Packed(words.buffer, (layout.rows, layout.cols), (layout.cols, 1), 0, layout.dtype, layout)
+
+    def quantized(self, t: Tensor, bits: int, group: int) -> Packed:
+        """Float32 constant view `t` [K, N] of a weight W [N, K] (its buffer, whole and row-major: t's strides
+        are (1, K), offset 0) over W quantized to `bits` in groups of `group` along K (packing.quantize), made
+        once per buffer."""
+        key = (t.buffer, bits, group)
+        if key not in self._quantized:
+            k = t.shape[-2]
+            words, layout = packing.quantize(self.constants[t.buffer].reshape(-1, k), bits, group)
+            index = self._buffer(Buffer(layout.nbytes, "constant", f"{self.buffers[t.buffer].name}.{layout.dtype}"))
+            self.constants[index] = words
+            self.packings[index] = layout
+            self._quantized[key] = Packed(index, (layout.rows, k), (k, 1), 0, layout.dtype, layout)
+        w = self._quantized[key]
+        return Packed(w.buffer, t.shape, t.strides, t.offset, w.dtype, w.packing)
+
+    def dequantized(self, w: Packed, shape: tuple[int, ...]) -> Tensor:
+        """A float32 tensor of `shape` whose elements (row-major) are packed weights `w`'s. Kernels that decode
+        them read `w` instead (`packed_view`); the first dispatch that binds the tensor itself is preceded by a
+        dispatch computing it (`materialize`), so a weight only they read is never widened."""
+        t = self.new(shape)
+        self._pending[t.buffer] = w
+        return t
+
+    def packed_view(self, t: Tensor) -> Packed | None:
+        """View `t` of a dequantized weight that is not computed yet, as the same view of its packed elements;
+        None when `t` views anything else."""
+        w = self._pending.get(t.buffer)
+        return None if w is None else Packed(w.buffer, t.shape, t.strides, t.offset, w.dtype, w.packing)
+
+    def materialize(self, t: Tensor) -> None:
+        """Compute the dequantized weight `t` views, if it is one not computed yet (one dispatch, once)."""
+        w = self._pending.pop(t.buffer, None)
+        if w is not None:
+            from .ops.quantized import dequantize
+
+            dequantize(self, w, Tensor(t.buffer, (w.packing.rows * w.packing.cols,), (1,)))
+
     def too_large(self, t: Tensor) -> bool:
         """Whether t is a constant over the binding limit, which an op must split (see row_chunks). Other
         tensors over it are refused when lowering ends."""
@@ -203,8 +259,10 @@ class Builder:
         return t if self.holds(t, steps) else self.contiguous(t)
 
     def holds(self, t: Tensor, steps) -> bool:
-        """Whether t's buffer holds at least `steps` elements of its dtype (at the largest sizes)."""
-        return symbolic.bound(steps) <= self.buffers[t.buffer].size // dtypes.dtype(t.dtype).itemsize
+        """Whether t's buffer holds at least `steps` elements of its dtype (at the largest sizes); packed
+        weights count their u32 words, as the kernels that bound loops by them do."""
+        itemsize = 4 if isinstance(t, Packed) else dtypes.dtype(t.dtype).itemsize
+        return symbolic.bound(steps) <= self.buffers[t.buffer].size // itemsize
 
     def check(self, message: str) -> tuple[Tensor, int]:
         """A device-side check of the node being lowered: the status buffer (bind it read_write: an array of
@@ -236,6 +294,9 @@ class Builder:
             workgroups = -(-elements // per)
         if workgroups == 0:
             return
+        for t in tensors:
+            if not isinstance(t, Packed):
+                self.materialize(t)
         kernel, uniform, patches = self._kernel(spec, params, len(tensors))
         count = workgroups if isinstance(workgroups, symbolic.Expr) else None
         grid = fold_grid(symbolic.bound(workgroups) if count is not None else workgroups)

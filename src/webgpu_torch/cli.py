@@ -109,8 +109,9 @@ def _demo(args) -> int:
 def _florence2(args) -> int:
     from .models import florence2
 
+    bits = {"int4": 4, "int8": 8}.get(args.quantize)
     ok = florence2.run(args.size, args.image_size, args.new_tokens, args.seeds, args.prompt_length, args.save,
-                       args.engine, args.precision)
+                       args.engine, args.precision, bits, args.group_size, args.weights)
     return 0 if ok else 1
 
 
@@ -118,7 +119,7 @@ def _llama(args) -> int:
     from .models import llama
 
     ok = llama.run(args.size, args.new_tokens, args.prompt_length, args.max_length, args.seeds, args.engine,
-                   args.save, args.weights)
+                   args.save, args.weights, {"int4": 4, "int8": 8}.get(args.quantize), args.group_size)
     return 0 if ok else 1
 
 
@@ -201,6 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--save", metavar="DIR", help="also save the three compiled stages there")
     p.add_argument("--precision", choices=["float32", "float16"], default="float32",
                    help="compile option precision= (float16: matrix-unit products where the device has them)")
+    p.add_argument("--quantize", choices=["int4", "int8"],
+                   help="quantize the language model's Linears, LM head and embeddings with torchao first "
+                        "(weight-only, symmetric), and compare with the float32 model")
+    p.add_argument("--group-size", type=int, default=32, help="--quantize's group along each row")
+    p.add_argument("--weights", choices=["float32", "float16"], default="float32",
+                   help="compile option weights= (float16: the weights left float, the vision tower's, in half)")
     p.set_defaults(fn=_florence2)
     p = sub.add_parser("llama", help="a Llama-architecture causal LM (random weights, 125 M parameters): compile "
                                       "its decoder step, generate, check against transformers, print tokens/s")
@@ -211,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, nargs="*", default=[0, 1])
     p.add_argument("--save", metavar="DIR", help="also save the compiled step there")
     p.add_argument("--weights", default="float32", help="compile option weights= (float32, float16, int8, int4 …)")
+    p.add_argument("--quantize", choices=["int4", "int8"],
+                   help="quantize the Linears and the embedding with torchao first (weight-only, symmetric); "
+                        "transformers then runs the same quantized model")
+    p.add_argument("--group-size", type=int, default=32, help="--quantize's group along each row")
     p.set_defaults(fn=_llama)
     p = sub.add_parser("serve", help="a page on 127.0.0.1 that runs an artifact in the browser (the JS runtime)")
     from . import serve

@@ -28,14 +28,18 @@ def compile(ep, *, max_binding_size: int = DEFAULT_MAX_BINDING, contiguous_outpu
     extra: the op families' own options (ops.OPTIONS), e.g. gemm="auto" | "gemv" | a name in ops.gemm.CONFIGS
           ("pr" for the ExecuTorch PR's kernel): one GEMM kernel configuration forced everywhere, "auto"
           routing by shape and layout; conv="auto" | "im2col" | "direct", and
-          weights="float32" | "float16": float16 stores every constant a GEMM reads as its B operand (Linear
-          and conv weights) in half precision, with float32 products; adapters without `shader-f16` run the
-          same numbers from float32 copies made at load; precision="float32" | "float16": float16 stores the
-          activations that pass between the kernels taking them (elementwise, norms, softmax, GEMMs, attention)
-          as float16 where the device has `shader-f16` (float32 arithmetic; the float32 kernels of the same
-          file run elsewhere: docs/design.md, "float16 activations"), and lets GEMMs and channels-last convs
-          multiply float16 operands (float32 sums) on the GPU's matrix units, where the device has them and
-          tuning finds them faster (docs/design.md, "GEMM on matrix units").
+          weights="float32" | "float16" | "int8" | "int4": float16 stores every constant a GEMM reads as its
+          B operand (Linear and conv weights) in half precision, with float32 products; adapters without
+          `shader-f16` run the same numbers from float32 copies made at load; int8 and int4 quantize those
+          weights the kernels can decode packed, and embedding tables, round to nearest (symmetric): int8 per
+          output channel, int4 in groups of group_size (32, 16, 64, 128 or 256) along K; each weight is then
+          within max|w over its group| / (2^bits − 2) of the float one (docs/design.md, "Quantized weights"),
+          and the weights stay packed on the device, decoded in registers; precision="float32" | "float16":
+          float16 stores the activations that pass between the kernels taking them (elementwise, norms,
+          softmax, GEMMs, attention) as float16 where the device has `shader-f16` (float32 arithmetic; the
+          float32 kernels of the same file run elsewhere: docs/design.md, "float16 activations"), and lets
+          GEMMs and channels-last convs multiply float16 operands (float32 sums) on the GPU's matrix units,
+          where the device has them and tuning finds them faster (docs/design.md, "GEMM on matrix units").
     Raises UnsupportedError naming every node that cannot run, its op, shapes and the reason, before anything
     touches a GPU. Returns a Session: calling it runs the program on the default WebGPU engine (opened on the
     first call); `.program` is the compiled Program (plain data), `.save(path)` writes the artifact.
@@ -51,11 +55,12 @@ def compile(ep, *, max_binding_size: int = DEFAULT_MAX_BINDING, contiguous_outpu
 
 def import_graph(ep):
     """The graph lowering sees: `ep` through the frontend, then the graph rewrites."""
-    from . import attention_fusion, cache_attention, conv_folding, frontend, fusion, norm_fusion
+    from . import attention_fusion, cache_attention, conv_folding, frontend, fusion, norm_fusion, quantized_weights
 
     with _quiet_torch():
         graph = frontend.import_program(ep)
-    graph = cache_attention.rewrite(attention_fusion.fuse_attention(conv_folding.fold(graph)))
+    graph = conv_folding.fold(quantized_weights.rewrite(graph))
+    graph = cache_attention.rewrite(attention_fusion.fuse_attention(graph))
     return fusion.fuse_epilogues(norm_fusion.fuse_rms_norms(graph))
 
 

@@ -26,6 +26,7 @@ from . import symbolic, tree
 from .errors import UnsupportedError
 from .graph import Graph, Node, Ref, StateSpec, TensorMeta, drop_dead, refs_in, values_in
 from .ops import OPS, REFUSED
+from .quantized_weights import CODE_DTYPES, KEPT_WHOLE
 from .symbolic import Expr, Symbol
 
 # Folding a constant subgraph must not inflate the artifact. A folded value is stored as the smallest tensor
@@ -190,17 +191,18 @@ def _decomposition_table() -> dict:
     """torch.export's core-ATen decompositions, and torch's own over ATen ops (torch._decomp) for the
     overloads outside core ATen that export keeps (`view_copy`, `dist`, `ldexp`, …: with no kernel of ours they
     could only be refused); but for the overloads the registry lowers or refuses: those stay whole, to run on their
-    kernel or to be refused with their reason."""
+    kernel or to be refused with their reason; and for the dequantizations of quantized weights, which
+    quantized_weights.py packs (those of libraries not loaded are absent anyway)."""
     table = torch.export.default_decompositions()
     for op, fn in torch._decomp.decomposition_table.items():
         # Only decompositions written over ATen ops: torch._refs' are written over prims, which nothing lowers.
         aten_level = getattr(fn, "__module__", "") in ("torch._decomp.decompositions", "torch._ops.aten")
         if aten_level and isinstance(op, torch._ops.OpOverload) and torch.Tag.core not in op.tags and op not in table:
             table[op] = fn  # (a CustomDecompTable: no setdefault)
-    for target in [*OPS, *REFUSED]:
-        if not target.startswith("aten."):  # our own ops (graph rewrites make them): nothing to keep
+    for target in [*OPS, *REFUSED, *KEPT_WHOLE]:
+        if not target.startswith("aten.") and target not in KEPT_WHOLE:  # our own ops: nothing to keep
             continue
-        op = resolve_target(target)
+        op = _loaded_target(target)
         if op in table:
             del table[op]
     seen = _DECOMPOSED.get()
@@ -239,6 +241,14 @@ def resolve_target(target: str):
     """`"aten.addmm.default"` -> `torch.ops.aten.addmm.default`."""
     namespace, name, overload = target.split(".")
     return getattr(getattr(getattr(torch.ops, namespace), name), overload)
+
+
+def _loaded_target(target: str):
+    """The op of `target`, or None when its library is not loaded (torchao's ops exist once it is imported)."""
+    try:
+        return resolve_target(target)
+    except (AttributeError, RuntimeError):
+        return None
 
 
 def target_name(op) -> str:
@@ -509,6 +519,8 @@ def _try_fold(n: torch.fx.Node, args: dict[str, Any],
     reads = [] if name in SHAPE_ONLY else list(refs_in(args))
     if any(r.index is not None or r.node not in constants for r in reads):
         return None
+    if any(str(constants[r.node].dtype).removeprefix("torch.") in CODE_DTYPES for r in reads):
+        return None  # 8-bit codes of quantized weights: folded, they would widen (quantized_weights.py packs them)
     val = n.meta.get("val")
     if not isinstance(val, torch.Tensor) or any(not isinstance(s, int) for s in val.shape):
         return None

@@ -103,8 +103,12 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
             continue
         view = NodeView(node.name, node.target, _arguments(ctx, node, env, metas), node.outputs, node.epilogue,
                         read[node.name], in_place.get(node.name), half.get(node.name, frozenset()))
+        op = OPS[node.target]
+        if not (op.view or op.packed):
+            for t in (v for v in values_in(view.args) if isinstance(v, Tensor)):
+                ctx.materialize(t)
         try:
-            result = OPS[node.target].lower(ctx, view)
+            result = op.lower(ctx, view)
         except UnsupportedError:
             raise
         except InputError as e:  # a constant the device cannot hold as this lowering needs it
@@ -118,6 +122,7 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
     outputs = []
     for r in graph.user_outputs:  # read back after the call, when a state holds its new value: never a state
         t = env[r]
+        ctx.materialize(t)
         if ctx.buffers[t.buffer].role == "state":
             t = elementwise.copy(ctx, t)
         outputs.append(ctx.contiguous(t) if options.contiguous_outputs else t)
@@ -242,6 +247,7 @@ def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Gra
         symbols=dict(graph.symbols),
         checks=list(ctx.checks),
         states=[replace(s, buffer=re(s.buffer)) for s in states],
+        packings={re(i): p for i, p in ctx.packings.items() if i in remap},
     )
     _check_bindings(program, ctx.options.max_binding)
     program.check()

@@ -18,6 +18,7 @@ import numpy as np
 
 from . import dtypes, symbolic, tree
 from .limits import LIMITS
+from .packing import Packing
 
 FORMAT_VERSION = LIMITS["format"]
 BINDING_KINDS = ("read", "read_write", "uniform")
@@ -250,6 +251,9 @@ class Program:
     # nonzero value when it fails; the runtime raises `checks[i]` naming its node (docs/artifact.md).
     checks: list[Check] = field(default_factory=list)
     states: list[State] = field(default_factory=list)  # tensors kept between calls, each in a "state" buffer
+    # Constants that hold packed integer weights (docs/artifact.md, "Packed weights"): buffer index -> how its
+    # u32 words are laid out. Their arrays are the words.
+    packings: dict[int, Packing] = field(default_factory=dict)
 
     @property
     def requires(self) -> tuple[str, ...]:
@@ -305,6 +309,10 @@ def _problems(p: Program):
             yield f"buffer {i} ({b.name}): constant larger than buffer", p.constants[i].nbytes <= b.size
     yield "constant data for a buffer that is not a constant", all(
         0 <= i < nb and p.buffers[i].role == "constant" for i in p.constants)
+    for i, packing in p.packings.items():
+        yield f"packed weights for buffer {i}, which holds no constant", i in p.constants
+        yield f"buffer {i}: packed weights of {packing.nbytes} bytes in {p.constants[i].nbytes}", (
+            p.constants[i].dtype == np.uint32 and p.constants[i].nbytes == packing.nbytes)
     used = {b for d in p.dispatches for b in d.buffers} | {t.buffer for t in p.outputs}
     yield "a scratch buffer no dispatch binds", all(b.role != "scratch" or i in used for i, b in enumerate(p.buffers))
     status = [i for i, b in enumerate(p.buffers) if b.role == "status"]

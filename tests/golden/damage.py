@@ -54,10 +54,11 @@ def at(path: str, value) -> Callable[[dict], None]:
 
 def cases(files: dict[str, bytes]) -> dict[str, tuple[bytes, str]]:
     """name -> (file bytes, phrase); `files` maps golden names (tiny, dynamic, structured, options,
-    weights_f16, state, bfloat16) to their bytes."""
+    weights_f16, state, bfloat16, weights_int4) to their bytes."""
     return {**_container(files["tiny"]), **_fields(files["tiny"]), **_kernels(files["tiny"], files["weights_f16"]),
             **_dynamic(files["dynamic"]), **_structured(files["structured"]), **_groups(files["options"]),
-            **_hostile(files["tiny"], files["dynamic"]), **_states(files["state"]), **_bfloat16(files["bfloat16"])}
+            **_hostile(files["tiny"], files["dynamic"]), **_states(files["state"]), **_bfloat16(files["bfloat16"]),
+            **_packed(files["weights_int4"])}
 
 
 def _states(raw: bytes) -> dict:
@@ -355,4 +356,14 @@ def _hostile(raw: bytes, dyn: bytes) -> dict:
         "output_dtype_constant": (edit(raw, at("outputs.0.buffer", constant), at("outputs.0.dtype", "int32")),
                                   "holds constants stored as f32, not i32"),
         "optional_null": (edit(raw, at("requires", None)), "requires: expected a list"),  # null is no default
+    }
+
+
+def _packed(raw: bytes) -> dict:
+    """A q4 tensor's own fields (docs/artifact.md, "Packed weights")."""
+    packed = next(i for i, t in enumerate(parts(raw)[0]["tensors"]) if t["dtype"] == "q4")
+    return {
+        "packed_size": (edit(raw, at(f"tensors.{packed}.group", 64)), "mis-sized or out of bounds"),
+        "packed_group": (edit(raw, at(f"tensors.{packed}.group", 12)), "straddles u32 words"),
+        "packed_zero_points": (edit(raw, at(f"tensors.{packed}.zero_points", 1)), "zero_points is not a boolean"),
     }

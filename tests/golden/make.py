@@ -54,6 +54,38 @@ class Dynamic(torch.nn.Module):
         return torch.softmax(self.lin(x), -1), x[:, :7].t()
 
 
+class Tied(torch.nn.Module):
+    """An embedding whose table is also the output projection."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(53, 44)
+
+    def forward(self, ids):
+        return torch.nn.functional.linear(self.emb(ids), self.emb.weight)
+
+
+class Dequantized(torch.nn.Module):
+    """Two linears over PT2E's dequantizations: q8 per channel and q4 in groups of 8, both with zero points."""
+
+    def __init__(self):
+        super().__init__()
+        import torch.ao.quantization.fx._decomposed
+
+        g = torch.Generator().manual_seed(1)
+        self.q8 = torch.randint(-128, 128, (24, 40), generator=g, dtype=torch.int8)
+        self.q8_scales, self.q8_zeros = torch.rand(24, generator=g) / 50, torch.randint(-9, 9, (24,), generator=g)
+        self.q4 = torch.randint(-8, 8, (7, 24), generator=g, dtype=torch.int8)
+        self.q4_scales, self.q4_zeros = torch.rand(7, 3, generator=g) / 5, torch.randint(-3, 3, (7, 3), generator=g)
+
+    def forward(self, x):
+        ops = torch.ops.quantized_decomposed
+        w8 = ops.dequantize_per_channel(self.q8, self.q8_scales, self.q8_zeros, 0, -128, 127, torch.int8)
+        w4 = ops.dequantize_per_channel_group(self.q4, self.q4_scales, self.q4_zeros, -8, 7, torch.int8, 8,
+                                              torch.float32)
+        return torch.nn.functional.linear(torch.relu(torch.nn.functional.linear(x, w8)), w4)
+
+
 class Stateful(torch.nn.Module):
     """State (docs/artifact.md, State): a cache written in place at a position, and a counter written back."""
 
@@ -128,6 +160,14 @@ def _models():
     x = torch.randn(2, 5, 8, generator=g)
     yield ("activations_f16", webgpu_torch.compile_module(half.float(), (ids, x), precision="float16"),
            [((ids, x), {})])
+    # Packed integer weights: compile(weights="int4") (q4 without zero points; K = 44 is no multiple of the group
+    # of 32, so each row's last group is partial; 15 rows run on the vec4 GEMM tiles) and PT2E's dequantize ops
+    # (q8 and q4 with zero points; one row, on the GEMV) — tables gathered packed.
+    emb = Tied().eval()
+    ids = torch.randint(0, 53, (3, 5), generator=g)
+    yield "weights_int4", webgpu_torch.compile_module(emb, (ids,), weights="int4"), [((ids,), {})]
+    x = torch.randn(1, 40, generator=g)
+    yield "packed", webgpu_torch.compile_module(Dequantized(), (x,)), [((x,), {})]
 
     dyn = Dynamic().eval()
     s = torch.export.Dim("s", min=1, max=64)
@@ -273,7 +313,8 @@ def write_damaged() -> None:
         old.unlink()
     expected = {}
     files = {name: (HERE / f"{name}.wgpt").read_bytes()
-             for name in ("tiny", "dynamic", "structured", "options", "weights_f16", "state", "bfloat16")}
+             for name in ("tiny", "dynamic", "structured", "options", "weights_f16", "state", "bfloat16",
+                          "weights_int4")}
     for name, (data, phrase) in damage.cases(files).items():
         (BAD / f"{name}.wgpt").write_bytes(data)
         expected[name] = phrase

@@ -38,6 +38,24 @@ def export(module: torch.nn.Module, args: tuple, path: str | Path, dynamic_shape
     return [v.name for v in graph.inputs], [v.name for v in graph.outputs]
 
 
+def quantize_matmuls(path: str | Path, out: str | Path, bits: int = 4, block_size: int = 32) -> None:
+    """The ONNX model at `path`, its constant-weight MatMuls as ORT's MatMulNBits (`bits` per weight,
+    symmetric, blocks of `block_size` along K) by onnxruntime's own quantizer (what ORT's users ship as q4),
+    written to `out`."""
+    import logging
+
+    import onnx
+    from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
+
+    logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer").setLevel(logging.WARNING)
+
+    config = DefaultWeightOnlyQuantConfig(block_size=block_size, is_symmetric=True, bits=bits)
+    quantizer = MatMulNBitsQuantizer(onnx.load(str(path)), bits=bits, block_size=block_size, is_symmetric=True,
+                                     algo_config=config)
+    quantizer.process()
+    quantizer.model.save_model_to_file(str(out), use_external_data_format=False)
+
+
 class OrtModel:
     def __init__(self, module: torch.nn.Module, args: tuple):
         import onnxruntime as ort

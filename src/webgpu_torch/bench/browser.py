@@ -4,7 +4,11 @@ Each model is compiled by us (.wgpt) and exported by torch.onnx (.onnx) from the
 `--folder` with its inputs (manifest.json; js/bench/side_by_side.js says what each kind times); the page
 js/bench/side_by_side.html runs both call for call, alternating. MiniLM, MobileNetV2 and ViT-B/16 per call
 (host in, host out); Florence-2's decoder step per token of a greedy decode with the caches on the GPU.
-Needs the checkout's js/ (`npm ci` in js/ and in js/bench/ort/) and torch.onnx's exporter (onnx, onnxscript).
+With `--quantize int4` each decoder also runs quantized, group 32: ours with torchao's int4 weight-only
+quantization of the language model's Linears, LM head and embeddings (florence2.quantize), ORT's with
+onnxruntime's own MatMulNBits quantizer (q4, symmetric, blocks of 32) over the float model's ONNX export.
+Needs the checkout's js/ (`npm ci` in js/ and in js/bench/ort/) and torch.onnx's exporter (onnx, onnxscript);
+--quantize also onnxruntime (its quantizer) and torchao.
 With `--prepare-only` it writes the folder and stops (for a machine without Chromium: side_by_side_node.js);
 with `--prepared` it runs over a folder written so before (the same artifacts measured again, or elsewhere).
 """
@@ -39,6 +43,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--prepare-only", action="store_true", help="write the folder, run nothing")
     parser.add_argument("--prepared", action="store_true", help="run over the folder as written before")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds the page may take")
+    parser.add_argument("--quantize", choices=["int4"],
+                        help="decoders also with 4-bit weights: ours torchao's, ORT's MatMulNBits (q4)")
 
 
 def _save_input(folder: Path, name: str, x: torch.Tensor, onnx_name: str) -> dict:
@@ -58,8 +64,10 @@ def prepare_call(folder: Path, name: str) -> dict:
                        for i, (x, n) in enumerate(zip(inputs, names, strict=True))]}
 
 
-def prepare_decoder(folder: Path, name: str, steps: int) -> dict:
-    """Florence-2's decoder step (random seeded weights), the cross K/V from its own vision tower and encoder."""
+def prepare_decoder(folder: Path, name: str, steps: int, quantize: str | None = None) -> list[dict]:
+    """Florence-2's decoder step (random seeded weights), the cross K/V from its own vision tower and encoder.
+    With `quantize` ("int4"), also the same decoder with 4-bit weights in groups of 32 on each side, named
+    NAME_int4: ours quantized by torchao, ORT's by its MatMulNBits quantizer from the float model's export."""
     from torch.export import Dim
 
     from ..models import florence2
@@ -73,29 +81,40 @@ def prepare_decoder(folder: Path, name: str, steps: int) -> dict:
     with torch.no_grad():
         cross = florence2.EncoderStage(model)(florence2.VisionStage(model)(pixels), prompt)
     # Ours: the step with its cache as state; ORT's: the functional step (ONNX has no state).
-    stage = florence2.DecoderStage(model, steps)
-    webgpu_torch.compile_module(stage, (torch.tensor([[2]]), torch.tensor([0]), cross),
-                                contiguous_outputs=True).save(folder / f"{name}.wgpt")
     functional = florence2.FunctionalDecoderStage(model)
     past = [torch.randn(1, heads, 3, head_dim) for _ in range(2 * layers)]
     args = (torch.tensor([[2]]), past, cross)
     dynamic = (None, [{2: Dim("past", min=0, max=steps + 1)}] * (2 * layers), [None] * (2 * layers))
     inputs, outputs = _ort.export(functional, args, folder / f"{name}.onnx", dynamic_shapes=dynamic)
     token, past_names, cross_names = inputs[0], inputs[1:1 + 2 * layers], inputs[1 + 2 * layers:]
-    return {"name": name, "kind": "decoder", "wgpt": f"{name}.wgpt", "onnx": f"{name}.onnx",
-            "inputs": [_save_input(folder, f"{name}.cross{i}.bin", x, n)
-                       for i, (x, n) in enumerate(zip(cross, cross_names, strict=True))],
-            "start": int(model.generation_config.decoder_start_token_id or text.decoder_start_token_id),
-            "steps": steps, "layers": layers, "heads": heads, "headDim": head_dim, "tokenInput": token,
-            "pastInputs": past_names, "crossInputs": cross_names, "outputs": outputs}
+    entry = {"kind": "decoder", "inputs": [_save_input(folder, f"{name}.cross{i}.bin", x, n)
+                                           for i, (x, n) in enumerate(zip(cross, cross_names, strict=True))],
+             "start": int(model.generation_config.decoder_start_token_id or text.decoder_start_token_id),
+             "steps": steps, "layers": layers, "heads": heads, "headDim": head_dim, "tokenInput": token,
+             "pastInputs": past_names, "crossInputs": cross_names, "outputs": outputs}
+
+    def save_ours(n: str) -> None:
+        webgpu_torch.compile_module(florence2.DecoderStage(model, steps), (torch.tensor([[2]]), torch.tensor([0]),
+                                                                           cross),
+                                    contiguous_outputs=True).save(folder / f"{n}.wgpt")
+
+    names = [name]
+    save_ours(name)
+    if quantize:
+        names.append(f"{name}_{quantize}")
+        _ort.quantize_matmuls(folder / f"{name}.onnx", folder / f"{names[-1]}.onnx", bits=4, block_size=32)
+        florence2.quantize(model, 4, 32)
+        save_ours(names[-1])
+    return [{"name": n, "wgpt": f"{n}.wgpt", "onnx": f"{n}.onnx", **entry} for n in names]
 
 
-def prepare(folder: Path, names: list[str], steps: int) -> dict:
+def prepare(folder: Path, names: list[str], steps: int, quantize: str | None = None) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     entries = []
     for name in names:
         try:
-            entries.append(prepare_decoder(folder, name, steps) if name in DECODERS else prepare_call(folder, name))
+            entries += prepare_decoder(folder, name, steps, quantize) if name in DECODERS else [
+                prepare_call(folder, name)]
         except ImportError as e:  # MiniLM's weights package, where it is not installed
             print(f"{name}: skipped ({e.name} is not installed)")
     manifest = {"models": entries}
@@ -108,7 +127,7 @@ def run(args) -> tuple[list[dict], dict]:
 
     folder = Path(args.folder)
     manifest = (json.loads((folder / "manifest.json").read_text()) if args.prepared
-                else prepare(folder, args.models, args.steps))
+                else prepare(folder, args.models, args.steps, args.quantize))
     if args.prepare_only:
         per = {"call": "call", "decoder": "token"}
         rows = [{"model": e["name"], "per": per[e["kind"]]} for e in manifest["models"]]

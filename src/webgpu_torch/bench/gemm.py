@@ -6,9 +6,13 @@ and outputs to the host. Baselines: torch on CUDA with TF32 off (cuBLAS fp32, th
 and in float16 (cuBLAS on tensor cores) when a CUDA device is present, else numpy's BLAS on the CPU; with
 --ort, ONNX Runtime's WebGPU EP on the same GPU, host in and out like ours. With --weights float16, B is a
 constant of our program stored in float16 (compile option weights="float16"); the baselines keep it in
-float32. --precision float16 lets our GEMMs multiply float16 operands on matrix units where the device has
-them (compile option precision). --error adds each result's largest error against a float64 product of the
-same inputs, relative to the largest output (ours, and cuBLAS fp32's).
+float32. With --weights int8 | int4, B is a constant weight quantized and packed (compile option weights=,
+decoded in registers): each row also gives the bytes of the packed weight, the rate at which a call reads them
+(GB/s), and the same weight in float32 timed in the same run (its GB/s, and the speed-up); without --sizes it
+runs the decode shapes (M = 1) of Florence-2-base's Linears and LM head. --precision float16 lets our GEMMs
+multiply float16 operands on matrix units where the device has them (compile option precision). --error
+adds each result's largest error against a float64 product of the same inputs, relative to the largest output
+(ours, and cuBLAS fp32's).
 """
 
 from __future__ import annotations
@@ -23,8 +27,12 @@ from . import _ort, baseline_seconds
 
 DEFAULT_SIZES = [(256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048)]
 DEFAULT_VARIANTS = ["pr", "128x128", "vec4_128x128", "auto"]
+# Decode steps of Florence-2-base's language model: attention and fc projections, and the LM head.
+DECODE_SIZES = [(1, 768, 768), (1, 3072, 768), (1, 768, 3072), (1, 51289, 768)]
+QUANTIZED = ("int8", "int4")
 COLUMNS = ["M", "N", "K", "variant", "kernel", "ms", "GFLOP/s", "baseline GFLOP/s", "vs baseline",
-           "fp16 GFLOP/s", "vs fp16", "error", "baseline error", "wall ms", "ORT wall ms", "vs ORT"]
+           "fp16 GFLOP/s", "vs fp16", "weight MB", "GB/s", "f32 ms", "f32 GB/s", "vs f32", "error",
+           "baseline error", "wall ms", "ORT wall ms", "vs ORT"]
 
 
 ACTIVATIONS = {"none": torch.nn.Identity, "relu": torch.nn.ReLU, "gelu": torch.nn.GELU}
@@ -104,17 +112,20 @@ def add_arguments(parser) -> None:
     parser.add_argument("--act", choices=list(ACTIVATIONS), default="none",
                         help="an activation after the product (ours fuse it into the GEMM's epilogue)")
     parser.add_argument("--ort", action="store_true", help="also ONNX Runtime's WebGPU EP, host in and out")
-    parser.add_argument("--weights", choices=["float32", "float16"], default="float32",
-                        help="float16: B is a weight of ours stored in float16 (compile option weights=)")
+    parser.add_argument("--weights", choices=["float32", "float16", *QUANTIZED], default="float32",
+                        help="float16, int8, int4: B is a weight of ours stored so (compile option weights=); "
+                             "int8 and int4 also time it in float32 and give the weight bytes read per second")
     parser.add_argument("--precision", choices=["float32", "float16"], default="float32",
                         help="float16: our GEMMs may multiply float16 operands (compile option precision=)")
     parser.add_argument("--error", action="store_true", help="each result's error against a float64 product")
 
 
 def run(args) -> tuple[list[dict], dict]:
-    sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes] if args.sizes else DEFAULT_SIZES
-    return measure(sizes, args.variants or DEFAULT_VARIANTS, args.engine, args.repeat, args.linear, args.ort,
-                   args.act, args.weights, args.precision, args.error)
+    default = DECODE_SIZES if args.weights in QUANTIZED else DEFAULT_SIZES
+    sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes] if args.sizes else default
+    variants = args.variants or (["auto"] if args.weights in QUANTIZED else DEFAULT_VARIANTS)
+    return measure(sizes, variants, args.engine, args.repeat, args.linear, args.ort, args.act, args.weights,
+                   args.precision, args.error)
 
 
 def measure(sizes, variants, engine: str | None = None, repeats: int = 5, linear: bool = False,
@@ -128,13 +139,14 @@ def measure(sizes, variants, engine: str | None = None, repeats: int = 5, linear
         problem, problem_args = _problem(m, n, k, linear, act)
         base_name, base_s, half_s = _baseline(problem, problem_args, repeats)
         base_error = {"baseline error": _baseline_error(problem, problem_args)} if error else {}
-        module, args = (_Weighted(problem, problem_args[1]), problem_args[:1]) if weights == "float16" else (
+        module, args = (_Weighted(problem, problem_args[1]), problem_args[:1]) if weights != "float32" else (
             problem, problem_args)
         ort_s = _ort.OrtModel(module, args).wall_time(repeats) if ort else None
         ep = torch.export.export(module, args)
         host = [a.numpy() for a in args]
         # Let the weight bind whole, up to the adapter's limit (not split into row chunks).
         limit = info["limits"].get("max-storage-buffer-binding-size", 1 << 27)
+        traffic = _Traffic(ep, host, engine, repeats, limit, 4 * n * k) if weights in QUANTIZED else None
         for variant in variants:
             program = webgpu_torch.compile(ep, gemm=variant, max_binding_size=limit, weights=weights,
                                            precision=precision)
@@ -147,12 +159,29 @@ def measure(sizes, variants, engine: str | None = None, repeats: int = 5, linear
                          "ms": t.seconds * 1e3, "GFLOP/s": flops / t.seconds / 1e9,
                          "baseline GFLOP/s": flops / base_s / 1e9, "vs baseline": base_s / t.seconds,
                          **({"fp16 GFLOP/s": flops / half_s / 1e9, "vs fp16": half_s / t.seconds} if half_s else {}),
+                         **(traffic.row(ex.program, t.seconds) if traffic else {}),
                          **({"error": _relative_error(problem, problem_args, out), **base_error} if error else {}),
                          **({"wall ms": wall * 1e3, "ORT wall ms": ort_s * 1e3, "vs ORT": ort_s / wall}
                             if ort else {})})
-    half = ", ours with float16 weights" if weights == "float16" else ""
+    half = f", ours with {weights} weights" if weights != "float32" else ""
     title = ("GEMM" + (" (linear: x @ wᵀ)" if linear else "") + half + f", precision={precision}"
              + (f", then {act}" if act != "none" else ""))
     return rows, {"title": title, "baseline": base_name + (", ORT WebGPU EP host in/out" if ort else ""),
                   "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']}); "
                             f"GPU ms by {t.method}"}
+
+
+class _Traffic:
+    """The weight traffic of a GEMM whose B is a quantized weight: the same exported program compiled with
+    float32 weights, timed once, is the baseline its rows are compared with."""
+
+    def __init__(self, ep, host: list, engine: str | None, repeats: int, limit: int, float_bytes: int):
+        program = webgpu_torch.compile(ep, max_binding_size=limit)
+        program(*host)
+        self.float_seconds = timing.gpu_time(program.executor(engine), repeats=repeats).seconds
+        self.float_bytes = float_bytes
+
+    def row(self, program, seconds: float) -> dict:
+        packed = sum(p.nbytes for p in program.packings.values())
+        return {"weight MB": packed / 1e6, "GB/s": packed / seconds / 1e9, "f32 ms": self.float_seconds * 1e3,
+                "f32 GB/s": self.float_bytes / self.float_seconds / 1e9, "vs f32": self.float_seconds / seconds}

@@ -67,6 +67,24 @@ def build(size: str, seed: int = 0, init_std: float = 0.1) -> Florence2ForCondit
     return Florence2ForConditionalGeneration(c).eval()
 
 
+def quantize(model, bits: int = 4, group_size: int = 32) -> None:
+    """torchao's weight-only quantization (IntxWeightOnlyConfig: symmetric, `bits`, groups of `group_size`
+    along each row), in place, of every Linear of the language model (encoder and decoder), the LM head and
+    the language model's embeddings (the tied token table, quantized once for the gather and once as the LM
+    head). The vision tower stays float."""
+    import warnings
+
+    from torchao.quantization import IntxWeightOnlyConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+
+    config = IntxWeightOnlyConfig(weight_dtype=getattr(torch, f"int{bits}"), granularity=PerGroup(group_size))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantize_(model.model.language_model, config)
+        quantize_(model, config, filter_fn=lambda m, fqn: fqn == "lm_head")
+        quantize_(model.model.language_model, config, filter_fn=lambda m, _: isinstance(m, torch.nn.Embedding))
+
+
 def sample_inputs(model, image_size: int, prompt_length: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Seeded pixel values and prompt ids laid out as the processor does: <s> tokens </s>."""
     g = torch.Generator().manual_seed(seed)
@@ -203,22 +221,30 @@ LOGIT_TOLERANCE = {"float32": 1e-3, "float16": 3e-2}
 
 
 def run(size: str = "base", image_size: int = 768, new_tokens: int = 20, seeds=(0, 1, 2), prompt_length: int = 8,
-        save: str | None = None, engine: str | None = None, precision: str = "float32") -> bool:
-    """Build, compile (with `precision`), generate and check against transformers; print timings. True when
-    every check holds."""
-    import numpy as np
+        save: str | None = None, engine: str | None = None, precision: str = "float32", quantized: int | None = None,
+        group_size: int = 32, weights: str = "float32") -> bool:
+    """Build, compile (with `precision` and `weights`), generate and check against transformers; print timings.
+    With `quantized` (4 or 8 bits), the language model is quantized with torchao first (`quantize`), checked
+    against transformers running that same quantized model, and compared with the float32 model's stages
+    compiled in the same run: artifact bytes, ms per token, GPU ms per decoder call. True when every check
+    holds."""
+    import copy
 
-    from ..runtime import timing
+    import numpy as np
 
     model = build(size)
     model.generation_config.eos_token_id = None  # generate every requested token on both sides
     model.generation_config.forced_eos_token_id = None
+    float_model = copy.deepcopy(model) if quantized else None
+    if quantized:
+        quantize(model, quantized, group_size)
     info = webgpu_torch.device_info(engine)
+    what = f", language model int{quantized} (torchao, groups of {group_size})" if quantized else ""
     print(f"Florence-2-{size}, random seeded weights, {image_size}² image, {new_tokens} new tokens, "
-          f"precision={precision}")
+          f"precision={precision}, weights={weights}{what}")
     print(f"device: {info['adapter']} via {info['engine_module']} ({info['backend']})")
-    stages = compile_stages(model, image_size, max_prompt=max(16, prompt_length + 2), max_new_tokens=new_tokens + 1,
-                            precision=precision)
+    limits = {"max_prompt": max(16, prompt_length + 2), "max_new_tokens": new_tokens + 1}
+    stages = compile_stages(model, image_size, **limits, precision=precision, weights=weights)
     print("compile: " + ", ".join(f"{k} {v:.1f} s" for k, v in stages.timings.items()))
     start = time.perf_counter()
     for stage in (stages.vision, stages.encoder, stages.decoder):
@@ -250,13 +276,48 @@ def run(size: str = "base", image_size: int = 768, new_tokens: int = 20, seeds=(
         print(f"  generate: WebGPU {total * 1e3:.0f} ms ({per_token[-1] * 1e3:.2f} ms per token after the "
               f"first), transformers eager on CPU {eager * 1e3:.0f} ms")
         print("  host per step (median ms): " + ", ".join(f"{k} {np.median(v) * 1e3:.3f}" for k, v in host.items()))
-    gpu = {name: timing.gpu_time(getattr(stages, name).executor(engine), repeats=2, samples=3).seconds
-           for name in ("vision", "encoder", "decoder")}  # each as its last call left its inputs
+    gpu = _gpu_times(stages, engine)
     print("GPU time per call: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in gpu.items()))
     wall = float(np.median(per_token))
     print(f"decode: wall {wall * 1e3:.2f} ms/token, decoder GPU {gpu['decoder'] * 1e3:.2f} ms/token: "
           f"{wall / gpu['decoder']:.2f}x")
+    if float_model is not None:
+        _against_float32(stages, compile_stages(float_model, image_size, **limits, precision=precision), gpu,
+                         sample_inputs(model, image_size, prompt_length, seeds[0] if seeds else 0), new_tokens,
+                         engine)
     return ok
+
+
+def _gpu_times(stages: Seq2Seq, engine: str | None) -> dict[str, float]:
+    """GPU seconds per call of each stage, each as its last call left its inputs."""
+    from ..runtime import timing
+
+    return {name: timing.gpu_time(getattr(stages, name).executor(engine), repeats=2, samples=3).seconds
+            for name in ("vision", "encoder", "decoder")}
+
+
+def _against_float32(stages: Seq2Seq, floats: Seq2Seq, gpu: dict[str, float], inputs, new_tokens: int,
+                     engine: str | None) -> None:
+    """Print the quantized stages' artifact bytes, ms per token and decoder GPU time against the float32
+    model's stages, the float32 ones measured now on the same inputs."""
+    import numpy as np
+
+    from .. import artifact
+
+    pixels, prompt = (t.numpy() for t in inputs)
+    steps = {}
+    for name, s in (("quantized", stages), ("float32", floats)):
+        s.generate(pixels, prompt, new_tokens)
+        steps[name] = float(np.median(s.timings["decoder steps"][1:]))
+    sizes = {name: sum(len(artifact.to_bytes(getattr(s, stage).program)) for stage in ("vision", "encoder",
+                                                                                      "decoder"))
+             for name, s in (("quantized", stages), ("float32", floats))}
+    float_gpu = _gpu_times(floats, engine)
+    print(f"artifacts: {sizes['quantized'] / 1e6:.1f} MB against float32's {sizes['float32'] / 1e6:.1f} MB "
+          f"({sizes['quantized'] / sizes['float32']:.3f}x)")
+    print(f"decode: {steps['quantized'] * 1e3:.2f} ms per token against float32's {steps['float32'] * 1e3:.2f} "
+          f"({steps['float32'] / steps['quantized']:.2f}x faster); decoder GPU {gpu['decoder'] * 1e3:.2f} ms "
+          f"against {float_gpu['decoder'] * 1e3:.2f} ({float_gpu['decoder'] / gpu['decoder']:.2f}x)")
 
 
 def _margin(scores) -> float:

@@ -53,6 +53,22 @@ def build(size: str, seed: int = 0, init_std: float = 0.05) -> LlamaForCausalLM:
     return LlamaForCausalLM(c).eval()
 
 
+def quantize(model, bits: int = 4, group_size: int = 32) -> None:
+    """torchao's weight-only quantization (IntxWeightOnlyConfig: symmetric, `bits`, groups of `group_size` along
+    each row), in place, of every Linear (the LM head too) and the token embedding: the compiled step keeps
+    them packed (docs/design.md, "Quantized weights")."""
+    import warnings
+
+    from torchao.quantization import IntxWeightOnlyConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+
+    config = IntxWeightOnlyConfig(weight_dtype=getattr(torch, f"int{bits}"), granularity=PerGroup(group_size))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantize_(model, config)
+        quantize_(model, config, filter_fn=lambda m, _: isinstance(m, torch.nn.Embedding))
+
+
 def parameters(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
@@ -101,16 +117,23 @@ def reference_generate(model, prompt: list[int], max_new_tokens: int):
 
 
 def run(size: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_length: int = 256,
-        seeds=(0, 1), engine: str | None = None, save: str | None = None, weights: str = "float32") -> bool:
-    """Build, compile, generate and check against transformers; print tokens/s, wall and GPU ms per token."""
+        seeds=(0, 1), engine: str | None = None, save: str | None = None, weights: str = "float32",
+        quantized: int | None = None, group_size: int = 32) -> bool:
+    """Build, compile, generate and check against transformers; print tokens/s, wall and GPU ms per token.
+    With `quantized` (4 or 8 bits) the model is quantized with torchao first (`quantize`), and transformers
+    runs that same quantized model."""
     import numpy as np
 
     from ..runtime import timing
 
     model = build(size)
     model.generation_config.eos_token_id = None  # generate every requested token on both sides
+    count = parameters(model)
+    if quantized:
+        quantize(model, quantized, group_size)
     info = webgpu_torch.device_info(engine)
-    print(f"Llama-{size}: {parameters(model) / 1e6:.1f} M parameters, random seeded weights, weights={weights}, "
+    what = f", torchao int{quantized} in groups of {group_size}" if quantized else ""
+    print(f"Llama-{size}: {count / 1e6:.1f} M parameters, random seeded weights, weights={weights}{what}, "
           f"a cache of {max_length} tokens")
     print(f"device: {info['adapter']} via {info['engine_module']} ({info['backend']})")
     lm = compile_step(model, max_length, **({"weights": weights} if weights != "float32" else {}))

@@ -24,7 +24,7 @@ from numbers import Number
 from typing import ClassVar
 
 from .. import dtypes, layout, symbolic, wgsl
-from ..builder import Builder, KernelSpec
+from ..builder import Builder, KernelSpec, Packed
 from ..graph import Epilogue
 from ..program import F16, SUBGROUP_MATRIX, Tensor
 from ..wgsl import SUBGROUPS
@@ -35,7 +35,10 @@ from .registry import NodeView, OpCase, register, register_option
 FILE = "gemm.wgsl"
 MAX_THREADS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
 WORKGROUP_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize (one stage of tiles must fit)
-WEIGHTS = register_option("weights", "float32", "float16")  # how constant B operands are stored
+# How constant B operands (and embedding tables) are stored: float32, float16, or quantized round-to-nearest
+# to int8 per output channel or int4 in groups of GROUP_SIZE along K (packing.quantize), decoded in registers.
+WEIGHTS = register_option("weights", "float32", "float16", "int8", "int4")
+GROUP_SIZE = register_option("group_size", 32, 16, 64, 128, 256)
 
 
 @dataclass(frozen=True)
@@ -351,18 +354,22 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
 
     Routing: few rows (M <= 8) with K-contiguous A -> gemv.wgsl; aligned operands -> gemm_vec4.wgsl, K split
     across blocks when the output is too small to fill the GPU; anything else -> gemm.wgsl."""
+    for t in (a, bias, residual):  # only B is read packed; the others are computed first, outside alternatives
+        if isinstance(t, Tensor):
+            ctx.materialize(t)
     a3 = a if a.ndim == 3 else layout.unsqueeze(a, 0)
     b3 = b if b.ndim == 3 else layout.unsqueeze(b, 0)
     batch = max(a3.shape[0], b3.shape[0])
     (_, m, k), n = a3.shape, b3.shape[2]
     a3 = layout.broadcast_to(a3, (batch, m, k))
-    b3 = _stored(ctx, layout.broadcast_to(b3, (batch, k, n)))
+    forced = GEMM.of(ctx.options)
+    vec4_kernel = forced in ("auto", "gemv") or CONFIGS[forced].vec4
+    b3 = _stored(ctx, layout.broadcast_to(b3, (batch, k, n)), vec4_kernel and vec4_axis(a3) is not None)
     if not ctx.holds(b3, k):  # the kernels bound K by the longer operand (ops/bounded.wgsl)
         a3 = ctx.walkable(a3, k)
     use_bias = bias is not None and beta != 0  # torch ignores `self` (even NaN) when beta == 0
     bias3 = layout.broadcast_to(bias, (batch, m, n)) if use_bias else None
     res3 = None if residual is None else ctx.reshaped(residual, (batch, m, n))
-    forced = GEMM.of(ctx.options)
     axes = (vec4_axis(a3), vec4_axis(b3))
     if forced in ("gemv", "auto") and symbolic.bound(m) <= GEMV_MAX_ROWS and axes[0] == 2 and axes[1]:
         return _gemv(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, out_dtype, b_k_contiguous=axes[1] == 1)
@@ -376,7 +383,7 @@ def im2col_gemm(ctx: Builder, a: Im2col, b: Tensor, bias: Tensor | None, out_sha
     weight, read along K, so K-contiguous); bias broadcastable to [M, N]; residual of `out_shape` or None.
     Always on the vec4 kernels."""
     _, m, _ = a.shape
-    b3 = _stored(ctx, layout.unsqueeze(b, 0))
+    b3 = _stored(ctx, layout.unsqueeze(b, 0), True)
     bias3 = None if bias is None else layout.broadcast_to(bias, (1, m, b.shape[1]))
     res3 = None if residual is None else ctx.reshaped(residual, (1, m, b.shape[1]))
     axes = (2, vec4_axis(b3))
@@ -385,16 +392,39 @@ def im2col_gemm(ctx: Builder, a: Im2col, b: Tensor, bias: Tensor | None, out_sha
     return _blocked(ctx, a, b3, bias3, res3, 1.0, 1.0, out_shape, ep, axes)
 
 
-def _stored(ctx: Builder, b3: Tensor) -> Tensor:
-    """B as the kernels read it: a constant of a float16 or bfloat16 model in its 16 bits (Builder.half,
-    Builder.bfloat), a float32 one in float16 under weights="float16", anything else as it is."""
+def _stored(ctx: Builder, b3: Tensor, vec4: bool) -> Tensor:
+    """B as the kernels read it: a dequantized weight's packed words where a kernel decodes them (a vec4
+    kernel, `vec4`, over B = Wᵀ: see `decodable`), else its float32 values (Builder.materialize); under
+    weights="int8" | "int4" a float32 constant weight quantized and packed where a kernel decodes it; a
+    constant of a float16 or bfloat16 model in its 16 bits (Builder.half, Builder.bfloat), and under
+    weights="float16" a float32 constant's float16 copy; else b3 itself."""
+    decodable = vec4 and _decodable(b3)
+    packed = ctx.packed_view(b3)
+    if packed is not None:
+        if decodable and packed.packing.cols == b3.shape[1] and b3.shape[2] <= packed.packing.rows:
+            return packed
+        ctx.materialize(b3)
+        return b3
     if ctx.buffers[b3.buffer].role != "constant":
         return b3
     if b3.dtype == "bfloat16":
         return ctx.bfloat(b3)
-    if b3.dtype == "float16" or (b3.dtype == "float32" and WEIGHTS.of(ctx.options) == "float16"):
+    mode = WEIGHTS.of(ctx.options)
+    if mode in ("int8", "int4") and b3.dtype == "float32" and decodable and b3.shape[1] * b3.shape[2] == ctx.constants[
+            b3.buffer].size:
+        return ctx.quantized(b3, 8 if mode == "int8" else 4, b3.shape[1] if mode == "int8" else GROUP_SIZE.of(
+            ctx.options))
+    if b3.dtype == "float16" or (b3.dtype == "float32" and mode == "float16"):
         return ctx.half(b3)
     return b3
+
+
+def _decodable(b3: Tensor) -> bool:
+    """Whether B [batch, K, N] is Wᵀ of a row-major W [≥ N, K] that the vec4 kernels can decode packed: read
+    along K from offset 0, the same for every batch, K a multiple of 4 (each vec4 fetch is in one word)."""
+    _, k, _ = b3.shape
+    return (isinstance(k, int) and k % 4 == 0 and b3.strides[1] == 1 and b3.strides[2] == k and b3.offset == 0
+            and (b3.strides[0] == 0 or b3.shape[0] == 1))
 
 
 def _matrix_options(ctx: Builder) -> tuple[str, ...]:
@@ -402,10 +432,17 @@ def _matrix_options(ctx: Builder) -> tuple[str, ...]:
     return MATRIX_F16 if PRECISION.of(ctx.options) == "float16" else ()
 
 
-def _stored_types(a3: Tensor | Im2col, b3: Tensor, out: Tensor, res3: Tensor | None) -> tuple[dict, str, tuple]:
-    """The aliases of the operands' stored dtypes (gemm_params.wgsl: B_T and B_BF16 for B's, A_T, C_T and R_T
-    for f16 activations), what a kernel's label adds for them, and the features they need."""
-    if b3.dtype == dtypes.BF16.name:
+def _stored_types(a3: Tensor | Im2col, b3: Tensor | Packed, out: Tensor,
+                  res3: Tensor | None) -> tuple[dict, dict, str, tuple]:
+    """The consts and overrides for the operands' stored dtypes (gemm_params.wgsl: B_T and B_BF16 for B's, A_T,
+    C_T and R_T for f16 activations; for packed weights, packed.wgsl's PACKED_BITS and PACKED_ZERO_POINTS),
+    what a kernel's label adds for them, and the features they need."""
+    overrides = {}
+    if isinstance(b3, Packed):
+        p = b3.packing
+        consts, overrides, label = {"B_T": "u32", "PACKED_BITS": p.bits}, {"PACKED_ZERO_POINTS": p.zero_points}, \
+            f",{p.dtype}"
+    elif b3.dtype == dtypes.BF16.name:
         consts, label = {"B_T": "u32", "B_BF16": True}, ",bf16"
     else:
         wgsl = dtypes.dtype(b3.dtype).wgsl
@@ -414,7 +451,8 @@ def _stored_types(a3: Tensor | Im2col, b3: Tensor, out: Tensor, res3: Tensor | N
     half = {alias: "f16" for alias, t in (("A_T", image), ("C_T", out), ("R_T", res3))
             if t is not None and t.dtype == dtypes.F16.name}
     consts = {**consts, **half}
-    return consts, label + (",f16" if half and ",f16" not in label else ""), (F16,) if "f16" in consts.values() else ()
+    label += ",f16" if half and ",f16" not in label else ""
+    return consts, overrides, label, (F16,) if "f16" in consts.values() else ()
 
 
 def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None, res3: Tensor | None,
@@ -474,11 +512,11 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
     tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
     a_k = axes[0] == 2 if cfg.vec4 else (a3.strides[2] == 1 or k == 1)
     b_n = axes[1] == 2 if cfg.vec4 else (b3.strides[2] == 1 or n == 1)
-    b_type, b_label, b_needs = _stored_types(a3, b3, out, res3)
+    b_type, b_overrides, b_label, b_needs = _stored_types(a3, b3, out, res3)
     label = f"conv[im2col_nhwc,{name}{b_label}]" if im2col else f"gemm[{name}{b_label}]"
     spec = KernelSpec.of(cfg.file, label + epilogue.suffix(ep), consts={**cfg.consts, **b_type}, overrides={
         "A_K_CONTIGUOUS": a_k, "B_N_CONTIGUOUS": b_n, **_addend_overrides(bias3, res3), **epilogue.overrides(ep),
-        **cfg.overrides, **({"A_IM2COL": True} if im2col else {})}, engine_files=cfg.engine_files,
+        **cfg.overrides, **b_overrides, **({"A_IM2COL": True} if im2col else {})}, engine_files=cfg.engine_files,
         requires=(*cfg.requires, *b_needs), targets=cfg.targets)
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": tiles_m, "tiles_n": tiles_n,
               "splits": splits, "k_part": part, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}
@@ -486,7 +524,10 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
                  tiles_m * tiles_n * batch * splits)
 
 
-GEMV_TEAMS = (32, 1)  # dot_k's lanes per column: the default for GPUs, then one per column (targets CPU adapters)
+GEMV_TEAMS = (32, 1)  # dot_k's lanes per column: the default for GPUs, then one per column (CPU adapters)
+# Over packed weights a row is 4-8x fewer bytes (768 q4 values: 24 chunks of 16 bytes, fewer than 32 lanes),
+# so teams of 8 lanes, four times the columns per workgroup, are offered too.
+PACKED_GEMV_TEAMS = (32, 8, 1)
 
 
 def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None, alpha: float,
@@ -494,7 +535,8 @@ def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tens
           b_k_contiguous: bool) -> Tensor:
     """gemv.wgsl; with B contiguous along K, each team size of GEMV_TEAMS is an alternative to time."""
     out = ctx.new(out_shape, out_dtype)
-    teams = GEMV_TEAMS if b_k_contiguous and GEMM.of(ctx.options) == "auto" else GEMV_TEAMS[:1]
+    teams = PACKED_GEMV_TEAMS if isinstance(b3, Packed) else GEMV_TEAMS
+    teams = teams if b_k_contiguous and GEMM.of(ctx.options) == "auto" else teams[:1]
     ctx.alternatives([partial(_gemv_dispatch, ctx, a3, b3, bias3, res3, alpha, beta, out, ep, b_k_contiguous, t)
                       for t in teams])
     return out
@@ -510,11 +552,11 @@ def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, r
     per_block = width // team if b_k_contiguous else 32  # sweep_n: 8 vec4 of columns
     blocks_n = -(-n // per_block)
     entry = "dot_k" if b_k_contiguous else "sweep_n"
-    b_type, b_label, b_needs = _stored_types(a3, b3, out, res3)
+    b_type, b_overrides, b_label, b_needs = _stored_types(a3, b3, out, res3)
     team_label = f",team{team}" if team != GEMV_TEAMS[0] else ""
     spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}{team_label}]{epilogue.suffix(ep)}",
                          entry=entry, consts={"ROWS": rows, **b_type}, requires=b_needs,
-                         overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep),
+                         overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep), **b_overrides,
                                     **({"TEAM": team} if b_k_contiguous else {})},
                          targets=("cpu",) if team == 1 else ())
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 1, "tiles_n": blocks_n, "splits": 1,
@@ -531,6 +573,7 @@ def _operand_params(a3, b3, bias3, res3, alpha, beta, ep) -> dict:
             "a_offset": a3.offset, "b_offset": b3.offset, "bias_offset": bias3.offset if bias3 else 0,
             "res_offset": res3.offset if res3 else 0, "a_strides": a3.strides, "b_strides": b3.strides,
             "bias_strides": bias3.strides if bias3 else (0,), "res_strides": res3.strides if res3 else (0,),
+            "packed": b3.packing.layout() if isinstance(b3, Packed) else (0, 0, 0, 0),
             **epilogue.params(ep), **(a3.params() if isinstance(a3, Im2col) else _NO_IM2COL)}
 
 
@@ -588,21 +631,21 @@ def _bias_tensor(ctx: Builder, node: NodeView, bias) -> Tensor:
 # The GEMM family reads its operands and a fused residual as f16 activations and stores its result so under
 # precision="float16" (half_storage.py); a bias stays float32.
 @register("aten.mm.default", check=_check_ranks(self=2, mat2=2), epilogue=True, residual=True, dynamic=True,
-          half=("self", "mat2", "residual"))
+          half=("self", "mat2", "residual"), packed=True)
 def mm(ctx: Builder, node: NodeView) -> Tensor:
     return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue,
                 residual=epilogue.residual(node), out_dtype=node.storage())
 
 
 @register("aten.bmm.default", check=_check_ranks(self=3, mat2=3), epilogue=True, residual=True, dynamic=True,
-          half=("self", "mat2", "residual"))
+          half=("self", "mat2", "residual"), packed=True)
 def bmm(ctx: Builder, node: NodeView) -> Tensor:
     return gemm(ctx, node.args["self"], node.args["mat2"], None, out_shape=node.out.shape, ep=node.epilogue,
                 residual=epilogue.residual(node), out_dtype=node.storage())
 
 
 @register("aten.addmm.default", check=_check_addmm, epilogue=True, residual=True, dynamic=True,
-          half=("mat1", "mat2", "residual"))
+          half=("mat1", "mat2", "residual"), packed=True)
 def addmm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return gemm(ctx, a["mat1"], a["mat2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"], beta=a["beta"],
@@ -611,7 +654,7 @@ def addmm(ctx: Builder, node: NodeView) -> Tensor:
 
 
 @register("aten.baddbmm.default", check=_check_baddbmm, epilogue=True, residual=True, dynamic=True,
-          half=("batch1", "batch2", "residual"))
+          half=("batch1", "batch2", "residual"), packed=True)
 def baddbmm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     return gemm(ctx, a["batch1"], a["batch2"], _bias_tensor(ctx, node, a["self"]), alpha=a["alpha"],
@@ -651,7 +694,7 @@ def _check_linear(node: NodeView) -> str | None:
 
 
 @register("aten.linear.default", check=_check_linear, epilogue=True, residual=True, dynamic=True,
-          half=("input", "weight", "residual"))
+          half=("input", "weight", "residual"), packed=True)
 def linear(ctx: Builder, node: NodeView) -> Tensor:
     """y = x @ wᵀ + bias over any leading dims of x: x is viewed as [M, K] (copied only if its strides do not
     allow that view), wᵀ is a view."""

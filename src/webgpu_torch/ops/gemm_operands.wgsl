@@ -8,7 +8,8 @@
 //   A[z, m, k]: A_K_CONTIGUOUS — rows along k (row-major A); else columns along m (a transposed view).
 //     A_IM2COL (with A_K_CONTIGUOUS, batch 1): the implicit im2col matrix of a convolution over a
 //     channels-last image, never materialised; see fetch_im2col.
-//   B[z, k, n]: B_N_CONTIGUOUS — rows along n (row-major B); else columns along k (Wᵀ of a linear weight).
+//   B[z, k, n]: B_N_CONTIGUOUS — rows along n (row-major B); else columns along k (Wᵀ of a linear weight),
+//     which may be packed integer weights (PACKED_BITS != 0: packed.wgsl; the same for every z).
 //   bias[z, m, n] and residual[z, m, n] read through arbitrary strides (0 = broadcast), only when HAS_BIAS /
 //   HAS_RESIDUAL.
 //   C contiguous [batch, M, N], stored by element (N need not be a multiple of 4; stores are a small part
@@ -35,6 +36,7 @@ override ACTIVATION: u32 = ACT_NONE;
 @group(0) @binding(5) var<uniform> p: Params;
 
 //! include gemm_b_vec4.wgsl
+//! include packed.wgsl
 
 // The K the main loop walks: p.K, never more than the longer operand holds elements (bounded.wgsl).
 fn k_steps() -> u32 {
@@ -96,6 +98,9 @@ fn fetch_b(base: u32, k0: u32, n0: u32, e: u32) -> vec4<f32> {
   let n = n0 + kn.y;
   if (k >= p.K || n >= p.N) {
     return vec4<f32>(0.0);
+  }
+  if (PACKED_BITS != 0u) {  // B = Wᵀ of packed weights (columns along k): decoded here, in registers
+    return packed_vec4(p.packed, n, k);
   }
   return b_vec4(base + k * p.b_strides.y + n * p.b_strides.z);
 }

@@ -14,9 +14,11 @@
 // im_kw-wide taps, output rows im_ow wide and im_ohw pixels per image.
 
 // B_T: the element type of B as stored: f32; f16 for constant weights kept in half precision (compile option
-// weights="float16", a float16 model's weights); or, with B_BF16, u32 words holding two bfloat16 weights each
-// (a bfloat16 model's), the lower half first. Every kernel widens what it reads to f32 (bfloat16 exactly, by
-// shifting its bits into the high half of an f32: no optional feature); products accumulate in f32.
+// weights="float16", a float16 model's weights); with B_BF16, u32 words holding two bfloat16 weights each (a
+// bfloat16 model's), the lower half first; or u32 for packed integer weights (packed.wgsl, which the kernels
+// that decode them include: B is then Wᵀ of a packed W [N, K], element (k, n) = W[n, k]). Every kernel widens
+// what it reads to f32 (bfloat16 exactly, by shifting its bits into the high half of an f32: no optional
+// feature); products accumulate in f32.
 alias B_T = f32;
 const B_BF16: bool = false;
 // A_T, C_T, R_T: how A, C and the residual are stored: f32, or f16 activations (precision="float16",
@@ -59,6 +61,7 @@ struct Params {
   b_strides: vec4<u32>,     // (z, k, n, -)
   bias_strides: vec4<u32>,  // (z, m, n, -)
   res_strides: vec4<u32>,   // (z, m, n, -)
+  packed: vec4<u32>,        // B's packed layout (packed.wgsl) when B holds packed integer weights
 }
 
 override HAS_BIAS: bool = false;

@@ -6,7 +6,9 @@
 // every stride but the contiguous one a multiple of 4):
 //   A[z, m, k] contiguous along k.
 //   B[z, k, n]: entry `dot_k` for B contiguous along k (Wᵀ of a linear weight: each output is a dot product
-//     of two contiguous rows); entry `sweep_n` for B contiguous along n (row-major [K, N]).
+//     of two contiguous rows), which may be packed integer weights (PACKED_BITS != 0: packed.wgsl, the same
+//     for every z; a lane then streams 16-byte chunks of 4 words, 32 q4 or 16 q8 values, decoded in
+//     registers); entry `sweep_n` for B contiguous along n (row-major [K, N]).
 //   bias[z, m, n] and residual[z, m, n] through arbitrary strides (0 = broadcast) when HAS_BIAS /
 //   HAS_RESIDUAL. C contiguous [batch, M, N].
 // Geometry, dot_k: a workgroup of 256 threads = 256/TEAM teams of TEAM lanes; team t computes column
@@ -39,6 +41,7 @@ override ACTIVATION: u32 = ACT_NONE;
 @group(0) @binding(5) var<uniform> p: Params;
 
 //! include gemm_b_vec4.wgsl
+//! include packed.wgsl
 
 // The K the loops walk: p.K, never more than the longer operand holds elements (bounded.wgsl).
 fn k_steps() -> u32 {
@@ -55,6 +58,39 @@ fn a_vec(z: u32, m: u32, k: u32) -> vec4<f32> {
   return vec4<f32>(a[(p.a_offset + z * p.a_strides.x + m * p.a_strides.y + k * p.a_strides.z) / 4u]);
 }
 
+// dot_k's sums for column n over packed weights: the lane's chunks of row n are 16 bytes each, TEAM apart;
+// every word holds PACKED_PER_WORD values of one group (packed.wgsl), decoded four at a time. A group's scale
+// and zero point are read once for the words it spans in a row.
+fn packed_sums(z: u32, n: u32, lane: u32) -> array<f32, ROWS> {
+  const SPAN: u32 = 4u * PACKED_PER_WORD;  // values per chunk
+  var sums: array<f32, ROWS>;
+  var at = 0xffffffffu;  // the group `group` holds
+  var group = vec2<u32>(0u);
+  let K = k_steps();
+  for (var k0 = lane * SPAN; k0 < K; k0 += TEAM * SPAN) {
+    let words = vec4<u32>(b[packed_word(p.packed, n, k0) / 4u]);
+    for (var j = 0u; j < 4u; j++) {
+      let kw = k0 + j * PACKED_PER_WORD;
+      if (kw >= K) {
+        break;
+      }
+      if (kw / p.packed.y != at) {
+        at = kw / p.packed.y;
+        group = packed_group(p.packed, n, kw);
+      }
+      for (var i = 0u; i < PACKED_PER_WORD && kw + i < K; i += 4u) {
+        let w = packed_values(words[j], kw + i, group);
+        for (var m = 0u; m < ROWS; m++) {
+          if (m < p.M) {
+            sums[m] += dot(a_vec(z, m, kw + i), w);
+          }
+        }
+      }
+    }
+  }
+  return sums;
+}
+
 @compute @workgroup_size(WORKGROUP)
 fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
          @builtin(local_invocation_index) li: u32) {
@@ -67,7 +103,9 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let lane = li % TEAM;
   let n = (block % p.tiles_n) * (WORKGROUP / TEAM) + team;
   var sums: array<f32, ROWS>;
-  if (n < p.N) {
+  if (n < p.N && PACKED_BITS != 0u) {
+    sums = packed_sums(z, n, lane);
+  } else if (n < p.N) {
     let col = p.b_offset + z * p.b_strides.x + n * p.b_strides.z;
     let K = k_steps();
     for (var k = lane * 4u; k < K; k += TEAM * 4u) {

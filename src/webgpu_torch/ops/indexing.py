@@ -16,8 +16,10 @@ from math import prod
 import numpy as np
 
 from .. import dtypes, layout
-from ..builder import Builder, KernelSpec
+from ..builder import Builder, KernelSpec, Packed
 from ..program import F16, Tensor
+from . import quantized
+from .gemm import GROUP_SIZE, WEIGHTS
 from .registry import NodeView, OpCase, register
 
 FILE = "indexing.wgsl"
@@ -116,14 +118,19 @@ def _check(node: NodeView) -> str | None:
     return None
 
 
-@register("aten.embedding.default", check=_check, dynamic=True)
+@register("aten.embedding.default", check=_check, dynamic=True, packed=True)
 def embedding(ctx: Builder, node: NodeView) -> Tensor:
-    """A table over the binding limit is gathered from in row chunks, one windowed dispatch each."""
+    """A table over the binding limit is gathered from in row chunks, one windowed dispatch each. A table of
+    packed integer weights (a dequantized one, or under weights="int8" | "int4" a float32 constant quantized
+    along its rows) is gathered from packed, its rows decoded (quantized.gather_rows)."""
     w, idx = node.args["weight"], node.args["indices"]
     shape = node.out.shape
+    check = ctx.check(f"index out of range in an embedding of {w.shape[0]} rows")
+    packed = _packed_table(ctx, w)
+    if packed is not None:
+        return quantized.gather_rows(ctx, packed, idx, shape, check)
     view = layout.broadcast_to(layout.unsqueeze(idx, idx.ndim), shape)
     direct = [0] * idx.ndim + [w.strides[1]]
-    check = ctx.check(f"index out of range in an embedding of {w.shape[0]} rows")
     out = ctx.new(shape, w.dtype)
     if not ctx.too_large(w):
         return gather(ctx, _stored(ctx, w), shape, direct, [(view, w.strides[0], w.shape[0])], out=out, check=check)
@@ -138,6 +145,24 @@ def _stored(ctx: Builder, table: Tensor) -> Tensor:
     if ctx.buffers[table.buffer].role != "constant":
         return table
     return ctx.half(table) if table.dtype == "float16" else ctx.bfloat(table) if table.dtype == "bfloat16" else table
+
+
+def _packed_table(ctx: Builder, w: Tensor) -> Packed | None:
+    """Embedding table `w` as packed weights when it is a whole row-major table that is dequantized or (under
+    weights="int8" | "int4") a float32 constant that fits the binding limit quantized; else None (and a
+    dequantized table is computed in float32)."""
+    whole = w.is_contiguous() and w.offset == 0
+    packed = ctx.packed_view(w)
+    if packed is not None:
+        if whole:
+            return packed
+        ctx.materialize(w)
+        return None
+    mode = WEIGHTS.of(ctx.options)
+    if mode not in ("int8", "int4") or not whole or w.dtype != "float32" or ctx.buffers[w.buffer].role != "constant":
+        return None
+    group = w.shape[1] if mode == "int8" else GROUP_SIZE.of(ctx.options)
+    return ctx.quantized(layout.permute(w, [1, 0]), 8 if mode == "int8" else 4, group)
 
 
 @register("aten.index_select.default", check=_check, dynamic=True)

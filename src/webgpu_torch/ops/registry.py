@@ -66,6 +66,9 @@ class OpDef:
     # argument), and then it stores the float outputs NodeView.half names as f16. Empty: it reads and writes
     # float activations in their model dtype (float32 on the device).
     half: tuple[str, ...] | bool
+    # Its lowering reads dequantized weights packed where its kernels can (Builder.packed_view); for any other
+    # op, lowering first computes the float32 values of every dequantized weight it reads.
+    packed: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,15 +142,16 @@ def refuse(*targets: str, reason: str, inference: bool = True) -> None:
 
 
 def register(*targets: str, check: Check | None = None, view: bool = False, epilogue: bool = False,
-             residual: bool = False, dynamic: bool = False,
-             half: tuple[str, ...] | bool = ()) -> Callable[[Lower], Lower]:
+             residual: bool = False, dynamic: bool = False, half: tuple[str, ...] | bool = (),
+             packed: bool = False) -> Callable[[Lower], Lower]:
     def deco(fn: Lower) -> Lower:
         for target in targets:
             if target in REFUSED:
                 raise RuntimeError(f"{target} is registered in {fn.__module__} but refused: {REFUSED[target].reason}")
             if target in OPS:
                 raise RuntimeError(f"{target} is registered twice ({OPS[target].module} and {fn.__module__})")
-            OPS[target] = OpDef(target, fn, check, fn.__module__, view, epilogue, residual, dynamic, half)
+            OPS[target] = OpDef(target, fn, check, fn.__module__, view, epilogue, residual, dynamic, half,
+                                packed)
         return fn
 
     return deco
