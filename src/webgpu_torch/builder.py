@@ -104,11 +104,14 @@ def _interface(source: str) -> tuple[tuple[str, ...], UniformLayout | None]:
 
 
 class Builder:
-    def __init__(self, options: CompileOptions, copy: Callable[[Builder, Tensor], Tensor]):
-        """`copy(builder, t)`: a dispatch making a contiguous copy of view `t` (the elementwise family's, passed
-        in so that the builder imports no op family)."""
+    def __init__(self, options: CompileOptions, copy: Callable[[Builder, Tensor], Tensor],
+                 dequantize: Callable[[Builder, Packed, Tensor], None]):
+        """`copy(builder, t)`: a dispatch making a contiguous copy of view `t`; `dequantize(builder, w, out)`:
+        one computing packed weights `w` into flat float32 `out` (op families' kernels, passed in so that the
+        builder imports no op family)."""
         self.options = options
         self._copy = copy
+        self._dequantize = dequantize
         self.buffers: list[Buffer] = []
         self.constants: dict[int, np.ndarray] = {}
         self.sources: list[str] = []
@@ -221,9 +224,7 @@ class Builder:
         """Compute the dequantized weight `t` views, if it is one not computed yet (one dispatch, once)."""
         w = self._pending.pop(t.buffer, None)
         if w is not None:
-            from .ops.quantized import dequantize
-
-            dequantize(self, w, Tensor(t.buffer, (w.packing.rows * w.packing.cols,), (1,)))
+            self._dequantize(self, w, Tensor(t.buffer, (w.packing.rows * w.packing.cols,), (1,)))
 
     def too_large(self, t: Tensor) -> bool:
         """Whether t is a constant over the binding limit, which an op must split (see row_chunks). Other

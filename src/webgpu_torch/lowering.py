@@ -13,7 +13,7 @@ from .builder import Builder, CompileOptions
 from .errors import InputError, UnsupportedError, describe_node
 from .graph import Graph, Node, Ref, map_refs, refs_in, values_in
 from .half_storage import half_outputs
-from .ops import OPS, REFUSED, NodeView, elementwise
+from .ops import OPS, REFUSED, NodeView, elementwise, quantized
 from .ops.gemm import PRECISION
 from .program import Buffer, Input, Program, State, Tensor, contiguous_strides
 from .symbolic import Expr
@@ -78,7 +78,7 @@ def _unsupported_reason(metas: dict, node: Node, read: frozenset[int]) -> str | 
 
 def lower(graph: Graph, options: CompileOptions) -> Program:
     check_support(graph)
-    ctx = Builder(options, copy=elementwise.copy)
+    ctx = Builder(options, copy=elementwise.copy, dequantize=quantized.dequantize)
     env: dict[Ref, Tensor] = {}
     inputs = []
     for name, meta in graph.inputs:

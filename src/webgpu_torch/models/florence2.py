@@ -216,7 +216,8 @@ def reference_generate(model, pixel_values: torch.Tensor, prompt_ids: torch.Tens
     return ids, [step[0].numpy() for step in out.logits]
 
 
-# How far teacher-forced logits may stray from transformers', relative to their scale, per compile precision.
+# How far teacher-forced logits may stray from transformers', relative to their scale: float32, and with float16
+# activations (precision) or weights (the rounding of each f16 value, 2^-11, through the layers).
 LOGIT_TOLERANCE = {"float32": 1e-3, "float16": 3e-2}
 
 
@@ -267,7 +268,8 @@ def run(size: str = "base", image_size: int = 768, new_tokens: int = 20, seeds=(
         agree = next((i for i, (a, b) in enumerate(zip(ids, want_ids, strict=True)) if a != b), len(ids))
         # Ids may part only at a near-tie: where transformers' top-2 margin is within the measured error.
         tie = agree < len(want_ids) and _margin(want_logits[agree]) <= error
-        passed = error <= LOGIT_TOLERANCE[precision] and (agree == len(want_ids) or tie)
+        half = "float16" in (precision, weights)  # f16 activations or weights: their rounding, not ours
+        passed = error <= LOGIT_TOLERANCE["float16" if half else "float32"] and (agree == len(want_ids) or tie)
         ok &= passed
         steps, host = stages.timings["decoder steps"], stages.timings["decoder host"]
         per_token.append(float(np.median(steps[1:])))
@@ -307,7 +309,8 @@ def _against_float32(stages: Seq2Seq, floats: Seq2Seq, gpu: dict[str, float], in
     pixels, prompt = (t.numpy() for t in inputs)
     steps = {}
     for name, s in (("quantized", stages), ("float32", floats)):
-        s.generate(pixels, prompt, new_tokens)
+        for _ in range(2):  # the second timed: a first generation after load runs slower on some GPUs
+            s.generate(pixels, prompt, new_tokens)
         steps[name] = float(np.median(s.timings["decoder steps"][1:]))
     sizes = {name: sum(len(artifact.to_bytes(getattr(s, stage).program)) for stage in ("vision", "encoder",
                                                                                       "decoder"))
