@@ -12,10 +12,12 @@ import torch.utils._pytree as pytree
 
 import webgpu_torch
 from webgpu_torch import dtypes, tree
-from webgpu_torch.errors import InputTypeError
+from webgpu_torch.errors import DeviceError, InputTypeError
 from webgpu_torch.ops import all_cases
 from webgpu_torch.runtime import features, tuning
+from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.session import Session
+from webgpu_torch.wgsl import SUBGROUPS
 
 from . import corpus
 from .helpers import TOLERANCE, Fn, assert_close, reference, seeded
@@ -285,6 +287,10 @@ def test_transformer_with_float16_activations(dtype, poisoned):
         assert_close(got.float(), w, TOLERANCE[name(dtype)])
     twins = Session(tuning.force(session.program, lambda k: "+subgroups" in k.name))  # the rows' f16 twins
     assert any("+subgroups" in k and ",f16" in k for k in kernels(twins))
+    if SUBGROUPS not in get_engine().device.features:  # wgpu-native: refused by name, never run
+        with pytest.raises(DeviceError, match=f"needs the {SUBGROUPS} feature"):
+            poisoned(twins, ids)
+        return
     for got, w in zip(poisoned(twins, ids), want, strict=True):
         assert_close(got.float(), w, max(ACTIVATIONS_F16, TOLERANCE[name(dtype)]))
 
