@@ -98,6 +98,19 @@ var<workgroup> lane_m: array<f32, THREADS>;
 var<workgroup> lane_l: array<f32, THREADS>;
 var<workgroup> live_end: u32;
 
+// Query row i of head (b, h), times the scale, as f32 vec4s: the first d4_end of them read (zero past p.d),
+// the rest left zero.
+fn scaled_query(b: u32, h: u32, i: u32, d4_end: u32) -> array<vec4<f32>, D4> {
+  var qr: array<vec4<f32>, D4>;
+  let q_base = p.q_offset + b * p.q_strides.x + h * p.q_strides.y + i * p.q_strides.z;
+  for (var d4 = 0u; d4 < d4_end; d4++) {
+    let at = at4(q_base, p.q_strides.w, d4 * 4u, p.d);
+    let qv = vec4<f32>(f32(q[at.x]), f32(q[at.y]), f32(q[at.z]), f32(q[at.w]));
+    qr[d4] = select(vec4<f32>(0.0), qv, in4(d4 * 4u, p.d)) * p.scale;
+  }
+  return qr;
+}
+
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) li: u32) {
@@ -117,13 +130,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var neg_inf_bits = 0xff800000u;  // a runtime value: WGSL rejects -inf in constant expressions
   let neg_inf = bitcast<f32>(neg_inf_bits);
 
-  var qr: array<vec4<f32>, D4>;
-  let q_base = p.q_offset + b * p.q_strides.x + h * p.q_strides.y + i * p.q_strides.z;
-  for (var d4 = 0u; d4 < D4; d4++) {
-    let at = at4(q_base, p.q_strides.w, d4 * 4u, p.d);
-    let qv = vec4<f32>(f32(q[at.x]), f32(q[at.y]), f32(q[at.z]), f32(q[at.w]));
-    qr[d4] = select(vec4<f32>(0.0), qv, in4(d4 * 4u, p.d)) * p.scale;
-  }
+  var qr = scaled_query(b, h, i, D4);
   var acc: array<vec4<f32>, DV4>;
   var m = neg_inf;
   var l = 0.0;
@@ -283,13 +290,7 @@ fn rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
 
   let d4_end = min((p.d + 3u) / 4u, D4);
   let dv4_end = min((p.dv + 3u) / 4u, DV4);
-  var qr: array<vec4<f32>, D4>;
-  let q_base = p.q_offset + b * p.q_strides.x + h * p.q_strides.y + row * p.q_strides.z;
-  for (var d4 = 0u; d4 < d4_end; d4++) {
-    let at = at4(q_base, p.q_strides.w, d4 * 4u, p.d);
-    let qv = vec4<f32>(f32(q[at.x]), f32(q[at.y]), f32(q[at.z]), f32(q[at.w]));
-    qr[d4] = select(vec4<f32>(0.0), qv, in4(d4 * 4u, p.d)) * p.scale;
-  }
+  var qr = scaled_query(b, h, row, d4_end);
   var acc: array<vec4<f32>, DV4>;
   var m = neg_inf;
   var l = 0.0;
