@@ -148,15 +148,19 @@ def test_the_page_generates_florence2_tokens(tmp_path):
     assert page["text"].count(" ms") >= len(want)
 
 
-def test_the_page_generates_causal_lm_tokens(tmp_path):
+@pytest.mark.parametrize("weights", ["float32", "int4"])
+def test_the_page_generates_causal_lm_tokens(tmp_path, weights):
+    """The causal LM's page, its weights float32 or packed int4 (compile option weights=)."""
     from webgpu_torch.generation import CausalLM
 
-    site = serve.site_for_model("llama", cache=tmp_path)
-    page = _page(site, "serve_llama.png")
+    site = serve.site_for_model("llama", cache=tmp_path, weights=weights)
+    page = _page(site, f"serve_llama_{weights}.png")
     result, config = page["result"], site.config
     assert result["prompt"] == config["prompt"]
     assert len(result["ids"]) == len(result["stepMs"]) == config["maxNewTokens"]
-    want, _ = CausalLM.load(site.model).generate(config["prompt"], config["maxNewTokens"])
+    lm = CausalLM.load(site.model)
+    assert {p.bits for p in lm.step.program.packings.values()} == ({4} if weights == "int4" else set())
+    want, _ = lm.generate(config["prompt"], config["maxNewTokens"])
     assert result["ids"] == want
     assert all(str(i) in page["text"] for i in want) and page["text"].count(" ms") >= len(want)
     assert f"{result['tokensPerSecond']:.1f} tokens/s" in page["text"]
