@@ -1,5 +1,6 @@
-"""Attention over a static KV cache: the live-prefix and grouped-heads rewrites (cache_attention.py), and the
-split kernel for decode steps (attention_split.wgsl) with every chunk size forced, against float64."""
+"""Attention over a static KV cache: the live-prefix and grouped-heads rewrites (cache_attention.py), the
+split kernel for decode steps (attention_split.wgsl) with every chunk size forced, and a prefill's key limit
+on every layout of the fused kernel, against float64."""
 
 from __future__ import annotations
 
@@ -90,3 +91,16 @@ def test_keys_past_the_live_prefix_are_never_read(rows):
     k, v = k.nan_to_num(0.5), v.nan_to_num(-0.5)
     assert_close(session(q, k, v, torch.tensor([10**6])), sdpa(q.double(), k.double(), v.double()))
     assert np.all(session(q.numpy(), k.numpy(), v.numpy(), np.array([-50])) == 0)  # no key: sdpa's zeros
+
+
+@pytest.mark.gemm
+@pytest.mark.parametrize("config", sorted(attention.CONFIGS))
+def test_a_prefill_stops_at_the_live_prefix_on_every_layout(config, poisoned):
+    """A prefill over a static cache (more rows than a decode step) takes the fused kernel: every layout, the
+    CPU adapters' barrier-free `rows` entry too, ends each row's keys at its key limit."""
+    case = CASES["sdpa_prefill_live_prefix_11_rows_from_29"]
+    inputs = make_inputs(case)
+    session = webgpu_torch.compile(torch.export.export(Fn(case.fn), tuple(inputs)), attention=config)
+    names = [session.program.kernels[d.kernel].name for d in session.program.dispatches]
+    assert any(n.startswith("attention[") for n in names), names
+    assert_close(poisoned(session, *inputs), reference(case.fn, inputs), what=config)
