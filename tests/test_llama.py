@@ -78,3 +78,19 @@ def test_save_load_and_the_javascript_runtime(model_and_lm, tmp_path):
     assert CausalLM.load(tmp_path).generate(prompt, NEW_TOKENS)[0] == ids
     _, logits = lm.generate(prompt, NEW_TOKENS, teacher=ids)
     corpus.write_causal_lm("llama_tiny", lm, prompt, NEW_TOKENS, ids, logits)
+
+
+def test_torchao_int4_weights_stay_packed_and_generate_as_transformers():
+    """`llama --quantize int4`: every Linear and the embedding quantized with torchao, kept packed in the step,
+    which generates transformers' ids for the same quantized model."""
+    model = llama.build("tiny", seed=1)
+    model.generation_config.eos_token_id = None
+    llama.quantize(model, 4, 32)
+    lm = llama.compile_step(model, MAX_LENGTH)
+    assert {p.bits for p in lm.step.program.packings.values()} == {4}
+    prompt = llama.sample_prompt(model, 6, 0)
+    want_ids, want_logits = llama.reference_generate(model, prompt, NEW_TOKENS)
+    _, logits = lm.generate(prompt, NEW_TOKENS, teacher=want_ids)
+    error = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(logits, want_logits, strict=True))
+    assert error <= LOGIT_TOLERANCE, f"teacher-forced logits off by {error:.2e} of the scale"
+    assert lm.generate(prompt, NEW_TOKENS)[0] == want_ids

@@ -24,6 +24,7 @@ import webgpu_torch
 
 from ..generation import CausalLM
 from .static_cache import CacheBuffers
+from .torchao_weights import quantize_weights
 
 SIZES = {
     # 124.7 M parameters: 12 layers of width 768 (12 query heads, 4 key/value heads), a SwiGLU MLP of 2048,
@@ -54,19 +55,9 @@ def build(size: str, seed: int = 0, init_std: float = 0.05) -> LlamaForCausalLM:
 
 
 def quantize(model, bits: int = 4, group_size: int = 32) -> None:
-    """torchao's weight-only quantization (IntxWeightOnlyConfig: symmetric, `bits`, groups of `group_size` along
-    each row), in place, of every Linear (the LM head too) and the token embedding: the compiled step keeps
-    them packed (docs/design.md, "Quantized weights")."""
-    import warnings
-
-    from torchao.quantization import IntxWeightOnlyConfig, quantize_
-    from torchao.quantization.granularity import PerGroup
-
-    config = IntxWeightOnlyConfig(weight_dtype=getattr(torch, f"int{bits}"), granularity=PerGroup(group_size))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        quantize_(model, config)
-        quantize_(model, config, filter_fn=lambda m, _: isinstance(m, torch.nn.Embedding))
+    """torchao's weight-only quantization, in place, of every Linear (the LM head too) and the token embedding:
+    the compiled step keeps them packed."""
+    quantize_weights([(model, None), (model, lambda m, _: isinstance(m, torch.nn.Embedding))], bits, group_size)
 
 
 def parameters(model) -> int:
