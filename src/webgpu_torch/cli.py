@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.fn(args)
-    except (WebGPUTorchError, UsageError) as e:
+    except (WebGPUTorchError, UsageError, ImportError) as e:  # ImportError: an optional package not installed
         print(f"webgpu-torch: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a file the command reads or writes: its name and what the system said

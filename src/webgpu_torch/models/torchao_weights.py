@@ -12,8 +12,12 @@ import torch
 def quantize_weights(parts: list[tuple[torch.nn.Module, Callable | None]], bits: int, group_size: int) -> None:
     """IntxWeightOnlyConfig (symmetric, `bits`, groups of `group_size` along each row), in place, over each
     (module, filter_fn) of `parts` in order: a filter of None takes the module's Linears, as torchao does."""
-    from torchao.quantization import IntxWeightOnlyConfig, quantize_
-    from torchao.quantization.granularity import PerGroup
+    try:
+        from torchao.quantization import IntxWeightOnlyConfig, quantize_
+        from torchao.quantization.granularity import PerGroup
+    except ImportError as e:
+        raise ImportError(f"quantizing with torchao needs torchao ({e}): pip install torchao==0.18.0, or compile "
+                          "the float model with weights='int4' (round to nearest, no torchao)") from None
 
     config = IntxWeightOnlyConfig(weight_dtype=getattr(torch, f"int{bits}"), granularity=PerGroup(group_size))
     with warnings.catch_warnings():
