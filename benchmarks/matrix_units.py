@@ -3,15 +3,15 @@ adapter offers, each configuration checked against a float64 product on shapes t
 every operand layout, and timed at one size against cuBLAS fp32 (TF32 off) and fp16 on the same inputs.
 
     python benchmarks/matrix_units.py OUT.json [--size 4096]
-        [--configs NAME=SG_M,SG_N,TILE_K,STAGES,PARTS[,CONVERT_ON_FETCH] ...]
+        [--configs NAME=SG_M,SG_N,TILE_K,STAGES,PARTS ...]
 
 Without --configs, the configurations in ops.gemm.CONFIGS; --configs adds others (exploring tilings). The
 float32 kernel vec4_128x128 is checked and timed beside them. Each configuration is timed twice: with B an
 input (float32, converted to f16 as it is staged) and with B a float16 weight (compile option
 weights="float16": read as f16). The candidates for the kernel's gap to cuBLAS fp16 are measured apart so:
-the conversion's place (a configuration and its `_cf` twin, CONVERT_ON_FETCH), f16 weights read as f16 (the
-"f16 weights" rows), and the bounds checks Tint puts around each load (the same run under
-WEBGPU_TORCH_DAWN_TOGGLES=disable_robustness: benchmarks/h200.sh's `matrix` stage runs both).
+tilings (--configs), f16 weights read as f16 (the "f16 weights" rows), and the bounds checks Tint puts around
+each load (the same run under WEBGPU_TORCH_DAWN_TOGGLES=disable_robustness: benchmarks/h200.sh's `matrix`
+stage runs both).
 Errors are max |ours - ref| / max |ref|: ref is the float64 product of the inputs, for float16 products
 (PARTS 1) of the inputs rounded to float16 as well (`rounded error`: what is left is the summation's).
 """
@@ -29,6 +29,7 @@ import torch
 import webgpu_torch
 from webgpu_torch.bench import baseline_seconds
 from webgpu_torch.ops import gemm
+from webgpu_torch.ops.registry import OPTIONS
 from webgpu_torch.runtime import timing
 from webgpu_torch.runtime.engine import DAWN_TOGGLES_VAR, get_engine
 
@@ -132,8 +133,7 @@ def timed(size: int, variants: list[str], repeats: int = 10) -> dict:
 
 def parse_config(spec: str) -> tuple[str, gemm.MatrixConfig]:
     name, values = spec.split("=")
-    sg_m, sg_n, tile_k, stages, parts, *convert = (int(v) for v in values.split(","))
-    return name, gemm.MatrixConfig(sg_m, sg_n, tile_k, stages, parts, bool(convert and convert[0]))
+    return name, gemm.MatrixConfig(*(int(v) for v in values.split(",")))
 
 
 def main(argv=None) -> int:
@@ -141,10 +141,12 @@ def main(argv=None) -> int:
     parser.add_argument("out")
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--configs", nargs="*", default=[],
-                        metavar="NAME=SG_M,SG_N,TILE_K,STAGES,PARTS[,CONVERT_ON_FETCH]")
+                        metavar="NAME=SG_M,SG_N,TILE_K,STAGES,PARTS")
     parser.add_argument("--no-checks", action="store_true", help="time only (tests/test_gemm_configs.py checks)")
     args = parser.parse_args(argv)
-    gemm.CONFIGS.update(parse_config(s) for s in args.configs)
+    added = dict(parse_config(s) for s in args.configs)
+    gemm.CONFIGS.update(added)
+    OPTIONS["gemm"] = (*OPTIONS["gemm"], *added)  # so that compile(gemm=NAME) accepts them
     names = [n for n, c in gemm.CONFIGS.items() if isinstance(c, gemm.MatrixConfig)]
     configs = {n: vars(gemm.CONFIGS[n]) | {"tile": f"{gemm.CONFIGS[n].tile_m}x{gemm.CONFIGS[n].tile_n}",
                                            "workgroup bytes": gemm.CONFIGS[n].workgroup_bytes} for n in names}

@@ -11,6 +11,7 @@ import torch
 
 import webgpu_torch
 from webgpu_torch import wgsl
+from webgpu_torch.builder import KernelSpec
 from webgpu_torch.errors import DeviceError
 from webgpu_torch.ops import gemm
 from webgpu_torch.program import F16, SUBGROUP_MATRIX
@@ -63,9 +64,9 @@ def test_precision_option_is_validated():
 
 
 def test_forced_matrix_kernel_runs_or_is_refused_by_name():
-    session, (x, w) = _linear(gemm="sm_f16_64x64")
+    session, (x, w) = _linear(gemm="sm_f16_64x128")
     (d,) = session.program.dispatches
-    assert session.program.kernels[d.kernel].name == "gemm[sm_f16_64x64]"
+    assert session.program.kernels[d.kernel].name == "gemm[sm_f16_64x128]"
     if SUBGROUP_MATRIX not in get_engine().device.features:
         # every lacking feature is named: subgroups too where the engine has none (wgpu-native)
         with pytest.raises(DeviceError, match=f"{SUBGROUP_MATRIX}(, {wgsl.SUBGROUPS})? features?, which this"):
@@ -94,8 +95,11 @@ def test_tuning_passes_over_matrix_options_the_device_cannot_run():
 def test_matrix_config_rejects_tiles_beyond_its_workgroup_memory():
     with pytest.raises(ValueError, match="workgroup memory"):
         gemm.MatrixConfig(2, 4, 32, 2, 1)
-    assert all(c.workgroup_bytes <= gemm.MATRIX_WORKGROUP_BYTES for c in gemm.CONFIGS.values()
-               if isinstance(c, gemm.MatrixConfig))
+    for name, c in gemm.CONFIGS.items():
+        if isinstance(c, gemm.MatrixConfig):  # the kernel declares what the config counts
+            source = KernelSpec.of(c.file, name, consts=c.consts, requires=c.requires).source()
+            assert wgsl.entry_point(source, "main", {}).workgroup_bytes == c.workgroup_bytes
+            assert c.workgroup_bytes <= gemm.MATRIX_WORKGROUP_BYTES
 
 
 @pytest.mark.parametrize(("config", "usable"), [

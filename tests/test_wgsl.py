@@ -142,18 +142,23 @@ const ROWS: u32 = max(H, 2u) * select(1u, 2u, WIDE);
 var<workgroup> tile: array<vec4<f32>, W>;       // 1024 bytes
 var<workgroup> sums: array<AccT, ROWS + 1u>;    // 4 * (ROWS + 1), rounded up to 16
 var<workgroup> halves: array<f16, 3>;           // 6, rounded up to 16: never reached from a or b
+alias Frag = array<f16, 3>;
+var<workgroup> frags: array<Frag, W / 16u>;      // elements 6 bytes apart (f16 alignment): 24
+var<workgroup> rows: array<array<vec3<f32>, 2>, 3>;  // vec3s 16 bytes apart: 96
 fn helper() -> f32 { return tile[0].x; }
 @compute @workgroup_size(W, H) fn a() { let x = helper(); sums[0] = x; }
 @compute @workgroup_size(8, 2u, 3) fn b() {}
 @compute @workgroup_size(H * 2) fn c() { halves[0] = 1.0h; }
 @compute @workgroup_size(UNKNOWN) fn d() {}
+@compute @workgroup_size(1) fn e() { frags[0][0] = 1.0h; rows[0][0].x = 1.0; }
 """
     assert wgsl.entry_point(src, "a", {}) == wgsl.EntryPoint((64, 4, 1), 1024 + 32)
     assert wgsl.entry_point(src, "a", {"H": 8.0, "WIDE": 1.0}) == wgsl.EntryPoint((64, 8, 1), 1024 + 80)
     assert wgsl.entry_point(src, "b", {}) == wgsl.EntryPoint((8, 2, 3), 0)
     assert wgsl.entry_point(src, "c", {}) == wgsl.EntryPoint((8, 1, 1), 16)
     assert wgsl.workgroup_invocations(src, "b", {}) == 48
+    assert wgsl.entry_point(src, "e", {}) == wgsl.EntryPoint((1, 1, 1), 32 + 96)
     with pytest.raises(ValueError, match="UNKNOWN is not a const or override declaration"):
         wgsl.entry_point(src, "d", {})
-    with pytest.raises(ValueError, match="no @workgroup_size on entry point e"):
-        wgsl.entry_point(src, "e", {})
+    with pytest.raises(ValueError, match="no @workgroup_size on entry point f"):
+        wgsl.entry_point(src, "f", {})

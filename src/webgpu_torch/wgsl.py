@@ -244,21 +244,36 @@ class _Constants:
 
 
 def _type_bytes(ty: str, value: _Constants) -> int:
-    """The size of a workgroup variable's type: a scalar, vecN<T> or array<T, n> (n a const expression)."""
+    """The size of a workgroup variable's type: a scalar, vecN<T>, array<T, n> (n a const expression, T any of
+    these) or an alias of one."""
+    return _size_align(ty, value)[0]
+
+
+def _size_align(ty: str, value: _Constants) -> tuple[int, int]:
+    """(size, alignment) of a type in bytes, by WGSL's memory layout rules."""
     if ty in _SCALAR_BYTES:
-        return _SCALAR_BYTES[ty]
+        return _SCALAR_BYTES[ty], _SCALAR_BYTES[ty]
     m = re.fullmatch(r"vec([234])<(\w+)>", ty)
     if m:
         n, item = int(m.group(1)), _SCALAR_BYTES[m.group(2)]
-        return item * (4 if n == 3 else n)
-    m = re.fullmatch(r"array<(\w+(?:<\w+>)?),(.+)>", ty)
-    if m:
-        item = _type_bytes(m.group(1), value)
-        align = item if m.group(1) in _SCALAR_BYTES else min(16, item)
-        return -(-item // align) * align * int(value(m.group(2)))
+        return item * n, item * (2 if n == 2 else 4)
+    if ty.startswith("array<") and ty.endswith(">"):
+        element, count = _split_last_comma(ty[len("array<"):-1])
+        size, align = _size_align(element, value)
+        return -(-size // align) * align * int(value(count)), align
     if ty in value.aliases:
-        return _type_bytes(value.aliases[ty].replace(" ", ""), value)
+        return _size_align(value.aliases[ty].replace(" ", ""), value)
     raise ValueError(f"workgroup variable of type {ty}: not a type this reader sizes")
+
+
+def _split_last_comma(text: str) -> tuple[str, str]:
+    """`text` split at its last comma outside angle brackets and parentheses."""
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {">": 1, ")": 1, "<": -1, "(": -1}.get(text[i], 0)
+        if text[i] == "," and depth == 0:
+            return text[:i], text[i + 1:]
+    raise ValueError(f"array<{text}>: no element count")
 
 
 def _reached(source: str, entry: str) -> set[str]:

@@ -15,7 +15,10 @@ the cross K/V passed in, marked as computed, so cross K/V are never recomputed p
 
 from __future__ import annotations
 
+import base64
+import json
 import time
+from pathlib import Path
 
 import torch
 from torch.export import Dim
@@ -270,6 +273,10 @@ def run(size: str = "base", image_size: int = 768, new_tokens: int = 20, seeds=(
         print(f"  generate: WebGPU {total * 1e3:.0f} ms ({per_token[-1] * 1e3:.2f} ms per token after the "
               f"first), transformers eager on CPU {eager * 1e3:.0f} ms")
         print("  host per step (median ms): " + ", ".join(f"{k} {np.median(v) * 1e3:.3f}" for k, v in host.items()))
+    if save and seeds:  # what js/bench/bench.js needs to generate the same way (tests/corpus.py's form)
+        record = {"pixel_values": _tensor_record(pixels.numpy()), "prompt_ids": _tensor_record(prompt.numpy()),
+                  "max_new_tokens": new_tokens, "ids": ids}
+        (Path(save) / "generate.json").write_text(json.dumps(record) + "\n")
     gpu = _gpu_times(stages, engine)
     print("GPU time per call: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in gpu.items()))
     wall = float(np.median(per_token))
@@ -280,6 +287,15 @@ def run(size: str = "base", image_size: int = 768, new_tokens: int = 20, seeds=(
                          sample_inputs(model, image_size, prompt_length, seeds[0] if seeds else 0), new_tokens,
                          engine)
     return ok
+
+
+def _tensor_record(a) -> dict:
+    """An array as tests/corpus.py records one: dtype, shape, and base64 of its little-endian C-order bytes."""
+    import numpy as np
+
+    a = np.ascontiguousarray(a)
+    return {"dtype": str(a.dtype), "shape": list(a.shape),
+            "data": base64.b64encode(a.astype(a.dtype.newbyteorder("<")).tobytes()).decode()}
 
 
 def _gpu_times(stages: Seq2Seq, engine: str | None) -> dict[str, float]:

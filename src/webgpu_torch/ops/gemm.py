@@ -114,7 +114,7 @@ MATRIX_WORKGROUP_BYTES = 32768  # what every adapter that offers subgroup matric
 MATRIX_FRAG = 16  # gemm_subgroup_matrix.wgsl's subgroup matrices are 16 x 16 x 16
 MATRIX_BLOCK = (64, 32)  # … and a subgroup owns a 64 x 32 block of outputs
 MATRIX_SUBGROUP = 32  # … laid out for subgroups of 32 invocations
-MATRIX_PAD = 8  # f16s of padding per row of its workgroup tiles
+MATRIX_PAD = 8  # f16s of padding per row of its staged fragments
 
 
 @dataclass(frozen=True)
@@ -123,20 +123,19 @@ class MatrixConfig:
     matrices): sg_m x sg_n subgroups, each a 64 x 32 block of outputs; k-steps of tile_k through `stages`
     stages of workgroup memory; `parts` f16 parts per operand: 1 (float16 products) or 2 (split operands,
     float32-accurate). Its kernel needs the chromium-experimental-subgroup-matrix feature, so it runs only
-    where tuning picks it on a device that has it, or when forced. `convert_on_fetch` (parts 1): operands
-    become f16 as they are fetched rather than as they are staged (the kernel's CONVERT_ON_FETCH)."""
+    where tuning picks it on a device that has it, or when forced."""
 
     sg_m: int
     sg_n: int
     tile_k: int
     stages: int
     parts: int
-    convert_on_fetch: bool = False
     file: ClassVar[str] = "gemm_subgroup_matrix.wgsl"
     requires: ClassVar[tuple[str, ...]] = (F16, SUBGROUPS, SUBGROUP_MATRIX)
     vec4: ClassVar[bool] = True
     engine_files: ClassVar[dict[str, str]] = {}
     targets: ClassVar[tuple[str, ...]] = ()
+    overrides: ClassVar[dict[str, bool]] = {}
 
     @property
     def tile_m(self) -> int:
@@ -148,10 +147,11 @@ class MatrixConfig:
 
     @property
     def workgroup_bytes(self) -> int:
-        """Its tiles (f16) and the staging of one accumulator per subgroup (f32), as the kernel declares them."""
-        tm, tn, tk, pad = self.tile_m, self.tile_n, self.tile_k, MATRIX_PAD
-        a_part, b_part = max(tm * (tk + pad), tk * (tm + pad)), max(tk * (tn + pad), tn * (tk + pad))
-        return 2 * self.stages * self.parts * (a_part + b_part) + 4 * self.sg_m * self.sg_n * MATRIX_FRAG ** 2
+        """Its tiles (16 x 16 f16 fragments, each row padded) and the staging of one accumulator per subgroup
+        (f32), as the kernel declares them."""
+        fragments = self.tile_k * (self.tile_m + self.tile_n) // MATRIX_FRAG ** 2
+        tiles = 2 * self.stages * self.parts * fragments * MATRIX_FRAG * (MATRIX_FRAG + MATRIX_PAD)
+        return tiles + 4 * self.sg_m * self.sg_n * MATRIX_FRAG ** 2
 
     def __post_init__(self):
         threads = MATRIX_SUBGROUP * self.sg_m * self.sg_n
@@ -168,10 +168,6 @@ class MatrixConfig:
     def consts(self) -> dict[str, int]:
         return {"SG_M": self.sg_m, "SG_N": self.sg_n, "TILE_K": self.tile_k, "STAGES": self.stages,
                 "PARTS": self.parts}
-
-    @property
-    def overrides(self) -> dict[str, bool]:
-        return {"CONVERT_ON_FETCH": True} if self.convert_on_fetch else {}
 
 
 @dataclass(frozen=True)
@@ -221,13 +217,12 @@ CONFIGS = {
     "vec4_32x64": Vec4Config(32, 64, 8, 8, 8),
     "vec4_64x64_k16": Vec4Config(64, 64, 16, 8, 8),
     "vec4_32x64_k16": Vec4Config(32, 64, 16, 8, 8),
-    # One stage of k-steps of 32 measured faster here than two of 16 (71.6 against 58.7 TFLOP/s at 4096³).
+    # 4096³ (docs/benchmarks.md): one stage of k-steps of 32 beat two of 16 (H100: 84.6 against 66.6 TFLOP/s);
+    # 64 x 128 ran 61.1 where 64 x 64 (1, 2, 32, 2, 1) fell to 16.9 once the tiles were cut into fragments.
     "sm_f16_128x128": MatrixConfig(2, 4, 32, 1, 1),
     "sm_f16_128x64": MatrixConfig(2, 2, 16, 2, 1),
-    "sm_f16_64x64": MatrixConfig(1, 2, 32, 2, 1),
+    "sm_f16_64x128": MatrixConfig(1, 4, 32, 1, 1),
     "sm_f16x3_128x128": MatrixConfig(2, 4, 16, 1, 2),
-    # Timed beside sm_f16_128x128 on the H200 (benchmarks/matrix_units.py), offered nowhere until it wins.
-    "sm_f16_128x128_cf": MatrixConfig(2, 4, 32, 1, 1, convert_on_fetch=True),
     "cpu_4x8": CpuConfig(1, 16, 1, 2),
     "cpu_8x8": CpuConfig(1, 16, 2, 2),
 }
@@ -260,7 +255,7 @@ CPU_OPTIONS = ("cpu_4x8", "cpu_8x8")
 # operands are vec4-readable. The split, float32-accurate configuration is offered nowhere (only forced): on an
 # H200 it ran 4096³ slower than the float32 kernel (37.0 against 42.0 TFLOP/s) with 2.2x its error.
 PRECISION = register_option("precision", "float32", "float16")  # what the GEMM family may multiply in
-MATRIX_F16 = ("sm_f16_128x128", "sm_f16_128x64", "sm_f16_64x64")
+MATRIX_F16 = ("sm_f16_128x128", "sm_f16_128x64", "sm_f16_64x128")
 ENOUGH_BLOCKS = 256
 GEMV_MAX_ROWS = 8
 SPLIT_K_MIN_DEPTH = 256  # each split keeps at least this much of K

@@ -17,13 +17,17 @@
 //   the driver keeps an array of subgroup matrices in local memory unless every index folds to a constant
 //   once loops unroll, and WGSL cannot ask for the unrolling (measured: an array of accumulators indexed in
 //   loops ran 4096³ at 31 TFLOP/s on an H200, every tiling alike).
-// Workgroup memory: per stage and part, A's TILE_M x TILE_K tile and B's TILE_K x TILE_N tile as f16, each
-//   laid out along its operand's contiguous axis (A as [m][k] when K-contiguous, else [k][m]; B as [k][n]
-//   when N-contiguous, else [n][k]) so that a fetched vec4 lands as 4 consecutive f16s, with 8 f16s (16
-//   bytes) of padding per row: rows 16-byte aligned and spread over the banks for the matrix loads. STAGES = 2
-//   double-buffers (one barrier per k-step: a stage is rewritten only after the barrier that ends the step
-//   that read it); STAGES = 1 stages the next tiles between two barriers. The next k-step's vec4s are fetched
-//   into registers while the current step multiplies, as in the vec4 kernels.
+// Workgroup memory: per stage and part, A's TILE_M x TILE_K tile and B's TILE_K x TILE_N tile as f16, cut into
+//   16 x 16 fragments, each its own array (a Fragment) of 16 rows along its operand's contiguous axis (A's
+//   fragment as [m][k] when K-contiguous, else [k][m]; B's as [k][n] when N-contiguous, else [n][k]) so that
+//   a fetched vec4 lands as 4 consecutive f16s; 8 f16s (16 bytes) of padding end each row: rows 16-byte
+//   aligned and spread over the banks for the matrix loads. Fragments run k-fastest for A and n-fastest for
+//   B. Every matrix load and store is of a whole array at offset 0 with a constant stride, so that Tint's
+//   robustness can prove it in bounds: with a varying offset it puts each behind a branch, which measured
+//   half the speed (H100, 4096³: 73 against 139 TFLOP/s with robustness off). STAGES = 2 double-buffers (one
+//   barrier per k-step: a stage is rewritten only after the barrier that ends the step that read it);
+//   STAGES = 1 stages the next tiles between two barriers. The next k-step's vec4s are fetched into
+//   registers while the current step multiplies, as in the vec4 kernels.
 // Subgroups: the tiling is laid out for 32 invocations per subgroup. Narrower subgroups are more: those past
 //   SG_M * SG_N load tiles and write outputs but own no accumulators. Wider ones would leave blocks
 //   uncomputed, so the runtime counts the feature as present only where the adapter's subgroup matrices come
@@ -32,10 +36,6 @@
 //   workgroup writes the staged blocks out, 2 vec4s of outputs per invocation, through finish() (whatever
 //   the subgroups' width), and the accumulators shift towards c00.
 // Geometry: as the vec4 kernels: blocks n-fastest, then m, then z, then K slices; workgroups past the end exit.
-// CONVERT_ON_FETCH (an override, PARTS = 1 only; off by default): the next k-step's operands are converted to
-//   f16 as they are fetched, while the current step multiplies, and held as half as many registers; off, they
-//   are held as f32 and converted as they are staged, between the barriers. (benchmarks/matrix_units.py times
-//   both: the conversion's place is one of the candidates for this kernel's gap to cuBLAS fp16.)
 
 // Subgroup-matrix calls must be subgroup-uniform; Tint can prove only workgroup uniformity, and the calls
 // depend on the subgroup's id. They are subgroup-uniform: every value they take is the same across a subgroup.
@@ -60,13 +60,12 @@ const A_LOADS: u32 = TILE_M * TILE_K / (4u * THREADS);  // vec4 fetches per invo
 const B_LOADS: u32 = TILE_N * TILE_K / (4u * THREADS);
 const OUT_VEC4S: u32 = SUBGROUPS * FRAG * FRAG / (4u * THREADS);  // staged vec4s each invocation writes out
 const PAD: u32 = 8u;
-const A_PART: u32 = max(TILE_M * (TILE_K + PAD), TILE_K * (TILE_M + PAD));  // f16s of one part of a stage
-const B_PART: u32 = max(TILE_K * (TILE_N + PAD), TILE_N * (TILE_K + PAD));
+const FRAG_ROW: u32 = FRAG + PAD;  // f16s from one row of a staged fragment to the next
+const A_FRAGS: u32 = TILE_M / FRAG * (TILE_K / FRAG);  // fragments of one part of a stage
+const B_FRAGS: u32 = TILE_K / FRAG * (TILE_N / FRAG);
 const SCALE_IN: f32 = select(1.0, 0.0625, PARTS == 2u);  // 2^-4 for split operands
 const SCALE_OUT: f32 = 1.0 / (SCALE_IN * SCALE_IN);
 const LO_SCALE: f32 = 2048.0;  // 2^11
-
-override CONVERT_ON_FETCH: bool = false;
 
 //! include gemm_operands.wgsl
 
@@ -84,21 +83,22 @@ struct Operands {
   l0: Left, l1: Left, l2: Left, l3: Left, r0: Right, r1: Right,
 }
 
-// Row strides of the tiles as stored, in f16s.
-override A_STRIDE: u32 = select(TILE_M + PAD, TILE_K + PAD, A_K_CONTIGUOUS);
-override B_STRIDE: u32 = select(TILE_K + PAD, TILE_N + PAD, B_N_CONTIGUOUS);
+alias Fragment = array<f16, FRAG * FRAG_ROW>;
 
-var<workgroup> a_tile: array<f16, STAGES * PARTS * A_PART>;
-var<workgroup> b_tile: array<f16, STAGES * PARTS * B_PART>;
-var<workgroup> staged: array<f32, SUBGROUPS * FRAG * FRAG>;
+var<workgroup> a_tile: array<Fragment, STAGES * PARTS * A_FRAGS>;
+var<workgroup> b_tile: array<Fragment, STAGES * PARTS * B_FRAGS>;
+var<workgroup> staged: array<array<f32, FRAG * FRAG>, SUBGROUPS>;
 
-// Index of A's element (m, k) within one part of a stage; b_at likewise for B's (k, n).
-fn a_at(m: u32, k: u32) -> u32 {
-  return select(k * A_STRIDE + m, m * A_STRIDE + k, A_K_CONTIGUOUS);
+// Where A's element (m, k) of one part of a stage is staged: (fragment, index within it); b_at likewise for
+// B's (k, n).
+fn a_at(m: u32, k: u32) -> vec2<u32> {
+  let within = select((k % FRAG) * FRAG_ROW + m % FRAG, (m % FRAG) * FRAG_ROW + k % FRAG, A_K_CONTIGUOUS);
+  return vec2<u32>(m / FRAG * (TILE_K / FRAG) + k / FRAG, within);
 }
 
-fn b_at(k: u32, n: u32) -> u32 {
-  return select(n * B_STRIDE + k, k * B_STRIDE + n, B_N_CONTIGUOUS);
+fn b_at(k: u32, n: u32) -> vec2<u32> {
+  let within = select((n % FRAG) * FRAG_ROW + k % FRAG, (k % FRAG) * FRAG_ROW + n % FRAG, B_N_CONTIGUOUS);
+  return vec2<u32>(k / FRAG * (TILE_N / FRAG) + n / FRAG, within);
 }
 
 // The f16 parts of 4 operand values: [hi, lo] as in the header (just [f16(v), 0] when PARTS = 1).
@@ -122,7 +122,7 @@ fn on_f16_grid(x: vec4<f32>) -> vec4<f32> {
   return select(bitcast<vec4<f32>>(kept), vec4<f32>(0.0), drop > vec4<u32>(23u));
 }
 
-// Writes vec4 number e of a k-step's A tile (as fetched) into stage s, part q at q * A_PART.
+// Writes vec4 number e of a k-step's A tile (as fetched) into stage s, each part q.
 fn stage_a(s: u32, e: u32, v: vec4<f32>) {
   let h = parts(v);
   for (var q = 0u; q < PARTS; q++) {
@@ -132,9 +132,10 @@ fn stage_a(s: u32, e: u32, v: vec4<f32>) {
 
 fn stage_a_part(s: u32, q: u32, e: u32, v: vec4<f16>) {
   let mk = a_element(e);
-  let at = (s * PARTS + q) * A_PART + a_at(mk.x, mk.y);
+  let at = a_at(mk.x, mk.y);
+  let f = (s * PARTS + q) * A_FRAGS + at.x;
   for (var j = 0u; j < 4u; j++) {
-    a_tile[at + j] = v[j];
+    a_tile[f][at.y + j] = v[j];
   }
 }
 
@@ -147,34 +148,34 @@ fn stage_b(s: u32, e: u32, v: vec4<f32>) {
 
 fn stage_b_part(s: u32, q: u32, e: u32, v: vec4<f16>) {
   let kn = b_element(e);
-  let at = (s * PARTS + q) * B_PART + b_at(kn.x, kn.y);
+  let at = b_at(kn.x, kn.y);
+  let f = (s * PARTS + q) * B_FRAGS + at.x;
   for (var j = 0u; j < 4u; j++) {
-    b_tile[at + j] = v[j];
+    b_tile[f][at.y + j] = v[j];
   }
 }
 
-// The 16 x 16 block of the A tile whose first element is at index `at` (column-major when the tile is
-// stored [k][m]); load_right likewise for B ([n][k] is column-major for the K x N block).
-fn load_left(at: u32) -> Left {
+// A's staged fragment f as a left operand (column-major when stored [k][m]); load_right likewise for B's
+// ([n][k] is column-major for a K x N fragment).
+fn load_left(f: u32) -> Left {
   if (A_K_CONTIGUOUS) {
-    return subgroupMatrixLoad<Left>(&a_tile, at, false, A_STRIDE);
+    return subgroupMatrixLoad<Left>(&a_tile[f], 0u, false, FRAG_ROW);
   }
-  return subgroupMatrixLoad<Left>(&a_tile, at, true, A_STRIDE);
+  return subgroupMatrixLoad<Left>(&a_tile[f], 0u, true, FRAG_ROW);
 }
 
-fn load_right(at: u32) -> Right {
+fn load_right(f: u32) -> Right {
   if (B_N_CONTIGUOUS) {
-    return subgroupMatrixLoad<Right>(&b_tile, at, false, B_STRIDE);
+    return subgroupMatrixLoad<Right>(&b_tile[f], 0u, false, FRAG_ROW);
   }
-  return subgroupMatrixLoad<Right>(&b_tile, at, true, B_STRIDE);
+  return subgroupMatrixLoad<Right>(&b_tile[f], 0u, true, FRAG_ROW);
 }
 
-// The operands of one k-step of 16 for the block whose first elements are at a0 (A) and b0 (B).
+// The operands of one k-step of 16 for the block whose first fragments are a0 (A) and b0 (B).
 fn load_operands(a0: u32, b0: u32) -> Operands {
-  let a_step = a_at(FRAG, 0u);  // f16s from one 16-row block of A to the next
-  let b_step = b_at(0u, FRAG);
+  let a_step = TILE_K / FRAG;  // fragments from one 16-row block of A to the next
   return Operands(load_left(a0), load_left(a0 + a_step), load_left(a0 + 2u * a_step),
-                  load_left(a0 + 3u * a_step), load_right(b0), load_right(b0 + b_step));
+                  load_left(a0 + 3u * a_step), load_right(b0), load_right(b0 + 1u));
 }
 
 fn multiply(acc: ptr<function, Block>, x: Operands, y: Operands) {
@@ -203,7 +204,9 @@ fn out_at(f: u32, v: u32) -> vec2<u32> {
 }
 
 fn staged_vec4(v: u32) -> vec4<f32> {
-  return vec4<f32>(staged[4u * v], staged[4u * v + 1u], staged[4u * v + 2u], staged[4u * v + 3u]);
+  let owner = v / (FRAG * FRAG / 4u);
+  let e = 4u * (v % (FRAG * FRAG / 4u));
+  return vec4<f32>(staged[owner][e], staged[owner][e + 1u], staged[owner][e + 2u], staged[owner][e + 3u]);
 }
 
 @compute @workgroup_size(THREADS)
@@ -227,11 +230,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let sm = sg / SG_N;
   let sn = sg % SG_N;
 
-  let early = CONVERT_ON_FETCH && PARTS == 1u;
   var a_next: array<vec4<f32>, A_LOADS>;
   var b_next: array<vec4<f32>, B_LOADS>;
-  var a_half: array<vec4<f16>, A_LOADS>;  // CONVERT_ON_FETCH: the same, converted
-  var b_half: array<vec4<f16>, B_LOADS>;
   for (var i = 0u; i < A_LOADS; i++) {
     stage_a(0u, li + i * THREADS, fetch_a(a_base, m0, k_begin, li + i * THREADS));
   }
@@ -245,14 +245,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var s = 0u;
   for (var k0 = k_begin; k0 < k_end; k0 += TILE_K) {
     let more = k0 + TILE_K < k_end;
-    if (more && early) {
-      for (var i = 0u; i < A_LOADS; i++) {
-        a_half[i] = vec4<f16>(fetch_a(a_base, m0, k0 + TILE_K, li + i * THREADS));
-      }
-      for (var i = 0u; i < B_LOADS; i++) {
-        b_half[i] = vec4<f16>(fetch_b(b_base, k0 + TILE_K, n0, li + i * THREADS));
-      }
-    } else if (more) {
+    if (more) {
       for (var i = 0u; i < A_LOADS; i++) {
         a_next[i] = fetch_a(a_base, m0, k0 + TILE_K, li + i * THREADS);
       }
@@ -262,12 +255,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     if (mine) {
       for (var kk = 0u; kk < TILE_K; kk += FRAG) {
-        let a0 = s * PARTS * A_PART + a_at(sm * FRAG_M * FRAG, kk);
-        let b0 = s * PARTS * B_PART + b_at(kk, sn * FRAG_N * FRAG);
+        let a0 = s * PARTS * A_FRAGS + a_at(sm * FRAG_M * FRAG, kk).x;
+        let b0 = s * PARTS * B_FRAGS + b_at(kk, sn * FRAG_N * FRAG).x;
         let hi = load_operands(a0, b0);
         multiply(&acc, hi, hi);
         if (PARTS == 2u) {
-          let lo = load_operands(a0 + A_PART, b0 + B_PART);
+          let lo = load_operands(a0 + A_FRAGS, b0 + B_FRAGS);
           multiply(&cross, hi, lo);
           multiply(&cross, lo, hi);
         }
@@ -276,15 +269,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     if (STAGES == 1u) {
       workgroupBarrier();
     }
-    if (more && early) {
-      let next = (s + 1u) % STAGES;
-      for (var i = 0u; i < A_LOADS; i++) {
-        stage_a_part(next, 0u, li + i * THREADS, a_half[i]);
-      }
-      for (var i = 0u; i < B_LOADS; i++) {
-        stage_b_part(next, 0u, li + i * THREADS, b_half[i]);
-      }
-    } else if (more) {
+    if (more) {
       let next = (s + 1u) % STAGES;
       for (var i = 0u; i < A_LOADS; i++) {
         stage_a(next, li + i * THREADS, a_next[i]);
@@ -303,7 +288,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     var lo: array<vec4<f32>, OUT_VEC4S>;
     if (PARTS == 2u) {
       if (mine) {
-        subgroupMatrixStore(&staged, sg * FRAG * FRAG, cross.c00, false, FRAG);
+        subgroupMatrixStore(&staged[sg], 0u, cross.c00, false, FRAG);
       }
       workgroupBarrier();
       for (var h = 0u; h < OUT_VEC4S; h++) {
@@ -313,7 +298,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       cross = shifted(cross);
     }
     if (mine) {
-      subgroupMatrixStore(&staged, sg * FRAG * FRAG, acc.c00, false, FRAG);
+      subgroupMatrixStore(&staged[sg], 0u, acc.c00, false, FRAG);
     }
     workgroupBarrier();
     for (var h = 0u; h < OUT_VEC4S; h++) {
