@@ -55,13 +55,22 @@ def compile(ep, *, max_binding_size: int = DEFAULT_MAX_BINDING, contiguous_outpu
 
 def import_graph(ep):
     """The graph lowering sees: `ep` through the frontend, then the graph rewrites."""
-    from . import attention_fusion, cache_attention, conv_folding, frontend, fusion, norm_fusion, quantized_weights
+    from . import (
+        attention_fusion,
+        cache_attention,
+        conv_folding,
+        frontend,
+        fusion,
+        norm_fusion,
+        quantized_weights,
+        rope_fusion,
+    )
 
     with _quiet_torch():
         graph = frontend.import_program(ep)
     graph = conv_folding.fold(quantized_weights.rewrite(graph))
     graph = cache_attention.rewrite(attention_fusion.fuse_attention(graph))
-    return fusion.fuse_epilogues(norm_fusion.fuse_rms_norms(graph))
+    return fusion.fuse_epilogues(rope_fusion.fuse_rotary(norm_fusion.fuse_rms_norms(graph)))
 
 
 def _check_options(extra: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ reads `node.args["mat1"]` whatever way the call was spelled. Tensor arguments ar
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from math import prod
@@ -119,6 +120,19 @@ class Graph:
 def refs_in(value: Any) -> Iterator[Ref]:
     """Every Ref inside an argument value (nested lists, tuples and dicts)."""
     return (v for v in values_in(value) if isinstance(v, Ref))
+
+
+def readers(graph: Graph) -> Counter:
+    """How often each node's values are read, by other nodes and by the graph's outputs."""
+    counts = Counter(r.node for n in graph.nodes for r in refs_in(n.args))
+    counts.update(r.node for r in graph.outputs)
+    return counts
+
+
+def sole_producer(ref: Any, by_name: dict[str, Node], readers: Counter, target: str) -> Node | None:
+    """The node of `target` making `ref` (a whole-node Ref), when nothing else reads it; else None."""
+    node = by_name.get(ref.node) if isinstance(ref, Ref) and ref.index is None else None
+    return node if node is not None and node.target == target and readers[node.name] == 1 else None
 
 
 def drop_dead(nodes: list[Node], outputs: list[Ref]) -> list[Node]:

@@ -15,13 +15,12 @@ from __future__ import annotations
 from collections import Counter
 from numbers import Number
 
-from .graph import Graph, Node, Ref, drop_dead, refs_in
+from .graph import Graph, Node, Ref, drop_dead, readers, refs_in, sole_producer
 
 
 def fuse_rms_norms(graph: Graph) -> Graph:
     by_name = {n.name: n for n in graph.nodes}
-    users = Counter(r.node for n in graph.nodes for r in refs_in(n.args))
-    users.update(r.node for r in graph.outputs)
+    users = readers(graph)
     consumers: dict[str, list[Node]] = {}
     for n in graph.nodes:
         for r in {r.node for r in refs_in(n.args)}:
@@ -40,13 +39,13 @@ def _match(rsqrt: Node, by_name: dict, users: Counter, consumers: dict, graph: G
     """The rms_norm node replacing the last node of the pattern through `rsqrt`, or None."""
     if rsqrt.target != "aten.rsqrt.default" or users[rsqrt.name] != 1:
         return None
-    add = _sole(rsqrt.args["self"], by_name, users, "aten.add.Tensor")
+    add = sole_producer(rsqrt.args["self"], by_name, users, "aten.add.Tensor")
     if add is None or add.args.get("alpha", 1) != 1 or not isinstance(add.args["other"], Number):
         return None
-    mean = _sole(add.args["self"], by_name, users, "aten.mean.dim")
+    mean = sole_producer(add.args["self"], by_name, users, "aten.mean.dim")
     if mean is None or not mean.args["keepdim"] or mean.args.get("dtype") is not None:
         return None
-    square = _sole(mean.args["self"], by_name, users, "aten.pow.Tensor_Scalar")
+    square = sole_producer(mean.args["self"], by_name, users, "aten.pow.Tensor_Scalar")
     if square is None or square.args["exponent"] != 2:
         return None
     x, meta = square.args["self"], square.outputs[0]
@@ -65,12 +64,6 @@ def _match(rsqrt: Node, by_name: dict, users: Counter, consumers: dict, graph: G
             last, weight = after, other
     args = {"input": x, "normalized_shape": [meta.shape[-1]], "weight": weight, "eps": float(add.args["other"])}
     return Node(last.name, "aten.rms_norm.default", args, last.outputs, last.source)
-
-
-def _sole(ref, by_name: dict, users: Counter, target: str) -> Node | None:
-    """The node of `target` making `ref`, when nothing else reads it."""
-    node = by_name.get(ref.node) if isinstance(ref, Ref) and ref.index is None else None
-    return node if node is not None and node.target == target and users[node.name] == 1 else None
 
 
 def _key(v) -> str | None:

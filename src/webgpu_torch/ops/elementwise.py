@@ -68,6 +68,7 @@ INTEGER_OPS = {"copy", "add", "sub", "rsub", "mul", "neg", "abs", "maximum", "mi
 # Ops on bools with a bool result (u32 0 and 1 in the kernel): add is `or`, the rest keep 0 and 1 as they are.
 BOOL_OPS = {"add", "mul", "maximum", "minimum", "bitand", "bitor", "bitxor"}
 DIV_MODES = {None: "div", "floor": "div_floor", "trunc": "div_trunc"}
+ROPE = "webgpu.rope.default"  # what rope_fusion.py rewrites transformers' rotary embedding into
 # Activations run as a copy with the activation as its epilogue (ops/epilogue.py maps each to its code).
 ACTIVATIONS = ("aten.relu.default", "aten.sigmoid.default", "aten.tanh.default", "aten.gelu.default",
                "aten.hardtanh.default", "aten.clamp.default", "aten.leaky_relu.default", "aten.silu.default")
@@ -382,6 +383,15 @@ def where(ctx: Builder, node: NodeView) -> Tensor:
     return emit(ctx, "where", [a["condition"], a["self"], a["other"]], node.out.shape, out_dtype=node.storage())
 
 
+@register(ROPE, check=_limits, dynamic=True, half=True)
+def rope(ctx: Builder, node: NodeView) -> Tensor:
+    """Rotary position embedding as transformers applies it (rope_fusion.py): x * cos + rotate_half(x) * sin,
+    cos and sin broadcast to x, rotate_half over x's last dim."""
+    a = node.args
+    return emit(ctx, "rope", [a["input"], a["cos"], a["sin"]], node.out.shape, out_dtype=node.storage(),
+                alpha=node.out.shape[-1] // 2)
+
+
 @register("aten.pow.Scalar", check=_check_arithmetic("pow"), dynamic=True, half=True)
 def pow_scalar_base(ctx: Builder, node: NodeView) -> Tensor:
     base = ctx.constant(f"{node.name}_base", np.full((), node.args["self"], np.float32))
@@ -496,6 +506,12 @@ def cases() -> list[OpCase]:
         OpCase("logical_and_bitwise_on_masks", lambda m, n: (m & n, m | n, ~m, torch.logical_and(m, n.t()),
                                                              torch.logical_not(m), torch.logical_or(m, n)),
                [mask((37, 37)), mask((37, 37), seed=1)]),
+        # transformers' apply_rotary_pos_emb, rewritten into one webgpu.rope node (rope_fusion.py).
+        OpCase("rope_transposed_broadcast", lambda q, cos, sin: (lambda x: x * cos[:, None] + torch.cat(
+            (-x[..., 19:], x[..., :19]), dim=-1) * sin[:, None])(q.transpose(1, 2)), [(2, 7, 3, 38), (2, 7, 38),
+                                                                                      (2, 7, 38)]),
+        OpCase("rope_half_width_one", lambda x, cos, sin: torch.cat((-x[..., 1:], x[..., :1]), dim=-1) * sin
+               + cos * x, [(5, 3, 2), (2,), (3, 1)]),
         OpCase("where_broadcast", lambda m, a, b: torch.where(m, a, b), [mask((37, 1)), (37, 41), (41,)]),
         OpCase("where_int_and_bool", lambda m, i, j: (torch.where(m, i, j), torch.where(m, m, ~m)),
                [mask((37, 41)), ints((37, 41)), ints((41,), seed=1)]),

@@ -101,6 +101,7 @@ const OP_LGAMMA: u32 = 73u;    // ln |Γ(a)|
 const OP_DIGAMMA: u32 = 74u;
 const OP_ANGLE: u32 = 75u;     // of a real number: pi below 0, else 0 (NaN kept)
 const OP_TRIGAMMA: u32 = 76u;  // ψ'(a): polygamma(1, a)
+const OP_ROPE: u32 = 77u;      // a * b + rotate_half(a) * c along the innermost dim, alpha = half its size
 
 alias A = f32;
 alias B = f32;
@@ -314,6 +315,18 @@ fn apply(x: T, y: T, z: T) -> Out {
   }
 }
 
+// transformers' rotate_half(a) at output element i, whose `a` element is at ia: cat(-a2, a1) over the
+// innermost dim of size 2h (h = alpha), the output's innermost too, so i % 2h is the position along it.
+fn rotated_half(ia: u32, i: u32) -> T {
+  let h = u32(p.alpha);
+  let last = max(p.ndim, 1u) - 1u;
+  let step = h * p.a_strides[last / 4u][last % 4u];
+  if (i % (2u * h) < h) {
+    return T(-f32(a[ia + step]));  // through f32: the source compiles for every T (rope is float only)
+  }
+  return T(a[ia - step]);
+}
+
 @compute @workgroup_size(WORKGROUP)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   let i = gid.x + gid.y * nwg.x * WORKGROUP;
@@ -346,12 +359,14 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
     y = T(b[ib]);
   }
   var z = T(0);
-  if (OP == OP_WHERE || OP == OP_CLAMP) {
+  if (OP == OP_WHERE || OP == OP_CLAMP || OP == OP_ROPE) {
     z = T(c[ic]);
   }
   var r: Out;
   if (OP == OP_ARANGE) {
     r = Out(T(p.scalar) + T(p.alpha) * T(i));
+  } else if (OP == OP_ROPE) {
+    r = Out(T(a[ia]) * y + rotated_half(ia, i) * z);
   } else {
     r = apply(T(a[ia]), y, z);
   }
