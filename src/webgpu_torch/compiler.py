@@ -61,6 +61,7 @@ def import_graph(ep):
         conv_folding,
         frontend,
         fusion,
+        linear_merging,
         norm_fusion,
         quantized_weights,
         rope_fusion,
@@ -70,7 +71,8 @@ def import_graph(ep):
         graph = frontend.import_program(ep)
     graph = conv_folding.fold(quantized_weights.rewrite(graph))
     graph = cache_attention.rewrite(attention_fusion.fuse_attention(graph))
-    return fusion.fuse_epilogues(rope_fusion.fuse_rotary(norm_fusion.fuse_rms_norms(graph)))
+    graph = rope_fusion.fuse_rotary(norm_fusion.fuse_rms_norms(graph))
+    return fusion.fuse_epilogues(linear_merging.merge_linears(graph))
 
 
 def _check_options(extra: dict[str, Any]) -> None:
