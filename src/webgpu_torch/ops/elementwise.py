@@ -510,6 +510,9 @@ def cases() -> list[OpCase]:
         OpCase("rope_transposed_broadcast", lambda q, cos, sin: (lambda x: x * cos[:, None] + torch.cat(
             (-x[..., 19:], x[..., :19]), dim=-1) * sin[:, None])(q.transpose(1, 2)), [(2, 7, 3, 38), (2, 7, 38),
                                                                                       (2, 7, 38)]),
+        OpCase("rope_dynamic_positions", lambda x, cos, sin: x * cos + torch.cat((-x[..., 19:], x[..., :19]), dim=-1)
+               * sin, [(1, 3, 23, 38), (23, 38), (23, 38)],
+               dynamic_shapes=({2: (s := torch.export.Dim("s", min=2, max=64))}, {0: s}, {0: s})),
         OpCase("rope_half_width_one", lambda x, cos, sin: torch.cat((-x[..., 1:], x[..., :1]), dim=-1) * sin
                + cos * x, [(5, 3, 2), (2,), (3, 1)]),
         OpCase("where_broadcast", lambda m, a, b: torch.where(m, a, b), [mask((37, 1)), (37, 41), (41,)]),
