@@ -38,7 +38,8 @@ def test_a_refused_overload_is_named_with_its_reason(target):
 
 def test_refused_overloads_stay_whole_through_decomposition():
     table = frontend._decomposition_table()
-    assert not [t for t in REFUSED if frontend.resolve_target(t) in table]
+    ops = {t: frontend._loaded_target(t) for t in REFUSED}  # torchao's exist once torchao is imported
+    assert not [t for t, op in ops.items() if op is not None and op in table]
 
 
 @pytest.mark.parametrize(("fn", "target"), [
