@@ -98,6 +98,21 @@ var<workgroup> lane_m: array<f32, THREADS>;
 var<workgroup> lane_l: array<f32, THREADS>;
 var<workgroup> live_end: u32;
 
+// The head a workgroup's block of query rows belongs to: batch b, query head h and its K/V head g (h / group),
+// and the block's first row i0.
+struct Head {
+  b: u32,
+  h: u32,
+  g: u32,
+  i0: u32,
+}
+
+fn head_of(block: u32, rows: u32) -> Head {
+  let bh = block / p.tiles_q;
+  let h = bh % p.heads;
+  return Head(bh / p.heads, h, h / p.group, (block % p.tiles_q) * rows);
+}
+
 // Query row i of head (b, h), times the scale, as f32 vec4s: the first d4_end of them read (zero past p.d),
 // the rest left zero.
 fn scaled_query(b: u32, h: u32, i: u32, d4_end: u32) -> array<vec4<f32>, D4> {
@@ -118,11 +133,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (block >= p.batch * p.heads * p.tiles_q) {
     return;
   }
-  let bh = block / p.tiles_q;
-  let b = bh / p.heads;
-  let h = bh % p.heads;
-  let g = h / p.group;
-  let i0 = (block % p.tiles_q) * BR;
+  let head = head_of(block, BR);
+  let b = head.b;
+  let h = head.h;
+  let g = head.g;
+  let i0 = head.i0;
   let r = li % BR;
   let lane = li / BR;
   let row = i0 + r;
@@ -134,9 +149,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var acc: array<vec4<f32>, DV4>;
   var m = neg_inf;
   var l = 0.0;
-  let k_base = p.k_offset + b * p.k_strides.x + g * p.k_strides.y;
-  let v_base = p.v_offset + b * p.v_strides.x + g * p.v_strides.y;
-  let m_base = p.m_offset + b * p.m_strides.x + h * p.m_strides.y + i * p.m_strides.z;
+  let k_base = key_base(b, g);
+  let v_base = value_base(b, g);
+  let m_base = mask_base(b, h, i);
 
   var kv_end = bounded(p.skv, max(arrayLength(&k), arrayLength(&v)));
   if (CAUSAL) {
@@ -234,11 +249,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     for (var t = 0u; t < LANES; t++) {
       sum += lane_l[t * BR + r];
     }
-    var inv = 1.0 / sum;
-    if (sum == 0.0) {
-      var nan_bits = 0x7fc00000u;
-      inv = select(bitcast<f32>(nan_bits), 0.0, SAFE);
-    }
+    let inv = row_inverse(sum);
     let o_base = b * p.o_strides.x + h * p.o_strides.y + row * p.o_strides.z;
     for (var e4 = 0u; e4 < DV4; e4++) {
       if (e4 % LANES == lane) {  // the row's lanes store its columns between them
@@ -277,11 +288,11 @@ fn rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (block >= p.batch * p.heads * p.tiles_q) {
     return;
   }
-  let bh = block / p.tiles_q;
-  let b = bh / p.heads;
-  let h = bh % p.heads;
-  let g = h / p.group;
-  let row = (block % p.tiles_q) * BR + li;
+  let head = head_of(block, BR);
+  let b = head.b;
+  let h = head.h;
+  let g = head.g;
+  let row = head.i0 + li;
   if (row >= p.sq) {
     return;  // no barrier follows
   }
@@ -294,9 +305,9 @@ fn rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var acc: array<vec4<f32>, DV4>;
   var m = neg_inf;
   var l = 0.0;
-  let k_base = p.k_offset + b * p.k_strides.x + g * p.k_strides.y;
-  let v_base = p.v_offset + b * p.v_strides.x + g * p.v_strides.y;
-  let m_base = p.m_offset + b * p.m_strides.x + h * p.m_strides.y + row * p.m_strides.z;
+  let k_base = key_base(b, g);
+  let v_base = value_base(b, g);
+  let m_base = mask_base(b, h, row);
   var kv_end = p.skv;
   if (CAUSAL) {
     kv_end = min(p.skv, row + 1u);
@@ -343,11 +354,7 @@ fn rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
   }
 
-  var inv = 1.0 / l;
-  if (l == 0.0) {
-    var nan_bits = 0x7fc00000u;
-    inv = select(bitcast<f32>(nan_bits), 0.0, SAFE);
-  }
+  let inv = row_inverse(l);
   let o_base = b * p.o_strides.x + h * p.o_strides.y + row * p.o_strides.z;
   for (var e4 = 0u; e4 < dv4_end; e4++) {
     for (var c = 0u; c < 4u; c++) {

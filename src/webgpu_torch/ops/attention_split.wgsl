@@ -123,8 +123,8 @@ fn split(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   workgroupBarrier();
 
-  let k_base = p.k_offset + b * p.k_strides.x + g * p.k_strides.y;
-  let m_base = p.m_offset + b * p.m_strides.x + h * p.m_strides.y + i * p.m_strides.z;
+  let k_base = key_base(b, g);
+  let m_base = mask_base(b, h, i);
   var m = neg_inf;
   for (var t = li; t < CHUNK; t += THREADS) {
     var x = neg_inf;
@@ -158,7 +158,7 @@ fn split(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let key_group = li / DV4;
   var acc = vec4<f32>(0.0);
   if (key_group < GROUPS) {
-    let v_base = p.v_offset + b * p.v_strides.x + g * p.v_strides.y;
+    let v_base = value_base(b, g);
     for (var t = key_group; t < n; t += GROUPS) {
       let a = at4(v_base + (j0 + t) * p.v_strides.z, p.v_strides.w, c * 4u, p.dv);
       acc = fma(vec4<f32>(scores[t]), vec4<f32>(f32(v[a.x]), f32(v[a.y]), f32(v[a.z]), f32(v[a.w])), acc);
@@ -205,11 +205,7 @@ fn merge(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg
       acc = fma(vec4<f32>(w), partial[slot + 1u + c], acc);
     }
   }
-  var inv = 1.0 / l;
-  if (l == 0.0) {
-    var nan_bits = 0x7fc00000u;
-    inv = select(bitcast<f32>(nan_bits), 0.0, SAFE);
-  }
+  let inv = row_inverse(l);
   let at = row_of(r);
   let o_base = at.x * p.o_strides.x + at.y * p.o_strides.y + at.z * p.o_strides.z + c * 4u;
   for (var e = 0u; e < 4u; e++) {
