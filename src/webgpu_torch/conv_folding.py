@@ -14,7 +14,7 @@ from collections import Counter
 
 import numpy as np
 
-from .graph import Graph, Node, Ref, TensorMeta, map_refs, refs_in
+from .graph import Graph, Node, Ref, TensorMeta, drop_unread_constants, map_refs, reads, refs_in
 
 CONV = "aten.convolution.default"
 BATCH_NORM = "aten._native_batch_norm_legit_no_training.default"
@@ -24,19 +24,12 @@ PAD = "aten.constant_pad_nd.default"
 def fold(graph: Graph) -> Graph:
     _fold_batch_norms(graph)
     _fold_pads(graph)
-    used = {r.node for r in _refs(graph)}
-    for name in [n for n in graph.constants if n not in used]:
-        del graph.constants[name], graph.constant_meta[name]
+    drop_unread_constants(graph)
     return graph
 
 
-def _refs(graph: Graph) -> list[Ref]:
-    """Every read of a value: by nodes' arguments and by the graph's outputs."""
-    return [*(r for node in graph.nodes for r in refs_in(node.args)), *graph.outputs]
-
-
 def _fold_batch_norms(graph: Graph) -> None:
-    refs = _refs(graph)
+    refs = reads(graph)
     users = Counter(r.node for r in refs)
     # Only output 0 of a BN (the normalised tensor) may be read; outputs 1 and 2 are empty in inference.
     extra_outputs_read = {r.node for r in refs if r.index not in (None, 0)}

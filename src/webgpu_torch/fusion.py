@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import replace
 
 from . import dtypes
-from .graph import Epilogue, Graph, Node, Ref, drop_dead, map_refs, refs_in
+from .graph import Epilogue, Graph, Node, Ref, drop_dead, map_refs, readers
 from .ops import OPS, epilogue
 
 _ADD = "aten.add.Tensor"
@@ -24,8 +24,7 @@ _IDENTITY = ("aten.clone.default", "aten.alias.default")
 
 
 def fuse_epilogues(graph: Graph) -> Graph:
-    users = Counter(r.node for node in graph.nodes for r in refs_in(node.args))
-    users.update(r.node for r in graph.outputs)
+    users = readers(graph)
     metas = graph.metas()
     by_name: dict[str, Node] = {}
     position: dict[str, int] = {}  # kept nodes, in order; inputs and constants come before all of them

@@ -122,11 +122,21 @@ def refs_in(value: Any) -> Iterator[Ref]:
     return (v for v in values_in(value) if isinstance(v, Ref))
 
 
+def reads(graph: Graph) -> list[Ref]:
+    """Every read of a value: by nodes' arguments and by the graph's outputs."""
+    return [*(r for node in graph.nodes for r in refs_in(node.args)), *graph.outputs]
+
+
 def readers(graph: Graph) -> Counter:
-    """How often each node's values are read, by other nodes and by the graph's outputs."""
-    counts = Counter(r.node for n in graph.nodes for r in refs_in(n.args))
-    counts.update(r.node for r in graph.outputs)
-    return counts
+    """How often each value is read, by name (reads())."""
+    return Counter(r.node for r in reads(graph))
+
+
+def drop_unread_constants(graph: Graph) -> None:
+    """Forget the constants nothing reads any more (a rewrite folded or replaced their readers)."""
+    read = {r.node for r in reads(graph)}
+    for name in [c for c in graph.constants if c not in read]:
+        del graph.constants[name], graph.constant_meta[name]
 
 
 def sole_producer(ref: Any, by_name: dict[str, Node], readers: Counter, target: str) -> Node | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes
-from .graph import Graph, Node, Ref, TensorMeta, refs_in
+from .graph import Graph, Node, Ref, TensorMeta, drop_unread_constants, refs_in
 from .ops import epilogue
 
 LINEAR, ADD = "aten.linear.default", "aten.add.Tensor"
@@ -31,18 +31,14 @@ def merge_linears(graph: Graph) -> Graph:
         if key is not None:
             groups.setdefault(key, []).append(node)
     replaced: dict[str, list[Node]] = {}
-    stacked: set[str] = set()  # the constants stacked: dropped where nothing else reads them
     for members in groups.values():
         if len(members) > 1 and sum(graph.constants[m.args["weight"].node].nbytes for m in members) <= MAX_MERGED_BYTES:
             merged, slices = _merge(graph, members)
             replaced[members[0].name] = [merged, slices[0]]
             replaced.update({m.name: [s] for m, s in zip(members[1:], slices[1:], strict=True)})
-            stacked.update(r.node for m in members for r in refs_in([m.args["weight"], m.args["bias"]]))
     if replaced:
         graph.nodes = [new for n in graph.nodes for new in replaced.get(n.name, [n])]
-        read = {r.node for n in graph.nodes for r in refs_in(n.args)} | {r.node for r in graph.outputs}
-        for name in stacked - read:
-            del graph.constants[name], graph.constant_meta[name]
+        drop_unread_constants(graph)  # the weights stacked, where nothing else reads them
     return graph
 
 

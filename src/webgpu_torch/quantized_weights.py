@@ -19,13 +19,12 @@ block shape other than rows or row groups) is left as it is, and lowering refuse
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import packing
-from .graph import Graph, Node, Ref, TensorMeta, drop_dead, map_refs, refs_in
+from .graph import Graph, Node, Ref, TensorMeta, drop_dead, drop_unread_constants, map_refs, readers
 
 DEQUANTIZE = "webgpu.dequantize.default"
 AFFINE = "torchao.dequantize_affine.default"
@@ -67,14 +66,8 @@ def rewrite(graph: Graph) -> Graph:
     _fold_output_scales(graph, found)
     graph.nodes = drop_dead([_packed_node(graph, n, found[n.name]) if n.name in found else n
                              for n in graph.nodes], graph.outputs)
-    used = {r.node for r in _refs(graph)}
-    for name in [n for n in graph.constants if n not in used]:
-        del graph.constants[name], graph.constant_meta[name]
+    drop_unread_constants(graph)
     return graph
-
-
-def _refs(graph: Graph) -> list[Ref]:
-    return [*(r for node in graph.nodes for r in refs_in(node.args)), *graph.outputs]
 
 
 def _const(graph: Graph, value) -> np.ndarray | None:
@@ -194,7 +187,7 @@ def _fold_output_scales(graph: Graph, found: dict[str, Dequant]) -> None:
     """`mul(mm(x, V), s)` with V a view (Wᵀ) of a per-row dequantization D that nothing else reads and s a
     constant over the output's last dim (one per row of D): s joins D's scales and the mul goes."""
     by_name = {n.name: n for n in graph.nodes}
-    users = Counter(r.node for r in _refs(graph))
+    users = readers(graph)
     replaced: dict[Ref, Ref] = {}
     dropped = set()
     for mul in graph.nodes:
