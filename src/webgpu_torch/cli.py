@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--new-tokens", type=int, default=20)
     p.add_argument("--prompt-length", type=int, default=8)
     p.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
-    p.add_argument("--save", metavar="DIR", help="also save the three compiled stages there")
+    p.add_argument("--save", metavar="DIR", help="also save the three compiled stages there, with the last seed's "
+                                                 "inputs and ids as generate.json (what js/bench/bench.js replays)")
     p.add_argument("--precision", choices=["float32", "float16"], default="float32",
                    help="compile option precision= (float16: matrix-unit products where the device has them)")
     p.add_argument("--quantize", choices=["int4", "int8"],
@@ -216,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prompt-length", type=int, default=8)
     p.add_argument("--max-length", type=int, default=256, help="the KV cache's rows (prompt and new tokens)")
     p.add_argument("--seeds", type=int, nargs="*", default=[0, 1])
-    p.add_argument("--save", metavar="DIR", help="also save the compiled step there")
+    p.add_argument("--save", metavar="DIR", help="also save the compiled step there, with the last seed's prompt "
+                                                 "and ids as generate.json (what js/bench/bench.js replays)")
     p.add_argument("--weights", default="float32", help="compile option weights= (float32, float16, int8, int4 …)")
     p.add_argument("--quantize", choices=["int4", "int8"],
                    help="quantize the Linears and the embedding with torchao first (weight-only, symmetric); "
