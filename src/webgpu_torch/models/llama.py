@@ -160,7 +160,7 @@ def run(size: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
               f"{per_token[-1] * 1e3:.2f} ms per new token after the first ({1 / per_token[-1]:.1f} tokens/s); "
               f"transformers eager on CPU {eager * 1e3:.0f} ms")
         print("  host per step (median ms): " + ", ".join(f"{k} {np.median(v) * 1e3:.3f}" for k, v in host.items()))
-    if save:  # what js/bench/bench.js needs to generate the same way (tests/corpus.py's form, without logits)
+    if save and seeds:  # what js/bench/bench.js needs to generate the same way (tests/corpus.py's form, without logits)
         record = {"prompt_ids": prompt, "max_new_tokens": new_tokens, "ids": ids}
         (Path(save) / "generate.json").write_text(json.dumps(record) + "\n")
     gpu = timing.gpu_time(lm.step.executor(engine), repeats=2, samples=3).seconds
