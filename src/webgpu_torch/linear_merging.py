@@ -58,7 +58,8 @@ def _key(graph: Graph, node: Node) -> tuple | None:
     w_meta = _constant_meta(graph, weight)
     if w_meta is None or len(w_meta.shape) != 2 or not dtypes.is_float(w_meta.dtype):
         return None
-    if bias is not None and (_constant_meta(graph, bias) is None or _constant_meta(graph, bias).dtype != w_meta.dtype):
+    b_meta = _constant_meta(graph, bias)
+    if bias is not None and (b_meta is None or b_meta.dtype != w_meta.dtype):
         return None
     return node.args["input"], w_meta.dtype, w_meta.shape[1], bias is not None
 
