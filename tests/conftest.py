@@ -9,6 +9,8 @@ host tier alone, in seconds, on a machine without an adapter. A host test that o
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 import webgpu_torch
@@ -26,6 +28,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("host") is None or item.get_closest_marker("slow") is not None:
             item.add_marker(pytest.mark.gpu)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The cross product's counts (tests/test_cross_product.py), when it ran."""
+    module = sys.modules.get("tests.test_cross_product")
+    if module is not None and module.COUNTS:
+        counts = ", ".join(f"{n} {what}" for what, n in module.COUNTS.items())
+        terminalreporter.write_line(f"cross product of kernel options and storages: {counts}")
 
 
 class GpuUsed(BaseException):

@@ -13,7 +13,7 @@ import torch.utils._pytree as pytree
 import webgpu_torch
 from webgpu_torch import dtypes, tree
 from webgpu_torch.errors import DeviceError, InputTypeError
-from webgpu_torch.ops import all_cases
+from webgpu_torch.ops import all_cases, gemm
 from webgpu_torch.runtime import features, tuning
 from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.session import Session
@@ -319,6 +319,21 @@ def test_float16_activations_through_every_gemm_route(route, poisoned):
     want = reference(model.double(), [x])
     assert_close(poisoned(session, x), want, ACTIVATIONS_F16)
     assert_close(Session(features.without_f16(session.program))(x), want)
+
+
+@pytest.mark.gemm
+@pytest.mark.parametrize("config", gemm.CPU_OPTIONS)
+def test_float16_activations_on_the_cpu_adapters_gemm(config, poisoned):
+    """Issue 29's report: an MLP under precision="float16" failed to load on lavapipe, its CPU-adapter GEMM's
+    f16 twin not compiling (a matrix of f32 built from f16 rows). Forced, each CPU configuration loads and
+    matches on float16 activations."""
+    gen = seeded(f"cpu-f16-{config}")
+    model = torch.nn.Sequential(torch.nn.Linear(132, 92), torch.nn.GELU(), torch.nn.Linear(92, 44)).eval()
+    x = torch.randn(67, 132, generator=gen)
+    session = webgpu_torch.compile_module(model, (x,), precision="float16", gemm=config)
+    names = [k for k in kernels(session) if k.startswith("gemm[")]
+    assert any(f"{config},f16" in k for k in names), names
+    assert_close(poisoned(session, x), reference(model.double(), [x]), ACTIVATIONS_F16)
 
 
 @pytest.mark.host

@@ -12,6 +12,7 @@ import torch
 
 import webgpu_torch
 from webgpu_torch import artifact, packing
+from webgpu_torch.ops import gemm
 from webgpu_torch.packing import Packing
 
 from . import corpus
@@ -145,6 +146,24 @@ def test_torchao_weights_stay_packed_and_match(name, poisoned):
     assert_close(poisoned(session, ids), _dequantized_double(model)(ids))
 
 
+@pytest.mark.gemm
+@pytest.mark.parametrize("config", gemm.CPU_OPTIONS)
+@pytest.mark.parametrize("name", ["int4_group32", "int4_asymmetric_group64", "int8_per_axis"])
+def test_the_cpu_adapters_gemm_decodes_packed_weights(name, config, poisoned):
+    """Issue 29's report: the CPU-adapter GEMM read packed words as float32 (errors up to 1e11 on every Linear of
+    an int4 model, where tuning picked it on lavapipe). Forced, it decodes them as every other kernel does."""
+    from torchao.quantization import quantize_
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(128, 128), torch.nn.ReLU(), torch.nn.Linear(128, 41)).eval()
+    quantize_(model, _torchao_configs()[name][0])
+    x = torch.randn(37, 128, generator=torch.Generator().manual_seed(4))
+    session = webgpu_torch.compile_module(model, (x,), gemm=config)
+    names = [session.program.kernels[d.kernel].name for d in session.program.dispatches]
+    assert sum(f"[{config},q" in k for k in names) >= 1, names
+    assert_close(poisoned(session, x), _dequantized_double(model)(x.double()))
+
+
 @pytest.mark.host
 def test_int8_weight_only_scale_folds_into_the_packed_weight():
     """Int8WeightOnlyConfig exports mm(x, float(qᵀ)) · scale: the codes are packed as they are (q8, one group a
@@ -189,6 +208,37 @@ def test_int4_llama_matches_eager_of_the_same_quantized_model():
     out = session(ids, use_cache=False)
     assert_close(out.logits, want, 1e-4)  # the reference is eager float32 (torchao's tensors), itself rounded
     corpus.write("llama_int4", session, [((ids,), {"use_cache": False}, out)])
+
+
+@pytest.mark.e2e
+def test_int4_llama_tuned_from_an_empty_cache_matches_eager(monkeypatch, tmp_path):
+    """Issue 29's report: tuning once picked the CPU-adapter GEMM, which read packed int4 words as floats, for
+    every Linear of an int4 Llama on lavapipe (logits of ~2e11 for ~1.2). With tuning on from an empty cache,
+    every group timed (a generous budget), the tuned program computes what eager torch does."""
+    from torchao.quantization import IntxWeightOnlyConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from webgpu_torch.runtime import tuning
+    from webgpu_torch.runtime.session import Session
+
+    monkeypatch.setenv(tuning.TUNE_VAR, "1")
+    monkeypatch.setenv(tuning.BUDGET_VAR, "600")
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "tuning.json"))
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    model = LlamaForCausalLM(config).eval()
+    quantize_(model, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)))
+    ids = torch.randint(0, 512, (1, 13), generator=torch.Generator().manual_seed(3))
+    program = webgpu_torch.compile_module(model, (ids,), {"use_cache": False}).program
+    session = Session(program)
+    tuned = session.executor().program
+    assert any("cpu_" in tuned.kernels[d.kernel].name for d in tuned.dispatches) or tuning.adapter_kind(
+        session.executor().engine.adapter.info) == "gpu"  # on a CPU adapter the CPU kernels were in the running
+    with torch.no_grad():
+        want = model(ids, use_cache=False).logits
+    assert_close(session(ids, use_cache=False).logits, want, 1e-4)  # eager is float32 over torchao's tensors
 
 
 # -- compile(weights="int8" | "int4") ---------------------------------------------------------------------

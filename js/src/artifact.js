@@ -32,9 +32,12 @@ import * as tree from './tree.js';
 /** @typedef {{buffer: number, shape: Expr[], strides: Expr[], offset: Expr, dtype: ModelDtype}} OutputSpec */
 /** @typedef {{offset: number, type: Scalar, value: Expr}} Patch */
 /** @typedef {{kernel: number, uniform: Uint32Array, grid: Grid}} Option */
+/** @typedef {{buffer: number, shape: number[], strides: number[], offset: number, dtype: ModelDtype | 'f16'}} ViewSpec */
 /**
  * @typedef {{kernel: number, buffers: number[], uniform: Uint32Array, grid: Grid, node: string,
- *   patches: Patch[], count: Expr | null, options: Option[], follows: number}} DispatchSpec
+ *   patches: Patch[], count: Expr | null, options: Option[], follows: number, result: ViewSpec[],
+ *   tolerance: number}} DispatchSpec
+ * `result` and `tolerance`: a group leader's, what its candidates must agree on (docs/artifact.md, Tuning).
  */
 /**
  * @typedef {{meta: Record<string, unknown>, requires: string[], symbols: Record<string, SymbolSpec>, sources: string[],
@@ -281,6 +284,7 @@ function validate(header, data) {
   }
   const dispatches = list(field(header, 'dispatches', top), 'dispatches').map((x, i) => readDispatch(object(x, `dispatch ${i}`), i, kernels, buffers, ex, symbols));
   dispatches.forEach((dsp, i) => checkGroup(dispatches, dsp, i));
+  dispatches.forEach((dsp, i) => checkResult(dispatches, kernels, dsp, i));
   checkRequires(requires, kernels, dispatches);
   const bound = new Set([...dispatches.flatMap((x) => x.buffers), ...outputs.map((t) => t.buffer)]);
   buffers.forEach((b, i) => need(b.role !== 'scratch' || bound.has(i), `buffer ${i}: a scratch buffer no dispatch binds`));
@@ -716,7 +720,35 @@ function readDispatch(x, i, kernels, buffers, ex, symbols) {
   need(!options.length || (workgroups === null && !patches.length), `${it}: a dynamic one has options`);
   const follows = int(optional(x, 'follows', 0), `${it} follows`);
   need(follows >= 0, `${it}: follows no group leader with as many options`);
-  return { kernel, buffers: bound, uniform, grid, node, patches, count: workgroups, options, follows };
+  const result = list(optional(x, 'result', []), `${it} result`).map((v) => readView(object(v, `${it} result`), it, buffers));
+  const tolerance = optional(x, 'tolerance', 0);
+  need(typeof tolerance === 'number', `${it} tolerance: ${String(JSON.stringify(tolerance)).slice(0, 40)} is not a number`);
+  need(tolerance >= 0 && tolerance <= 1, `${it}: tolerance ${tolerance} is not a number in [0, 1]`);
+  return { kernel, buffers: bound, uniform, grid, node, patches, count: workgroups, options, follows, result, tolerance };
+}
+
+/**
+ * A view of a group's result (docs/artifact.md, "dispatches"): static, in its buffer.
+ * @param {Record<string, any>} t
+ * @param {string} it
+ * @param {BufferSpec[]} buffers
+ * @returns {ViewSpec}
+ */
+function readView(t, it, buffers) {
+  const what = `${it} result view`;
+  const buffer = int(field(t, 'buffer', what), `${what} buffer`);
+  need(buffer >= 0 && buffer < buffers.length, `${it}: a result view of buffer ${buffer}, which its group does not write`);
+  const dtype = field(t, 'dtype', what);
+  need(isModelDtype(dtype) || dtype === 'f16', `${it}: a result view of unknown dtype ${JSON.stringify(dtype)}`);
+  const shape = list(field(t, 'shape', what), `${what} shape`).map((n) => int(n, `${what} shape`));
+  const strides = list(field(t, 'strides', what), `${what} strides`).map((n) => int(n, `${what} strides`));
+  need(shape.length === strides.length, `${what}: ${shape.length} sizes but ${strides.length} strides`);
+  need(shape.length <= MAX_RANK, `${it}: a result view of ${shape.length} dimensions, over ${MAX_RANK}`);
+  const offset = int(field(t, 'offset', what), `${what} offset`);
+  const end = offset + (shape.some((n) => n === 0) ? 0 : 1 + shape.reduce((a, n, k) => a + (n - 1) * strides[k], 0));
+  need(Math.min(offset, ...shape, ...strides) >= 0 && end * (dtype === 'f16' ? 2 : ITEMSIZE) <= buffers[buffer].size,
+    `${it}: a result view reaches past its buffer`);
+  return { buffer, shape, strides, offset, dtype };
 }
 
 /**
@@ -730,6 +762,43 @@ function checkGroup(dispatches, d, i) {
   const chained = d.follows === 1 || dispatches[i - 1].follows === d.follows - 1;
   need(lead !== null && chained && !lead.follows && lead.options.length > 0 && lead.options.length === d.options.length,
     `dispatch ${i}: follows no group leader with as many options`);
+}
+
+/**
+ * A group's result: on its leader only, in buffers its members write.
+ * @param {DispatchSpec[]} dispatches
+ * @param {KernelSpec[]} kernels
+ * @param {DispatchSpec} d
+ * @param {number} i
+ */
+function checkResult(dispatches, kernels, d, i) {
+  if (!d.result.length) return;
+  need(d.options.length > 0 && !d.follows, `dispatch ${i}: a result on a dispatch that leads no group`);
+  const writes = new Set(group(dispatches, i).flatMap((j) => written(kernels, dispatches[j])));
+  for (const t of d.result) need(writes.has(t.buffer), `dispatch ${i}: a result view of buffer ${t.buffer}, which its group does not write`);
+}
+
+/**
+ * The indices of the group `leader` leads: itself, then each dispatch after it whose `follows` is 1, 2, …
+ * @param {DispatchSpec[]} dispatches
+ * @param {number} leader
+ * @returns {number[]}
+ */
+export function group(dispatches, leader) {
+  let last = leader;
+  while (last + 1 < dispatches.length && dispatches[last + 1].follows === last + 1 - leader) last++;
+  return Array.from({ length: last - leader + 1 }, (_, k) => leader + k);
+}
+
+/**
+ * The buffers dispatch `d` binds read_write.
+ * @param {KernelSpec[]} kernels
+ * @param {DispatchSpec} d
+ * @returns {number[]}
+ */
+export function written(kernels, d) {
+  const storage = kernels[d.kernel].bindings.filter((b) => b !== 'uniform');
+  return d.buffers.filter((_, j) => storage[j] === 'read_write');
 }
 
 /**

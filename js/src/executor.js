@@ -582,15 +582,26 @@ export class Executor {
    */
   async readState(name) {
     const s = this.state(name);
-    const buffer = this.buffers[s.buffer];
+    const words = new Uint32Array(await this.readBuffer(s.buffer, `reading state ${name}`));
+    const strides = s.shape.map((_, k) => s.shape.slice(k + 1).reduce((a, b) => a * b, 1));
+    return { data: gather(words, s.dtype, s.shape, strides, 0), shape: s.shape.slice(), dtype: s.dtype };
+  }
+
+  /**
+   * A copy of buffer `index`'s bytes, ordered after the calls made so far (one copy, one map).
+   * @param {number} index
+   * @param {string} what for a timeout's message
+   * @returns {Promise<ArrayBuffer>}
+   */
+  async readBuffer(index, what) {
+    const buffer = this.buffers[index];
     const staging = this.device.createBuffer({ size: buffer.size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     const encoder = this.device.createCommandEncoder();
     encoder.copyBufferToBuffer(buffer, 0, staging, 0, buffer.size);
     this.device.queue.submit([encoder.finish()]);
     try {
-      await this.settle(staging.mapAsync(GPUMapMode.READ), `reading state ${name}`);
-      const strides = s.shape.map((_, k) => s.shape.slice(k + 1).reduce((a, b) => a * b, 1));
-      return { data: gather(new Uint32Array(staging.getMappedRange()), s.dtype, s.shape, strides, 0), shape: s.shape.slice(), dtype: s.dtype };
+      await this.settle(staging.mapAsync(GPUMapMode.READ), what);
+      return staging.getMappedRange().slice(0);
     } finally {
       staging.destroy();
     }

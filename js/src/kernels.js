@@ -3,8 +3,9 @@
 // may need anything, known to this runtime or not: tuning skips an option whose kernel `runsOn` says no to
 // (a feature the device lacks, a workgroup past its limits). Where the device lacks shader-f16, every
 // dispatch and option that names a kernel with a float32 `fallback` runs that instead, over float32 copies
-// of the float16 constants (exact; the buffer's size doubled). Strides and offsets count elements, so views
-// and uniforms are unchanged.
+// of the float16 constants (exact; the buffer's size doubled), its float16 activations stored as float32.
+// Strides and offsets count elements, so views and uniforms are unchanged (a group's result views of float16
+// activations become float32 views).
 
 import { DeviceError } from './errors.js';
 
@@ -35,6 +36,7 @@ export function forDevice(spec, features) {
   const swap = (k) => spec.kernels[k].fallback ?? k;
   const dispatches = spec.dispatches.map((d) => ({
     ...d, kernel: swap(d.kernel), options: d.options.map((o) => ({ ...o, kernel: swap(o.kernel) })),
+    result: d.result.map((t) => (t.dtype === 'f16' ? { ...t, dtype: /** @type {const} */ ('float32') } : t)),
   }));
   return { ...spec, dispatches };
 }

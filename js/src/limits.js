@@ -45,6 +45,7 @@ export const LIMITS = Object.freeze({
   "slower": 4,
   "groups_per_probe": 8,
   "top": 4,
-  "budget_seconds": 5
+  "budget_seconds": 5,
+  "cache_version": 2
  }
 });

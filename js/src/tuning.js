@@ -1,28 +1,31 @@
 // Per-device autotuning: a dispatch that offers options (equivalent kernels over the same buffers: GEMM
 // tile configurations, attention thread layouts, a row kernel's subgroup twin) runs the one that is fastest
-// on this device. A group (a leader and the dispatches that `follow` it: a split GEMM and the reduction of
-// its slices) is chosen as a whole, by the sum of its members' times. The Python runtime's
-// runtime/tuning.py does the same, with the same settings.
+// on this device among those that compute what its default computes. A group (a leader and the dispatches
+// that `follow` it: a split GEMM and the reduction of its slices) is chosen as a whole, by the sum of its
+// members' times. The Python runtime's runtime/tuning.py does the same, with the same settings.
 //
 // At load, groups whose choice is not cached are timed, the most work first, until the time budget is spent,
-// in probes of one group first, then as many as the budget left is expected to hold (probeSize). Each
-// candidate is compiled and scouted on its own (one run after a warm-up run, on zero-filled copies of the
-// buffers it binds: tile shapes, not values, set the speed), in rank order, none begun past the budget; then
-// only those within SLOWER times the fastest are measured (keep), REPEATS times in a compute pass of their
-// own, in up to SAMPLES interleaved samples, with as many repeats as the budget left holds for all of them
-// (repeats; none when not even one fits, and the scout decides), and no sample begun past the budget. So a
-// load overruns its budget by one candidate's compile and scout and one sample at most; a group broken off
-// by the budget stays untimed. In each group only the `top` best-ranked candidates are timed (compiling a
-// candidate is most of the cost on a software adapter): candidateOrder puts the options whose kernels target
-// this kind of adapter first (a kernel's `targets`; "cpu" where adapterKind finds one), then the default,
-// then the others by how close their grids are to its grid. A candidate whose kernel the device cannot run
-// (a feature it lacks, a workgroup past its limits) is neither timed nor chosen, and a cached choice it
-// cannot run is timed again. Groups the budget leaves untimed run their best-ranked candidate (on a GPU the
-// default) and are timed at a later load. The pure decisions (adapterKind, candidateOrder, probeSize, keep,
-// repeats) are replayed from tests/conformance/tuning_rules.json by both runtimes' tests. Choices persist
-// per adapter and engine, keyed by what the candidates are (choiceKey, docs/artifact.md "Tuning": the Python
-// runtime's key), in a JSON file on Node
-// (WEBGPU_TORCH_JS_CACHE, default ~/.cache/webgpu_torch/tuning-js.json) or IndexedDB in a browser.
+// in probes of one group first, then as many as the budget left is expected to hold (probeSize). A group runs
+// on a probe (probeSpec): copies of the buffers it binds, the constants as the file holds them, every other
+// buffer it reads filled with seeded non-zero values (seededWords). The default runs first; then each
+// candidate is compiled, run, checked and scouted on its own, in rank order, none begun past the budget: its
+// result views (a leader's `result`) must agree with the default's within the group's `tolerance`
+// (disagreement), or it is left out with a warning, as is a candidate the engine refuses. Then only those
+// within SLOWER times the fastest are measured (keep), REPEATS times in a compute pass of their own, in up to
+// SAMPLES interleaved samples, with as many repeats as the budget left holds for all of them (repeats; none
+// when not even one fits, and the scout decides), and no sample begun past the budget. So a load overruns
+// its budget by one candidate's compile, check and scout and one sample at most; a group broken off by the
+// budget stays untimed and runs its default. In each group only the `top` best-ranked candidates are timed
+// (compiling a candidate is most of the cost on a software adapter): candidateOrder puts the options whose
+// kernels target this kind of adapter first (a kernel's `targets`; "cpu" where adapterKind finds one), then
+// the default, then the others by how close their grids are to its grid. A candidate whose kernel the device
+// cannot run (a feature it lacks, a workgroup past its limits) is neither timed nor chosen, a cached choice it
+// cannot run is timed again, and a group without a `result` is never tuned. The pure decisions (adapterKind,
+// candidateOrder, probeSize, keep, repeats, seededWords, disagreement) are replayed from
+// tests/conformance/tuning_rules.json by both runtimes' tests. Choices persist per adapter, engine and
+// cache_version, keyed by what the candidates are (choiceKey, docs/artifact.md "Tuning": the Python runtime's
+// key), in a JSON file on Node (WEBGPU_TORCH_JS_CACHE, default ~/.cache/webgpu_torch/tuning-js.json) or
+// IndexedDB in a browser.
 // Settings: the load options `tune` (WEBGPU_TORCH_TUNE=0: off), `tuneBudget` (WEBGPU_TORCH_TUNE_BUDGET,
 // seconds, default 5), `tuneTop` (WEBGPU_TORCH_TUNE_TOP, default 4; 0 for all). A device without timestamp
 // queries keeps the defaults.
@@ -30,7 +33,9 @@
 import { envVar, isNode } from './env.js';
 import { DeviceError } from './errors.js';
 import { Executor } from './executor.js';
-import { bufferSize, runsOn, sourceFor } from './kernels.js';
+import { group, written } from './artifact.js';
+import { DEVICE_FORM, widenHalf } from './dtypes.js';
+import { runsOn, sourceFor } from './kernels.js';
 import { LIMITS } from './limits.js';
 import { dispatchTimes, median } from './timing.js';
 
@@ -99,15 +104,7 @@ export function candidates(d) {
  * @returns {number[][]}
  */
 export function groups(spec) {
-  const out = [];
-  const ds = spec.dispatches;
-  for (let i = 0; i < ds.length; i++) {
-    if (!ds[i].options.length || ds[i].follows) continue;
-    let last = i;
-    while (last + 1 < ds.length && ds[last + 1].follows === last + 1 - i) last++;
-    out.push(Array.from({ length: last - i + 1 }, (_, k) => i + k));
-  }
-  return out;
+  return spec.dispatches.flatMap((d, i) => (d.options.length && !d.follows ? [group(spec.dispatches, i)] : []));
 }
 
 /**
@@ -123,7 +120,7 @@ export function choose(spec, which, chosen) {
   which.forEach((members, g) => {
     for (const i of members) {
       const d = dispatches[i];
-      dispatches[i] = { ...d, ...candidates(d)[chosen[g]], options: [], follows: 0 };
+      dispatches[i] = { ...d, ...candidates(d)[chosen[g]], options: [], follows: 0, result: [] };
     }
   });
   return { ...spec, dispatches };
@@ -139,11 +136,12 @@ export function choose(spec, which, chosen) {
  * @returns {Promise<ProgramSpec>}
  */
 export async function resolve(spec, gpu, features, options = {}) {
-  const which = groups(spec);
+  const which = groups(spec).filter((members) => spec.dispatches[members[0]].result.length); // the others: never tuned
   const on = options.tune ?? envVar(TUNE_VAR) !== '0';
   if (!which.length || !on || !features.has('timestamp-query')) return spec;
   const cache = options.cache === false ? null : await openCache(options.cache);
-  const device = `${gpu.key} | ${[...features].sort().join(',')}`;
+  // Choices made under another cache_version are never read.
+  const device = `v${LIMITS.tuning.cache_version} | ${gpu.key} | ${[...features].sort().join(',')}`;
   const chosen = cache ? await cache.load(device) : {};
   const keys = await Promise.all(which.map((members) => choiceKey(spec, members, gpu.engine)));
   /** @type {Map<string, number[]>} one group per key: equal keys time alike */
@@ -163,9 +161,9 @@ export async function resolve(spec, gpu, features, options = {}) {
       await cache?.save(device, chosen);
     }
   }
-  // A group the budget left untimed runs its best-ranked candidate (the default, unless one targets this kind
-  // of adapter), and is timed at a later load.
-  return choose(spec, which, keys.map((key) => chosen[key] ?? ranked.get(key)?.[0] ?? 0));
+  // A group the budget left untimed runs its default (no other candidate was checked against it), and is timed
+  // at a later load.
+  return choose(spec, which, keys.map((key) => chosen[key] ?? 0));
 }
 
 /**
@@ -188,7 +186,7 @@ async function measure(spec, gpu, features, which, usable, options) {
   const ranked = new Map();
   for (const [key, all] of usable) {
     const r = all.slice(0, top);
-    if (r.length === 1) chosen[key] = r[0]; // nothing to compare
+    if (r.length === 1 && r[0] === 0) chosen[key] = 0; // nothing to compare
     else if (r.length) ranked.set(key, r);
   }
   const members = (/** @type {string} */ key) => /** @type {number[]} */ (which.get(key));
@@ -212,10 +210,12 @@ async function measure(spec, gpu, features, which, usable, options) {
 }
 
 /**
- * A group's fastest candidate, or null where the budget cut it short (or none runs). Candidates are compiled
- * and scouted one at a time in rank order, none begun past the deadline, so a load overruns its budget by
- * one candidate's compile and scout at most; the kept ones are then measured (measured). A candidate the
- * engine refuses (its pipeline fails to build) is never chosen.
+ * A group's fastest candidate among those that compute what its default computes, or null where the budget
+ * cut it short. The default runs first on seeded inputs (probeSpec); then the candidates are compiled, run on
+ * the same inputs, checked against it and scouted one at a time in rank order, none begun past the deadline,
+ * so a load overruns its budget by one candidate's compile, check and scout at most; the kept ones are then
+ * measured (measured). A candidate the engine refuses (its pipeline fails to build) or whose result differs
+ * from the default's is never chosen, with a warning naming it.
  * @param {ProgramSpec} spec
  * @param {Gpu} gpu
  * @param {Set<string>} features
@@ -227,28 +227,211 @@ async function measure(spec, gpu, features, which, usable, options) {
 async function fastest(spec, gpu, features, members, ranked, deadline) {
   /** @type {Map<number, {executor: Executor, time: number}>} */
   const scouted = new Map();
+  /** @type {Candidate | null} */
+  let reference = null;
   let tried = 0;
   try {
+    try {
+      reference = await Candidate.create(spec, gpu, features, members, 0);
+    } catch (e) {
+      if (e instanceof DeviceError) return null; // the default itself does not build: the load says so
+      throw e;
+    }
     for (const c of ranked) {
       if (tried && performance.now() >= deadline) break;
       tried++;
-      let executor;
-      try {
-        executor = await Executor.create(probeSpec(spec, features, members, c), gpu, features);
-      } catch (e) {
-        if (e instanceof DeviceError) continue; // refused by the engine: never chosen
-        throw e;
+      let candidate = reference;
+      if (c !== 0) {
+        try {
+          candidate = await Candidate.create(spec, gpu, features, members, c);
+        } catch (e) {
+          if (!(e instanceof DeviceError)) throw e;
+          leaveOut(spec, members, c, `the ${gpu.engine} engine refuses it: ${e.message}`);
+          continue;
+        }
       }
-      scouted.set(c, { executor, time: sum(await dispatchTimes(executor, 1, 1)) });
+      const why = candidate.differsFrom(reference);
+      if (why) {
+        leaveOut(spec, members, c, `its result differs from the default's: ${why}`);
+        candidate.executor.destroy();
+        continue;
+      }
+      scouted.set(c, { executor: candidate.executor, time: sum(await dispatchTimes(candidate.executor, 1, 1, undefined, false)) });
     }
-    if (tried < ranked.length || !scouted.size) return null;
+    if (tried < ranked.length) return null;
+    if (!scouted.size) return 0; // every candidate timed was left out: the default
     const order = [...scouted.keys()];
     const kept = keep(order.map((c) => /** @type {{time: number}} */ (scouted.get(c)).time)).map((i) => order[i]);
     const times = await measured(scouted, kept, deadline);
     return kept.reduce((a, c) => (/** @type {number} */ (times.get(c)) < /** @type {number} */ (times.get(a)) ? c : a));
   } finally {
     for (const { executor } of scouted.values()) executor.destroy();
+    if (reference && !scouted.has(0)) reference.executor.destroy();
   }
+}
+
+/** Candidate `c` of a group built over a probe of its own and run once: its executor and its result views. */
+export class Candidate {
+  /**
+   * @param {ProgramSpec} spec
+   * @param {Gpu} gpu
+   * @param {Set<string>} features
+   * @param {number[]} members
+   * @param {number} c
+   */
+  static async create(spec, gpu, features, members, c) {
+    const probe = probeSpec(spec, members, c);
+    const executor = await Executor.create(probe.spec, gpu, features);
+    try {
+      for (const j of probe.seeded) gpu.device.queue.writeBuffer(executor.buffers[j], 0, seededWords(j, probe.spec.buffers[j].size / 4 | 0));
+      await executor.run([], {}, []);
+      return new Candidate(executor, await readViews(executor, probe.result), spec.dispatches[members[0]].tolerance);
+    } catch (e) {
+      executor.destroy();
+      throw e;
+    }
+  }
+
+  /**
+   * @param {Executor} executor
+   * @param {(Float32Array | Int32Array | Uint32Array)[]} result
+   * @param {number} tolerance
+   */
+  constructor(executor, result, tolerance) {
+    this.executor = executor;
+    this.result = result;
+    this.tolerance = tolerance;
+  }
+
+  /**
+   * How this candidate's result differs from the default's `reference`, or null when it agrees.
+   * @param {Candidate} reference
+   */
+  differsFrom(reference) {
+    for (let k = 0; k < this.result.length; k++) {
+      const why = disagreement(reference.result[k], this.result[k], this.tolerance);
+      if (why) return this.result.length > 1 ? `result view ${k}: ${why}` : why;
+    }
+    return null;
+  }
+}
+
+/**
+ * Warn, once per kernel and reason, that tuning leaves candidate `c` of a group out.
+ * @param {ProgramSpec} spec
+ * @param {number[]} members
+ * @param {number} c
+ * @param {string} why
+ */
+function leaveOut(spec, members, c, why) {
+  const leader = spec.dispatches[members[0]];
+  const message = `webgpu-torch: tuning leaves out kernel ${spec.kernels[candidates(leader)[c].kernel].name} for node ${leader.node}: ${why}`;
+  if (warned.has(message)) return;
+  warned.add(message);
+  console.warn(message);
+}
+const warned = new Set();
+
+/**
+ * The views of a probe's buffers, each in its device form (f16 widened to float32 values).
+ * @param {Executor} executor
+ * @param {import('./artifact.js').ViewSpec[]} views
+ * @returns {Promise<(Float32Array | Int32Array | Uint32Array)[]>}
+ */
+async function readViews(executor, views) {
+  const out = [];
+  for (const v of views) {
+    const bytes = await executor.readBuffer(v.buffer, 'a tuning check');
+    const form = v.dtype === 'f16' ? 'f16' : DEVICE_FORM[v.dtype];
+    const all = form === 'f16' ? new Float32Array(widenHalf(new Uint16Array(bytes)).buffer)
+      : form === 'i32' ? new Int32Array(bytes) : form === 'u32' ? new Uint32Array(bytes) : new Float32Array(bytes);
+    out.push(strided(all, v.shape, v.strides, v.offset));
+  }
+  return out;
+}
+
+/**
+ * The elements of a strided view of `all`, in row-major order, as a new array of its type.
+ * @template {Float32Array | Int32Array | Uint32Array} T
+ * @param {T} all
+ * @param {number[]} shape
+ * @param {number[]} strides
+ * @param {number} offset
+ * @returns {T}
+ */
+function strided(all, shape, strides, offset) {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const out = /** @type {T} */ (new /** @type {any} */ (all.constructor)(n));
+  const index = new Array(shape.length).fill(0);
+  let at = offset;
+  for (let i = 0; i < n; i++) {
+    out[i] = all[at];
+    for (let k = shape.length - 1; k >= 0; k--) { // odometer: bump the last axis, carry into earlier ones
+      at += strides[k];
+      if (++index[k] < shape[k]) break;
+      at -= strides[k] * shape[k];
+      index[k] = 0;
+    }
+  }
+  return out;
+}
+
+/**
+ * The contents of a probe's input buffer `index`: `count` u32 words from a hash of (index, position), each of
+ * whose 16-bit halves reads as a float16 in ±[1, 2) and whose whole reads as a float32 in ±[2^-7, 2): non-zero
+ * finite values of either sign, whatever a kernel reads them as (docs/artifact.md, "Tuning").
+ * @param {number} index
+ * @param {number} count
+ * @returns {Uint32Array}
+ */
+export function seededWords(index, count) {
+  const out = new Uint32Array(count);
+  const base = Math.imul(index, GOLDEN);
+  for (let w = 0; w < count; w++) {
+    let x = (w + base) >>> 0;
+    x ^= x >>> 16;
+    x = Math.imul(x, 0x7feb352d);
+    x ^= x >>> 15;
+    x = Math.imul(x, 0x846ca68b);
+    x ^= x >>> 16;
+    out[w] = ((x & 0x83ff83ff) | 0x3c003c00) >>> 0;
+  }
+  return out;
+}
+const GOLDEN = 0x9e3779b9; // 2^32 / φ: spreads the buffers' hash inputs apart
+
+/**
+ * How a candidate's result view differs from the default's `reference`, or null when it agrees: integer
+ * elements exactly; float elements with the same non-finite values (NaN, ±inf) where either has one, and the
+ * finite ones within `tolerance` times the largest finite magnitude of the reference's (docs/artifact.md,
+ * "Tuning").
+ * @param {Float32Array | Float64Array | Int32Array | Uint32Array} reference
+ * @param {Float32Array | Float64Array | Int32Array | Uint32Array} candidate
+ * @param {number} tolerance
+ * @returns {string | null}
+ */
+export function disagreement(reference, candidate, tolerance) {
+  if (!(reference instanceof Float32Array || reference instanceof Float64Array)) {
+    const wrong = reference.filter((v, i) => v !== candidate[i]).length;
+    return wrong ? `${wrong} of ${reference.length} integers differ` : null;
+  }
+  let scale = 0;
+  let error = 0;
+  for (let i = 0; i < reference.length; i++) {
+    const want = reference[i];
+    const got = candidate[i];
+    if (Number.isFinite(want) !== Number.isFinite(got) || (!Number.isFinite(want) && !Object.is(want, got) && !(Number.isNaN(want) && Number.isNaN(got)))) {
+      return "its non-finite elements differ from the default's";
+    }
+    if (Number.isFinite(want)) {
+      scale = Math.max(scale, Math.abs(want));
+      error = Math.max(error, Math.abs(got - want));
+    }
+  }
+  if (error > tolerance * scale) {
+    return `off by up to ${error.toPrecision(3)} where the default's largest magnitude is ${scale.toPrecision(3)} (tolerance ${tolerance})`;
+  }
+  return null;
 }
 
 /**
@@ -403,15 +586,15 @@ class Progress {
 }
 
 /**
- * A program of candidate `c` of the group `members` (its dispatches in order) over zero-filled scratch
- * copies of the buffers they bind.
+ * A program of candidate `c` of the group `members` (its dispatches in order) over copies of the buffers they
+ * bind, numbered in order of first binding, the constants as `spec` holds them; the buffers to fill with
+ * seededWords (those the group only reads); the group's result views in these buffers.
  * @param {ProgramSpec} spec
- * @param {Set<string>} features
  * @param {number[]} members
  * @param {number} c
- * @returns {ProgramSpec}
+ * @returns {{spec: ProgramSpec, seeded: number[], result: import('./artifact.js').ViewSpec[]}}
  */
-function probeSpec(spec, features, members, c) {
+function probeSpec(spec, members, c) {
   /** @type {Map<number, number>} */
   const used = new Map();
   const dispatches = members.map((i) => {
@@ -420,12 +603,23 @@ function probeSpec(spec, features, members, c) {
       if (!used.has(b)) used.set(b, used.size);
       return /** @type {number} */ (used.get(b));
     });
-    return { ...d, ...candidates(d)[c], buffers, patches: [], count: null, options: [], follows: 0 };
+    return { ...d, ...candidates(d)[c], buffers, patches: [], count: null, options: [], follows: 0, result: [] };
   });
+  const writes = new Set(members.flatMap((i) => written(spec.kernels, spec.dispatches[i])));
+  const constants = new Map([...used].flatMap(([b, j]) => {
+    const data = spec.constants.get(b);
+    return data ? [[j, data]] : [];
+  }));
+  const seeded = [...used].flatMap(([b, j]) => (constants.has(j) || writes.has(b) ? [] : [j]));
+  const at = (/** @type {number} */ b) => /** @type {number} */ (used.get(b));
+  const result = spec.dispatches[members[0]].result.map((t) => ({ ...t, buffer: at(t.buffer) }));
   const empty = /** @type {import('./tree.js').TreeSpec} */ ({ type: 'tuple', items: [] });
+  /** @type {import('./artifact.js').BufferSpec[]} */
+  const buffers = [...used].map(([b, j]) => ({ size: spec.buffers[b].size, role: constants.has(j) ? 'constant' : 'scratch', name: '' }));
   return {
-    ...spec, symbols: {}, constants: new Map(), inputs: [], outputs: [], inputTree: empty, outputTree: empty, dispatches, checks: [], status: null,
-    buffers: [...used.keys()].map((b) => ({ size: bufferSize(spec, b, features), role: /** @type {const} */ ('scratch'), name: '' })),
+    spec: { ...spec, symbols: {}, constants, inputs: [], outputs: [], inputTree: empty, outputTree: empty, dispatches, checks: [], status: null, buffers },
+    seeded,
+    result,
   };
 }
 

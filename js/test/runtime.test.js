@@ -110,6 +110,25 @@ test('tuning times a group as a whole, skips candidates the device cannot run, a
   for (const p of [first, second, untuned]) p.destroy();
 });
 
+test('tuning leaves out, with a warning, an option that computes other numbers than the default', async () => {
+  const cache = join(mkdtempSync(join(tmpdir(), 'wgpt-')), 'tuning.json');
+  const x = Float32Array.from({ length: 37 }, (_, i) => i - 18);
+  const want = Array.from(x, (v) => Math.fround(Math.fround(v * 2) + 1) + v);
+  const warnings = /** @type {string[]} */ ([]);
+  const warn = console.warn;
+  console.warn = (/** @type {string} */ m) => warnings.push(m);
+  try {
+    const program = await load(grouped(37, 1.5), { tune: true, cache, tuneTop: 0, disableFeatures: ['subgroups'] });
+    assert.notEqual(program.spec.dispatches[0].kernel, 1);
+    assert.deepEqual(Array.from(/** @type {HostTensor<'float32'>} */ (await program.run([x])).data), want);
+    program.destroy();
+  } finally {
+    console.warn = warn;
+  }
+  assert.deepEqual(warnings.filter((m) => m.includes('affine32')).length, 1, warnings.join('\n'));
+  assert.match(warnings.join('\n'), /tuning leaves out kernel affine32 for node affine: its result differs from the default's: off by up to 0\.5/);
+});
+
 test("onnxruntime-web's habits: inputs by name, dynamic ranges shown, a GPUBuffer of one's own as an input, dispose", async () => {
   const program = await load(affine({ hi: 300 }), { tune: false });
   assert.deepEqual(program.inputNames, ['x']);
@@ -251,7 +270,7 @@ test('what a device cannot hold or run is refused by name before anything is all
   await assert.rejects(load(big), (e) => e instanceof DeviceError && e.message === `kernel big: its ${(storage + 16).toLocaleString('en')} ` +
     `bytes of workgroup memory exceed this adapter's ${storage.toLocaleString('en')} (maxComputeWorkgroupStorageSize)`);
   const { header, data } = splitArtifact(grouped());
-  header.dispatches = [{ ...header.dispatches[0], kernel: 2, options: undefined }, { ...header.dispatches[1], follows: undefined, options: undefined }];
+  header.dispatches = [{ ...header.dispatches[0], kernel: 2, options: undefined, result: undefined, tolerance: undefined }, { ...header.dispatches[1], follows: undefined, options: undefined }];
   header.requires = ['subgroups'];
   const forced = container(new TextEncoder().encode(JSON.stringify(header)), data);
   await assert.rejects(load(forced, { disableFeatures: ['subgroups'] }), (e) => e instanceof DeviceError &&

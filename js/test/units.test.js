@@ -11,7 +11,7 @@ import { InputError, InputTypeError, parse } from '../src/index.js';
 import * as expr from '../src/expr.js';
 import { Seq2Seq } from '../src/generation.js';
 import { flatten, unflatten } from '../src/tree.js';
-import { adapterKind, candidateOrder, keep, probeSize, repeats } from '../src/tuning.js';
+import { adapterKind, candidateOrder, disagreement, keep, probeSize, repeats, seededWords } from '../src/tuning.js';
 import { container, splitArtifact } from '../testkit/build.js';
 import { affine } from '../testkit/programs.js';
 
@@ -115,6 +115,11 @@ test('tuning decides as tests/conformance/tuning_rules.json says', () => {
   for (const c of rules.probe_size) assert.equal(probeSize(c.timed, c.elapsed, c.budget), c.size, JSON.stringify(c));
   for (const c of rules.keep) assert.deepEqual(keep(c.scouted), c.kept, JSON.stringify(c));
   for (const c of rules.repeats) assert.equal(repeats(c.run, c.left), c.repeats, JSON.stringify(c));
+  for (const c of rules.seeded_words) assert.deepEqual(Array.from(seededWords(c.index, c.count)), c.words, JSON.stringify(c));
+  for (const c of rules.disagreement) {
+    const values = (/** @type {(number | string)[]} */ v) => (c.dtype === 'int32' ? Int32Array : Float32Array).from(v.map(Number));
+    assert.equal(disagreement(values(c.reference), values(c.candidate), c.tolerance) === null, c.agrees, JSON.stringify(c));
+  }
 });
 
 test('the reader ignores keys it does not know and takes the optional ones as absent', () => {

@@ -140,6 +140,9 @@ def _dispatch_json(d: Dispatch) -> dict:
         out["options"] = [{"kernel": o.kernel, "uniform": _words(o.uniform), "grid": list(o.grid)} for o in d.options]
     if d.follows:
         out["follows"] = d.follows
+    if d.result:
+        out["result"] = [_tensor_json(t) for t in d.result]
+        out["tolerance"] = d.tolerance
     return out
 
 
@@ -378,9 +381,10 @@ def _dispatch(x: dict, expr) -> Dispatch:
     options = tuple(Option(_int(o["kernel"], "option kernel"), _bytes(o["uniform"]), _grid(o["grid"]))
                     for o in _list(x.get("options", []), "options"))
     buffers = tuple(_int(b, "buffer") for b in _list(x["buffers"], "buffers"))
+    result = tuple(_tensor(t, lambda v: _int(v, "result view")) for t in _list(x.get("result", []), "result"))
     return Dispatch(_int(x["kernel"], "dispatch kernel"), buffers, _bytes(x["uniform"]), _grid(x["grid"]),
                     _str(x["node"], "node"), patches, expr(x["count"]) if "count" in x else None, options,
-                    _int(x.get("follows", 0), "follows"))
+                    _int(x.get("follows", 0), "follows"), result, _number(x.get("tolerance", 0), "tolerance"))
 
 
 TREE_TYPES = ("leaf", "const", "tuple", "list", "dict")
@@ -432,6 +436,12 @@ def _int(v: Any, what: str) -> int:
     if not _is_int(v) or abs(v) >= 2**53:
         raise ValueError(f"{what}: {str(v)[:40]} is not an integer")
     return int(v)
+
+
+def _number(v: Any, what: str) -> float:
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        raise ValueError(f"{what}: {str(v)[:40]} is not a number")
+    return float(v)
 
 
 def _str(v: Any, what: str) -> str:

@@ -19,6 +19,7 @@ from .packing import Packing
 from .program import (
     F16,
     FEATURES,
+    SUBGROUP_MATRIX,
     Buffer,
     Check,
     Dispatch,
@@ -80,6 +81,14 @@ class Packed(Tensor):
 
     packing: Packing | None = None
 
+
+# How closely a tuning candidate must reproduce its group's default (Dispatch.tolerance): relative to the
+# largest magnitude of the default's result. Candidates in float32 differ only in the order they sum in
+# (~1e-7 here); float16 products or 16-bit results may also round differently (~1e-3). A wrong kernel is off
+# by the scale of the result.
+AGREE = 1e-4
+AGREE_HALF = 1e-2
+SIXTEEN_BITS = ("f16", "float16", "bfloat16")
 
 DEFAULT_MAX_BINDING = 128 * 2**20  # WebGPU's default maxStorageBufferBindingSize: every adapter binds this much
 
@@ -307,13 +316,18 @@ class Builder:
         options = (Option(twin, uniform, grid),) if twin is not None else ()
         self.dispatches.append(Dispatch(kernel, tuple(t.buffer for t in tensors), uniform, grid, self.node, patches,
                                         count, options))
+        if options:  # the twin computes what the kernel writes
+            kinds = [kind for kind in self.kernels[kernel].bindings if kind != "uniform"]
+            written = tuple(t for t, kind in zip(tensors, kinds, strict=True) if kind == "read_write")
+            self._agree(len(self.dispatches) - 1, written, [kernel, twin])
 
-    def alternatives(self, emitters: list[Callable[[], None]]) -> None:
+    def alternatives(self, emitters: list[Callable[[], None]], result: Tensor | tuple[Tensor, ...]) -> None:
         """Emit `emitters[0]`'s dispatches, offering every other emitter's as options for the runtime to time
-        (runtime/tuning.py): each computes the same result into the same tensors, in as many dispatches,
-        each binding the buffers its counterpart binds (GEMM tile configurations; a split of K or none). A
-        group of several dispatches is chosen as a whole: its later dispatches `follow` its first. With
-        dynamic sizes (patched uniforms) the first emitter's dispatches run, offering nothing."""
+        (runtime/tuning.py): each computes `result` (the views its dispatches write that the program reads
+        on) into the same tensors, in as many dispatches, each binding the buffers its counterpart binds
+        (GEMM tile configurations; a split of K or none). A group of several dispatches is chosen as a whole:
+        its later dispatches `follow` its first. With dynamic sizes (patched uniforms) the first emitter's
+        dispatches run, offering nothing."""
         runs = []
         for emit in emitters:
             start = len(self.dispatches)
@@ -331,6 +345,19 @@ class Builder:
         for j, d in enumerate(default):
             options = tuple(Option(run[j].kernel, run[j].uniform, run[j].grid) for run in others)
             self.dispatches.append(replace(d, options=options, follows=j if options else 0))
+        if others and default:
+            kernels = [d.kernel for run in runs for d in run]
+            self._agree(len(self.dispatches) - len(default), result, kernels)
+
+    def _agree(self, leader: int, result: Tensor | tuple[Tensor, ...], kernels: list[int]) -> None:
+        """Give the group `leader` leads its result and the tolerance its candidates must agree within:
+        AGREE_HALF where any of `kernels` multiplies or stores in float16, or a result is a 16-bit float,
+        else AGREE."""
+        views = (result,) if isinstance(result, Tensor) else tuple(result)
+        half = any(F16 in self.kernels[k].requires or SUBGROUP_MATRIX in self.kernels[k].requires for k in kernels)
+        half = half or any(t.dtype in SIXTEEN_BITS for t in views)
+        self.dispatches[leader] = replace(self.dispatches[leader], result=views,
+                                          tolerance=AGREE_HALF if half else AGREE)
 
     def _kernel(self, spec: KernelSpec, params: dict | None, n_tensors: int) -> tuple[int, bytes, tuple]:
         """The kernel index of `spec` (added on first use), its packed Params and their dynamic patches."""

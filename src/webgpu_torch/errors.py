@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -61,3 +64,17 @@ def describe_node(graph: Graph, node: Node, reason: str) -> str:
     return (f"  node {node.name!r} ({node.target}){where}\n"
             f"    inputs: {', '.join(tensors + scalars) or 'none'} -> {outs}\n"
             f"    reason: {reason}")
+
+
+class TuningWarning(RuntimeWarning):
+    """Tuning left a kernel out: it does not compile on this device, or computes other numbers than the
+    compiler's default. The load goes on without it."""
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """Issue a warning attributed to the caller's first frame outside this package (its load, its call)."""
+    package = os.path.dirname(__file__) + os.sep
+    frame, level = sys._getframe(1), 2  # stacklevel 2: the frame that called warn()
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

@@ -242,7 +242,9 @@ def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Gra
         outputs=[_rebuffer(t, re(t.buffer)) for t in outputs],
         input_tree=graph.input_tree,
         output_tree=graph.output_tree,
-        dispatches=[replace(d, buffers=tuple(map(re, d.buffers))) for d in ctx.dispatches],
+        dispatches=[replace(d, buffers=tuple(map(re, d.buffers)), result=tuple(_rebuffer(t, re(t.buffer))
+                                                                              for t in d.result))
+                    for d in ctx.dispatches],
         meta=dict(graph.meta),
         symbols=dict(graph.symbols),
         checks=list(ctx.checks),

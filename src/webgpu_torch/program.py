@@ -228,6 +228,11 @@ class Dispatch:
     # > 0: the dispatch `follows` places earlier leads a group chosen as a whole (a split GEMM and the
     # reduction of its slices): this one has as many options and runs option i when the leader does.
     follows: int = 0
+    # A leader's: the views its group computes, which every candidate must reproduce (tuning compares each
+    # one's with the default's before it may be chosen), and how closely: within `tolerance` times the largest
+    # finite magnitude of the default's, integer views exactly. A group without a result runs its default.
+    result: tuple[Tensor, ...] = ()
+    tolerance: float = 0.0
 
     def choose(self, option: Option) -> Dispatch:
         """This dispatch running `option` instead (and offering no options)."""
@@ -353,6 +358,8 @@ def _problems(p: Program):
         yield from _kernel_problems(p, k)
     for i, d in enumerate(p.dispatches):
         yield from _dispatch_problems(p, i, d)
+    for i, d in enumerate(p.dispatches):  # after the dispatches: it reads their followers' bindings
+        yield from _result_problems(p, i, d)
     for k, t in enumerate(p.outputs):  # after the dispatches: it reads their bindings
         why = _disagreement(p, t)
         yield f"output {k}: {why}", why is None
@@ -394,11 +401,11 @@ def _dispatch_problems(p: Program, i: int, d: Dispatch):
         if kind == "read_write")
     size = k.uniform.size if k.uniform else 0
     yield f"dispatch {i}: {len(d.uniform) // 4} uniform words for a {size}-byte Params", len(d.uniform) == size
-    written = [b for b, kind in zip(d.buffers, storage, strict=True) if kind == "read_write"]
-    yield f"dispatch {i}: binds a buffer it writes twice", all(d.buffers.count(b) == 1 for b in written)
+    writes = written(p, d)
+    yield f"dispatch {i}: binds a buffer it writes twice", all(d.buffers.count(b) == 1 for b in writes)
     # Every workgroup writes something: a grid of more workgroups than the words its dispatch writes only runs
     # longer than the data implies.
-    words = max(1, sum(p.buffers[b].size for b in set(written)) // 4)
+    words = max(1, sum(p.buffers[b].size for b in writes) // 4)
     yield f"dispatch {i}: bad grid", _grid_ok(d.grid)
     yield f"dispatch {i}: {prod(d.grid):,} workgroups for {words:,} words written", prod(d.grid) <= words
     yield f"dispatch {i}: bad uniform patch", all(
@@ -423,6 +430,35 @@ def _dispatch_problems(p: Program, i: int, d: Dispatch):
         yield f"dispatch {i}: follows no group leader with as many options", (
             lead is not None and not lead.follows and len(lead.options) == len(d.options) > 0
             and all(p.dispatches[i - j].follows == d.follows - j for j in range(1, d.follows)))
+
+
+def group(dispatches: list[Dispatch], leader: int) -> list[int]:
+    """The indices of the group `leader` leads: itself, then each dispatch after it whose `follows` is 1, 2, …"""
+    members = [leader]
+    while members[-1] + 1 < len(dispatches) and dispatches[members[-1] + 1].follows == len(members):
+        members.append(members[-1] + 1)
+    return members
+
+
+def written(p: Program, d: Dispatch) -> set[int]:
+    """The buffers dispatch `d` binds read_write."""
+    kinds = [kind for kind in p.kernels[d.kernel].bindings if kind != "uniform"]
+    return {b for b, kind in zip(d.buffers, kinds, strict=True) if kind == "read_write"}
+
+
+def _result_problems(p: Program, i: int, d: Dispatch):
+    if not d.result:
+        return
+    yield f"dispatch {i}: a result on a dispatch that leads no group", bool(d.options) and not d.follows
+    yield f"dispatch {i}: tolerance {d.tolerance!r} is not a number in [0, 1]", (
+        isinstance(d.tolerance, (int, float)) and not isinstance(d.tolerance, bool) and 0 <= d.tolerance <= 1)
+    writes = set().union(*(written(p, p.dispatches[j]) for j in group(p.dispatches, i)))
+    for t in d.result:
+        yield f"dispatch {i}: a result view of buffer {t.buffer!r}, which its group does not write", (
+            _is_int(t.buffer) and t.buffer in writes)
+        yield f"dispatch {i}: a result view of unknown dtype {t.dtype!r}", t.dtype in (*dtypes.DTYPES, dtypes.F16.name)
+        yield f"dispatch {i}: a result view of {len(t.shape)} dimensions, over {MAX_RANK}", len(t.shape) <= MAX_RANK
+        yield f"dispatch {i}: a result view reaches past its buffer", _within(t, p.buffers[t.buffer].size)
 
 
 def _is_int(v) -> bool:

@@ -278,6 +278,8 @@ def _groups(raw: bytes) -> dict:
     header, _ = parts(raw)
     leader = next(i for i, d in enumerate(header["dispatches"]) if d.get("options") and not d.get("follows"))
     member = leader + 1
+    largest_read = max((i for i, b in enumerate(header["buffers"]) if b["role"] != "scratch"),
+                       key=lambda i: header["buffers"][i]["size"])  # holds the view: only the unwritten rule breaks
     other = next(k for k, kernel in enumerate(header["kernels"])
                  if kernel["bindings"] != header["kernels"][header["dispatches"][leader]["kernel"]]["bindings"])
     return {
@@ -289,6 +291,17 @@ def _groups(raw: bytes) -> dict:
         "option_grid": (edit(raw, at(f"dispatches.{leader}.options.0.grid", [0, 1, 1])), "bad grid"),
         "follows_far": (edit(raw, at(f"dispatches.{member}.follows", 2)), "follows no group leader"),
         "follows_count": (edit(raw, lambda h: h["dispatches"][member]["options"].pop()), "follows no group leader"),
+        "result_on_member": (edit(raw, at(f"dispatches.{member}.result", header["dispatches"][leader]["result"]),
+                                  at(f"dispatches.{member}.tolerance", 0.01)),
+                             "a result on a dispatch that leads no group"),
+        "result_tolerance": (edit(raw, at(f"dispatches.{leader}.tolerance", 2)), "tolerance 2"),
+        "result_unwritten": (edit(raw, at(f"dispatches.{leader}.result.0.buffer", largest_read)),
+                             "which its group does not write"),
+        "result_past_buffer": (edit(raw, at(f"dispatches.{leader}.result.0.offset", 1 << 30)),
+                               "a result view reaches past its buffer"),
+        "result_dtype": (edit(raw, at(f"dispatches.{leader}.result.0.dtype", "bf16")),
+                         "a result view of unknown dtype"),
+        "result_symbolic": (edit(raw, at(f"dispatches.{leader}.result.0.offset", "s")), "is not an integer"),
     }
 
 

@@ -73,7 +73,7 @@ def run(args) -> tuple[list[dict], dict]:
             dev_module, dev_x = (copy.deepcopy(module).cuda(), x.cuda()) if cuda else (module, x)
             base_s = baseline_seconds(lambda m=dev_module, v=dev_x: m(v), args.repeat, cuda)
         row = {"rows": shape.name, "rows x width": f"{x.shape[0]}x{shape.width}"}
-        plain = replace(compiled, dispatches=[replace(d, options=()) for d in compiled.dispatches])
+        plain = replace(compiled, dispatches=[replace(d, options=(), result=()) for d in compiled.dispatches])
         variants = {"plain": plain, "tuned": compiled}
         if has_subgroups:
             variants[SUBGROUPS] = tuning.force(compiled, lambda k: SUBGROUPS in k.requires)

@@ -178,7 +178,7 @@ def _flash(ctx: Builder, operands: tuple, s: _Shape, *, scale: float, causal: bo
 
     # Unforced, the other layouts are alternatives for the runtime to time (runtime/tuning.py).
     others = [c for c in fits if c != first] if forced == "auto" else []
-    ctx.alternatives([partial(emit, c) for c in (first, *others)])
+    ctx.alternatives([partial(emit, c) for c in (first, *others)], out4)
 
 
 def _split(ctx: Builder, operands: tuple, s: _Shape, *, scale: float, safe: bool) -> None:
@@ -210,7 +210,7 @@ def _split(ctx: Builder, operands: tuple, s: _Shape, *, scale: float, safe: bool
                                    overrides=overrides, requires=s.requires), buffers, params, elements=rows * dv4)
 
     others = [c for c in chunks if c != first] if forced == "auto" else []
-    ctx.alternatives([partial(emit, c) for c in (first, *others)])
+    ctx.alternatives([partial(emit, c) for c in (first, *others)], out4)
 
 
 def _unfused(ctx: Builder, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: float,

@@ -236,7 +236,7 @@ def _im2col(ctx: Builder, g: Geometry, x: Tensor, w: Tensor, fin: Finish) -> Ten
 
     # Unforced, the other tile configurations are alternatives for the runtime to time (runtime/tuning.py).
     others = [o for o in gemm.SCALAR_BY_SIZE if o != name] if forced == "auto" else []
-    ctx.alternatives([partial(variant, c) for c in (name, *others)])
+    ctx.alternatives([partial(variant, c) for c in (name, *others)], out)
     return out
 
 

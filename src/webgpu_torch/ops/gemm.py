@@ -422,9 +422,31 @@ def _decodable(b3: Tensor) -> bool:
             and (b3.strides[0] == 0 or b3.shape[0] == 1))
 
 
-def _matrix_options(ctx: Builder) -> tuple[str, ...]:
-    """The matrix-unit configurations a vec4 GEMM offers for tuning: MATRIX_F16 under precision="float16"."""
-    return MATRIX_F16 if PRECISION.of(ctx.options) == "float16" else ()
+def refusals(vec4: bool, precision: str) -> dict[str, str | None]:
+    """Each configuration, and why a GEMM does not offer it for tuning (None: offered) when its operands are or
+    are not vec4-readable (`vec4`) under the compile option `precision`. Every configuration offered computes
+    what the default does on every storage the compiler emits (tests/test_cross_product.py)."""
+    offered = (*VEC4_BY_SIZE, *VEC4_TUNED_ONLY, *CPU_OPTIONS) if vec4 else SCALAR_BY_SIZE
+    matrix = MATRIX_F16 if vec4 and precision == "float16" else ()
+    why = {}
+    for name, cfg in CONFIGS.items():
+        if name in (*offered, *matrix):
+            why[name] = None
+        elif cfg.vec4 != vec4:
+            why[name] = ("its kernel reads 16-byte vectors, which these operands do not allow" if cfg.vec4 else
+                         "operands read as 16-byte vectors are offered the vec4 kernels only")
+        elif name in MATRIX_F16:
+            why[name] = 'it multiplies in float16: offered under precision="float16" only'
+        elif isinstance(cfg, MatrixConfig):
+            why[name] = "forced only: on an H200 it ran 4096³ slower than the float32 kernel, with 2.2x its error"
+        else:
+            why[name] = "forced only: the unpadded twin of vec4_128x128, kept to measure the padding"
+    return why
+
+
+def _offered(ctx: Builder, vec4: bool) -> tuple[str, ...]:
+    """The configurations a GEMM offers for tuning."""
+    return tuple(c for c, why in refusals(vec4, PRECISION.of(ctx.options)).items() if why is None)
 
 
 def _stored_types(a3: Tensor | Im2col, b3: Tensor | Packed, out: Tensor,
@@ -461,22 +483,22 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
     # Tile sizes and K splits only change speed, so dynamic sizes are judged by their hints.
     hb, hm, hn = (symbolic.hint(v) for v in (batch, m, n))
     name = choose_config(hb, hm, hn, None not in axes, "auto" if forced == "gemv" else forced)
-    family = (*VEC4_BY_SIZE, *VEC4_TUNED_ONLY, *_matrix_options(ctx)) if CONFIGS[name].vec4 else SCALAR_BY_SIZE
-    cpu = CPU_OPTIONS if CONFIGS[name].vec4 else ()
-    others = [c for c in (*family, *cpu) if c != name] if forced == "auto" else []
+    offered = _offered(ctx, CONFIGS[name].vec4)
+    family = [c for c in offered if c not in CPU_OPTIONS]  # those a split of K may run
+    others = [c for c in offered if c != name] if forced == "auto" else []
     static = isinstance(k, int) and isinstance(batch, int)
     splits, part = split_k(hb, hm, hn, k, name) if forced == "auto" and CONFIGS[name].vec4 and static else (1, k)
     if splits == 1:
         out = ctx.new(out_shape, out_dtype)
         ctx.alternatives([partial(_tiled, ctx, c, a3, b3, bias3, res3, alpha, beta, out, ep, axes)
-                          for c in (name, *others)])
+                          for c in (name, *others)], out)
         return out
     # A candidate is a configuration and a split of K (the rule's first; then every configuration split as
     # `split_k` has it, and unsplit): slice s of its product lands in slices[s], then gemm_split_sum.wgsl adds
     # the slices into slice 0 (the result) with bias, residual and activation. Both dispatches belong to the
     # candidate, so an unsplit one costs a pass over its (small: the rule splits only small outputs) output.
     plans = list(dict.fromkeys([(name, splits, part), *((c, *split_k(hb, hm, hn, k, c)) for c in family),
-                                *((c, 1, k) for c in (*family, *cpu))]))
+                                *((c, 1, k) for c in offered)]))
     slices = ctx.new((max(s for _, s, _ in plans), batch, m, n))
     residual_type = {"R_T": "f16"} if res3 is not None and res3.dtype == dtypes.F16.name else {}
     spec = KernelSpec.of("gemm_split_sum.wgsl", "gemm_split_sum" + (",f16" if residual_type else "")
@@ -490,8 +512,9 @@ def _blocked(ctx: Builder, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None
         ctx.dispatch(spec, [bias3 or ctx.dummy(), slices, res3 or ctx.dummy()], params,
                      elements=batch * m * n)
 
-    ctx.alternatives([partial(candidate, *plan) for plan in plans])
-    return layout.view(layout.slice_(slices, 0, 0, 1, 1), out_shape)
+    out = layout.view(layout.slice_(slices, 0, 0, 1, 1), out_shape)
+    ctx.alternatives([partial(candidate, *plan) for plan in plans], out)
+    return out
 
 
 def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tensor | None, res3: Tensor | None,
@@ -533,7 +556,7 @@ def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tens
     teams = PACKED_GEMV_TEAMS if isinstance(b3, Packed) else GEMV_TEAMS
     teams = teams if b_k_contiguous and GEMM.of(ctx.options) == "auto" else teams[:1]
     ctx.alternatives([partial(_gemv_dispatch, ctx, a3, b3, bias3, res3, alpha, beta, out, ep, b_k_contiguous, t)
-                      for t in teams])
+                      for t in teams], out)
     return out
 
 

@@ -1,9 +1,10 @@
-// gemm_cpu.wgsl — batched C = act(alpha * (A @ B) + beta * bias + residual), float32, shaped for adapters
-// whose invocations run on CPU threads (SwiftShader, lavapipe). No workgroup memory and no barrier (such an
-// adapter runs a workgroup's invocations as coroutines or SIMD lanes of one thread, and a barrier switches
-// between all of them): each invocation computes GM x GN blocks of 4 x 4 outputs straight from A and B,
-// whose rows the CPU's caches hold as a GPU's workgroup tiles would, K in steps of 4, every operand read in
-// 16-byte vectors. Interface, layouts (A_K_CONTIGUOUS, B_N_CONTIGUOUS, A_IM2COL) and epilogue:
+// gemm_cpu.wgsl — batched C = act(alpha * (A @ B) + beta * bias + residual), in float32 arithmetic over every
+// storage gemm_operands.wgsl reads (f16 activations; f16, bfloat16 or packed integer B, widened as read),
+// shaped for adapters whose invocations run on CPU threads (SwiftShader, lavapipe). No workgroup memory and
+// no barrier (such an adapter runs a workgroup's invocations as coroutines or SIMD lanes of one thread, and a
+// barrier switches between all of them): each invocation computes GM x GN blocks of 4 x 4 outputs straight
+// from A and B, whose rows the CPU's caches hold as a GPU's workgroup tiles would, K in steps of 4, every
+// operand read in 16-byte vectors. Interface, layouts (A_K_CONTIGUOUS, B_N_CONTIGUOUS, A_IM2COL) and epilogue:
 // gemm_operands.wgsl.
 //
 // Thread layout: WG_M x WG_N invocations; block (g, h) of invocation (ty, tx) covers rows
@@ -32,44 +33,53 @@ const TILE_K: u32 = 4u;
 
 const_assert GM <= 2u && GN <= 2u;
 
+// A[m, k] .. A[m, k+3] as f32 (A_K_CONTIGUOUS: one vec4 along k of row m).
+fn a_row(base: u32, m: u32, k: u32) -> vec4<f32> {
+  if (A_IM2COL) {
+    return fetch_im2col(m, k);
+  }
+  return vec4<f32>(a[(base + k + m * p.a_strides.y) / 4u]);
+}
+
 // Rows m .. m+3 of A at k .. k+3, as the columns of the result (column i is row m + i along k).
 fn a_rows(base: u32, m: u32, k: u32, k_end: u32) -> mat4x4<f32> {
-  if (A_IM2COL) {
-    return mat4x4<f32>(fetch_im2col(min(m, p.M - 1u), k), fetch_im2col(min(m + 1u, p.M - 1u), k),
-                       fetch_im2col(min(m + 2u, p.M - 1u), k), fetch_im2col(min(m + 3u, p.M - 1u), k));
-  }
   if (A_K_CONTIGUOUS) {
-    let sy = p.a_strides.y;
-    let at = base + k;
-    return mat4x4<f32>(a[(at + min(m, p.M - 1u) * sy) / 4u], a[(at + min(m + 1u, p.M - 1u) * sy) / 4u],
-                       a[(at + min(m + 2u, p.M - 1u) * sy) / 4u], a[(at + min(m + 3u, p.M - 1u) * sy) / 4u]);
+    let last = p.M - 1u;
+    return mat4x4<f32>(a_row(base, min(m, last), k), a_row(base, min(m + 1u, last), k),
+                       a_row(base, min(m + 2u, last), k), a_row(base, min(m + 3u, last), k));
   }
   let sz = p.a_strides.z;
   let at = base + min(m, p.M - 4u);
   let last = k_end - 1u;
-  return transpose(mat4x4<f32>(a[(at + k * sz) / 4u], a[(at + min(k + 1u, last) * sz) / 4u],
-                               a[(at + min(k + 2u, last) * sz) / 4u], a[(at + min(k + 3u, last) * sz) / 4u]));
+  return transpose(mat4x4<f32>(vec4<f32>(a[(at + k * sz) / 4u]), vec4<f32>(a[(at + min(k + 1u, last) * sz) / 4u]),
+                               vec4<f32>(a[(at + min(k + 2u, last) * sz) / 4u]),
+                               vec4<f32>(a[(at + min(k + 3u, last) * sz) / 4u])));
+}
+
+// B[k, n] .. B[k+3, n] as f32, B not n-contiguous (one vec4 along k of column n; decoded where B is packed).
+fn b_column(base: u32, k: u32, n: u32) -> vec4<f32> {
+  if (PACKED_BITS != 0u) {
+    return packed_vec4(p.packed, n, k);
+  }
+  return b_vec4(base + k + n * p.b_strides.z);
 }
 
 // Rows k .. k+3 of B at n .. n+3, as the columns of the result (column j is row k + j along n; zero past
-// k_end).
+// k_end). Every B storage is widened as it is read (gemm_b_vec4.wgsl, packed.wgsl).
 fn b_rows(base: u32, k: u32, n: u32, k_end: u32) -> mat4x4<f32> {
   if (B_N_CONTIGUOUS) {
     let sy = p.b_strides.y;
     let at = base + min(n, p.N - 4u);
     let last = k_end - 1u;
     let zero = vec4<f32>(0.0);
-    return mat4x4<f32>(vec4<f32>(b[(at + k * sy) / 4u]),
-                       select(zero, vec4<f32>(b[(at + min(k + 1u, last) * sy) / 4u]), k + 1u < k_end),
-                       select(zero, vec4<f32>(b[(at + min(k + 2u, last) * sy) / 4u]), k + 2u < k_end),
-                       select(zero, vec4<f32>(b[(at + min(k + 3u, last) * sy) / 4u]), k + 3u < k_end));
+    return mat4x4<f32>(b_vec4(at + k * sy),
+                       select(zero, b_vec4(at + min(k + 1u, last) * sy), k + 1u < k_end),
+                       select(zero, b_vec4(at + min(k + 2u, last) * sy), k + 2u < k_end),
+                       select(zero, b_vec4(at + min(k + 3u, last) * sy), k + 3u < k_end));
   }
-  let sz = p.b_strides.z;
-  let at = base + k;
-  return transpose(mat4x4<f32>(vec4<f32>(b[(at + min(n, p.N - 1u) * sz) / 4u]),
-                               vec4<f32>(b[(at + min(n + 1u, p.N - 1u) * sz) / 4u]),
-                               vec4<f32>(b[(at + min(n + 2u, p.N - 1u) * sz) / 4u]),
-                               vec4<f32>(b[(at + min(n + 3u, p.N - 1u) * sz) / 4u])));
+  let last = p.N - 1u;
+  return transpose(mat4x4<f32>(b_column(base, k, min(n, last)), b_column(base, k, min(n + 1u, last)),
+                               b_column(base, k, min(n + 2u, last)), b_column(base, k, min(n + 3u, last))));
 }
 
 @compute @workgroup_size(WG_N, WG_M)
@@ -85,7 +95,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let slice = index / (per_z * p.batch);
   let zc = slice * p.batch + z;
   let k_begin = slice * p.k_part;
-  let k_end = min(p.K, k_begin + p.k_part);
+  let k_end = min(k_steps(), k_begin + p.k_part);
   let a_base = p.a_offset + z * p.a_strides.x;
   let b_base = p.b_offset + z * p.b_strides.x;
   let r0 = (block % per_z) / p.tiles_n * TILE_M + lid.y * 4u;

@@ -48,10 +48,17 @@ class DeviceTensor:
 
 def read_view(engine: Any, buffer: Any, view: Tensor, what: str) -> np.ndarray:
     """The host form of strided `view` (its `buffer` field unused) of device `buffer`: one copy, one map."""
+    if view.numel == 0:
+        return np.zeros(view.shape, dtypes.dtype(view.dtype).host)
+    return dtypes.from_device(read_device_view(engine, buffer, view, what), view.dtype)
+
+
+def read_device_view(engine: Any, buffer: Any, view: Tensor, what: str) -> np.ndarray:
+    """Strided `view` of device `buffer` in its device form (f32, i32, u32, or f16 for a float16 activation)."""
     wgpu, device = engine.wgpu, engine.device
     d = dtypes.dtype(view.dtype)
     if view.numel == 0:
-        return np.zeros(view.shape, d.host)
+        return np.zeros(view.shape, d.device)
     with engine.lock:
         staging = device.create_buffer(size=buffer.size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
         encoder = device.create_command_encoder()
@@ -61,11 +68,10 @@ def read_view(engine: Any, buffer: Any, view: Tensor, what: str) -> np.ndarray:
         try:
             base = np.frombuffer(staging.read_mapped(copy=False), dtype=d.device)[view.offset:]
             strides = tuple(s * d.itemsize for s in view.strides)
-            data = np.lib.stride_tricks.as_strided(base, view.shape, strides, writeable=False).copy()
+            return np.lib.stride_tricks.as_strided(base, view.shape, strides, writeable=False).copy()
         finally:
             staging.unmap()
             staging.destroy()
-    return dtypes.from_device(data, view.dtype)
 
 
 def usage(engine) -> int:

@@ -4,8 +4,9 @@ A program's `requires` (what its dispatches as written need) must be features th
 only appears as an option may need anything, known to this runtime or not: tuning skips an option whose
 kernel `runs_on` the device says no to (a feature it lacks, a workgroup past its limits). A device without
 `shader-f16` runs each kernel that needs it as its `fallback` kernel (the same kernel in float32, with the
-same bindings and Params) over float32 copies of the float16 constants (exact): strides and offsets count
-elements, so views and uniforms are unchanged.
+same bindings and Params) over float32 copies of the float16 constants (exact), its float16 activations
+stored as float32: strides and offsets count elements, so views and uniforms are unchanged (a group's result
+views of float16 activations become float32 views).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..dtypes import F16 as F16_STORAGE
 from ..errors import DeviceError
 from ..program import F16, Kernel, Program
 
@@ -54,7 +56,9 @@ def without_f16(program: Program) -> Program:
     buffers = [replace(b, size=max(4, constants[i].nbytes)) if i in half else b
                for i, b in enumerate(program.buffers)]
     dispatches = [replace(d, kernel=swap(d.kernel), options=tuple(replace(o, kernel=swap(o.kernel))
-                                                                  for o in d.options))
+                                                                  for o in d.options),
+                          result=tuple(replace(t, dtype="float32") if t.dtype == F16_STORAGE else t
+                                       for t in d.result))
                   for d in program.dispatches]
     return replace(program, buffers=buffers, constants=constants, dispatches=dispatches)
 

@@ -1,30 +1,35 @@
 """Per-device autotuning: a dispatch that offers options (equivalent kernels over the same buffers: GEMM tile
 configurations, attention thread layouts, a row kernel's subgroup twin) runs the one that is fastest on this
-device. A group (a split GEMM and the reduction of its slices: dispatches that `follow` a leader) is chosen
-as a whole, by the sum of its members' times, since a split that speeds the GEMM costs its reduction.
+device among those that compute what its default computes. A group (a split GEMM and the reduction of its
+slices: dispatches that `follow` a leader) is chosen as a whole, by the sum of its members' times, since a
+split that speeds the GEMM costs its reduction.
 
 At load, groups whose choice is not yet cached are timed, the most work first, until the time budget is spent,
-in probes of one group first, then as many as the budget left is expected to hold (`probe_size`). Each
-candidate is compiled and scouted on its own (one run after a warm-up run, on zero-filled copies of the
-buffers it binds: the tile shapes, not the values, set the speed), in rank order, none begun past the budget;
-then only those within `SLOWER` times the fastest are measured (`keep`), `REPEATS` times in a compute pass of
-their own, in up to `SAMPLES` interleaved samples — with as many repeats as the budget left holds for all the
-samples (`repeats`; none when not even one fits, and the scout decides), and no sample begun past the budget.
-So a load overruns its budget by one candidate's compile and scout and one sample at most, however slow a
+in probes of one group first, then as many as the budget left is expected to hold (`probe_size`). A group is
+run on a probe (`_probe`): copies of the buffers it binds, the constants as the program holds them, every other
+buffer it reads filled with seeded non-zero values (`seeded_words`). The default runs first; then each
+candidate is compiled, run, checked and scouted on its own, in rank order, none begun past the budget: its
+result views (`Dispatch.result`) must agree with the default's within the group's tolerance (`disagreement`),
+or it is left out with a warning, as is a candidate the engine refuses to compile. Then only those within
+`SLOWER` times the fastest scout are measured (`keep`), `REPEATS` times in a compute pass of their own, in up
+to `SAMPLES` interleaved samples — with as many repeats as the budget left holds for all the samples
+(`repeats`; none when not even one fits, and the scout decides), and no sample begun past the budget. So a
+load overruns its budget by one candidate's compile, check and scout and one sample at most, however slow a
 candidate is to compile (lavapipe's LLVM) or to run (a 128 x 128 tile over a one-row product on a CPU adapter
-runs for seconds); a group broken off by the budget stays untimed. In each group only the `TOP` best-ranked
-candidates are timed (compiling a candidate's kernel is most of the cost on a software adapter):
-`candidate_order` puts the options whose kernels target this kind of adapter first (`Kernel.targets`; "cpu"
-where `adapter_kind` finds one), then the compiler's default, then the others by how close their grids are to
-the default's — neighbouring tile configurations and splits, since the default already sizes its grid to the
-problem. An option whose kernel needs a feature the device lacks (`Kernel.requires`) is neither timed nor
-chosen, and a cached choice this device cannot run is timed again. Groups the budget leaves untimed run their
-best-ranked candidate (on a GPU the default) and are timed at a later load. Choices persist in a JSON cache
-per adapter, driver and engine, keyed by what the candidates are (`choice_key`, docs/artifact.md "Tuning": the
-source the engine compiles, entry, overrides, requires, packed Params and grid), shared by every program on
-the device: a later load of any program with the same shapes times nothing. While timing, a progress line on a
-terminal says what is being timed. The pure decisions (`adapter_kind`, `candidate_order`, `probe_size`,
-`keep`, `repeats`) are also cases of tests/conformance/tuning_rules.json, which both runtimes' tests replay.
+runs for seconds); a group broken off by the budget stays untimed and runs its default. In each group only the
+`TOP` best-ranked candidates are timed (compiling a candidate's kernel is most of the cost on a software
+adapter): `candidate_order` puts the options whose kernels target this kind of adapter first
+(`Kernel.targets`; "cpu" where `adapter_kind` finds one), then the compiler's default, then the others by how
+close their grids are to the default's — neighbouring tile configurations and splits, since the default
+already sizes its grid to the problem. An option whose kernel needs a feature the device lacks
+(`Kernel.requires`) is neither timed nor chosen, and a cached choice this device cannot run is timed again. A
+group without a result is never tuned. Choices persist in a JSON cache per adapter, driver and engine, keyed by
+what the candidates are (`choice_key`, docs/artifact.md "Tuning": the source the engine compiles, entry,
+overrides, requires, packed Params and grid), shared by every program on the device: a later load of any
+program with the same shapes times nothing. While timing, a progress line on a terminal says what is being
+timed. The pure decisions (`adapter_kind`, `candidate_order`, `probe_size`, `keep`, `repeats`,
+`seeded_words`, `disagreement`) are also cases of tests/conformance/tuning_rules.json, which both runtimes'
+tests replay.
 
 `WEBGPU_TORCH_TUNE=0` runs every dispatch's default and times nothing; `WEBGPU_TORCH_TUNE_BUDGET` (seconds,
 default 5) and `WEBGPU_TORCH_TUNE_TOP` (candidates per group, default 4; 0 for all) bound the timing;
@@ -47,9 +52,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DeviceError
+from ..errors import DeviceError, TuningWarning, warn
 from ..limits import LIMITS
-from ..program import Buffer, Dispatch, Kernel, Option, Program
+from ..program import Buffer, Dispatch, Kernel, Option, Program, Tensor, group, written
+from .device_tensor import read_device_view
 from .engine import CallTimeout, Engine
 from .executor import Executor
 from .features import runs_on
@@ -90,9 +96,11 @@ def cache_path() -> Path:
 
 
 def device_key(engine: Engine) -> str:
+    """The cache's entry for this device: choices made under another `cache_version` (limits.json) are never
+    read."""
     info = engine.adapter.info
-    return " | ".join([engine.name, engine.wgpu.__version__, info.get("device", ""), info.get("description", ""),
-                       info.get("backend_type", "")])
+    return " | ".join([f"v{LIMITS['tuning']['cache_version']}", engine.name, engine.wgpu.__version__,
+                       info.get("device", ""), info.get("description", ""), info.get("backend_type", "")])
 
 
 def candidates(d: Dispatch) -> list[Option]:
@@ -102,14 +110,7 @@ def candidates(d: Dispatch) -> list[Option]:
 
 def groups(program: Program) -> list[list[int]]:
     """The dispatch indices of each group with options: its leader, then the dispatches that follow it."""
-    out, dispatches = [], program.dispatches
-    for i, d in enumerate(dispatches):
-        if d.options and not d.follows:
-            members = [i]
-            while members[-1] + 1 < len(dispatches) and dispatches[members[-1] + 1].follows == len(members):
-                members.append(members[-1] + 1)
-            out.append(members)
-    return out
+    return [group(program.dispatches, i) for i, d in enumerate(program.dispatches) if d.options and not d.follows]
 
 
 def choice_key(program: Program, members: list[int], engine: str) -> str:
@@ -148,8 +149,8 @@ def force(program: Program, pick: Callable[[Kernel], bool]) -> Program:
 def resolve(program: Program, engine: Engine) -> Program:
     """`program` with every group of dispatches with options running its fastest candidate on `engine`
     (timing those not in the cache, and saving them there); unchanged when it has no options or tuning is
-    off."""
-    tunable = groups(program)
+    off. Only groups that say their result are tuned (Dispatch.result): the others run their default."""
+    tunable = [g for g in groups(program) if program.dispatches[g[0]].result]
     if not tunable or not enabled() or "timestamp-query" not in engine.device.features:
         return program
     path, device = cache_path(), device_key(engine)
@@ -170,9 +171,9 @@ def resolve(program: Program, engine: Engine) -> Program:
             _write(path, cache)
     dispatches = list(program.dispatches)
     for key, members in zip(keys, tunable, strict=True):
-        # A group the budget left untimed runs its best-ranked candidate (the default, unless one targets this
-        # kind of adapter), and is timed at a later load.
-        pick = chosen[key] if key in chosen else ranked[key][0] if ranked[key] else 0
+        # A group the budget left untimed runs its default (no other candidate was checked against it), and is
+        # timed at a later load.
+        pick = chosen.get(key, 0)
         for i in members:
             dispatches[i] = dispatches[i].choose(candidates(dispatches[i])[pick])
     return replace(program, dispatches=dispatches)
@@ -184,7 +185,7 @@ def _measure(program: Program, engine: Engine, which: dict[str, list[int]], usab
     `usable` ones (a group left with one such candidate takes it untimed)."""
     top = int(_number(TOP_VAR, LIMITS["tuning"]["top"])) or None
     ranked = {key: c[:top] for key, c in usable.items()}
-    chosen = {key: c[0] for key, c in ranked.items() if len(c) == 1}
+    chosen = {key: 0 for key, c in ranked.items() if c == [0]}  # nothing to compare
     order = sorted((key for key in which if key not in chosen), key=lambda key: -_work(program, which[key]))
     budget, start = _number(BUDGET_VAR, LIMITS["tuning"]["budget_seconds"]), time.perf_counter()
     deadline = start + budget
@@ -225,13 +226,19 @@ def repeats(run: float, left: float) -> int:
 
 def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], ranked: dict[str, list[int]],
              deadline: float) -> dict[str, int]:
-    """Each group's fastest candidate (the module's docstring). Candidates are compiled and scouted one at a
-    time in rank order, none begun past the deadline, so a load overruns its budget by one candidate's compile
-    and scout at most; a group broken off so stays untimed (its best-ranked candidate runs, and a later load,
-    with those kernels in the shader cache, times it). A candidate the engine refuses (a kernel its shader
-    compiler rejects) is never chosen. A call that times out ends the tuning."""
+    """Each group's fastest candidate among those that compute what its default computes (the module's
+    docstring). The default runs first on seeded inputs (`probe`); then the candidates are compiled, run on the
+    same inputs, checked against it and scouted one at a time in rank order, none begun past the deadline, so a
+    load overruns its budget by one candidate's compile, check and scout at most; a group broken off so stays
+    untimed (its default runs, and a later load, with those kernels in the shader cache, times it). A candidate
+    the engine refuses (a kernel its shader compiler rejects) or whose result differs from the default's is
+    never chosen, with a warning naming it. A call that times out ends the tuning."""
     chosen = {}
     for key, members in which.items():
+        try:
+            reference = Candidate(program, members, 0, engine)
+        except DeviceError:
+            continue  # the default itself does not build: the load says so
         scouted: dict[int, tuple[Executor, float]] = {}
         tried = 0
         for c in ranked[key]:
@@ -239,13 +246,22 @@ def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], rank
                 break
             tried += 1
             try:
-                executor = Executor(_probe(program, members, c), engine)
-                scouted[c] = executor, sum(dispatch_times(executor, samples=1, repeats=1))
+                candidate = reference if c == 0 else Candidate(program, members, c, engine)
             except CallTimeout:
                 raise  # the device is still running the candidate: the rest would queue behind it
-            except DeviceError:
-                continue  # refused by the engine: never chosen
-        if tried < len(ranked[key]) or not scouted:
+            except DeviceError as e:
+                _leave_out(program, members, c, f"the {engine.name} engine refuses it: {e}")
+                continue
+            why = candidate.differs_from(reference)
+            if why:
+                _leave_out(program, members, c, f"its result differs from the default's: {why}")
+                continue
+            scouted[c] = candidate.executor, sum(dispatch_times(candidate.executor, samples=1, repeats=1,
+                                                                warm_up=False))
+        if tried < len(ranked[key]):
+            continue
+        if not scouted:  # every candidate timed was left out: the default
+            chosen[key] = 0
             continue
         order = list(scouted)
         kept = [order[i] for i in keep([scouted[c][1] for c in order])]
@@ -319,9 +335,35 @@ def usable(program: Program, members: list[int], features, limits: dict[str, int
                                                    features, limits) for i in members)]
 
 
-def _probe(program: Program, members: list[int], c: int) -> Program:
-    """A program of candidate `c` of the group `members` (its dispatches in order), over scratch copies of the
-    buffers they bind."""
+class Candidate:
+    """Candidate `c` of the group `members` built over a probe of its own and run once: its executor (warm, for
+    scouting) and its result views as computed (device form)."""
+
+    def __init__(self, program: Program, members: list[int], c: int, engine: Engine):
+        self.tolerance = program.dispatches[members[0]].tolerance
+        probe, seeded, result = _probe(program, members, c)
+        self.executor = Executor(probe, engine)
+        with engine.lock:
+            for j in seeded:
+                engine.device.queue.write_buffer(self.executor.buffers[j], 0,
+                                                 seeded_words(j, probe.buffers[j].size // 4))
+        self.executor.run([])
+        self.result = [read_device_view(engine, self.executor.buffers[t.buffer], t, "a tuning check")
+                       for t in result]
+
+    def differs_from(self, reference: Candidate) -> str | None:
+        """How this candidate's result differs from the default's `reference`, or None when it agrees."""
+        for k, (want, got) in enumerate(zip(reference.result, self.result, strict=True)):
+            why = disagreement(want, got, self.tolerance)
+            if why:
+                return f"result view {k}: {why}" if len(self.result) > 1 else why
+        return None
+
+
+def _probe(program: Program, members: list[int], c: int) -> tuple[Program, list[int], list[Tensor]]:
+    """A program of candidate `c` of the group `members` (its dispatches in order) over copies of the buffers
+    they bind, numbered in order of first binding, the constants as the program holds them; the buffers to
+    fill with `seeded_words` (those the group only reads); the group's result views in these buffers."""
     used: dict[int, int] = {}
     dispatches = []
     for i in members:
@@ -329,10 +371,59 @@ def _probe(program: Program, members: list[int], c: int) -> Program:
         o = candidates(d)[c]
         buffers = tuple(used.setdefault(b, len(used)) for b in d.buffers)
         dispatches.append(Dispatch(o.kernel, buffers, o.uniform, o.grid, d.node))
-    buffers = [Buffer(program.buffers[b].size, "scratch") for b in used]
+    writes = set().union(*(written(program, program.dispatches[i]) for i in members))
+    constant = {b for b in used if program.buffers[b].role == "constant"}
+    buffers = [Buffer(program.buffers[b].size, "constant" if b in constant else "scratch") for b in used]
+    constants = {used[b]: program.constants[b] for b in constant}
+    seeded = [j for b, j in used.items() if b not in constant | writes]
+    result = [replace(t, buffer=used[t.buffer]) for t in program.dispatches[members[0]].result]
     no_args = {"type": "tuple", "items": [{"type": "tuple", "items": []}, {"type": "dict", "keys": [], "items": []}]}
     no_outputs = {"type": "tuple", "items": []}
-    return Program(program.sources, program.kernels, buffers, {}, [], [], no_args, no_outputs, dispatches)
+    return Program(program.sources, program.kernels, buffers, constants, [], [], no_args, no_outputs,
+                   dispatches), seeded, result
+
+
+def seeded_words(index: int, count: int) -> np.ndarray:
+    """The contents of a probe's input buffer `index`: `count` u32 words from a hash of (index, position), each
+    of whose 16-bit halves reads as a float16 in ±[1, 2) and whose whole reads as a float32 in ±[2^-7, 2):
+    non-zero finite values of either sign, whatever a kernel reads them as (docs/artifact.md, "Tuning")."""
+    with np.errstate(over="ignore"):
+        x = np.arange(count, dtype=np.uint32) + np.uint32(index * GOLDEN % 2**32)
+        x ^= x >> np.uint32(16)
+        x *= np.uint32(0x7FEB352D)
+        x ^= x >> np.uint32(15)
+        x *= np.uint32(0x846CA68B)
+        x ^= x >> np.uint32(16)
+    return (x & np.uint32(0x83FF83FF)) | np.uint32(0x3C003C00)
+
+
+GOLDEN = 0x9E3779B9  # 2^32 / φ: spreads the buffers' hash inputs apart
+
+
+def disagreement(reference: np.ndarray, candidate: np.ndarray, tolerance: float) -> str | None:
+    """How a candidate's result view differs from the default's `reference`, or None when it agrees: integer
+    elements exactly; float elements with the same non-finite values (NaN, ±inf) where either has one, and the
+    finite ones within `tolerance` times the largest finite magnitude of the reference's (docs/artifact.md,
+    "Tuning")."""
+    if reference.dtype.kind != "f":
+        wrong = np.flatnonzero(reference.ravel() != candidate.ravel())
+        return f"{len(wrong)} of {reference.size} integers differ" if len(wrong) else None
+    want, got = reference.astype(np.float64).ravel(), candidate.astype(np.float64).ravel()
+    finite = np.isfinite(want)
+    if not (np.array_equal(finite, np.isfinite(got))
+            and np.array_equal(want[~finite], got[~finite], equal_nan=True)):
+        return "its non-finite elements differ from the default's"
+    scale = float(np.abs(want[finite]).max(initial=0.0))
+    error = float(np.abs(got[finite] - want[finite]).max(initial=0.0))
+    if error > tolerance * scale:
+        return f"off by up to {error:.3g} where the default's largest magnitude is {scale:.3g} (tolerance {tolerance})"
+    return None
+
+
+def _leave_out(program: Program, members: list[int], c: int, why: str) -> None:
+    leader = program.dispatches[members[0]]
+    name = program.kernels[candidates(leader)[c].kernel].name
+    warn(f"tuning leaves out kernel {name} for node {leader.node}: {why}", TuningWarning)
 
 
 def _read(path: Path) -> dict:
