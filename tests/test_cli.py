@@ -46,10 +46,22 @@ def test_run_on_a_damaged_file_fails_cleanly(tmp_path):
 
 
 @pytest.mark.parametrize("model", ["minilm", "mlp"])
-def test_demo_passes(model):
+def test_demo_passes_and_prints_its_own_lines_only(model):
+    """Nothing else: not what torchao logs when transformers imports it, nor transformers' progress bar."""
     r = cli("demo", "--model", model, "--repeat", "3")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "PASS" in r.stdout
+    assert [line.split(":")[0] for line in r.stdout.splitlines()] == ["model", "device", "compile", "load", "run",
+                                                                       "check"], r.stdout
+    assert r.stderr == ""
+
+
+@pytest.mark.parametrize("weights", ["int8", "int4"])
+def test_llama_with_rounded_weights_is_checked_against_the_same_rounding(weights):
+    r = cli("llama", "--size", "tiny", "--weights", weights, "--seeds", "0", "--new-tokens", "8")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"seed 0: ids match transformers over the same {weights}-rounded weights for 8/8 tokens" in r.stdout
+    assert "PASS" in r.stdout and "FAIL" not in r.stdout
 
 
 def test_bench_conv_compares_im2col_with_direct_per_shape():

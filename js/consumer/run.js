@@ -1,7 +1,9 @@
 // The package as a user gets it: `npm pack`, the tarball installed into a fresh project offline (its
 // dependencies and Dawn linked from this checkout's node_modules), a plain-JavaScript consumer run and a
-// strict-TypeScript one type-checked against the shipped .d.ts, compiled and run, both on a golden
-// artifact through the public API only; then `npm publish --dry-run`.
+// strict-TypeScript one type-checked against the shipped .d.ts (skipLibCheck off, so the declarations
+// must resolve every name they use) as a Node project without the dom library, compiled and run, both on
+// a golden artifact through the public API only; the TypeScript one type-checked again with dom, as a
+// browser project has it; then `npm publish --dry-run`.
 //   node consumer/run.js        (npm run test:package)
 
 import assert from 'node:assert/strict';
@@ -29,15 +31,15 @@ const tmp = mkdtempSync(join(tmpdir(), 'webgpu-torch-package-'));
 try {
   const [packed] = JSON.parse(run('npm', ['pack', '--json', '--silent', '--pack-destination', tmp], js));
   const files = packed.files.map((/** @type {{path: string}} */ f) => f.path);
-  for (const f of ['package.json', 'README.md', 'LICENSE', 'src/index.js', 'types/index.d.ts', 'types/program.d.ts']) {
+  for (const f of ['package.json', 'README.md', 'LICENSE', 'src/index.js', 'types/index.d.ts', 'types/program.d.ts', 'ts5/index.d.ts']) {
     assert.ok(files.includes(f), `the tarball lacks ${f}`);
   }
-  const stray = files.filter((/** @type {string} */ f) => !/^(package\.json|README\.md|LICENSE|src\/|types\/)/.test(f));
+  const stray = files.filter((/** @type {string} */ f) => !/^(package\.json|README\.md|LICENSE|src\/|types\/|ts5\/)/.test(f));
   assert.deepEqual(stray, [], 'the tarball holds only the runtime, its types, README and LICENSE');
 
   const consumer = join(tmp, 'consumer');
   mkdirSync(consumer);
-  for (const f of ['main.js', 'main.ts', 'tsconfig.json']) copyFileSync(join(here, f), join(consumer, f));
+  for (const f of ['main.js', 'main.ts', 'tsconfig.json', 'tsconfig.dom.json']) copyFileSync(join(here, f), join(consumer, f));
   const local = (/** @type {string} */ name) => `file:${join(js, 'node_modules', name)}`;
   const linked = [...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies), '@types/node'];
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({
@@ -47,7 +49,9 @@ try {
   run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'], consumer);
 
   process.stdout.write(run('node', ['main.js', golden], consumer));
-  run(join(js, 'node_modules', '.bin', 'tsc'), ['-p', consumer], consumer);
+  const tsc = join(js, 'node_modules', '.bin', 'tsc');
+  run(tsc, ['-p', consumer], consumer);
+  run(tsc, ['-p', join(consumer, 'tsconfig.dom.json')], consumer);
   process.stdout.write(run('node', [join('out', 'main.js'), golden], consumer));
 
   const dry = run('npm', ['publish', '--dry-run', '--json', '--silent'], js);

@@ -1,5 +1,8 @@
 // webgpu_torch for JavaScript: run a compiled `.wgpt` program on WebGPU in Node (Dawn) and browsers.
+// The declarations bring the libraries they name: Symbol.dispose, and WebGPU's types, which dom declares from
+// TypeScript 6 on (ts5/index.d.ts adds them for TypeScript 5).
 /// <reference lib="esnext.disposable" preserve="true" />
+/// <reference lib="dom" preserve="true" />
 
 export { dispatchTimes, gpuTime, load, Program } from './program.js';
 export { CausalLM, greedy, loadCausalLM, loadSeq2Seq, Seq2Seq } from './generation.js';

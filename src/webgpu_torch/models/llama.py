@@ -23,6 +23,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 import webgpu_torch
 
 from ..generation import CausalLM
+from .rounded_weights import round_weights
 from .static_cache import CacheBuffers
 from .torchao_weights import quantize_weights
 
@@ -112,7 +113,8 @@ def run(size: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
         quantized: int | None = None, group_size: int = 32) -> bool:
     """Build, compile, generate and check against transformers; print tokens/s, wall and GPU ms per token.
     With `quantized` (4 or 8 bits) the model is quantized with torchao first (`quantize`), and transformers
-    runs that same quantized model."""
+    runs that same quantized model. With `weights` "int8" or "int4" (in groups of `group_size`) the compiler
+    rounds the float model's weights, and transformers runs them rounded the same way (round_weights)."""
     import numpy as np
 
     from ..runtime import timing
@@ -127,7 +129,8 @@ def run(size: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
     print(f"Llama-{size}: {count / 1e6:.1f} M parameters, random seeded weights, weights={weights}{what}, "
           f"a cache of {max_length} tokens")
     print(f"device: {info['adapter']} via {info['engine_module']} ({info['backend']})")
-    lm = compile_step(model, max_length, **({"weights": weights} if weights != "float32" else {}))
+    rounded = weights in ("int8", "int4")
+    lm = compile_step(model, max_length, weights=weights, **({"group_size": group_size} if rounded else {}))
     program = lm.step.program
     weight_bytes = sum(a.nbytes for a in program.constants.values())
     print(f"compile: {lm.timings['compile']:.1f} s: {len(program.dispatches)} dispatches a step, "
@@ -138,6 +141,10 @@ def run(size: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
     if save:
         lm.save(save)
         print(f"saved to {save}")
+    reference = "transformers"
+    if rounded:  # the program holds the float weights rounded: transformers runs them rounded alike
+        round_weights(model, weights, group_size)
+        reference = f"transformers over the same {weights}-rounded weights"
     ok, per_token = True, []
     for seed in seeds:
         prompt = sample_prompt(model, prompt_length, seed)
@@ -154,7 +161,7 @@ def run(size: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
         ok &= passed
         steps, host = lm.timings["steps"], lm.timings["host"]
         per_token.append(float(np.median(steps[1:])))
-        print(f"seed {seed}: ids match transformers for {agree}/{len(want_ids)} tokens; teacher-forced logits "
+        print(f"seed {seed}: ids match {reference} for {agree}/{len(want_ids)} tokens; teacher-forced logits "
               f"within {error:.1e} of the scale: {'PASS' if passed else 'FAIL'}")
         print(f"  generate: {len(prompt)} prompt + {len(ids)} new tokens in {total * 1e3:.0f} ms, "
               f"{per_token[-1] * 1e3:.2f} ms per new token after the first ({1 / per_token[-1]:.1f} tokens/s); "
