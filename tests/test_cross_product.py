@@ -12,7 +12,9 @@ Host tier: every program compiles, and each GEMM configuration either is a candi
 (its kernel built) or is refused there at compile time with a reason (`gemm.refusals`). GPU tier: every
 candidate the device can run computes what its group's default computes on the tuner's own check (seeded
 non-zero inputs, the program's real weights: runtime/tuning.py's `Candidate`), so the tuner's safety net is
-never what catches a wrong kernel. The counts are printed at the end of the run (conftest.py).
+never what catches a wrong kernel; the second engine runs a sample (`SAMPLE`), and so does Node
+(js/test/options.test.js, over the programs this test saves). The counts are printed at the end of the run
+(conftest.py).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from webgpu_torch.runtime.features import for_device, runs_on
 from . import corpus
 from .helpers import seeded
 
-pytestmark = pytest.mark.gemm
+pytestmark = [pytest.mark.gemm, pytest.mark.cross]
 COUNTS: dict[str, int] = {}  # what the run checked, printed by conftest.py's pytest_terminal_summary
 
 
@@ -149,6 +151,10 @@ STORAGES = {
     "torchao_int8_per_row": (_torchao("int8", "row", False), {}),
 }
 CASES = [(s, p) for s in STORAGES for p in PROGRAMS]
+# The second engine (wgpu-native) runs the GPU checks over these storages only (scripts/run test: its own kernel
+# sources beside Dawn's, over float32, float16 activations and packed int4 with zero points, every program).
+SAMPLE = ("float32", "float16_activations", "torchao_int4_group32_zero_points")
+GPU_CASES = [pytest.param(s, p, id=f"{s}-{p}", marks=[pytest.mark.cross_sample] * (s in SAMPLE)) for s, p in CASES]
 
 
 @cache
@@ -219,7 +225,7 @@ def test_every_family_and_storage_is_in_the_cross_product():
                    names), (storage, tag)
 
 
-@pytest.mark.parametrize(("storage", "name"), CASES, ids=[f"{s}-{p}" for s, p in CASES])
+@pytest.mark.parametrize(("storage", "name"), GPU_CASES)
 def test_every_candidate_computes_what_the_default_computes(storage, name):
     engine = get_engine()
     p = for_device(compiled(storage, name), engine.device.features)
