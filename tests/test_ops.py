@@ -88,6 +88,8 @@ def test_gemv_one_thread_per_column(case, poisoned):
 
 @pytest.mark.gemm
 @pytest.mark.parametrize("case", GEMV_PACKED)
-def test_gemv_packed_teams_of_eight(case, poisoned):
-    """dot_k over packed weights with teams of 8 lanes per column (an option only packed weights offer)."""
-    _check(case, poisoned, pick=lambda k: "team8" in k.name)
+@pytest.mark.parametrize("team", [",team8]", "x4]", ",team8x4]", ",team1x4]"])
+def test_gemv_packed_teams(case, team, poisoned):
+    """dot_k over packed weights with the teams only they are offered: 8 lanes per column, and teams of 32, 8
+    or 1 lanes over 4 columns (each float of A read once for the 4)."""
+    _check(case, poisoned, pick=lambda k: team in k.name and (team != "x4]" or ",team" not in k.name))

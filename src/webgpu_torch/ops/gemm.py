@@ -542,38 +542,41 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
                  tiles_m * tiles_n * batch * splits)
 
 
-GEMV_TEAMS = (32, 1)  # dot_k's lanes per column: the default for GPUs, then one per column (CPU adapters)
-# Over packed weights a row is 4-8x fewer bytes (768 q4 values: 24 chunks of 16 bytes, fewer than 32 lanes),
-# so teams of 8 lanes, four times the columns per workgroup, are offered too.
-PACKED_GEMV_TEAMS = (32, 8, 1)
+# dot_k's (lanes per team, columns per team): the default for GPUs, then a team of one lane per column (CPU
+# adapters: each invocation streams its own row).
+GEMV_TEAMS = ((32, 1), (1, 1))
+# Over packed weights a row is 4-8x fewer bytes than A's floats for it (768 q4 values: 24 chunks of 16 bytes,
+# fewer than 32 lanes), so teams of 8 lanes (four times the columns per workgroup) are offered too, and teams
+# of 4 columns, which read each float of A once for the 4 (gemv.wgsl's packed_sums).
+PACKED_GEMV_TEAMS = ((32, 1), (8, 1), (1, 1), (32, 4), (8, 4), (1, 4))
 
 
 def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None, alpha: float,
           beta: float, out_shape: tuple[int, ...], ep: Epilogue | None, out_dtype: str,
           b_k_contiguous: bool) -> Tensor:
-    """gemv.wgsl; with B contiguous along K, each team size of GEMV_TEAMS is an alternative to time."""
+    """gemv.wgsl; with B contiguous along K, each team of GEMV_TEAMS is an alternative to time."""
     out = ctx.new(out_shape, out_dtype)
     teams = PACKED_GEMV_TEAMS if isinstance(b3, Packed) else GEMV_TEAMS
     teams = teams if b_k_contiguous and GEMM.of(ctx.options) == "auto" else teams[:1]
-    ctx.alternatives([partial(_gemv_dispatch, ctx, a3, b3, bias3, res3, alpha, beta, out, ep, b_k_contiguous, t)
+    ctx.alternatives([partial(_gemv_dispatch, ctx, a3, b3, bias3, res3, alpha, beta, out, ep, b_k_contiguous, *t)
                       for t in teams], out)
     return out
 
 
 def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None,
                    alpha: float, beta: float, out: Tensor, ep: Epilogue | None, b_k_contiguous: bool,
-                   team: int) -> None:
+                   team: int, cols: int) -> None:
     batch, m, k = a3.shape
     n = b3.shape[2]
     rows = 1 << (symbolic.bound(m) - 1).bit_length()  # the register rows: M (at most) up to a power of two
     width = wgsl.constant(wgsl.kernel_source("gemv.wgsl"), "WORKGROUP")
-    per_block = width // team if b_k_contiguous else 32  # sweep_n: 8 vec4 of columns
+    per_block = width // team * cols if b_k_contiguous else 32  # sweep_n: 8 vec4 of columns
     blocks_n = -(-n // per_block)
     entry = "dot_k" if b_k_contiguous else "sweep_n"
     b_type, b_overrides, b_label, b_needs = _stored_types(a3, b3, out, res3)
-    team_label = f",team{team}" if team != GEMV_TEAMS[0] else ""
+    team_label = (f",team{team}" if team != GEMV_TEAMS[0][0] else "") + (f"x{cols}" if cols > 1 else "")
     spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}{team_label}]{epilogue.suffix(ep)}",
-                         entry=entry, consts={"ROWS": rows, **b_type}, requires=b_needs,
+                         entry=entry, consts={"ROWS": rows, "COLS": cols, **b_type}, requires=b_needs,
                          overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep), **b_overrides,
                                     **({"TEAM": team} if b_k_contiguous else {})},
                          targets=("cpu",) if team == 1 else ())

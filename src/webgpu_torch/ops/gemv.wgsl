@@ -11,10 +11,11 @@
 //     registers); entry `sweep_n` for B contiguous along n (row-major [K, N]).
 //   bias[z, m, n] and residual[z, m, n] through arbitrary strides (0 = broadcast) when HAS_BIAS /
 //   HAS_RESIDUAL. C contiguous [batch, M, N].
-// Geometry, dot_k: a workgroup of 256 threads = 256/TEAM teams of TEAM lanes; team t computes column
-//   n = (256/TEAM)*wg + t for all M rows: lane l reads B[k = 4*(l + TEAM*i) .. +3, n], summing into ROWS
-//   partial sums; the lanes then combine in workgroup memory. TEAM = 32 suits a GPU (a warp's loads of a row
-//   coalesce); TEAM = 1 suits a CPU adapter (each invocation streams its own row, no combining).
+// Geometry, dot_k: a workgroup of 256 threads = 256/TEAM teams of TEAM lanes; team t computes the COLS
+//   columns from n0 = ((256/TEAM)*wg + t) * COLS for all M rows: lane l reads B[k = 4*(l + TEAM*i) .. +3, n]
+//   (over packed weights, 16-byte chunks l + TEAM*i of each column), summing into ROWS x COLS partial sums;
+//   the lanes then combine in workgroup memory. TEAM = 32 suits a GPU (a warp's loads of a row coalesce);
+//   TEAM = 1 suits a CPU adapter (each invocation streams its own rows, no combining).
 // Geometry, sweep_n: a workgroup covers 8 vec4 = 32 columns: 8 threads along n (one vec4 each) x 32
 //   k-slices; slice s sums the k-quads s, s+32, …; the 32 slices then combine in workgroup memory. (Many
 //   slices rather than many columns, so that N = 768 still makes 24 workgroups.)
@@ -24,8 +25,9 @@
 //! include bounded.wgsl
 
 const ROWS: u32 = 1u;
+const COLS: u32 = 1u;                      // dot_k: output columns per team (1, or 4 over packed weights)
 const WORKGROUP: u32 = 256u;
-override TEAM: u32 = 32u;                  // dot_k: lanes per output column, a power of two <= WORKGROUP
+override TEAM: u32 = 32u;                  // dot_k: lanes per team, a power of two <= WORKGROUP
 const SLICES: u32 = 32u;                   // sweep_n: k-slices per column group
 const VEC_SWEEP: u32 = WORKGROUP / SLICES; // sweep_n: vec4 column groups per workgroup
 
@@ -48,7 +50,8 @@ fn k_steps() -> u32 {
   return bounded(p.K, 4u * max(arrayLength(&a), arrayLength(&b)));
 }
 
-var<workgroup> partial: array<f32, WORKGROUP * 4u * ROWS>;
+var<workgroup> partial: array<f32, WORKGROUP * 4u * ROWS>;  // sweep_n's 4 columns, or dot_k's COLS
+const_assert COLS <= 4u;
 
 fn store(z: u32, m: u32, n: u32, acc: f32) {
   c[(z * p.M + m) * p.N + n] = C_T(activate(epilogue_sum(z, m, n, acc), ACTIVATION, p.act_lo, p.act_hi));
@@ -58,17 +61,24 @@ fn a_vec(z: u32, m: u32, k: u32) -> vec4<f32> {
   return vec4<f32>(a[(p.a_offset + z * p.a_strides.x + m * p.a_strides.y + k * p.a_strides.z) / 4u]);
 }
 
-// dot_k's sums for column n over packed weights: the lane's chunks of row n are 16 bytes each, TEAM apart;
-// every word holds PACKED_PER_WORD values of one group (packed.wgsl), decoded four at a time. A group's scale
-// and zero point are read once for the words it spans in a row.
-fn packed_sums(z: u32, n: u32, lane: u32) -> array<f32, ROWS> {
+// dot_k's sums over packed weights for the COLS columns n0 .. n0+COLS-1 (those past N read column N-1, and
+// are not stored), sums[m * COLS + c] for row m and column n0 + c: the lane's chunks of each row are 16 bytes,
+// TEAM apart; every word holds PACKED_PER_WORD values of one group (packed.wgsl), decoded four at a time, each
+// four used for every row, and each four of A for every column (so A is read once per COLS columns: at 4 bits
+// a value, A's floats are 8x the weights' bytes, and reading them per column, not HBM, bounds the kernel). A
+// group's scales and zero points are read once for the words it spans in a row.
+fn packed_sums(z: u32, n0: u32, lane: u32) -> array<f32, ROWS * COLS> {
   const SPAN: u32 = 4u * PACKED_PER_WORD;  // values per chunk
-  var sums: array<f32, ROWS>;
-  var at = 0xffffffffu;  // the group `group` holds
-  var group = vec2<u32>(0u);
+  var sums: array<f32, ROWS * COLS>;
+  var at = 0xffffffffu;  // the group `groups` hold
+  var groups: array<vec2<u32>, COLS>;
+  var words: array<vec4<u32>, COLS>;
+  var w: array<vec4<f32>, COLS>;
   let K = k_steps();
   for (var k0 = lane * SPAN; k0 < K; k0 += TEAM * SPAN) {
-    let words = vec4<u32>(b[packed_word(p.packed, n, k0) / 4u]);
+    for (var c = 0u; c < COLS; c++) {
+      words[c] = vec4<u32>(b[packed_word(p.packed, min(n0 + c, p.N - 1u), k0) / 4u]);
+    }
     for (var j = 0u; j < 4u; j++) {
       let kw = k0 + j * PACKED_PER_WORD;
       if (kw >= K) {
@@ -76,13 +86,20 @@ fn packed_sums(z: u32, n: u32, lane: u32) -> array<f32, ROWS> {
       }
       if (kw / p.packed.y != at) {
         at = kw / p.packed.y;
-        group = packed_group(p.packed, n, kw);
+        for (var c = 0u; c < COLS; c++) {
+          groups[c] = packed_group(p.packed, min(n0 + c, p.N - 1u), kw);
+        }
       }
       for (var i = 0u; i < PACKED_PER_WORD && kw + i < K; i += 4u) {
-        let w = packed_values(words[j], kw + i, group);
+        for (var c = 0u; c < COLS; c++) {
+          w[c] = packed_values(words[c][j], kw + i, groups[c]);
+        }
         for (var m = 0u; m < ROWS; m++) {
           if (m < p.M) {
-            sums[m] += dot(a_vec(z, m, kw + i), w);
+            let av = a_vec(z, m, kw + i);
+            for (var c = 0u; c < COLS; c++) {
+              sums[m * COLS + c] += dot(av, w[c]);
+            }
           }
         }
       }
@@ -101,12 +118,12 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let z = block / p.tiles_n;
   let team = li / TEAM;
   let lane = li % TEAM;
-  let n = (block % p.tiles_n) * (WORKGROUP / TEAM) + team;
-  var sums: array<f32, ROWS>;
-  if (n < p.N && PACKED_BITS != 0u) {
-    sums = packed_sums(z, n, lane);
-  } else if (n < p.N) {
-    let col = p.b_offset + z * p.b_strides.x + n * p.b_strides.z;
+  let n0 = ((block % p.tiles_n) * (WORKGROUP / TEAM) + team) * COLS;
+  var sums: array<f32, ROWS * COLS>;
+  if (n0 < p.N && PACKED_BITS != 0u) {
+    sums = packed_sums(z, n0, lane);
+  } else if (n0 < p.N) {  // COLS is 1 over float weights
+    let col = p.b_offset + z * p.b_strides.x + n0 * p.b_strides.z;
     let K = k_steps();
     for (var k = lane * 4u; k < K; k += TEAM * 4u) {
       let w = b_vec4(col + k * p.b_strides.y);
@@ -117,21 +134,25 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
   }
-  for (var m = 0u; m < ROWS; m++) {
-    partial[m * WORKGROUP + li] = sums[m];
+  for (var s = 0u; s < ROWS * COLS; s++) {
+    partial[s * WORKGROUP + li] = sums[s];
   }
   workgroupBarrier();
   for (var half = TEAM / 2u; half > 0u; half /= 2u) {
     if (lane < half) {
-      for (var m = 0u; m < ROWS; m++) {
-        partial[m * WORKGROUP + li] += partial[m * WORKGROUP + li + half];
+      for (var s = 0u; s < ROWS * COLS; s++) {
+        partial[s * WORKGROUP + li] += partial[s * WORKGROUP + li + half];
       }
     }
     workgroupBarrier();
   }
-  if (lane == 0u && n < p.N) {
-    for (var m = 0u; m < min(p.M, ROWS); m++) {
-      store(z, m, n, partial[m * WORKGROUP + li]);
+  if (lane == 0u) {
+    for (var c = 0u; c < COLS; c++) {
+      if (n0 + c < p.N) {
+        for (var m = 0u; m < min(p.M, ROWS); m++) {
+          store(z, m, n0 + c, partial[(m * COLS + c) * WORKGROUP + li]);
+        }
+      }
     }
   }
 }
