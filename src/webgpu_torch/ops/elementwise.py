@@ -529,6 +529,7 @@ def cases() -> list[OpCase]:
                           torch.full_like(a, 7.0), a * torch.scalar_tensor(a.shape[0])),
                [(37,)], dynamic_shapes=({0: torch.export.Dim("n", min=2, max=64)},)),
         OpCase("fill", lambda a: (a.clone().fill_(2.5) * a, torch.ops.aten.fill.Scalar(a, -1.0)), [(37, 41)]),
+        OpCase("half_casts_of_0d", lambda x: (x.bfloat16(), x.half(), x.bfloat16() * 3), [()]),  # keep shape ()
         OpCase("cast_of_transposed", lambda i: i.t().float() * 0.5, [ints((37, 41))]),
         # Float functions: their domain edges, NaN and ±inf give torch's values; ints and bools promote to float.
         OpCase("inverse_trig", lambda x: (torch.asin(x), torch.acos(x), torch.atan(x * 5.0), torch.atanh(x)),
