@@ -43,7 +43,7 @@ UNINITIALIZED = ("empty", "empty_like", "new_empty", "empty_strided", "empty_per
 # Ops whose meaning depends on how torch lays an input out in memory, not only on its values (op -> that
 # argument): the node also gets "<argument>_storage_order", the input's dims from outermost to innermost in
 # torch's memory, or None where the input is not the whole of a dense storage of its own.
-STORAGE_READERS = {"aten.as_strided.default": "self"}
+STORAGE_READERS = {"aten.as_strided.default": "self", "aten.as_strided_scatter.default": "self"}
 
 
 # Nodes that only assert facts about sizes (export has already checked them for the whole range).
