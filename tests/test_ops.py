@@ -91,3 +91,15 @@ def test_gemv_one_thread_per_column(case, poisoned):
 def test_gemv_packed_teams_of_eight(case, poisoned):
     """dot_k over packed weights with teams of 8 lanes per column (an option only packed weights offer)."""
     _check(case, poisoned, pick=lambda k: "team8" in k.name)
+
+
+def test_nextafter_bit_for_bit(poisoned):
+    """nextafter's float32 neighbour, which a float64 reference cannot show: against eager float32, bits and all
+    (the smallest subnormals from ±0, the largest float toward and from ±inf, steps toward and away from 0)."""
+    x = torch.tensor([0.0, -0.0, 0.0, 1.0, 1.0, -1.0, 3.4028235e38, float("inf"), float("-inf"), 1e-45, -2.5, 7.0,
+                      float("nan"), 5.0])
+    y = torch.tensor([1.0, 1.0, -1.0, 2.0, 0.0, 0.0, float("inf"), 0.0, 0.0, 0.0, -3.0, 7.0, 1.0, float("nan")])
+    session = webgpu_torch.compile(torch.export.export(Fn(torch.nextafter), (x, y)))
+    got, want = poisoned(session, x, y), torch.nextafter(x, y)
+    nan = want.isnan()
+    assert torch.equal(got.isnan(), nan) and torch.equal(got[~nan].view(torch.int32), want[~nan].view(torch.int32))

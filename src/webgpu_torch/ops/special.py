@@ -1,0 +1,133 @@
+"""torch.special's functions beyond the elementwise kernel's: the Hurwitz zeta function, polygamma of any order
+(0 and 1 are the elementwise digamma and trigamma), the orthogonal polynomials (Chebyshev T, U, V, W and
+their shifted forms, Hermite H and He, Laguerre, Legendre), the spherical Bessel j0, and nextafter — float
+results of one or two operands, broadcast, as torch's float32 kernels compute them (special.wgsl).
+
+They have a kernel of their own because a pipeline compiles every function its op switch reaches: in the
+elementwise kernel, built many times by every model, their code would cost each of those pipelines.
+"""
+
+from __future__ import annotations
+
+import re
+from numbers import Number
+
+from .. import dtypes, layout, wgsl
+from ..builder import Builder, KernelSpec
+from ..program import Tensor
+from .elementwise import MAX_DIMS, emit, uniform_input
+from .registry import NodeView, OpCase, register
+
+FILE = "special.wgsl"
+OP_CODES = {name.lower(): int(code) for name, code in
+            re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
+# Functions of self and other (either may be a number: the *_scalar overloads).
+BINARY = {"aten.special_zeta.default": "zeta", "aten.special_zeta.other_scalar": "zeta",
+          "aten.special_zeta.self_scalar": "zeta", "aten.nextafter.default": "nextafter"}
+# The orthogonal polynomials of x, of order n (a tensor, or a number: n_scalar).
+POLYNOMIALS = {f"aten.special_{name}.{overload}": name for overload in ("default", "n_scalar") for name in (
+    *(f"{shift}chebyshev_polynomial_{kind}" for shift in ("", "shifted_") for kind in "tuvw"),
+    "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")}
+
+
+def emit_special(ctx: Builder, op: str, a: Tensor, b: Tensor | Number, shape: tuple, out_dtype: str) -> Tensor:
+    """op(a, b) over `shape` into a fresh contiguous tensor; a number b travels in Params."""
+    out = ctx.new(shape, out_dtype)
+    av = layout.broadcast_to(a, shape)
+    bv = layout.broadcast_to(b, shape) if isinstance(b, Tensor) else av
+    params = {"numel": out.numel, "ndim": len(shape), "a_offset": av.offset, "b_offset": bv.offset,
+              "scalar": 0.0 if isinstance(b, Tensor) else float(b), "shape": shape, "a_strides": av.strides,
+              "b_strides": bv.strides}
+    spec = KernelSpec.of(FILE, f"special[{op}]", consts={"A": dtypes.dtype(av.dtype).wgsl,
+                                                         "B": dtypes.dtype(bv.dtype).wgsl},
+                         overrides={"OP": OP_CODES[op], "B_SCALAR": not isinstance(b, Tensor)})
+    ctx.dispatch(spec, [av, bv, out], params, elements=out.numel)
+    return out
+
+
+def _check(node: NodeView) -> str | None:
+    if not dtypes.is_float(node.out.dtype):
+        return f"{node.target} producing {node.out.dtype} is not supported"
+    if node.out.ndim > MAX_DIMS:
+        return f"the result has {node.out.ndim} dims; at most {MAX_DIMS} are supported"
+    return None
+
+
+@register(*BINARY, check=_check)
+def binary(ctx: Builder, node: NodeView) -> Tensor:
+    x, y = node.args["self"], node.args["other"]
+    if isinstance(x, Number):  # self_scalar: a 0-d constant
+        x = ctx.constant(f"{node.name}_scalar", dtypes.scalar(x, "float32"), "float32")
+    return emit_special(ctx, BINARY[node.target], x, y, node.out.shape, node.out.dtype)
+
+
+@register(*POLYNOMIALS, check=_check)
+def polynomial(ctx: Builder, node: NodeView) -> Tensor:
+    a = node.args
+    return emit_special(ctx, POLYNOMIALS[node.target], a["x"], a["n"], node.out.shape, node.out.dtype)
+
+
+@register("aten.special_spherical_bessel_j0.default", check=_check)
+def spherical_bessel_j0(ctx: Builder, node: NodeView) -> Tensor:
+    return emit_special(ctx, "spherical_bessel_j0", node.args["x"], 0.0, node.out.shape, node.out.dtype)
+
+
+def _check_polygamma(node: NodeView) -> str | None:
+    if node.args["n"] < 0:
+        return f"polygamma of order {node.args['n']} is not defined"
+    return _check(node)
+
+
+@register("aten.polygamma.default", check=_check_polygamma)
+def polygamma(ctx: Builder, node: NodeView) -> Tensor:
+    """Orders 0 and 1 are the elementwise digamma and trigamma; higher ones (-1)^(n+1) n! ζ(n + 1, x)."""
+    x, n = node.args["self"], node.args["n"]
+    if n < 2:
+        return emit(ctx, ("digamma", "trigamma")[n], [x, 0.0], node.out.shape, out_dtype=node.out.dtype)
+    return emit_special(ctx, "polygamma", x, float(n), node.out.shape, node.out.dtype)
+
+
+def cases() -> list[OpCase]:
+    import torch
+
+    uniform = uniform_input
+
+    def polynomials(x, n, s):  # every kind at x (the shifted ones and Laguerre at s), of orders n and of 9
+        sp = torch.special
+        return (*(f(x, m) for f in (sp.chebyshev_polynomial_t, sp.chebyshev_polynomial_u, sp.chebyshev_polynomial_v,
+                                    sp.chebyshev_polynomial_w, sp.legendre_polynomial_p, sp.hermite_polynomial_h,
+                                    sp.hermite_polynomial_he) for m in (n, 9)),
+                *(f(s, m) for f in (sp.shifted_chebyshev_polynomial_t, sp.shifted_chebyshev_polynomial_u,
+                                    sp.shifted_chebyshev_polynomial_v, sp.shifted_chebyshev_polynomial_w,
+                                    sp.laguerre_polynomial_l) for m in (n, 9)))
+
+    def orders():
+        """Orders -1 to 14 (below and above the closed-form thresholds), a fifth of them not integers."""
+        g = torch.Generator().manual_seed(3)
+        return torch.randint(-1, 15, (37, 41), generator=g).float() + 0.5 * (torch.rand(37, 41, generator=g) > 0.8)
+
+    nan, inf = float("nan"), float("inf")
+    return [
+        OpCase("polygamma_orders_0_and_1", lambda x, y: (torch.polygamma(0, x), torch.polygamma(1, x),
+                                                         torch.special.polygamma(1, y)),
+               [uniform(-7.5, 9.5, specials=[nan, inf, -inf, 0.0, -0.0, 0.5, 1.0, 1e-3, -1e-3, 5.9, 6.0, -2.5]),
+                uniform(-30.0, 30.0, seed=2)]),
+        # ζ and ψ^(n) near their poles and for negative q; a number on either side of ζ.
+        OpCase("zeta_and_polygamma", lambda x, q, z: (
+            torch.special.zeta(x, q), torch.special.zeta(x.round(), -q), torch.polygamma(2, z), torch.polygamma(3, z),
+            torch.polygamma(4, z.abs() + 0.5), torch.special.zeta(x, 2.5), torch.special.zeta(2.5, q)),
+            [uniform(1.0, 9.0, specials=[1.0, 0.5, nan, 2.0]), uniform(0.05, 6.0, seed=1, specials=[0.0, -2.0]),
+             uniform(-8.5, 8.5, seed=2, specials=[0.0, -3.0, nan, inf])]),
+        # The polynomials at ±1, inside (below and above the closed-form thresholds) and outside [-1, 1], of
+        # negative and non-integer orders (not at NaN, where torch's float kernels return an uninitialised
+        # value; ours NaN).
+        OpCase("orthogonal_polynomials", polynomials,
+               [uniform(-1.2, 1.2, specials=[1.0, -1.0, 1.0, -1.0, 0.0, 1.1, -1.05]), orders,
+                uniform(-0.1, 1.1, seed=5, specials=[1.0, 0.0, 1.0, 0.0, 0.5])]),
+        # nextafter's exact bits: tests/test_ops.py (a float64 reference only sees the values).
+        OpCase("nextafter_and_spherical_bessel_j0_broadcast", lambda x, y: (
+            torch.nextafter(x, y), torch.nextafter(x, x), torch.nextafter(y[0], torch.tensor(0.0)),
+            torch.special.spherical_bessel_j0(x.t() * 10.0)),
+            [uniform(-3.0, 3.0, specials=[nan, 1.0, -0.0, 0.01]),
+             uniform(-3.0, 3.0, (41,), seed=1, specials=[1.0, 2.0, 0.0, 1.0])]),
+    ]
