@@ -1,6 +1,7 @@
 """torch.special's functions beyond the elementwise kernel's: the Hurwitz zeta function, polygamma of any order
 (0 and 1 are the elementwise digamma and trigamma), the orthogonal polynomials (Chebyshev T, U, V, W and
-their shifted forms, Hermite H and He, Laguerre, Legendre), the spherical Bessel j0, and nextafter — float
+their shifted forms, Hermite H and He, Laguerre, Legendre), the modified Bessel functions (i0, i0e, i1, i1e,
+K0, K1 and their scaled forms), the spherical Bessel j0, and nextafter — float
 results of one or two operands, broadcast, as torch's float32 kernels compute them (special.wgsl).
 
 They have a kernel of their own because a pipeline compiles every function its op switch reaches: in the
@@ -24,6 +25,13 @@ OP_CODES = {name.lower(): int(code) for name, code in
 # Functions of self and other (either may be a number: the *_scalar overloads).
 BINARY = {"aten.special_zeta.default": "zeta", "aten.special_zeta.other_scalar": "zeta",
           "aten.special_zeta.self_scalar": "zeta", "aten.nextafter.default": "nextafter"}
+# Functions of one operand (self, or x for the modified_* overloads).
+UNARY = {"aten.special_spherical_bessel_j0.default": "spherical_bessel_j0", "aten.i0.default": "i0",
+         "aten.special_i0e.default": "i0e", "aten.special_i1.default": "i1", "aten.special_i1e.default": "i1e",
+         "aten.special_modified_bessel_i0.default": "i0", "aten.special_modified_bessel_i1.default": "i1",
+         "aten.special_modified_bessel_k0.default": "k0", "aten.special_modified_bessel_k1.default": "k1",
+         "aten.special_scaled_modified_bessel_k0.default": "k0e",
+         "aten.special_scaled_modified_bessel_k1.default": "k1e"}
 # The orthogonal polynomials of x, of order n (a tensor, or a number: n_scalar).
 POLYNOMIALS = {f"aten.special_{name}.{overload}": name for overload in ("default", "n_scalar") for name in (
     *(f"{shift}chebyshev_polynomial_{kind}" for shift in ("", "shifted_") for kind in "tuvw"),
@@ -67,9 +75,10 @@ def polynomial(ctx: Builder, node: NodeView) -> Tensor:
     return emit_special(ctx, POLYNOMIALS[node.target], a["x"], a["n"], node.out.shape, node.out.dtype)
 
 
-@register("aten.special_spherical_bessel_j0.default", check=_check)
-def spherical_bessel_j0(ctx: Builder, node: NodeView) -> Tensor:
-    return emit_special(ctx, "spherical_bessel_j0", node.args["x"], 0.0, node.out.shape, node.out.dtype)
+@register(*UNARY, check=_check)
+def unary(ctx: Builder, node: NodeView) -> Tensor:
+    x = node.args["self"] if "self" in node.args else node.args["x"]
+    return emit_special(ctx, UNARY[node.target], x, 0.0, node.out.shape, node.out.dtype)
 
 
 def _check_polygamma(node: NodeView) -> str | None:
@@ -124,6 +133,13 @@ def cases() -> list[OpCase]:
         OpCase("orthogonal_polynomials", polynomials,
                [uniform(-1.2, 1.2, specials=[1.0, -1.0, 1.0, -1.0, 0.0, 1.1, -1.05]), orders,
                 uniform(-0.1, 1.1, seed=5, specials=[1.0, 0.0, 1.0, 0.0, 0.5])]),
+        OpCase("modified_bessel_functions", lambda x, i: (
+            torch.i0(x), torch.special.i0e(x), torch.special.i1(x), torch.special.i1e(x),
+            torch.special.modified_bessel_i0(x), torch.special.modified_bessel_i1(x),
+            torch.special.modified_bessel_k0(x), torch.special.modified_bessel_k1(x),
+            torch.special.scaled_modified_bessel_k0(x), torch.special.scaled_modified_bessel_k1(x), torch.i0(i)),
+            [uniform(-12.0, 30.0, specials=[0.0, -0.0, 8.0, -8.0, 2.0, 1e-3, nan, 85.0, -inf, inf]),
+             lambda: torch.arange(-5, 6)]),
         # nextafter's exact bits: tests/test_ops.py (a float64 reference only sees the values).
         OpCase("nextafter_and_spherical_bessel_j0_broadcast", lambda x, y: (
             torch.nextafter(x, y), torch.nextafter(x, x), torch.nextafter(y[0], torch.tensor(0.0)),

@@ -1,5 +1,6 @@
 // special.wgsl — out[i] = f(a[i], b[i]) for torch.special's functions that the elementwise kernel leaves out
-// (Hurwitz ζ, ψ^(n) for n >= 2, the orthogonal polynomials, the spherical Bessel j0) and nextafter, in
+// (Hurwitz ζ, ψ^(n) for n >= 2, the orthogonal polynomials, the modified Bessel functions I0, I1, K0, K1 and
+// their scaled forms, the spherical Bessel j0) and nextafter, in
 // float32, as torch's CPU kernels compute them (ATen/native/Math.h, derived from the Cephes Math Library): the
 // same special cases, recurrences, closed forms and thresholds, so that NaN, ±inf and the limits on the order
 // fall where torch's float32 results have them.
@@ -37,6 +38,14 @@ const OP_HERMITE_POLYNOMIAL_H: u32 = 12u;
 const OP_HERMITE_POLYNOMIAL_HE: u32 = 13u;
 const OP_LAGUERRE_POLYNOMIAL_L: u32 = 14u;
 const OP_LEGENDRE_POLYNOMIAL_P: u32 = 15u;
+const OP_I0: u32 = 16u;  // the modified Bessel functions of a: I0, I1, K0, K1, and exp(-|a|)·I, exp(a)·K
+const OP_I0E: u32 = 17u;
+const OP_I1: u32 = 18u;
+const OP_I1E: u32 = 19u;
+const OP_K0: u32 = 20u;
+const OP_K0E: u32 = 21u;
+const OP_K1: u32 = 22u;
+const OP_K1E: u32 = 23u;
 
 alias A = f32;
 alias B = f32;
@@ -177,6 +186,153 @@ fn laguerre_legendre(x: f32, n: i32, legendre: bool) -> f32 {
   return recurrence(select(RECUR_LAGUERRE, RECUR_LEGENDRE, legendre), x, select(1.0 - x, x, legendre), u32(n));
 }
 
+// Chebyshev series of the modified Bessel functions (Cephes, as torch's modified_bessel_* kernels carry them):
+// I on [0, 8] (A) and (8, inf) (B), K on (0, 2] (A) and (2, inf) (B).
+const I0_A = array<f32, 30>(
+  -4.41534164647933937950e-18, 3.33079451882223809783e-17, -2.43127984654795469359e-16, 1.71539128555513303061e-15,
+  -1.16853328779934516808e-14, 7.67618549860493561688e-14, -4.85644678311192946090e-13, 2.95505266312963983461e-12,
+  -1.72682629144155570723e-11, 9.67580903537323691224e-11, -5.18979560163526290666e-10, 2.65982372468238665035e-09,
+  -1.30002500998624804212e-08, 6.04699502254191894932e-08, -2.67079385394061173391e-07, 1.11738753912010371815e-06,
+  -4.41673835845875056359e-06, 1.64484480707288970893e-05, -5.75419501008210370398e-05, 1.88502885095841655729e-04,
+  -5.76375574538582365885e-04, 1.63947561694133579842e-03, -4.32430999505057594430e-03, 1.05464603945949983183e-02,
+  -2.37374148058994688156e-02, 4.93052842396707084878e-02, -9.49010970480476444210e-02, 1.71620901522208775349e-01,
+  -3.04682672343198398683e-01, 6.76795274409476084995e-01
+);
+const I0_B = array<f32, 25>(
+  -7.23318048787475395456e-18, -4.83050448594418207126e-18, 4.46562142029675999901e-17, 3.46122286769746109310e-17,
+  -2.82762398051658348494e-16, -3.42548561967721913462e-16, 1.77256013305652638360e-15, 3.81168066935262242075e-15,
+  -9.55484669882830764870e-15, -4.15056934728722208663e-14, 1.54008621752140982691e-14, 3.85277838274214270114e-13,
+  7.18012445138366623367e-13, -1.79417853150680611778e-12, -1.32158118404477131188e-11, -3.14991652796324136454e-11,
+  1.18891471078464383424e-11, 4.94060238822496958910e-10, 3.39623202570838634515e-09, 2.26666899049817806459e-08,
+  2.04891858946906374183e-07, 2.89137052083475648297e-06, 6.88975834691682398426e-05, 3.36911647825569408990e-03,
+  8.04490411014108831608e-01
+);
+const I1_A = array<f32, 29>(
+  2.77791411276104639959e-18, -2.11142121435816608115e-17, 1.55363195773620046921e-16, -1.10559694773538630805e-15,
+  7.60068429473540693410e-15, -5.04218550472791168711e-14, 3.22379336594557470981e-13, -1.98397439776494371520e-12,
+  1.17361862988909016308e-11, -6.66348972350202774223e-11, 3.62559028155211703701e-10, -1.88724975172282928790e-09,
+  9.38153738649577178388e-09, -4.44505912879632808065e-08, 2.00329475355213526229e-07, -8.56872026469545474066e-07,
+  3.47025130813767847674e-06, -1.32731636560394358279e-05, 4.78156510755005422638e-05, -1.61760815825896745588e-04,
+  5.12285956168575772895e-04, -1.51357245063125314899e-03, 4.15642294431288815669e-03, -1.05640848946261981558e-02,
+  2.47264490306265168283e-02, -5.29459812080949914269e-02, 1.02643658689847095384e-01, -1.76416518357834055153e-01,
+  2.52587186443633654823e-01
+);
+const I1_B = array<f32, 25>(
+  7.51729631084210481353e-18, 4.41434832307170791151e-18, -4.65030536848935832153e-17, -3.20952592199342395980e-17,
+  2.96262899764595013876e-16, 3.30820231092092828324e-16, -1.88035477551078244854e-15, -3.81440307243700780478e-15,
+  1.04202769841288027642e-14, 4.27244001671195135429e-14, -2.10154184277266431302e-14, -4.08355111109219731823e-13,
+  -7.19855177624590851209e-13, 2.03562854414708950722e-12, 1.41258074366137813316e-11, 3.25260358301548823856e-11,
+  -1.89749581235054123450e-11, -5.58974346219658380687e-10, -3.83538038596423702205e-09, -2.63146884688951950684e-08,
+  -2.51223623787020892529e-07, -3.88256480887769039346e-06, -1.10588938762623716291e-04, -9.76109749136146840777e-03,
+  7.78576235018280120474e-01
+);
+const K0_A = array<f32, 10>(
+  1.37446543561352307156e-16, 4.25981614279661018399e-14, 1.03496952576338420167e-11, 1.90451637722020886025e-09,
+  2.53479107902614945675e-07, 2.28621210311945178607e-05, 1.26461541144692592338e-03, 3.59799365153615016266e-02,
+  3.44289899924628486886e-01, -5.35327393233902768720e-01
+);
+const K0_B = array<f32, 25>(
+  5.30043377268626276149e-18, -1.64758043015242134646e-17, 5.21039150503902756861e-17, -1.67823109680541210385e-16,
+  5.51205597852431940784e-16, -1.84859337734377901440e-15, 6.34007647740507060557e-15, -2.22751332699166985548e-14,
+  8.03289077536357521100e-14, -2.98009692317273043925e-13, 1.14034058820847496303e-12, -4.51459788337394416547e-12,
+  1.85594911495471785253e-11, -7.95748924447710747776e-11, 3.57739728140030116597e-10, -1.69753450938905987466e-09,
+  8.57403401741422608519e-09, -4.66048989768794782956e-08, 2.76681363944501510342e-07, -1.83175552271911948767e-06,
+  1.39498137188764993662e-05, -1.28495495816278026384e-04, 1.56988388573005337491e-03, -3.14481013119645005427e-02,
+  2.44030308206595545468e+00
+);
+const K1_A = array<f32, 11>(
+  -7.02386347938628759343e-18, -2.42744985051936593393e-15, -6.66690169419932900609e-13, -1.41148839263352776110e-10,
+  -2.21338763073472585583e-08, -2.43340614156596823496e-06, -1.73028895751305206302e-04, -6.97572385963986435018e-03,
+  -1.22611180822657148235e-01, -3.53155960776544875667e-01, 1.52530022733894777053e+00
+);
+const K1_B = array<f32, 25>(
+  -5.75674448366501715755e-18, 1.79405087314755922667e-17, -5.68946255844285935196e-17, 1.83809354436663880070e-16,
+  -6.05704724837331885336e-16, 2.03870316562433424052e-15, -7.01983709041831346144e-15, 2.47715442448130437068e-14,
+  -8.97670518232499435011e-14, 3.34841966607842919884e-13, -1.28917396095102890680e-12, 5.13963967348173025100e-12,
+  -2.12996783842756842877e-11, 9.21831518760500529508e-11, -4.19035475934189648750e-10, 2.01504975519703286596e-09,
+  -1.03457624656780970260e-08, 5.74108412545004946722e-08, -3.50196060308781257119e-07, 2.40648494783721712015e-06,
+  -1.93619797416608296024e-05, 1.95215518471351631108e-04, -2.85781685962277938680e-03, 1.03923736576817238437e-01,
+  2.72062619048444266945e+00
+);
+
+const SERIES_I0_A: u32 = 0u;
+const SERIES_I0_B: u32 = 1u;
+const SERIES_I1_A: u32 = 2u;
+const SERIES_I1_B: u32 = 3u;
+const SERIES_K0_A: u32 = 4u;
+const SERIES_K0_B: u32 = 5u;
+const SERIES_K1_A: u32 = 6u;
+const SERIES_K1_B: u32 = 7u;
+
+// Coefficient i of a series, and its length.
+fn series_at(series: u32, i: u32) -> f32 {
+  switch series {
+    case SERIES_I0_A: { return I0_A[i]; }
+    case SERIES_I0_B: { return I0_B[i]; }
+    case SERIES_I1_A: { return I1_A[i]; }
+    case SERIES_I1_B: { return I1_B[i]; }
+    case SERIES_K0_A: { return K0_A[i]; }
+    case SERIES_K0_B: { return K0_B[i]; }
+    case SERIES_K1_A: { return K1_A[i]; }
+    default: { return K1_B[i]; }
+  }
+}
+
+fn series_length(series: u32) -> u32 {
+  return array<u32, 8>(30u, 25u, 29u, 25u, 10u, 25u, 11u, 25u)[series];
+}
+
+// A series at y, by Clenshaw's recurrence (Cephes' chbevl).
+fn chbevl(y: f32, series: u32) -> f32 {
+  var b0 = series_at(series, 0u);
+  var b1 = 0.0;
+  var b2 = 0.0;
+  for (var i = 1u; i < series_length(series); i++) {
+    b2 = b1;
+    b1 = b0;
+    b0 = y * b1 - b2 + series_at(series, i);
+  }
+  return 0.5 * (b0 - b2);
+}
+
+// I0 or I1 of x, times exp(-|x|) when `scaled`, in torch's order of operations (so I0(±inf) is NaN, as
+// exp(inf) · c / sqrt(inf) is in torch).
+fn bessel_i(x: f32, order1: bool, scaled: bool) -> f32 {
+  let a = abs(x);
+  let e = select(exp(a), 1.0, scaled);
+  var r: f32;
+  if (a <= 8.0 && order1) {
+    r = e * a * chbevl(a / 2.0 - 2.0, SERIES_I1_A);
+  } else if (a <= 8.0) {
+    r = e * chbevl(a / 2.0 - 2.0, SERIES_I0_A);
+  } else {
+    r = e * chbevl(32.0 / a - 2.0, select(SERIES_I0_B, SERIES_I1_B, order1)) / sqrt(a);
+  }
+  return select(r, -r, order1 && x < 0.0);
+}
+
+// K0 or K1 of x, times exp(x) when `scaled`: +inf at 0, NaN below.
+fn bessel_k(x: f32, order1: bool, scaled: bool) -> f32 {
+  if (x == 0.0) {
+    return inf_f32();
+  }
+  if (x < 0.0) {
+    return nan_f32();
+  }
+  if (x <= 2.0) {
+    let y = x * x - 2.0;
+    var r: f32;
+    if (order1) {
+      r = log_f32(0.5 * x) * bessel_i(x, true, false) + chbevl(y, SERIES_K1_A) / x;
+    } else {
+      r = chbevl(y, SERIES_K0_A) - log_f32(0.5 * x) * bessel_i(x, false, false);
+    }
+    return select(r, r * exp(x), scaled);
+  }
+  let r = chbevl(8.0 / x - 2.0, select(SERIES_K0_B, SERIES_K1_B, order1)) / sqrt(x);
+  return select(exp(-x) * r, r, scaled);
+}
+
 // The Hurwitz zeta function ζ(x, q) = Σ_k (q + k)^-x: the sum directly until q + k passes 9 (at least 9
 // terms), then the Euler–Maclaurin tail (Bernoulli numbers in ZETA_A; each term's product of (x + j) / w
 // grown one factor at a time, so it neither overflows nor underflows in float32). +inf at x = 1 and at the
@@ -286,7 +442,15 @@ fn apply(x: f32, y: f32) -> f32 {
     case OP_HERMITE_POLYNOMIAL_H: { return hermite(x, polynomial_order(y), true); }
     case OP_HERMITE_POLYNOMIAL_HE: { return hermite(x, polynomial_order(y), false); }
     case OP_LAGUERRE_POLYNOMIAL_L: { return laguerre_legendre(x, polynomial_order(y), false); }
-    default: { return laguerre_legendre(x, polynomial_order(y), true); }  // OP_LEGENDRE_POLYNOMIAL_P
+    case OP_LEGENDRE_POLYNOMIAL_P: { return laguerre_legendre(x, polynomial_order(y), true); }
+    case OP_I0: { return bessel_i(x, false, false); }
+    case OP_I0E: { return bessel_i(x, false, true); }
+    case OP_I1: { return bessel_i(x, true, false); }
+    case OP_I1E: { return bessel_i(x, true, true); }
+    case OP_K0: { return bessel_k(x, false, false); }
+    case OP_K0E: { return bessel_k(x, false, true); }
+    case OP_K1: { return bessel_k(x, true, false); }
+    default: { return bessel_k(x, true, true); }  // OP_K1E
   }
 }
 
