@@ -289,6 +289,23 @@ def activation(ctx: Builder, node: NodeView) -> Tensor:
                 ep=epilogue.of_node(node.target, node.args))
 
 
+def _check_rrelu(node: NodeView) -> str | None:
+    if node.args["training"]:
+        return ("rrelu in training mode draws a random slope per element (random number generation: a compiled "
+                "program has no random state to match torch's generator); export the model in eval() mode")
+    return _limits(node)
+
+
+@register("aten.rrelu_with_noise_functional.default", check=_check_rrelu, dynamic=True)
+def rrelu(ctx: Builder, node: NodeView) -> list[Tensor]:
+    """Inference rrelu: leaky_relu with the slope (lower + upper) / 2; the noise comes back as it went in."""
+    a = node.args
+    slope = (float(a["lower"]) + float(a["upper"])) / 2
+    out = emit(ctx, "copy", [a["self"]], node.outputs[0].shape, out_dtype=node.outputs[0].dtype,
+               ep=Epilogue("leaky_relu", slope))
+    return [out, a["noise"]]
+
+
 @register("aten.clamp.Tensor", check=_limits, dynamic=True, half=True)
 def clamp_tensor(ctx: Builder, node: NodeView) -> Tensor:
     return _clamp(ctx, node, node.args["min"], node.args["max"])
@@ -585,6 +602,7 @@ def cases() -> list[OpCase]:
         OpCase("logical_xor_of_every_dtype", lambda x, i, m: (torch.logical_xor(x, i), torch.logical_xor(m, i),
                                                               torch.logical_xor(m, m.t())),
                [uniform(-1, 1, (37, 37), specials=[0.0, nan, 0.0]), ints((37, 37), -1, 2), mask((37, 37))]),
+        OpCase("rrelu_in_eval_mode", lambda x: (F.rrelu(x), F.rrelu(x, 0.1, 0.6, training=False)), [(37, 41)]),
         OpCase("elu_selu_celu_leaky_relu", lambda x: (F.elu(x), F.selu(x), F.celu(x, 0.7), F.leaky_relu(x, 0.2),
                                                       F.elu(x, alpha=0.5), torch.ops.aten.elu(x, 1.3, 0.9, 2.0)),
                [uniform(-6, 6, specials=[nan, inf, -inf, -0.0])]),
