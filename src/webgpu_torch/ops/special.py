@@ -1,7 +1,7 @@
 """torch.special's functions beyond the elementwise kernel's: the Hurwitz zeta function, polygamma of any order
 (0 and 1 are the elementwise digamma and trigamma), the orthogonal polynomials (Chebyshev T, U, V, W and
 their shifted forms, Hermite H and He, Laguerre, Legendre), the modified Bessel functions (i0, i0e, i1, i1e,
-K0, K1 and their scaled forms), the spherical Bessel j0, and nextafter — float
+K0, K1 and their scaled forms), the spherical Bessel j0, ndtri, nextafter and frexp — float
 results of one or two operands, broadcast, as torch's float32 kernels compute them (special.wgsl).
 
 They have a kernel of their own because a pipeline compiles every function its op switch reaches: in the
@@ -31,7 +31,7 @@ UNARY = {"aten.special_spherical_bessel_j0.default": "spherical_bessel_j0", "ate
          "aten.special_modified_bessel_i0.default": "i0", "aten.special_modified_bessel_i1.default": "i1",
          "aten.special_modified_bessel_k0.default": "k0", "aten.special_modified_bessel_k1.default": "k1",
          "aten.special_scaled_modified_bessel_k0.default": "k0e",
-         "aten.special_scaled_modified_bessel_k1.default": "k1e"}
+         "aten.special_scaled_modified_bessel_k1.default": "k1e", "aten.special_ndtri.default": "ndtri"}
 # The orthogonal polynomials of x, of order n (a tensor, or a number: n_scalar).
 POLYNOMIALS = {f"aten.special_{name}.{overload}": name for overload in ("default", "n_scalar") for name in (
     *(f"{shift}chebyshev_polynomial_{kind}" for shift in ("", "shifted_") for kind in "tuvw"),
@@ -47,17 +47,19 @@ def emit_special(ctx: Builder, op: str, a: Tensor, b: Tensor | Number, shape: tu
               "scalar": 0.0 if isinstance(b, Tensor) else float(b), "shape": shape, "a_strides": av.strides,
               "b_strides": bv.strides}
     spec = KernelSpec.of(FILE, f"special[{op}]", consts={"A": dtypes.dtype(av.dtype).wgsl,
-                                                         "B": dtypes.dtype(bv.dtype).wgsl},
+                                                         "B": dtypes.dtype(bv.dtype).wgsl,
+                                                         "Out": dtypes.dtype(out_dtype).wgsl},
                          overrides={"OP": OP_CODES[op], "B_SCALAR": not isinstance(b, Tensor)})
     ctx.dispatch(spec, [av, bv, out], params, elements=out.numel)
     return out
 
 
 def _check(node: NodeView) -> str | None:
-    if not dtypes.is_float(node.out.dtype):
-        return f"{node.target} producing {node.out.dtype} is not supported"
-    if node.out.ndim > MAX_DIMS:
-        return f"the result has {node.out.ndim} dims; at most {MAX_DIMS} are supported"
+    out = node.outputs[0]
+    if not dtypes.is_float(out.dtype):
+        return f"{node.target} producing {out.dtype} is not supported"
+    if out.ndim > MAX_DIMS:
+        return f"the result has {out.ndim} dims; at most {MAX_DIMS} are supported"
     return None
 
 
@@ -79,6 +81,14 @@ def polynomial(ctx: Builder, node: NodeView) -> Tensor:
 def unary(ctx: Builder, node: NodeView) -> Tensor:
     x = node.args["self"] if "self" in node.args else node.args["x"]
     return emit_special(ctx, UNARY[node.target], x, 0.0, node.out.shape, node.out.dtype)
+
+
+@register("aten.frexp.Tensor", check=_check)
+def frexp(ctx: Builder, node: NodeView) -> list[Tensor]:
+    """The mantissa and the int32 exponent, one dispatch each."""
+    x, (mantissa, exponent) = node.args["self"], node.outputs
+    return [emit_special(ctx, "frexp_mantissa", x, 0.0, x.shape, mantissa.dtype),
+            emit_special(ctx, "frexp_exponent", x, 0.0, x.shape, exponent.dtype)]
 
 
 def _check_polygamma(node: NodeView) -> str | None:
@@ -140,6 +150,9 @@ def cases() -> list[OpCase]:
             torch.special.scaled_modified_bessel_k0(x), torch.special.scaled_modified_bessel_k1(x), torch.i0(i)),
             [uniform(-12.0, 30.0, specials=[0.0, -0.0, 8.0, -8.0, 2.0, 1e-3, nan, 85.0, -inf, inf]),
              lambda: torch.arange(-5, 6)]),
+        OpCase("ndtri_middle_tails_edges_and_frexp", lambda p, x: (torch.special.ndtri(p), torch.frexp(x)),
+               [uniform(0.0, 1.0, specials=[0.0, 1.0, 0.5, 1e-20, 1e-6, 0.13, 0.87, 0.999999, nan, -0.1, 1.1]),
+                uniform(-1e6, 1e6, seed=3, specials=[0.0, -0.0, 1.0, 0.5, -3.0, 1e-40, 3e38, inf, -inf, nan])]),
         # nextafter's exact bits: tests/test_ops.py (a float64 reference only sees the values).
         OpCase("nextafter_and_spherical_bessel_j0_broadcast", lambda x, y: (
             torch.nextafter(x, y), torch.nextafter(x, x), torch.nextafter(y[0], torch.tensor(0.0)),

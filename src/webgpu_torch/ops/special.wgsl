@@ -1,6 +1,6 @@
 // special.wgsl — out[i] = f(a[i], b[i]) for torch.special's functions that the elementwise kernel leaves out
 // (Hurwitz ζ, ψ^(n) for n >= 2, the orthogonal polynomials, the modified Bessel functions I0, I1, K0, K1 and
-// their scaled forms, the spherical Bessel j0) and nextafter, in
+// their scaled forms, the spherical Bessel j0, ndtri), nextafter and frexp, in
 // float32, as torch's CPU kernels compute them (ATen/native/Math.h, derived from the Cephes Math Library): the
 // same special cases, recurrences, closed forms and thresholds, so that NaN, ±inf and the limits on the order
 // fall where torch's float32 results have them.
@@ -8,7 +8,8 @@
 // Layout: `a` and `b` are strided views broadcast to the output's shape (stride 0 on broadcast dims), of up to 8
 //   dims, their element strides and offsets in Params; with B_SCALAR the second operand is Params.scalar
 //   instead (`b` is then bound to `a`'s buffer and not read). `out` is contiguous.
-// Types: A and B are the operands' storage types (f32, i32, or u32 for bool), converted to f32 on load.
+// Types: A and B are the operands' storage types (f32, i32, or u32 for bool), converted to f32 on load; Out
+//   the result's (f32, or i32 for frexp's exponent, which f32 holds exactly).
 // Geometry: one thread per output element (per_element.wgsl).
 // A kernel of its own, not entry points of elementwise.wgsl: every function a pipeline's switch reaches is
 //   compiled into it, and the elementwise kernel, which every model builds many times, should not carry these.
@@ -46,9 +47,13 @@ const OP_K0: u32 = 20u;
 const OP_K0E: u32 = 21u;
 const OP_K1: u32 = 22u;
 const OP_K1E: u32 = 23u;
+const OP_NDTRI: u32 = 24u;          // the inverse of the standard normal CDF
+const OP_FREXP_MANTISSA: u32 = 25u;  // frexp's two results, one dispatch each
+const OP_FREXP_EXPONENT: u32 = 26u;
 
 alias A = f32;
 alias B = f32;
+alias Out = f32;
 
 override OP: u32 = OP_ZETA;
 override B_SCALAR: bool = false;
@@ -66,7 +71,7 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> a: array<A>;
 @group(0) @binding(1) var<storage, read> b: array<B>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<Out>;
 @group(0) @binding(3) var<uniform> p: Params;
 
 // An order n given as a float, as torch converts it: truncated toward zero; NaN and ±inf count as -1 (whose
@@ -333,6 +338,76 @@ fn bessel_k(x: f32, order1: bool, scaled: bool) -> f32 {
   return select(exp(-x) * r, r, scaled);
 }
 
+// A polynomial of degree 8 at x, coefficients from the highest power down (Cephes' polevl; a lower degree
+// has leading zeros).
+fn polevl(x: f32, c: array<f32, 9>) -> f32 {
+  var r = 0.0;
+  for (var i = 0u; i < 9u; i++) {
+    r = r * x + c[i];
+  }
+  return r;
+}
+
+// Φ⁻¹(y): Cephes' rational approximations, in y - 1/2 around the middle (|y - 1/2| <= 1/2 - e^-2) and in
+// 1 / sqrt(-2 ln y) in the tails (nearer 1, of 1 - y); ∓inf at 0 and 1, NaN outside [0, 1].
+fn ndtri_f32(y0: f32) -> f32 {
+  let P0 = array<f32, 9>(0.0, 0.0, 0.0, 0.0, -5.99633501014107895267e1, 9.80010754185999661536e1,
+                         -5.66762857469070293439e1, 1.39312609387279679503e1, -1.23916583867381258016e0);
+  let Q0 = array<f32, 9>(1.0, 1.95448858338141759834e0, 4.67627912898881538453e0, 8.63602421390890590575e1,
+                         -2.25462687854119370527e2, 2.00260212380060660359e2, -8.20372256168333339912e1,
+                         1.59056225126211695515e1, -1.18331621121330003142e0);
+  let P1 = array<f32, 9>(4.05544892305962419923e0, 3.15251094599893866154e1, 5.71628192246421288162e1,
+                         4.40805073893200834700e1, 1.46849561928858024014e1, 2.18663306850790267539e0,
+                         -1.40256079171354495875e-1, -3.50424626827848203418e-2, -8.57456785154685413611e-4);
+  let Q1 = array<f32, 9>(1.0, 1.57799883256466749731e1, 4.53907635128879210584e1, 4.13172038254672030440e1,
+                         1.50425385692907503408e1, 2.50464946208309415979e0, -1.42182922854787788574e-1,
+                         -3.80806407691578277194e-2, -9.33259480895457427372e-4);
+  let P2 = array<f32, 9>(3.23774891776946035970e0, 6.91522889068984211695e0, 3.93881025292474443415e0,
+                         1.33303460815807542389e0, 2.01485389549179081538e-1, 1.23716634817820021358e-2,
+                         3.01581553508235416007e-4, 2.65806974686737550832e-6, 6.23974539184983293730e-9);
+  let Q2 = array<f32, 9>(1.0, 6.02427039364742014255e0, 3.67983563856160859403e0, 1.37702099489081330271e0,
+                         2.16236993594496635890e-1, 1.34204006088543189037e-2, 3.28014464682127739104e-4,
+                         2.89247864745380683936e-6, 6.79019408009981274425e-9);
+  let tail = 0.13533528323661269189;  // e^-2
+  if (y0 == 0.0 || y0 == 1.0) {
+    return select(-inf_f32(), inf_f32(), y0 == 1.0);
+  }
+  if (!(y0 > 0.0 && y0 < 1.0)) {
+    return nan_f32();
+  }
+  let upper = y0 > 1.0 - tail;
+  let y = select(y0, 1.0 - y0, upper);
+  if (y > tail) {
+    let m = y - 0.5;
+    let m2 = m * m;
+    return (m + m * (m2 * polevl(m2, P0) / polevl(m2, Q0))) * 2.50662827463100050242;  // sqrt(2 pi)
+  }
+  let x = sqrt(-2.0 * log_f32(y));
+  let z = 1.0 / x;
+  var x1: f32;
+  if (x < 8.0) {
+    x1 = z * polevl(z, P1) / polevl(z, Q1);
+  } else {
+    x1 = z * polevl(z, P2) / polevl(z, Q2);
+  }
+  let r = x - log_f32(x) / x - x1;
+  return select(-r, r, upper);
+}
+
+// x = mantissa · 2^exponent with |mantissa| in [0.5, 1) (C's frexp, as torch): (x, 0) for 0, ±inf and NaN.
+// On the bits, a subnormal scaled by 2^24 first (exactly): WGSL's frexp misreads subnormals on some devices.
+fn frexp_part(x: f32, exponent: bool) -> f32 {
+  if (x == 0.0 || is_nan(x) || is_inf(x)) {
+    return select(x, 0.0, exponent);
+  }
+  let subnormal = abs(x) < 1.17549435e-38;  // 2^-126
+  let bits = bitcast<u32>(select(x, x * 16777216.0, subnormal));
+  if (exponent) {
+    return f32(i32((bits >> 23u) & 0xffu) - select(126, 150, subnormal));
+  }
+  return bitcast<f32>((bits & 0x807fffffu) | 0x3f000000u);  // the exponent field of 0.5
+}
+
 // The Hurwitz zeta function ζ(x, q) = Σ_k (q + k)^-x: the sum directly until q + k passes 9 (at least 9
 // terms), then the Euler–Maclaurin tail (Bernoulli numbers in ZETA_A; each term's product of (x + j) / w
 // grown one factor at a time, so it neither overflows nor underflows in float32). +inf at x = 1 and at the
@@ -450,7 +525,10 @@ fn apply(x: f32, y: f32) -> f32 {
     case OP_K0: { return bessel_k(x, false, false); }
     case OP_K0E: { return bessel_k(x, false, true); }
     case OP_K1: { return bessel_k(x, true, false); }
-    default: { return bessel_k(x, true, true); }  // OP_K1E
+    case OP_K1E: { return bessel_k(x, true, true); }
+    case OP_NDTRI: { return ndtri_f32(x); }
+    case OP_FREXP_MANTISSA: { return frexp_part(x, false); }
+    default: { return frexp_part(x, true); }  // OP_FREXP_EXPONENT
   }
 }
 
@@ -466,5 +544,5 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (!B_SCALAR) {
     y = f32(b[p.b_offset + strided_offset(i, p.ndim, p.shape, p.b_strides)]);
   }
-  out[i] = apply(x, y);
+  out[i] = Out(apply(x, y));
 }
