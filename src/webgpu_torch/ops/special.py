@@ -1,7 +1,7 @@
 """torch.special's functions beyond the elementwise kernel's: the Hurwitz zeta function, polygamma of any order
 (0 and 1 are the elementwise digamma and trigamma), the orthogonal polynomials (Chebyshev T, U, V, W and
 their shifted forms, Hermite H and He, Laguerre, Legendre), the modified Bessel functions (i0, i0e, i1, i1e,
-K0, K1 and their scaled forms), the spherical Bessel j0, ndtri, nextafter and frexp — float
+K0, K1 and their scaled forms), the spherical Bessel j0, ndtri, erfcx (and so log_ndtr), nextafter and frexp — float
 results of one or two operands, broadcast, as torch's float32 kernels compute them (special.wgsl).
 
 They have a kernel of their own because a pipeline compiles every function its op switch reaches: in the
@@ -31,7 +31,8 @@ UNARY = {"aten.special_spherical_bessel_j0.default": "spherical_bessel_j0", "ate
          "aten.special_modified_bessel_i0.default": "i0", "aten.special_modified_bessel_i1.default": "i1",
          "aten.special_modified_bessel_k0.default": "k0", "aten.special_modified_bessel_k1.default": "k1",
          "aten.special_scaled_modified_bessel_k0.default": "k0e",
-         "aten.special_scaled_modified_bessel_k1.default": "k1e", "aten.special_ndtri.default": "ndtri"}
+         "aten.special_scaled_modified_bessel_k1.default": "k1e", "aten.special_ndtri.default": "ndtri",
+         "aten.special_erfcx.default": "erfcx"}
 # The orthogonal polynomials of x, of order n (a tensor, or a number: n_scalar).
 POLYNOMIALS = {f"aten.special_{name}.{overload}": name for overload in ("default", "n_scalar") for name in (
     *(f"{shift}chebyshev_polynomial_{kind}" for shift in ("", "shifted_") for kind in "tuvw"),
@@ -153,6 +154,11 @@ def cases() -> list[OpCase]:
         OpCase("ndtri_middle_tails_edges_and_frexp", lambda p, x: (torch.special.ndtri(p), torch.frexp(x)),
                [uniform(0.0, 1.0, specials=[0.0, 1.0, 0.5, 1e-20, 1e-6, 0.13, 0.87, 0.999999, nan, -0.1, 1.1]),
                 uniform(-1e6, 1e6, seed=3, specials=[0.0, -0.0, 1.0, 0.5, -3.0, 1e-40, 3e38, inf, -inf, nan])]),
+        # erfcx(z)·z tends to 1/sqrt(pi): relative accuracy over the whole positive range.
+        OpCase("erfcx_and_log_ndtr", lambda x, y, z: (torch.special.erfcx(x), torch.special.log_ndtr(x),
+                                                      torch.special.erfcx(y), torch.special.erfcx(z) * z),
+               [uniform(-9.0, 60.0, specials=[0.0, -0.0, 3.0, 50.0, 1e8, -26.8, nan, inf, -inf, -1.0, -1.5]),
+                uniform(-2.0, 2.0, seed=1), uniform(0.5, 1000.0, seed=2)]),
         # nextafter's exact bits: tests/test_ops.py (a float64 reference only sees the values).
         OpCase("nextafter_and_spherical_bessel_j0_broadcast", lambda x, y: (
             torch.nextafter(x, y), torch.nextafter(x, x), torch.nextafter(y[0], torch.tensor(0.0)),
