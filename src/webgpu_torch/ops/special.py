@@ -1,8 +1,9 @@
 """torch.special's functions beyond the elementwise kernel's: the Hurwitz zeta function, polygamma of any order
 (0 and 1 are the elementwise digamma and trigamma), the orthogonal polynomials (Chebyshev T, U, V, W and
-their shifted forms, Hermite H and He, Laguerre, Legendre), the modified Bessel functions (i0, i0e, i1, i1e,
-K0, K1 and their scaled forms), the spherical Bessel j0, ndtri, erfcx (and so log_ndtr), nextafter and frexp — float
-results of one or two operands, broadcast, as torch's float32 kernels compute them (special.wgsl).
+their shifted forms, Hermite H and He, Laguerre, Legendre), the Bessel functions J0, J1, Y0, Y1 and the
+modified ones (i0, i0e, i1, i1e, K0, K1 and their scaled forms), the spherical Bessel j0, ndtri, erfcx (and so
+log_ndtr), nextafter and frexp — float results of one or two operands, broadcast, as torch's float32 kernels
+compute them (special.wgsl).
 
 They have a kernel of their own because a pipeline compiles every function its op switch reaches: in the
 elementwise kernel, built many times by every model, their code would cost each of those pipelines.
@@ -32,7 +33,8 @@ UNARY = {"aten.special_spherical_bessel_j0.default": "spherical_bessel_j0", "ate
          "aten.special_modified_bessel_k0.default": "k0", "aten.special_modified_bessel_k1.default": "k1",
          "aten.special_scaled_modified_bessel_k0.default": "k0e",
          "aten.special_scaled_modified_bessel_k1.default": "k1e", "aten.special_ndtri.default": "ndtri",
-         "aten.special_erfcx.default": "erfcx"}
+         "aten.special_erfcx.default": "erfcx",
+         **{f"aten.special_bessel_{f}.default": f"bessel_{f}" for f in ("j0", "j1", "y0", "y1")}}
 # The orthogonal polynomials of x, of order n (a tensor, or a number: n_scalar).
 POLYNOMIALS = {f"aten.special_{name}.{overload}": name for overload in ("default", "n_scalar") for name in (
     *(f"{shift}chebyshev_polynomial_{kind}" for shift in ("", "shifted_") for kind in "tuvw"),
@@ -151,6 +153,9 @@ def cases() -> list[OpCase]:
             torch.special.scaled_modified_bessel_k0(x), torch.special.scaled_modified_bessel_k1(x), torch.i0(i)),
             [uniform(-12.0, 30.0, specials=[0.0, -0.0, 8.0, -8.0, 2.0, 1e-3, nan, 85.0, -inf, inf]),
              lambda: torch.arange(-5, 6)]),
+        OpCase("bessel_functions", lambda x: (torch.special.bessel_j0(x), torch.special.bessel_j1(x),
+                                              torch.special.bessel_y0(x), torch.special.bessel_y1(x)),
+               [uniform(-12.0, 40.0, specials=[0.0, -0.0, 5.0, -5.0, 1e-6, 4.99, 5.01, nan, inf, -inf, -2.0])]),
         OpCase("ndtri_middle_tails_edges_and_frexp", lambda p, x: (torch.special.ndtri(p), torch.frexp(x)),
                [uniform(0.0, 1.0, specials=[0.0, 1.0, 0.5, 1e-20, 1e-6, 0.13, 0.87, 0.999999, nan, -0.1, 1.1]),
                 uniform(-1e6, 1e6, seed=3, specials=[0.0, -0.0, 1.0, 0.5, -3.0, 1e-40, 3e38, inf, -inf, nan])]),

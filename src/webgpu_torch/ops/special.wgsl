@@ -1,6 +1,7 @@
 // special.wgsl — out[i] = f(a[i], b[i]) for torch.special's functions that the elementwise kernel leaves out
-// (Hurwitz ζ, ψ^(n) for n >= 2, the orthogonal polynomials, the modified Bessel functions I0, I1, K0, K1 and
-// their scaled forms, the spherical Bessel j0, ndtri, erfcx), nextafter and frexp, in
+// (Hurwitz ζ, ψ^(n) for n >= 2, the orthogonal polynomials, the Bessel functions J0, J1, Y0, Y1, the
+// modified ones I0, I1, K0, K1 and their scaled forms, the spherical Bessel j0, ndtri, erfcx), nextafter and
+// frexp, in
 // float32, as torch's CPU kernels compute them (ATen/native/Math.h, derived from the Cephes Math Library): the
 // same special cases, recurrences, closed forms and thresholds, so that NaN, ±inf and the limits on the order
 // fall where torch's float32 results have them.
@@ -51,6 +52,10 @@ const OP_NDTRI: u32 = 24u;          // the inverse of the standard normal CDF
 const OP_FREXP_MANTISSA: u32 = 25u;  // frexp's two results, one dispatch each
 const OP_FREXP_EXPONENT: u32 = 26u;
 const OP_ERFCX: u32 = 27u;          // exp(a²)·erfc(a)
+const OP_BESSEL_J0: u32 = 28u;      // the Bessel functions of the first and second kind, orders 0 and 1
+const OP_BESSEL_J1: u32 = 29u;
+const OP_BESSEL_Y0: u32 = 30u;
+const OP_BESSEL_Y1: u32 = 31u;
 
 alias A = f32;
 alias B = f32;
@@ -350,6 +355,154 @@ fn bessel_k(x: f32, order1: bool, scaled: bool) -> f32 {
   return select(exp(-x) * r, r, scaled);
 }
 
+// The Bessel functions J and Y of orders 0 and 1 (Cephes' j0.c and j1.c, as torch's bessel_* kernels carry
+// them): rational functions of x² up to x = 5, Hankel's asymptotic form beyond, its P and Q rational in
+// z = 25 / x² (the order's PP / PQ and QP / QQ; the coefficients of each, highest power first, padded with
+// leading zeros to polevl's nine).
+const BESSEL0_PP = array<f32, 9>(
+  0.0, 0.0, 7.96936729297347051624e-04,
+  8.28352392107440799803e-02, 1.23953371646414299388e+00, 5.44725003058768775090e+00,
+  8.74716500199817011941e+00, 5.30324038235394892183e+00, 9.99999999999999997821e-01
+);
+const BESSEL0_PQ = array<f32, 9>(
+  0.0, 0.0, 9.24408810558863637013e-04,
+  8.56288474354474431428e-02, 1.25352743901058953537e+00, 5.47097740330417105182e+00,
+  8.76190883237069594232e+00, 5.30605288235394617618e+00, 1.00000000000000000218e+00
+);
+const BESSEL0_QP = array<f32, 9>(
+  0.0, -1.13663838898469149931e-02, -1.28252718670509318512e+00,
+  -1.95539544257735972385e+01, -9.32060152123768231369e+01, -1.77681167980488050595e+02,
+  -1.47077505154951170175e+02, -5.14105326766599330220e+01, -6.05014350600728481186e+00
+);
+const BESSEL0_QQ = array<f32, 9>(
+  0.0, 0.0, 6.43178256118178023184e+01,
+  8.56430025976980587198e+02, 3.88240183605401609683e+03, 7.24046774195652478189e+03,
+  5.93072701187316984827e+03, 2.06209331660327847417e+03, 2.42005740240291393179e+02
+);
+const BESSEL1_PP = array<f32, 9>(
+  0.0, 0.0, 7.62125616208173112003e-04,
+  7.31397056940917570436e-02, 1.12719608129684925192e+00, 5.11207951146807644818e+00,
+  8.42404590141772420927e+00, 5.21451598682361504063e+00, 1.00000000000000000254e+00
+);
+const BESSEL1_PQ = array<f32, 9>(
+  0.0, 0.0, 5.71323128072548699714e-04,
+  6.88455908754495404082e-02, 1.10514232634061696926e+00, 5.07386386128601488557e+00,
+  8.39985554327604159757e+00, 5.20982848682361821619e+00, 9.99999999999999997461e-01
+);
+const BESSEL1_QP = array<f32, 9>(
+  0.0, 5.10862594750176621635e-02, 4.98213872951233449420e+00,
+  7.58238284132545283818e+01, 3.66779609360150777800e+02, 7.10856304998926107277e+02,
+  5.97489612400613639965e+02, 2.11688757100572135698e+02, 2.52070205858023719784e+01
+);
+const BESSEL1_QQ = array<f32, 9>(
+  0.0, 0.0, 7.42373277035675149943e+01,
+  1.05644886038262816351e+03, 4.98641058337653607651e+03, 9.56231892404756170795e+03,
+  7.99704160447350683650e+03, 2.82619278517639096600e+03, 3.36093607810698293419e+02
+);
+const J0_RP = array<f32, 9>(
+  0.0, 0.0, 0.0,
+  0.0, 0.0, -4.79443220978201773821e+09,
+  1.95617491946556577543e+12, -2.49248344360967716204e+14, 9.70862251047306323952e+15
+);
+const J0_RQ = array<f32, 9>(
+  0.0, 4.99563147152651017219e+02, 1.73785401676374683123e+05,
+  4.84409658339962045305e+07, 1.11855537045356834862e+10, 2.11277520115489217587e+12,
+  3.10518229857422583814e+14, 3.18121955943204943306e+16, 1.71086294081043136091e+18
+);
+const J1_RP = array<f32, 9>(
+  0.0, 0.0, 0.0,
+  0.0, 0.0, -8.99971225705559398224e+08,
+  4.52228297998194034323e+11, -7.27494245221818276015e+13, 3.68295732863852883286e+15
+);
+const J1_RQ = array<f32, 9>(
+  0.0, 6.20836478118054335476e+02, 2.56987256757748830383e+05,
+  8.35146791431949253037e+07, 2.21511595479792499675e+10, 4.74914122079991414898e+12,
+  7.84369607876235854894e+14, 8.95222336184627338078e+16, 5.32278620332680085395e+18
+);
+const Y0_YP = array<f32, 9>(
+  0.0, 1.55924367855235737965e+04, -1.46639295903971606143e+07,
+  5.43526477051876500413e+09, -9.82136065717911466409e+11, 8.75906394395366999549e+13,
+  -3.46628303384729719441e+15, 4.42733268572569800351e+16, -1.84950800436986690637e+16
+);
+const Y0_YQ = array<f32, 9>(
+  0.0, 0.0, 1.04128353664259848412e+03,
+  6.26107330137134956842e+05, 2.68919633393814121987e+08, 8.64002487103935000337e+10,
+  2.02979612750105546709e+13, 3.17157752842975028269e+15, 2.50596256172653059228e+17
+);
+const Y1_YP = array<f32, 9>(
+  0.0, 0.0, 0.0,
+  1.26320474790178026440e+09, -6.47355876379160291031e+11, 1.14509511541823727583e+14,
+  -8.12770255501325109621e+15, 2.02439475713594898196e+17, -7.78877196265950026825e+17
+);
+const Y1_YQ = array<f32, 9>(
+  0.0, 5.94301592346128195359e+02, 2.35564092943068577943e+05,
+  7.34811944459721705660e+07, 1.87601316108706159478e+10, 3.88231277496238566008e+12,
+  6.20557727146953693363e+14, 6.87141087355300489866e+16, 3.97270608116560655612e+18
+);
+
+// J (or with `second`, Y) of order 0 or 1 at x > 5: sqrt(2 / (pi x))·(P cos - 5/x Q sin) (Y: P sin + 5/x Q cos)
+// of x - (2·order + 1)·pi/4, in torch's order of operations.
+fn bessel_asymptotic(x: f32, order1: bool, second: bool) -> f32 {
+  var pp = BESSEL0_PP;
+  var pq = BESSEL0_PQ;
+  var qp = BESSEL0_QP;
+  var qq = BESSEL0_QQ;
+  var z = 25.0 / (x * x);
+  var phase = x - 0.785398163397448309615660845819875721;
+  if (order1) {
+    pp = BESSEL1_PP;
+    pq = BESSEL1_PQ;
+    qp = BESSEL1_QP;
+    qq = BESSEL1_QQ;
+    z = 5.0 / x * (5.0 / x);
+    phase = x - 2.356194490192344928846982537459627163;
+  }
+  let p = polevl(z, pp) / polevl(z, pq);
+  let q = polevl(z, qp) / polevl(z, qq);
+  var r = p * cos(phase) - 5.0 / x * q * sin(phase);
+  if (second) {
+    r = p * sin(phase) + 5.0 / x * q * cos(phase);
+  }
+  return r * 0.797884560802865355879892119868763737 / sqrt(x);
+}
+
+// J0 and J1 (odd: J1(-x) = -J1(x)).
+fn bessel_j(x: f32, order1: bool) -> f32 {
+  let a = abs(x);
+  var r: f32;
+  if (a > 5.0 || is_nan(a)) {
+    r = bessel_asymptotic(a, order1, false);
+  } else if (order1) {
+    let z = a * a;
+    r = polevl(z, J1_RP) / polevl(z, J1_RQ) * a * (z - 1.46819706421238932572e+01) * (z - 4.92184563216946036703e+01);
+  } else if (a < 0.00001) {
+    r = 1.0 - a * a / 4.0;
+  } else {
+    let z = a * a;
+    r = (z - 5.78318596294678452118e+00) * (z - 3.04712623436620863991e+01) * polevl(z, J0_RP) / polevl(z, J0_RQ);
+  }
+  return select(r, -r, order1 && x < 0.0);
+}
+
+// Y0 and Y1: -inf at 0, NaN below.
+fn bessel_y(x: f32, order1: bool) -> f32 {
+  if (x > 5.0 || is_nan(x)) {
+    return bessel_asymptotic(x, order1, true);
+  }
+  if (x == 0.0) {
+    return -inf_f32();
+  }
+  if (x < 0.0) {
+    return nan_f32();
+  }
+  let z = x * x;
+  if (order1) {
+    return x * (polevl(z, Y1_YP) / polevl(z, Y1_YQ))
+           + 0.636619772367581343075535053490057448 * (bessel_j(x, true) * log_f32(x) - 1.0 / x);
+  }
+  return polevl(z, Y0_YP) / polevl(z, Y0_YQ) + 0.636619772367581343075535053490057448 * log_f32(x) * bessel_j(x, false);
+}
+
 // erfcx(x) = exp(x²)·erfc(x): the series for x >= 0 (0 at +inf), 2·exp(x²) - erfcx(-x) below (torch's, +inf
 // once exp(x²) overflows).
 fn erfcx_f32(x: f32) -> f32 {
@@ -559,7 +712,11 @@ fn apply(x: f32, y: f32) -> f32 {
     case OP_NDTRI: { return ndtri_f32(x); }
     case OP_FREXP_MANTISSA: { return frexp_part(x, false); }
     case OP_FREXP_EXPONENT: { return frexp_part(x, true); }
-    default: { return erfcx_f32(x); }  // OP_ERFCX
+    case OP_ERFCX: { return erfcx_f32(x); }
+    case OP_BESSEL_J0: { return bessel_j(x, false); }
+    case OP_BESSEL_J1: { return bessel_j(x, true); }
+    case OP_BESSEL_Y0: { return bessel_y(x, false); }
+    default: { return bessel_y(x, true); }  // OP_BESSEL_Y1
   }
 }
 
