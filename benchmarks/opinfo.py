@@ -5,6 +5,9 @@ run on WebGPU and compared with eager PyTorch.
 
     PYTHONPATH=src python benchmarks/opinfo.py [--samples 2] [--ops REGEX] [--jobs 2] [--json FILE] [--verbose]
 
+`--json docs/opinfo.json` over the whole database records the run that docs/ops.md reports (python -m
+webgpu_torch.opsdoc renders it): torch's version, the engine and adapter, and every op's class and reason.
+
 Each sample is one of
   PASS     every output has eager's structure, shape and dtype, and its numbers (below);
   refused  the compiler refused it (UnsupportedError: an op, dtype or size without a kernel, by name);
@@ -67,7 +70,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=2, help="float32 samples per op (the first ones)")
     parser.add_argument("--ops", default="", help="only ops whose name matches this regular expression")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (each opens its own device)")
-    parser.add_argument("--json", help="write every op's result here")
+    parser.add_argument("--json", help="write the run (torch, adapter, every op's result) here")
     parser.add_argument("--verbose", action="store_true", help="list every op that does not pass, with why")
     a = parser.parse_args()
     names = [op for op in _op_names() if re.search(a.ops, op)]
@@ -80,8 +83,12 @@ def main() -> None:
     print(table(results, a.verbose))
     print(f"{len(results)} ops, {time.perf_counter() - start:.0f} s")
     if a.json:
+        info = webgpu_torch.device_info()
+        record = {"torch": torch.__version__.split("+")[0], "engine": info["engine"], "adapter": info["adapter"],
+                  "samples": a.samples, "results": [asdict(r) for r in sorted(results, key=lambda r: r.op)]}
         with open(a.json, "w") as f:
-            json.dump([asdict(r) for r in results], f, indent=1)
+            json.dump(record, f, indent=1)
+            f.write("\n")
 
 
 class _Serial:

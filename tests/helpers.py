@@ -21,8 +21,7 @@ def seeded(name: str) -> torch.Generator:
 
 def assert_close(out, ref, tol: float | None = None, what: str = "output") -> float:
     """Compare a WebGPU result with a float64 reference; returns the scale-relative error."""
-    out = out.detach().numpy() if isinstance(out, torch.Tensor) else np.asarray(out)
-    ref = ref.detach().numpy() if isinstance(ref, torch.Tensor) else np.asarray(ref)
+    out, ref = (_numpy(x) for x in (out, ref))
     assert out.shape == ref.shape, f"{what}: shape {out.shape} != reference {ref.shape}"
     if ref.dtype == np.bool_ or np.issubdtype(ref.dtype, np.integer):
         mismatch = int((out != ref).sum())
@@ -41,6 +40,13 @@ def assert_close(out, ref, tol: float | None = None, what: str = "output") -> fl
     rel = err / scale if scale else err
     assert rel <= tol, f"{what}: max error {err:.3g} is {rel:.3g} of the scale {scale:.3g} (tolerance {tol:g})"
     return rel
+
+
+def _numpy(x) -> np.ndarray:
+    """A tensor's values in numpy (bfloat16, which numpy lacks, widened exactly to float32)."""
+    if not isinstance(x, torch.Tensor):
+        return np.asarray(x)
+    return (x.float() if x.dtype == torch.bfloat16 else x).detach().numpy()
 
 
 class Fn(torch.nn.Module):

@@ -53,3 +53,16 @@ def test_uninitialised_creations_fold_to_zeros_of_their_shape():
     assert strided.shape == (3, 5) and permuted.shape == (2, 7) and len(session.program.dispatches) == 1
     assert not strided.any() and not permuted.any()
     assert_close(doubled, x.double() * 2)
+
+
+def test_eye_folds_though_its_aranges_are_uint8(poisoned):
+    """torch.eye's decomposition compares uint8 aranges: 8-bit values that folding made are no quantization codes
+    (model constants, whose readers never fold), so the whole eye folds."""
+    class Eye(torch.nn.Module):
+        def forward(self, x):
+            return torch.eye(5, 3) + x, torch.linalg.matrix_power(x[:3], 0)
+
+    x = torch.randn(5, 3)
+    session = webgpu_torch.compile_module(Eye(), (x,))
+    for got, want in zip(poisoned(session, x), Eye()(x.double()), strict=True):
+        assert_close(got, want)

@@ -93,3 +93,15 @@ def test_gemv_packed_teams(case, team, poisoned):
     """dot_k over packed weights with the teams only they are offered: 8 lanes per column, and teams of 32, 8
     or 1 lanes over 4 columns (each float of A read once for the 4)."""
     _check(case, poisoned, pick=lambda k: team in k.name and (team != "x4]" or ",team" not in k.name))
+
+
+def test_nextafter_bit_for_bit(poisoned):
+    """nextafter's float32 neighbour, which a float64 reference cannot show: against eager float32, bits and all
+    (the smallest subnormals from ±0, the largest float toward and from ±inf, steps toward and away from 0)."""
+    x = torch.tensor([0.0, -0.0, 0.0, 1.0, 1.0, -1.0, 3.4028235e38, float("inf"), float("-inf"), 1e-45, -2.5, 7.0,
+                      float("nan"), 5.0])
+    y = torch.tensor([1.0, 1.0, -1.0, 2.0, 0.0, 0.0, float("inf"), 0.0, 0.0, 0.0, -3.0, 7.0, 1.0, float("nan")])
+    session = webgpu_torch.compile(torch.export.export(Fn(torch.nextafter), (x, y)))
+    got, want = poisoned(session, x, y), torch.nextafter(x, y)
+    nan = want.isnan()
+    assert torch.equal(got.isnan(), nan) and torch.equal(got[~nan].view(torch.int32), want[~nan].view(torch.int32))

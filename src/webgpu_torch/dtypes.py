@@ -121,13 +121,14 @@ def from_device(array: np.ndarray, name: str) -> np.ndarray:
 
 
 def widen_bfloat16(bits: np.ndarray) -> np.ndarray:
-    """bfloat16 bit patterns (uint16) as float32 values (exact)."""
-    return (np.ascontiguousarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+    """bfloat16 bit patterns (uint16) as float32 values (exact), in their shape (0-d included)."""
+    return (np.asarray(bits, np.uint16, order="C").astype(np.uint32) << 16).view(np.float32)
 
 
 def round_bfloat16(values: np.ndarray) -> np.ndarray:
-    """float32 values rounded to nearest even bfloat16, as its bit patterns (uint16); NaN stays NaN (quiet)."""
-    bits = np.ascontiguousarray(values, np.float32).view(np.uint32).astype(np.uint64)
+    """float32 values rounded to nearest even bfloat16, as its bit patterns (uint16) in their shape (0-d
+    included: np.asarray keeps it, np.ascontiguousarray would make it 1-d); NaN stays NaN (quiet)."""
+    bits = np.asarray(values, np.float32, order="C").view(np.uint32).astype(np.uint64)
     rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
     nan = np.isnan(values)
     return np.where(nan, ((bits >> 16) | 0x40).astype(np.uint16), rounded) if nan.any() else rounded

@@ -43,7 +43,7 @@ UNINITIALIZED = ("empty", "empty_like", "new_empty", "empty_strided", "empty_per
 # Ops whose meaning depends on how torch lays an input out in memory, not only on its values (op -> that
 # argument): the node also gets "<argument>_storage_order", the input's dims from outermost to innermost in
 # torch's memory, or None where the input is not the whole of a dense storage of its own.
-STORAGE_READERS = {"aten.as_strided.default": "self"}
+STORAGE_READERS = {"aten.as_strided.default": "self", "aten.as_strided_scatter.default": "self"}
 
 
 # Nodes that only assert facts about sizes (export has already checked them for the whole range).
@@ -519,8 +519,10 @@ def _try_fold(n: torch.fx.Node, args: dict[str, Any],
     reads = [] if name in SHAPE_ONLY else list(refs_in(args))
     if any(r.index is not None or r.node not in constants for r in reads):
         return None
-    if any(str(constants[r.node].dtype).removeprefix("torch.") in CODE_DTYPES for r in reads):
-        return None  # 8-bit codes of quantized weights: folded, they would widen (quantized_weights.py packs them)
+    if any(a.op == "placeholder" and str(constants[a.name].dtype).removeprefix("torch.") in CODE_DTYPES
+           for a in n.all_input_nodes if a.name in constants):
+        return None  # 8-bit codes of quantized weights (model constants; an 8-bit value folding made, such as
+        # torch.eye's uint8 aranges, is none): folded, they would widen (quantized_weights.py packs them)
     val = n.meta.get("val")
     if not isinstance(val, torch.Tensor) or any(not isinstance(s, int) for s in val.shape):
         return None

@@ -1,18 +1,22 @@
 """Generates docs/ops.md from the registry: the registered overloads, then the status of every overload of
-PyTorch's core ATen opset (coverage.py). `python -m webgpu_torch.opsdoc [--check]`.
+PyTorch's core ATen opset (coverage.py), then the last whole run of PyTorch's OpInfo tests through the
+compiler (docs/opinfo.json, written by `benchmarks/opinfo.py --json`). `python -m webgpu_torch.opsdoc [--check]`.
 
 The test suite runs the check, so the tables can never drift from what is registered, refused and tested.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from collections import Counter
 from importlib import resources
 from pathlib import Path
 
 from .ops import OPS, all_cases
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "ops.md"
+OPINFO = DOC.with_name("opinfo.json")
 
 
 def render() -> str:
@@ -40,7 +44,7 @@ def render() -> str:
         fuses = " + ".join(["residual add"] * op.residual + ["activation"] * op.epilogue)
         lines.append(f"| `{target}` | `ops/{family}.py` | {kernel} | {dynamic} | {fuses} | {cases.get(family, 0)} |")
     lines += ["", f"{len(OPS)} overloads in {len({o.module for o in OPS.values()})} families.", ""]
-    return "\n".join(lines + _core_coverage())
+    return "\n".join(lines + _core_coverage() + _opinfo())
 
 
 def _core_coverage() -> list[str]:
@@ -75,6 +79,31 @@ def _core_coverage() -> list[str]:
         "|---|---|---|",
     ]
     lines += [f"| `{r.target}` | {r.kind} | {r.detail} |" for r in rows]
+    return lines + [""]
+
+
+def _opinfo() -> list[str]:
+    """The figures of the recorded OpInfo run, and every op that does not pass with its reason."""
+    run = json.loads(OPINFO.read_text())
+    results = run["results"]
+    count = Counter(r["status"] for r in results)
+    tried = len(results) - count["export"]
+    lines = [
+        "## PyTorch's OpInfo tests",
+        "",
+        "`benchmarks/opinfo.py` exports the first float32 samples of every op in PyTorch's OpInfo database that",
+        "takes float32, compiles them, runs them and compares them with eager PyTorch (its docstring says how);",
+        f"this is its last whole run (`--json docs/opinfo.json`: torch {run['torch']}, {run['engine']} on",
+        f"{run['adapter']}, {run['samples']} samples per op). Of the {tried} ops with an exportable sample "
+        f"(another {count['export']} have none), **{count['PASS']} PASS ({100 * count['PASS'] / tried:.1f}%)**,",
+        f"{count['refused']} are refused with a reason, {count['wrong']} give a wrong answer and {count['error']} "
+        "fail otherwise.",
+        "",
+        "| op | class | reason (of its first sample that does not pass) |",
+        "|---|---|---|",
+    ]
+    lines += [f"| `{r['op']}` | {r['status']} | {r['detail'].replace('|', '/')} |" for r in results
+              if r["status"] != "PASS"]
     return lines + [""]
 
 

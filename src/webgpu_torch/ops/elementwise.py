@@ -289,6 +289,23 @@ def activation(ctx: Builder, node: NodeView) -> Tensor:
                 ep=epilogue.of_node(node.target, node.args))
 
 
+def _check_rrelu(node: NodeView) -> str | None:
+    if node.args["training"]:
+        return ("rrelu in training mode draws a random slope per element (random number generation: a compiled "
+                "program has no random state to match torch's generator); export the model in eval() mode")
+    return _limits(node)
+
+
+@register("aten.rrelu_with_noise_functional.default", check=_check_rrelu, dynamic=True)
+def rrelu(ctx: Builder, node: NodeView) -> list[Tensor]:
+    """Inference rrelu: leaky_relu with the slope (lower + upper) / 2; the noise comes back as it went in."""
+    a = node.args
+    slope = (float(a["lower"]) + float(a["upper"])) / 2
+    out = emit(ctx, "copy", [a["self"]], node.outputs[0].shape, out_dtype=node.outputs[0].dtype,
+               ep=Epilogue("leaky_relu", slope))
+    return [out, a["noise"]]
+
+
 @register("aten.clamp.Tensor", check=_limits, dynamic=True, half=True)
 def clamp_tensor(ctx: Builder, node: NodeView) -> Tensor:
     return _clamp(ctx, node, node.args["min"], node.args["max"])
@@ -315,18 +332,6 @@ def round_decimals(ctx: Builder, node: NodeView) -> Tensor:
     op = "round" if d >= 0 else "round_tens"
     return emit(ctx, op, [node.args["self"], 0.0], node.out.shape, out_dtype=node.storage(),
                 alpha=float(np.float32(10.0 ** abs(d))))
-
-
-def _check_polygamma(node: NodeView) -> str | None:
-    if node.args["n"] not in (0, 1):
-        return f"polygamma of order {node.args['n']} is not supported (orders 0 and 1: digamma and trigamma)"
-    return _check_arithmetic("digamma")(node)
-
-
-@register("aten.polygamma.default", check=_check_polygamma, dynamic=True)
-def polygamma(ctx: Builder, node: NodeView) -> Tensor:
-    op = ("digamma", "trigamma")[node.args["n"]]
-    return emit(ctx, op, [node.args["self"], 0.0], node.out.shape, out_dtype=node.out.dtype)
 
 
 @register("aten.sign.default", check=_limits, dynamic=True, half=True)
@@ -433,6 +438,18 @@ for _target, _op in [*LOGICAL.items(), ("aten.isnan.default", "isnan"), ("aten.i
     register(_target, check=_limits, dynamic=True, half=True)(_lower_predicate(_op))
 
 
+def uniform_input(lo, hi, shape=(37, 41), seed=0, specials=()):
+    """A case's input: uniform floats in [lo, hi), the `specials` (NaN, ±inf, ±0, domain edges) written over the
+    first few."""
+    def make():
+        import torch
+
+        x = lo + (hi - lo) * torch.rand(shape, generator=torch.Generator().manual_seed(seed))
+        x.view(-1)[:len(specials)] = torch.tensor(specials, dtype=torch.float32)
+        return x
+    return make
+
+
 def cases() -> list[OpCase]:
     import torch
 
@@ -442,13 +459,7 @@ def cases() -> list[OpCase]:
     def mask(shape, seed=0):
         return lambda: torch.rand(shape, generator=torch.Generator().manual_seed(seed)) > 0.5
 
-    def uniform(lo, hi, shape=(37, 41), seed=0, specials=()):
-        """Uniform floats in [lo, hi), the `specials` (NaN, ±inf, ±0, domain edges) written over the first few."""
-        def make():
-            x = lo + (hi - lo) * torch.rand(shape, generator=torch.Generator().manual_seed(seed))
-            x.view(-1)[:len(specials)] = torch.tensor(specials, dtype=torch.float32)
-            return x
-        return make
+    uniform = uniform_input
 
     nan, inf = float("nan"), float("inf")
     below_one = [1.0 - 2.0**-k for k in (24, 20, 16, 12, 8, 4, 1)]  # float32 values approaching 1
@@ -529,6 +540,7 @@ def cases() -> list[OpCase]:
                           torch.full_like(a, 7.0), a * torch.scalar_tensor(a.shape[0])),
                [(37,)], dynamic_shapes=({0: torch.export.Dim("n", min=2, max=64)},)),
         OpCase("fill", lambda a: (a.clone().fill_(2.5) * a, torch.ops.aten.fill.Scalar(a, -1.0)), [(37, 41)]),
+        OpCase("half_casts_of_0d", lambda x: (x.bfloat16(), x.half(), x.bfloat16() * 3), [()]),  # keep shape ()
         OpCase("cast_of_transposed", lambda i: i.t().float() * 0.5, [ints((37, 41))]),
         # Float functions: their domain edges, NaN and ±inf give torch's values; ints and bools promote to float.
         OpCase("inverse_trig", lambda x: (torch.asin(x), torch.acos(x), torch.atan(x * 5.0), torch.atanh(x)),
@@ -581,10 +593,6 @@ def cases() -> list[OpCase]:
                [uniform(-9.5, 9.5, specials=[nan, inf, -inf, 0.0, -0.0, -1.0, -2.0, 0.5, 1.0, 2.0, -7.5, 0.49999997]),
                 uniform(-6.0, 12.0, seed=1, specials=[nan, inf, -inf, 0.0, 0.49999997, 0.5, 5.0, 9.0]),
                 ints((37, 41), 1, 30)]),
-        OpCase("polygamma_orders_0_and_1", lambda x, y: (torch.polygamma(0, x), torch.polygamma(1, x),
-                                                         torch.special.polygamma(1, y)),
-               [uniform(-7.5, 9.5, specials=[nan, inf, -inf, 0.0, -0.0, 0.5, 1.0, 1e-3, -1e-3, 5.9, 6.0, -2.5]),
-                uniform(-30.0, 30.0, seed=2)]),
         OpCase("lgamma_digamma_extremes", lambda x: (torch.lgamma(x), torch.digamma(x)),
                [lambda: torch.tensor([1e-30, -1e-30, 1e30, -1e6 - 0.5, 1e6 + 0.25, 3e-8, -3e-8, 100.5])]),
         OpCase("isnan_isinf_isfinite", lambda x, i: (torch.isnan(x), torch.isinf(x), torch.isfinite(x), torch.isnan(i),
@@ -594,6 +602,7 @@ def cases() -> list[OpCase]:
         OpCase("logical_xor_of_every_dtype", lambda x, i, m: (torch.logical_xor(x, i), torch.logical_xor(m, i),
                                                               torch.logical_xor(m, m.t())),
                [uniform(-1, 1, (37, 37), specials=[0.0, nan, 0.0]), ints((37, 37), -1, 2), mask((37, 37))]),
+        OpCase("rrelu_in_eval_mode", lambda x: (F.rrelu(x), F.rrelu(x, 0.1, 0.6, training=False)), [(37, 41)]),
         OpCase("elu_selu_celu_leaky_relu", lambda x: (F.elu(x), F.selu(x), F.celu(x, 0.7), F.leaky_relu(x, 0.2),
                                                       F.elu(x, alpha=0.5), torch.ops.aten.elu(x, 1.3, 0.9, 2.0)),
                [uniform(-6, 6, specials=[nan, inf, -inf, -0.0])]),

@@ -143,30 +143,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> out: array<Out>;
 @group(0) @binding(4) var<uniform> p: Params;
 
-// x ** y as torch computes it for float32: WGSL's pow is undefined for x < 0 and for x = 0 with y <= 0, so the
-// magnitude comes from |x| and the sign from an odd integer exponent; x ** 0 = 1 and squares are exact.
-fn pow_f32(x: f32, y: f32) -> f32 {
-  if (y == 0.0) {
-    return 1.0;
-  }
-  if (y == 2.0) {
-    return x * x;
-  }
-  if (y == 0.5) {
-    return sqrt(x);
-  }
-  let integral = y == floor(y);
-  if (x < 0.0 && !integral) {
-    return nan_f32();  // as torch gives
-  }
-  var r = pow(abs(x), y);
-  if (x == 0.0) {
-    r = select(inf_f32(), 0.0, y > 0.0);  // 0 ** y: 0 for y > 0, +inf for y < 0
-  }
-  let odd = integral && abs(y) < 16777216.0 && (i32(y) & 1) == 1;
-  return select(r, -r, x < 0.0 && odd);
-}
-
 // f(x) of a function defined for x >= 0 (sqrt, rsqrt): NaN below, which WGSL leaves indeterminate.
 fn below_zero_nan(fx: f32, x: f32) -> f32 {
   return select(fx, nan_f32(), x < 0.0);

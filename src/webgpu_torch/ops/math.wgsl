@@ -1,7 +1,7 @@
 // math.wgsl — float32 functions WGSL lacks, or has with too little accuracy or an undefined edge, written to
 // torch's results: within a few ulps, NaN outside their domain (WGSL leaves that indeterminate), and the
-// values at ±0, ±1 and ±inf that torch gives. Not a kernel: elementwise.wgsl includes it (after
-// activation.wgsl, whose erf_f32 and ieee.wgsl helpers it uses).
+// values at ±0, ±1 and ±inf that torch gives. Not a kernel: elementwise.wgsl, special.wgsl and scan.wgsl
+// include it (after activation.wgsl, whose erf_f32 and ieee.wgsl helpers it uses).
 //
 // Where WGSL's builtin is exact enough it is used as is (exp, sin, cos, tan, floor, round...).
 // Rejected: exp(x) - 1 and log(1 + x) near 0, which lose all relative accuracy there; WGSL's log near 1
@@ -213,6 +213,30 @@ fn atanh_f32(x: f32) -> f32 {
   let a = abs(x);
   let r = 0.5 * log1p_f32(2.0 * a / (1.0 - a));
   return select(select(r, -r, x < 0.0), nan_f32(), a > 1.0);
+}
+
+// x ** y as torch computes it for float32: WGSL's pow is undefined for x < 0 and for x = 0 with y <= 0, so the
+// magnitude comes from |x| and the sign from an odd integer exponent; x ** 0 = 1 and squares are exact.
+fn pow_f32(x: f32, y: f32) -> f32 {
+  if (y == 0.0) {
+    return 1.0;
+  }
+  if (y == 2.0) {
+    return x * x;
+  }
+  if (y == 0.5) {
+    return sqrt(x);
+  }
+  let integral = y == floor(y);
+  if (x < 0.0 && !integral) {
+    return nan_f32();  // as torch gives
+  }
+  var r = pow(abs(x), y);
+  if (x == 0.0) {
+    r = select(inf_f32(), 0.0, y > 0.0);  // 0 ** y: 0 for y > 0, +inf for y < 0
+  }
+  let odd = integral && abs(y) < 16777216.0 && (i32(y) & 1) == 1;
+  return select(r, -r, x < 0.0 && odd);
 }
 
 // fmod: x - trunc(x / y)·y with the sign of x, |result| < |y| (a quotient that rounded across an integer is

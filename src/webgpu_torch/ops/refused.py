@@ -17,7 +17,8 @@ refuse("aten.convolution_backward.default", "aten.avg_pool2d_backward.default",
 
 refuse("aten.rand.default", "aten.randn.default", "aten.randperm.default", "aten.rand_like.default",
        "aten.randn_like.default", "aten.randint.default", "aten.randint.low", "aten.randint_like.default",
-       "aten.bernoulli.default", "aten.bernoulli.p",
+       "aten.bernoulli.default", "aten.bernoulli.p", "aten.normal.Tensor_Tensor", "aten.normal.Tensor_float",
+       "aten.normal.float_Tensor", "aten.normal.float_float", "aten.multinomial.default",
        reason="random number generation: a compiled program has no random state to match torch's generator; make "
               "the random tensor outside and pass it in as an input")
 

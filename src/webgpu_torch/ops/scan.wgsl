@@ -1,21 +1,32 @@
-// scan.wgsl — out[o, r] = x[o, 0] ⊕ ... ⊕ x[o, r]: cumsum and cumprod along one dim of a tensor.
+// scan.wgsl — out[o, r] = x[o, 0] ⊕ ... ⊕ x[o, r] along one dim of a tensor: cumsum, cumprod, logcumsumexp,
+// and cummax / cummin with the index of the element each value came from.
 //
 // Layout: as softmax.wgsl's: the dims other than the scan dim enumerate rows o (up to 8, their strides in
-//   Params), the scan dim has N elements at element stride `stride`; the output is contiguous in the input's
-//   shape, row o's element r at (o / inner * N + r) * inner + o % inner.
+//   Params), the scan dim has N elements at element stride `stride`; the outputs are contiguous in the input's
+//   shape, row o's element r at (o / inner * N + r) * inner + o % inner (`out_idx` only for cummax / cummin;
+//   the others bind a sink there).
 // Geometry: ROW threads (a power of two <= 256) share a row, a workgroup of 256 threads handles 256 / ROW
 //   rows; the grid is folded to fit 65,535 workgroups per dimension. Thread t of a row owns the contiguous
 //   chunk [t·C, (t + 1)·C) of it, C = ceil(N / ROW): it folds its chunk, the row's threads scan those totals
 //   in workgroup memory (Hillis–Steele, log2(ROW) steps), and each thread rewrites its chunk from the total
 //   of the chunks before it. A row of a few elements gets one thread (ROW = 1), which scans it in order.
+// ⊕ is associative on (value, index) pairs, the right operand always the later part of the row: max / min
+//   pick by a total order (NaN above every number, a later NaN above an earlier one; equal numbers: the
+//   later), which is torch's sequential rule (the running value is replaced by x when x is NaN or, while it is
+//   no NaN, x >= it; <= for cummin); logcumsumexp adds in log space, NaN and ±inf as torch's.
 // Types: InT, AccT (f32, or i32 for an integer result, which is then exact while it fits) and OutT by alias
 //   substitution.
 
 //! include bounded.wgsl
+//! include activation.wgsl
+//! include math.wgsl
 //! include strided.wgsl
 
 const OP_SUM: u32 = 0u;
 const OP_PROD: u32 = 1u;
+const OP_LOGSUMEXP: u32 = 2u;
+const OP_MAX: u32 = 3u;
+const OP_MIN: u32 = 4u;
 
 alias InT = f32;
 alias AccT = f32;
@@ -25,17 +36,65 @@ override OP: u32 = OP_SUM;
 override ROW: u32 = 256u;
 
 const WORKGROUP: u32 = 256u;
+const NONE: u32 = 0xffffffffu;  // the index of the identity: no element yet
 
 //! include row_params.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<InT>;
 @group(0) @binding(1) var<storage, read_write> out: array<OutT>;
-@group(0) @binding(2) var<uniform> p: Params;
+@group(0) @binding(2) var<storage, read_write> out_idx: array<u32>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+struct Acc {
+  v: AccT,
+  i: u32,  // max / min: the position of the element v came from (NONE for the identity)
+}
 
 var<workgroup> totals: array<AccT, WORKGROUP>;
+var<workgroup> total_ids: array<u32, WORKGROUP>;
 
-fn combine(a: AccT, b: AccT) -> AccT {
-  return select(a + b, a * b, OP == OP_PROD);
+fn total(t: u32) -> Acc {
+  return Acc(totals[t], total_ids[t]);
+}
+
+fn set_total(t: u32, a: Acc) {
+  totals[t] = a.v;
+  total_ids[t] = a.i;
+}
+
+fn identity() -> Acc {
+  if (OP == OP_LOGSUMEXP) {
+    return Acc(AccT(-inf_f32()), NONE);
+  }
+  return Acc(select(AccT(0), AccT(1), OP == OP_PROD), NONE);
+}
+
+// log(e^a + e^b): NaN if either is; ±inf where the larger is (so -inf with -inf stays -inf).
+fn log_add_exp(a: f32, b: f32) -> f32 {
+  if (is_nan(a) || is_nan(b)) {
+    return a + b;
+  }
+  let hi = max(a, b);
+  if (is_inf(hi)) {
+    return hi;
+  }
+  return hi + log1p_f32(exp(min(a, b) - hi));
+}
+
+// a ⊕ b, b the later part of the row.
+fn combine(a: Acc, b: Acc) -> Acc {
+  switch OP {
+    case OP_SUM: { return Acc(a.v + b.v, NONE); }
+    case OP_PROD: { return Acc(a.v * b.v, NONE); }
+    case OP_LOGSUMEXP: { return Acc(AccT(log_add_exp(f32(a.v), f32(b.v))), NONE); }
+    default: {
+      let wins = select(b.v <= a.v, b.v >= a.v, OP == OP_MAX);
+      if (a.i == NONE || (b.i != NONE && (is_nan(f32(b.v)) || (!is_nan(f32(a.v)) && wins)))) {
+        return b;
+      }
+      return a;
+    }
+  }
 }
 
 @compute @workgroup_size(WORKGROUP)
@@ -50,29 +109,31 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let chunk = (n + ROW - 1u) / ROW;
   let start = lane * chunk;
   let end = select(0u, min(start + chunk, n), live);
-  let identity = select(AccT(0), AccT(1), OP == OP_PROD);
 
-  var acc = identity;
+  var acc = identity();
   for (var r = start; r < end; r++) {
-    acc = combine(acc, AccT(x[base + r * p.stride]));
+    acc = combine(acc, Acc(AccT(x[base + r * p.stride]), r));
   }
-  totals[li] = acc;
+  set_total(li, acc);
   workgroupBarrier();
   for (var d = 1u; d < ROW; d *= 2u) {
-    var before = identity;
+    var before = identity();
     if (lane >= d) {
-      before = totals[li - d];
+      before = total(li - d);
     }
     workgroupBarrier();
-    totals[li] = combine(before, totals[li]);
+    set_total(li, combine(before, total(li)));
     workgroupBarrier();
   }
-  acc = identity;
+  acc = identity();
   if (lane > 0u) {
-    acc = totals[li - 1u];
+    acc = total(li - 1u);
   }
   for (var r = start; r < end; r++) {
-    acc = combine(acc, AccT(x[base + r * p.stride]));
-    out[at + r * p.inner] = OutT(acc);
+    acc = combine(acc, Acc(AccT(x[base + r * p.stride]), r));
+    out[at + r * p.inner] = OutT(acc.v);
+    if (OP == OP_MAX || OP == OP_MIN) {
+      out_idx[at + r * p.inner] = acc.i;
+    }
   }
 }

@@ -41,6 +41,7 @@ from .elementwise import copy
 from .indexing import scatter_in_place, word_of
 from .prefix_sum import exclusive_sum
 from .registry import NodeView, OpCase, register, register_option
+from .views import as_strided_reach
 
 FILE = "scatter.wgsl"
 SEGMENTED = "scatter_segmented.wgsl"
@@ -269,6 +270,52 @@ def scatter_reduce(ctx: Builder, node: NodeView) -> Tensor:
     return _scatter(ctx, node, REDUCE_NAMES[node.args["reduce"]], node.args["include_self"])
 
 
+def _check_index_reduce(node: NodeView) -> str | None:
+    x, index = node.args["self"], node.args["index"]
+    if x.ndim > MAX_DIMS:
+        return f"input has {x.ndim} dims; at most {MAX_DIMS} are supported"
+    if index.dtype not in ("int32", "int64") or index.ndim > 1:
+        return f"index must be a 1-d int32 or int64 tensor, got {index.dtype}{list(index.shape)}"
+    return None
+
+
+@register("aten.index_reduce.default", check=_check_index_reduce)
+def index_reduce(ctx: Builder, node: NodeView) -> Tensor:
+    """Slice k of `source` along dim folds into slice index[k] of self: a scatter_reduce whose index is the 1-d
+    index broadcast over source's shape (stride 0 off dim). A 0-d self (and source) is one of shape (1,)."""
+    a = node.args
+    x, index, source = (t if t.ndim else layout.view(t, (1,)) for t in (a["self"], a["index"], a["source"]))
+    dim = layout.normalize_dim(a["dim"], x.ndim)
+    strides = tuple(index.strides[0] if d == dim else 0 for d in range(x.ndim))
+    over = replace(index, shape=source.shape, strides=strides)
+    out_dims = tuple(None if d == dim else d for d in range(x.ndim))
+    sources = Sources(tuple(source.shape), out_dims, ((over, dim),), source, wrap=False)
+    out = scatter_into(ctx, x, sources, REDUCE_NAMES[a["reduce"]], a["include_self"])
+    return layout.view(out, a["self"].shape)
+
+
+def _check_put(node: NodeView) -> str | None:
+    index = node.args["index"]
+    if index.dtype not in ("int32", "int64"):
+        return f"index must be int32 or int64, got {index.dtype}"
+    return None
+
+
+@register("aten.put.default", check=_check_put)
+def put(ctx: Builder, node: NodeView) -> Tensor:
+    """self.flatten()[index] = source (or += with accumulate), in row-major positions (negative ones count
+    from the end): index_put's scan over the flattened self, index and source."""
+    a = node.args
+    x, index, source = a["self"], a["index"], a["source"]
+    if index.numel == 0:
+        return copy(ctx, x)
+    flat = (x.numel,)
+    line = ctx.reshaped(index, (index.numel,))
+    sources = Sources((index.numel,), (None,), ((line, 0),), ctx.reshaped(source, (source.numel,)), wrap=True)
+    out = scatter_into(ctx, ctx.reshaped(x, flat), sources, "sum" if a["accumulate"] else "none")
+    return layout.view(out, x.shape)
+
+
 @register("aten.index_put.default", check=_check_index_put, dynamic=True)
 def index_put(ctx: Builder, node: NodeView) -> Tensor:
     """self[indices] = values (or += with accumulate). Integer index tensors broadcast together to B and scan
@@ -367,6 +414,19 @@ def diagonal_scatter(ctx: Builder, node: NodeView) -> Tensor:
     return out
 
 
+@register("aten.as_strided_scatter.default", check=as_strided_reach)
+def as_strided_scatter(ctx: Builder, node: NodeView) -> Tensor:
+    """self with an as_strided view of its storage replaced by src: a copy of self in torch's memory order
+    (as_strided addresses that storage), src copied over the view, the copy seen in self's dim order."""
+    a = node.args
+    order = a["self_storage_order"]
+    storage = copy(ctx, layout.permute(a["self"], order))
+    view = replace(storage, shape=tuple(a["size"]), strides=tuple(a["stride"]),
+                   offset=storage.offset + (a["storage_offset"] or 0))
+    copy(ctx, a["src"], out=view)
+    return layout.permute(storage, [order.index(d) for d in range(len(order))])
+
+
 def cases() -> list[OpCase]:
     import torch
 
@@ -394,6 +454,11 @@ def cases() -> list[OpCase]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             return x.scatter(1, i, s, reduce="add"), x.scatter(1, i, 2.0, reduce="multiply")
+
+    def index_reduce(x, dim, i, s, reduce, include_self=True):  # torch warns that index_reduce is in beta
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return x.index_reduce(dim, i, s, reduce, include_self=include_self)
 
     cases = [
         # scatter without a reduction: distinct targets per row (torch leaves duplicates' order undefined).
@@ -449,6 +514,18 @@ def cases() -> list[OpCase]:
             [(41, 1031), mask((41, 1031)), ints((41, 1031), -99, 99)]),
         OpCase("slice_scatter_step_and_select_scatter", lambda x, s, t: (
             torch.slice_scatter(x, s, 1, 2, 39, 3), torch.select_scatter(x, t, 0, -2)), [(37, 41), (37, 13), (41,)]),
+        OpCase("index_reduce_every_reduction", lambda x, i, s: tuple(
+            index_reduce(x, 1, i, s, r, inc) for r in ("prod", "mean", "amax", "amin") for inc in (True, False)),
+            [(7, 13), ints((41,), 0, 13), lambda: torch.rand(7, 41) + 0.5]),
+        OpCase("index_reduce_int_dim0_and_0d", lambda x, i, s: (
+            index_reduce(x, 0, i, s, "mean"), index_reduce(x, 0, i, s, "amax", False),
+            index_reduce(x[0, 0], 0, i[:1] * 0, s[0, 0], "prod")),
+            [ints((13, 5), -9, 9), ints((41,), 0, 13), ints((41, 5), -9, 9, 1)]),
+        OpCase("put_flat_positions", lambda x, d, i, v: (x.put(d, v.flatten()[:7]), x.t().put(i, v, accumulate=True)),
+               [(37, 5), distinct((7,), 185, shift=90), ints((3, 29), -185, 185), (3, 29)]),
+        OpCase("as_strided_scatter_of_contiguous_and_transposed", lambda x, s: (
+            torch.as_strided_scatter(x, s, (5, 7), (11, 1), 3),
+            torch.as_strided_scatter(x.t(), s.t(), (7, 5), (1, 13), 2)), [(13, 11), (5, 7)]),
         OpCase("diagonal_scatter_offsets", lambda x, s, t: (
             torch.diagonal_scatter(x, s, 2), torch.diagonal_scatter(x.transpose(0, 1), t, -3, 1, 0)),
             [(37, 41), (37,), (34,)]),

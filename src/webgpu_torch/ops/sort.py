@@ -1,5 +1,6 @@
-"""sort (both overloads: values and int64 indices, stable either way, ascending or descending, any dim) and
-topk (largest or smallest), of float32, int64, int32 and bool rows of any length.
+"""sort (both overloads: values and int64 indices, stable either way, ascending or descending, any dim),
+topk (largest or smallest), kthvalue, median and nanmedian, of float32, int64, int32 and bool rows of any
+length.
 
 Design (sort.wgsl): rows are cut into blocks of up to BLOCK = 2048 elements, each sorted in workgroup memory
 by a bitonic network (rows of up to 2048 elements take that one dispatch, several short rows to a
@@ -7,7 +8,8 @@ workgroup); longer rows are then merged pass by pass, runs doubling each pass, e
 by a binary search in the other run (log2(n / 2048) more dispatches: 5 for a 51,289-word vocabulary).
 topk with k <= 1024 runs a tournament instead: each block keeps its first k, and the candidates are
 re-blocked until one block remains (two dispatches for k = 50 over that vocabulary); a larger k takes the
-full sort and keeps k.
+full sort and keeps k. kthvalue keeps the k smallest and takes the last; median and nanmedian sort rows
+whole, then pick one element of each by torch's NaN rules.
 Order is torch's stable sort: by key, NaN above every number, equal keys by index. torch leaves the order
 of equal keys to unstable sorts and to topk; these give the stable one. topk with sorted=False returns them
 sorted too (any order is allowed).
@@ -55,6 +57,10 @@ class _Sorter:
         """Rows of n elements made of sorted runs of `run`, merged pairwise."""
         self._emit("merge", 0, final, out_n, {"elements": self.rows * n}, n=n, run=run)  # one thread per element
 
+    def pick(self, entry: str) -> None:
+        """One element per sorted row, chosen by `entry` (one thread per row), into the outputs."""
+        self._emit(entry, 0, True, 1, {"elements": self.rows}, n=self.keys.shape[self.dim])
+
     def _emit(self, entry: str, segment: int, final: bool, out_n: int, grid: dict, **params) -> None:
         """One pass; `grid` is ctx.dispatch's `workgroups=` or `elements=`."""
         ctx = self.ctx
@@ -88,13 +94,30 @@ def sort_rows(ctx: Builder, x: Tensor, dim: int, descending: bool, k: int | None
             m = blocks * k
         sorter.sort_blocks(m, k, True, k)
     else:
-        k = n if k is None else k
-        sorter.sort_blocks(n, None, n <= BLOCK, k if n <= BLOCK else n)
-        for run in (BLOCK << i for i in range(max(0, (n - 1) // BLOCK).bit_length())):
-            final = 2 * run >= n
-            sorter.merge(n, run, final, k if final else n)
+        _sort_passes(sorter, n, n if k is None else k, to_outputs=True)
     outs = [sorter.values, sorter.indices]
     return [layout.view(t, ()) for t in outs] if x.ndim == 0 else outs
+
+
+def _sort_passes(sorter: _Sorter, n: int, k: int, to_outputs: bool) -> None:
+    """Rows of n elements sorted whole: blocks, then merges; the last pass writes the op's outputs (each row's
+    first k) when `to_outputs`, else [rows, n] scratch for a pass that picks from the sorted rows."""
+    merges = [BLOCK << i for i in range(max(0, (n - 1) // BLOCK).bit_length())]
+    sorter.sort_blocks(n, None, to_outputs and not merges, k if to_outputs and not merges else n)
+    for run in merges:
+        final = to_outputs and run == merges[-1]
+        sorter.merge(n, run, final, k if final else n)
+
+
+def median_rows(ctx: Builder, x: Tensor, dim: int, ignore_nan: bool) -> list[Tensor]:
+    """[values, int64 indices] of the lower median along `dim` (kept, of size 1): sorted rows, then one thread
+    per row picks (sort.wgsl's median entries: torch's NaN rules)."""
+    flat = layout.view(x, (1,)) if x.ndim == 0 else x
+    dim = layout.normalize_dim(dim, flat.ndim)
+    sorter = _Sorter(ctx, flat, dim, False, 1)
+    _sort_passes(sorter, flat.shape[dim], 1, to_outputs=False)
+    sorter.pick("nanmedian" if ignore_nan else "median")
+    return [sorter.values, sorter.indices]
 
 
 def _check(node: NodeView) -> str | None:
@@ -131,6 +154,22 @@ def kthvalue(ctx: Builder, node: NodeView) -> list[Tensor]:
         return smallest
     picked = [layout.select(t, dim, a["k"] - 1) for t in smallest]
     return [layout.unsqueeze(t, dim) for t in picked] if a["keepdim"] else picked
+
+
+@register("aten.median.default", "aten.nanmedian.default", check=_check)
+def median_all(ctx: Builder, node: NodeView) -> Tensor:
+    """The lower median of all elements (nanmedian: of the numbers among them)."""
+    x = node.args["self"]
+    values = median_rows(ctx, ctx.reshaped(x, (x.numel,)), 0, node.target.startswith("aten.nan"))[0]
+    return layout.view(values, ())
+
+
+@register("aten.median.dim", "aten.nanmedian.dim", check=_check)
+def median(ctx: Builder, node: NodeView) -> list[Tensor]:
+    """The lower median along `dim` and its index (median: NaN and the first NaN's index where the row has one;
+    nanmedian: of the row's numbers, NaN where it has none)."""
+    outs = median_rows(ctx, node.args["self"], node.args["dim"], node.target.startswith("aten.nan"))
+    return [layout.view(t, meta.shape) for t, meta in zip(outs, node.outputs, strict=True)]  # keepdim or not
 
 
 def cases() -> list[OpCase]:
@@ -185,4 +224,12 @@ def cases() -> list[OpCase]:
                                                              torch.kthvalue(y, 40, -1), torch.kthvalue(i, 2, 1),
                                                              torch.kthvalue(x[0, 0], 1)),
                [(37, 41), with_nan((5, 41), nans=(3,)), distinct((13, 1031))]),
+        OpCase("median_and_nanmedian_dims_nan_rows", lambda x, y, i: (
+            torch.median(x, 1), torch.nanmedian(x, 0, True), torch.median(y, -1), torch.nanmedian(y, -1),
+            torch.median(y), torch.nanmedian(y), torch.median(i, 0), torch.median(x[0, 0], 0)),
+            [(37, 41), with_nan((5, 41), nans=(3, 17, 20)), distinct((13, 1031))]),
+        # An all-NaN row's nanmedian index is whatever torch's partition leaves: only its value is compared.
+        OpCase("median_long_rows_all_nan_row", lambda x: (torch.median(x, -1), torch.nanmedian(x, -1).values,
+                                                          torch.nanmedian(x, -1).indices[:2], torch.nanmedian(x)),
+               [lambda: torch.cat([torch.randn(2, 4099, generator=gen(4)), torch.full((1, 4099), float("nan"))])]),
     ]

@@ -8,6 +8,11 @@
 //     merge of its run and the next is its rank in its own run plus the number of the other run's elements
 //     that come before it (a binary search), so every pass doubles the runs with no synchronisation at all.
 //
+//   median, nanmedian: one thread per row of the fully sorted [rows, n] scratch; each writes one element and
+//     its index: the lower median (position (n - 1) / 2), but for median the row's first NaN where it has one
+//     (torch's), for nanmedian the lower median of its numbers (all NaN: position (n - 1) / 2, a NaN; torch's
+//     index there is whatever its partition leaves).
+//
 // Order: by key (descending with DESCENDING), NaN above every number (last ascending, first descending, as
 //   in torch), equal keys (-0 and +0 too, NaN and NaN) by their original index, ascending. That is a strict
 //   total order in which every element has its own place, so the result is deterministic and is torch's
@@ -19,7 +24,8 @@
 //   pass writes the op's outputs in the input's shape (`inner` the element count of the dims after the
 //   sorted one), the others [rows, out_n] scratch (inner = 1). An element ranked at or past out_n is dropped.
 // Geometry: sort_blocks: 256 threads per workgroup, workgroups numbered x-fastest over a grid folded to fit
-//   65,535 per dimension, each covering BLOCK / SEGMENT segments. merge: one thread per input element.
+//   65,535 per dimension, each covering BLOCK / SEGMENT segments. merge: one thread per input element;
+//   median, nanmedian: one per row.
 // Types: KeyT (f32, i32, or u32 for bool) by alias substitution; indices are u32 (int64 travels as int32).
 
 //! include ieee.wgsl
@@ -165,4 +171,42 @@ fn merge(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg
   }
   let own = select(start + p.run, start, in_first);
   store(o, start + (pos - own) + lo, key, id);
+}
+
+// The position in sorted row o that median (or with ignore_nan, nanmedian) picks. A sorted row's NaNs come
+// last, so its count of numbers is found by a binary search.
+fn median_position(o: u32, ignore_nan: bool) -> u32 {
+  var lo = 0u;
+  var hi = p.n;
+  while (lo < hi) {
+    let mid = lo + (hi - lo) / 2u;  // at most 32 halvings, whatever p.n says
+    if (is_nan(f32(x[source(o, mid)]))) {
+      hi = mid;
+    } else {
+      lo = mid + 1u;
+    }
+  }
+  if (ignore_nan && lo > 0u) {
+    return (lo - 1u) / 2u;
+  }
+  return select(lo, (p.n - 1u) / 2u, ignore_nan || lo == p.n);
+}
+
+fn pick_median(gid: vec3u, nwg: vec3u, ignore_nan: bool) {
+  let o = gid.x + gid.y * nwg.x * WORKGROUP;
+  if (o >= p.rows) {
+    return;
+  }
+  let at = source(o, median_position(o, ignore_nan));
+  store(o, 0u, x[at], x_idx[at]);
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn median(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  pick_median(gid, nwg, false);
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn nanmedian(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  pick_median(gid, nwg, true);
 }

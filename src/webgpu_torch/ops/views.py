@@ -93,9 +93,9 @@ def alias(ctx: Builder, node: NodeView) -> Tensor:
     return node.args["self"]
 
 
-def _check_as_strided(node: NodeView) -> str | None:
-    """as_strided addresses torch's storage of `self`, whose elements must lie densely from the start of that
-    storage (the frontend gives their order in memory), and reaches only those elements."""
+def as_strided_reach(node: NodeView) -> str | None:
+    """as_strided (and as_strided_scatter) address torch's storage of `self`, whose elements must lie densely
+    from the start of that storage (the frontend gives their order in memory), and reach only those elements."""
     x, a = node.args["self"], node.args
     if a["self_storage_order"] is None:
         return (f"as_strided of a {list(x.shape)} tensor that is a strided or offset view into a larger storage "
@@ -109,7 +109,7 @@ def _check_as_strided(node: NodeView) -> str | None:
     return None
 
 
-@register("aten.as_strided.default", check=_check_as_strided, view=True, half=True)
+@register("aten.as_strided.default", check=as_strided_reach, view=True, half=True)
 def as_strided(ctx: Builder, node: NodeView) -> Tensor:
     """A view of `self`'s elements laid out in torch's memory order: a view where our layout keeps that order
     (a contiguous tensor, a channels-last conv output seen as NCHW), a copy into it first otherwise."""
