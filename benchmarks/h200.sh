@@ -8,7 +8,7 @@ set -u
 export WEBGPU_TORCH_TUNE_BUDGET=${WEBGPU_TORCH_TUNE_BUDGET:-600} WEBGPU_TORCH_TUNE_TOP=${WEBGPU_TORCH_TUNE_TOP:-0}
 out=${OUT:-/tmp/h200}
 mkdir -p "$out"
-cli="python3 -m webgpu_torch.cli"
+cli="python3 -m webgpu_torch.tools.cli"
 quiet() { grep -v -i -E "warn|onnx\]|W12|cls.__new__|Evaluation failed|Loading weights"; }
 stage() {  # stage NAME SECONDS COMMAND...
   local name=$1 limit=$2; shift 2

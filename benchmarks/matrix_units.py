@@ -27,11 +27,11 @@ import traceback
 import torch
 
 import webgpu_torch
-from webgpu_torch.bench import baseline_seconds
-from webgpu_torch.ops import gemm
-from webgpu_torch.ops.registry import OPTIONS
+from webgpu_torch.compiler.ops import gemm
+from webgpu_torch.compiler.ops.registry import OPTIONS
 from webgpu_torch.runtime import timing
 from webgpu_torch.runtime.engine import DAWN_TOGGLES_VAR, get_engine
+from webgpu_torch.tools.bench import baseline_seconds
 
 CHECKS = {  # name: (fn, shapes); every contiguous axis a multiple of 4, no size a multiple of the tiles
     "nn": (lambda a, b: a @ b, [(1004, 1000), (1000, 996)]),

@@ -6,7 +6,7 @@ run on WebGPU and compared with eager PyTorch.
     PYTHONPATH=src python benchmarks/opinfo.py [--samples 2] [--ops REGEX] [--jobs 2] [--json FILE] [--verbose]
 
 `--json docs/opinfo.json` over the whole database records the run that docs/ops.md reports (python -m
-webgpu_torch.opsdoc renders it): torch's version, the engine and adapter, and every op's class and reason.
+webgpu_torch.tools.opsdoc renders it): torch's version, the engine and adapter, and every op's class and reason.
 
 Each sample is one of
   PASS     every output has eager's structure, shape and dtype, and its numbers (below);
@@ -48,7 +48,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 import webgpu_torch
-from webgpu_torch.errors import UnsupportedError
+from webgpu_torch.format.errors import UnsupportedError
 
 CLASSES = ("PASS", "refused", "wrong", "error", "export")
 # Ops whose result is uninitialised memory in eager PyTorch: only their structure, shapes and dtypes compare.

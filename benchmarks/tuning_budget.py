@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     if not args.warm_shaders:
         os.environ["MESA_SHADER_CACHE_DIR"] = os.path.join(scratch, "mesa")  # before any driver loads
 
-    from webgpu_torch.models import florence2
+    from webgpu_torch.tools.models import florence2
 
     start = time.perf_counter()
     stages = florence2.compile_stages(florence2.build(args.size), args.image_size, max_prompt=16,

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from webgpu_torch import tree
+from webgpu_torch.format import tree
 
 from .golden.make import tensor_json
 

@@ -415,7 +415,7 @@ def write(folder: Path, random_count: int, sample: bool = True) -> list[dict]:
 def call(path: str) -> dict:
     """Load and run `path` once with zeros at the dynamic sizes' hints; the outcome as a dict."""
     import webgpu_torch
-    from webgpu_torch import dtypes, symbolic, tree
+    from webgpu_torch.format import dtypes, symbolic, tree
 
     try:
         session = webgpu_torch.load(path)

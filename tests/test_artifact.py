@@ -13,7 +13,8 @@ import pytest
 import torch
 
 import webgpu_torch
-from webgpu_torch import artifact, program, wgsl
+from webgpu_torch.compiler import wgsl
+from webgpu_torch.format import artifact, program
 
 from .helpers import assert_close
 

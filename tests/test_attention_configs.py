@@ -8,7 +8,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 import webgpu_torch
-from webgpu_torch.ops import attention
+from webgpu_torch.compiler.ops import attention
 
 from .helpers import Fn, assert_close, reference
 from .test_ops import make_inputs

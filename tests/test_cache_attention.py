@@ -10,7 +10,7 @@ import torch
 
 import webgpu_torch
 from webgpu_torch.compiler import import_graph
-from webgpu_torch.ops import attention
+from webgpu_torch.compiler.ops import attention
 
 from .helpers import Fn, assert_close, reference
 from .test_ops import make_inputs

@@ -13,7 +13,7 @@ import webgpu_torch
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "webgpu_torch.cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "webgpu_torch.tools.cli", *args], capture_output=True, text=True)
 
 
 def test_info_names_engine_and_adapter():

@@ -13,7 +13,7 @@ from transformers import (
 )
 
 import webgpu_torch
-from webgpu_torch.errors import UnsupportedError
+from webgpu_torch.format.errors import UnsupportedError
 
 from . import corpus, mobilenet_v2
 from .helpers import assert_close, reference, seeded

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from webgpu_torch import artifact, generation, limits, program, symbolic
-from webgpu_torch.errors import ArtifactError
-from webgpu_torch.runtime import executor, features, session, tuning
+from webgpu_torch.format import artifact, limits, program, symbolic
+from webgpu_torch.format.errors import ArtifactError
+from webgpu_torch.runtime import executor, features, generation, session, tuning
 
 from .conformance.make import StandInStages, python_limits
 

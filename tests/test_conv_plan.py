@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from webgpu_torch.ops.conv import IM2COL_MIN_OUTPUTS, Geometry, plan
+from webgpu_torch.compiler.ops.conv import IM2COL_MIN_OUTPUTS, Geometry, plan
 
 pytestmark = pytest.mark.host
 

@@ -7,10 +7,11 @@ import pytest
 import torch
 
 import webgpu_torch
-from webgpu_torch import coverage, frontend, lowering
-from webgpu_torch.errors import UnsupportedError
-from webgpu_torch.graph import Graph, Node, Ref, TensorMeta
-from webgpu_torch.ops import OPS, REFUSED
+from webgpu_torch.compiler import frontend, lowering
+from webgpu_torch.compiler.graph import Graph, Node, Ref, TensorMeta
+from webgpu_torch.compiler.ops import OPS, REFUSED
+from webgpu_torch.format.errors import UnsupportedError
+from webgpu_torch.tools import coverage
 
 from .helpers import Fn
 

@@ -25,9 +25,9 @@ import pytest
 import torch
 
 import webgpu_torch
-from webgpu_torch import artifact
-from webgpu_torch import program as program_
-from webgpu_torch.ops import gemm
+from webgpu_torch.compiler.ops import gemm
+from webgpu_torch.format import artifact
+from webgpu_torch.format import program as program_
 from webgpu_torch.runtime import tuning
 from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.features import for_device, runs_on

@@ -8,7 +8,7 @@ import torch
 import torch.utils._pytree as pytree
 
 import webgpu_torch
-from webgpu_torch.errors import UnsupportedError
+from webgpu_torch.format.errors import UnsupportedError
 
 from .helpers import Fn, assert_close, reference
 

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 import webgpu_torch
-from webgpu_torch import dtypes
-from webgpu_torch.errors import DeviceError, UnsupportedError
-from webgpu_torch.ops import register
+from webgpu_torch.compiler.ops import register
+from webgpu_torch.format import dtypes
+from webgpu_torch.format.errors import DeviceError, UnsupportedError
 
 pytestmark = pytest.mark.host
 
@@ -152,7 +152,7 @@ def test_batch_norm_in_training_mode_says_to_call_eval():
 def test_a_lowering_that_fails_is_refused_naming_its_node(monkeypatch):
     from dataclasses import replace
 
-    from webgpu_torch.ops import OPS
+    from webgpu_torch.compiler.ops import OPS
 
     def broken(ctx, node):
         raise IndexError("tuple index out of range")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from webgpu_torch.generation import Seq2Seq
-from webgpu_torch.models import florence2
+from webgpu_torch.runtime.generation import Seq2Seq
+from webgpu_torch.tools.models import florence2
 
 from . import corpus
 

@@ -33,7 +33,7 @@ def test_hostile_artifacts_end_in_a_package_error_or_a_completed_call(tmp_path):
 
 def test_the_memory_cap_refuses_a_program_before_it_allocates(monkeypatch):
     import webgpu_torch
-    from webgpu_torch.errors import DeviceError
+    from webgpu_torch.format.errors import DeviceError
     from webgpu_torch.runtime import memory
     from webgpu_torch.runtime.engine import get_engine
 

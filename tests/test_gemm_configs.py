@@ -10,11 +10,11 @@ import pytest
 import torch
 
 import webgpu_torch
-from webgpu_torch.errors import DeviceError
-from webgpu_torch.ops.gemm import CONFIGS, MatrixConfig
-from webgpu_torch.program import SUBGROUP_MATRIX
+from webgpu_torch.compiler.ops.gemm import CONFIGS, MatrixConfig
+from webgpu_torch.compiler.wgsl import SUBGROUPS
+from webgpu_torch.format.errors import DeviceError
+from webgpu_torch.format.program import SUBGROUP_MATRIX
 from webgpu_torch.runtime.engine import get_engine
-from webgpu_torch.wgsl import SUBGROUPS
 
 from .helpers import Fn, assert_close, reference, seeded
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import webgpu_torch
-from webgpu_torch import dtypes, tree
-from webgpu_torch.errors import ArtifactError
+from webgpu_torch.format import dtypes, tree
+from webgpu_torch.format.errors import ArtifactError
 from webgpu_torch.runtime import features, tuning
 from webgpu_torch.runtime.session import Session
 

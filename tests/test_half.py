@@ -11,13 +11,13 @@ import torch
 import torch.utils._pytree as pytree
 
 import webgpu_torch
-from webgpu_torch import dtypes, tree
-from webgpu_torch.errors import DeviceError, InputTypeError
-from webgpu_torch.ops import all_cases, gemm
+from webgpu_torch.compiler.ops import all_cases, gemm
+from webgpu_torch.compiler.wgsl import SUBGROUPS
+from webgpu_torch.format import dtypes, tree
+from webgpu_torch.format.errors import DeviceError, InputTypeError
 from webgpu_torch.runtime import features, tuning
 from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.session import Session
-from webgpu_torch.wgsl import SUBGROUPS
 
 from . import corpus
 from .helpers import TOLERANCE, Fn, assert_close, reference, seeded

@@ -88,7 +88,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_is_read():
     graph = import_graph()
     assert "webgpu_torch.runtime.executor" in graph["webgpu_torch.runtime.tuning"]
-    assert "webgpu_torch.builder" in graph["webgpu_torch.ops.elementwise"]
+    assert "webgpu_torch.compiler.builder" in graph["webgpu_torch.compiler.ops.elementwise"]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 

@@ -7,8 +7,8 @@ import random
 import pytest
 import torch
 
-from webgpu_torch import layout
-from webgpu_torch.program import Tensor, contiguous_strides
+from webgpu_torch.compiler import layout
+from webgpu_torch.format.program import Tensor, contiguous_strides
 
 pytestmark = pytest.mark.host
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from webgpu_torch.generation import CausalLM
-from webgpu_torch.models import llama
+from webgpu_torch.runtime.generation import CausalLM
+from webgpu_torch.tools.models import llama
 
 from . import corpus
 

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 import webgpu_torch
-from webgpu_torch import wgsl
-from webgpu_torch.builder import KernelSpec
-from webgpu_torch.errors import DeviceError
-from webgpu_torch.ops import gemm
-from webgpu_torch.program import F16, SUBGROUP_MATRIX
+from webgpu_torch.compiler import wgsl
+from webgpu_torch.compiler.builder import KernelSpec
+from webgpu_torch.compiler.ops import gemm
+from webgpu_torch.format.errors import DeviceError
+from webgpu_torch.format.program import F16, SUBGROUP_MATRIX
 from webgpu_torch.runtime import engine, features, tuning
 from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.session import Session

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from importlib import resources
-
 import pytest
 import torch
 import torch.utils._pytree as pytree
 
 import webgpu_torch
-from webgpu_torch import wgsl
-from webgpu_torch.errors import DeviceError
-from webgpu_torch.ops import all_cases
+from webgpu_torch.compiler import wgsl
+from webgpu_torch.compiler.ops import all_cases
+from webgpu_torch.format.errors import DeviceError
 from webgpu_torch.runtime import tuning
 from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.session import Session
@@ -29,7 +27,7 @@ def make_inputs(case):
 def _twinned(family: str) -> bool:
     """Whether the family's kernel includes a helper with a subgroup twin (so it offers a twin kernel)."""
     file = f"{family}.wgsl"
-    return resources.files("webgpu_torch.ops").joinpath(file).is_file() and (
+    return file in wgsl.kernel_files() and (
         wgsl.kernel_source(file, subgroups=True) != wgsl.kernel_source(file))
 
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import webgpu_torch
-from webgpu_torch import tree
+from webgpu_torch.format import tree
 
 from .helpers import Fn, assert_close, reference, seeded
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from webgpu_torch.planner import Lifetime, plan
+from webgpu_torch.compiler.planner import Lifetime, plan
 
 pytestmark = pytest.mark.host
 

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 import webgpu_torch
-from webgpu_torch import artifact, packing
-from webgpu_torch.ops import gemm
-from webgpu_torch.packing import Packing
+from webgpu_torch.compiler.ops import gemm
+from webgpu_torch.format import artifact, packing
+from webgpu_torch.format.packing import Packing
 
 from . import corpus
 from .helpers import assert_close

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import webgpu_torch
-from webgpu_torch.errors import UnsupportedError
+from webgpu_torch.format.errors import UnsupportedError
 
 from .helpers import Fn
 

@@ -9,7 +9,7 @@ from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 import webgpu_torch
 from webgpu_torch.compiler import import_graph
-from webgpu_torch.ops.elementwise import ROPE
+from webgpu_torch.compiler.ops.elementwise import ROPE
 
 from .helpers import Fn, assert_close, reference, seeded
 

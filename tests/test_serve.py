@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from webgpu_torch import cli, serve
-from webgpu_torch.headless import Chromium
+from webgpu_torch.tools import cli, serve
+from webgpu_torch.tools.headless import Chromium
 
 from .helpers import assert_close
 
@@ -114,7 +114,7 @@ def _page(site: serve.Site, shot: str) -> dict:
 
 
 def test_the_page_shows_minilm_similarities(tmp_path):
-    from webgpu_torch import demo
+    from webgpu_torch.tools import demo
 
     page = _page(serve.site_for_model("minilm", cache=tmp_path), "serve_minilm.png")
     result = page["result"]
@@ -135,7 +135,7 @@ def test_the_page_shows_minilm_similarities(tmp_path):
 
 
 def test_the_page_generates_florence2_tokens(tmp_path):
-    from webgpu_torch.generation import Seq2Seq
+    from webgpu_torch.runtime.generation import Seq2Seq
 
     site = serve.site_for_model("florence2", cache=tmp_path)
     page = _page(site, "serve_florence2.png")
@@ -151,7 +151,7 @@ def test_the_page_generates_florence2_tokens(tmp_path):
 @pytest.mark.parametrize("weights", ["float32", "int4"])
 def test_the_page_generates_causal_lm_tokens(tmp_path, weights):
     """The causal LM's page, its weights float32 or packed int4 (compile option weights=)."""
-    from webgpu_torch.generation import CausalLM
+    from webgpu_torch.runtime.generation import CausalLM
 
     site = serve.site_for_model("llama", cache=tmp_path, weights=weights)
     page = _page(site, f"serve_llama_{weights}.png")

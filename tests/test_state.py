@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import webgpu_torch
-from webgpu_torch.errors import InputError, UnsupportedError
+from webgpu_torch.format.errors import InputError, UnsupportedError
 
 from .helpers import assert_close
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from webgpu_torch import symbolic
-from webgpu_torch.symbolic import Expr, Symbol
+from webgpu_torch.format import symbolic
+from webgpu_torch.format.symbolic import Expr, Symbol
 
 pytestmark = pytest.mark.host
 

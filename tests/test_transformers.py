@@ -12,7 +12,7 @@ import torch
 import transformers
 
 import webgpu_torch
-from webgpu_torch import demo
+from webgpu_torch.tools import demo
 
 from . import corpus
 from .helpers import assert_close, reference

@@ -16,9 +16,9 @@ import pytest
 import torch
 
 import webgpu_torch
-from webgpu_torch import artifact
-from webgpu_torch.errors import TuningWarning
-from webgpu_torch.ops import gemm
+from webgpu_torch.compiler.ops import gemm
+from webgpu_torch.format import artifact
+from webgpu_torch.format.errors import TuningWarning
 from webgpu_torch.runtime import tuning
 from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.session import Session, open_executor

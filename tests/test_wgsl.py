@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 import struct
-from importlib import resources
 
 import pytest
 
-from webgpu_torch import wgsl
-from webgpu_torch.builder import KernelSpec
-from webgpu_torch.ops import gemm
-from webgpu_torch.program import SUBGROUP_MATRIX
+from webgpu_torch.compiler import wgsl
+from webgpu_torch.compiler.builder import KernelSpec
+from webgpu_torch.compiler.ops import gemm
+from webgpu_torch.format.program import SUBGROUP_MATRIX
 from webgpu_torch.runtime.engine import get_engine
 
 SOURCE = """
@@ -57,14 +56,14 @@ def test_bindings_and_specialisation():
         wgsl.specialize(SOURCE, {"NOPE": 1})
 
 
-SHIPPED = sorted(p.name for p in resources.files("webgpu_torch.ops").iterdir() if p.name.endswith(".wgsl"))
+SHIPPED = sorted(wgsl.kernel_files())
 
 
 @pytest.mark.host
 @pytest.mark.parametrize("name", SHIPPED)
 def test_every_shipped_file_declares_a_parsable_interface(name):
     source = wgsl.kernel_source(name)
-    text = resources.files("webgpu_torch.ops").joinpath(name).read_text()
+    text = wgsl.kernel_files()[name].read_text()
     assert text.startswith(f"// {name}"), f"{name} must open with what it computes"
     binds = wgsl.bindings(source)
     if "@compute" not in source:  # an included helper, checked through the kernels that include it
@@ -81,7 +80,7 @@ NEEDS = {gemm.MatrixConfig.file: gemm.MatrixConfig.requires}  # the files whose 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_kernel_files_enable_nothing_themselves(name):
     """A kernel declares the features it needs (KernelSpec.requires); the builder writes their directives."""
-    assert not re.search(r"^enable ", resources.files("webgpu_torch.ops").joinpath(name).read_text(), re.MULTILINE)
+    assert not re.search(r"^enable ", wgsl.kernel_files()[name].read_text(), re.MULTILINE)
 
 
 @pytest.mark.parametrize("name", [n for n in SHIPPED if "@compute" in wgsl.kernel_source(n)])
@@ -112,8 +111,8 @@ TWINS = [n for n in SHIPPED if wgsl.subgroup_twin(n) in SHIPPED]
 @pytest.mark.parametrize("name", TWINS)
 def test_a_subgroup_twin_defines_the_same_functions(name):
     def functions(filename):
-        return set(re.findall(r"^fn (\w+)\(([^)]*)\) -> (\w+)", resources.files("webgpu_torch.ops").joinpath(
-            filename).read_text(), re.MULTILINE))
+        text = wgsl.kernel_files()[filename].read_text()
+        return set(re.findall(r"^fn (\w+)\(([^)]*)\) -> (\w+)", text, re.MULTILINE))
 
     assert functions(name) <= functions(wgsl.subgroup_twin(name)), f"{wgsl.subgroup_twin(name)} lacks some of {name}'s"
 

@@ -13,7 +13,7 @@
 # made back to back (the machine keeps build/ between calls while it is warm):
 #   bash js/bench/device.sh prepare      here, also after npm ci in js/bench/ort: ORT's WebGPU build too
 #   ../shared/device/prepare onnx==1.23.2 onnxscript==0.7.2 onnx-ir==1.1.0 ml-dtypes==0.7.0 protobuf==7.36.2
-#   run(command="source .device/enter.sh && python3 -m webgpu_torch.cli bench browser --prepare-only
+#   run(command="source .device/enter.sh && python3 -m webgpu_torch.tools.cli bench browser --prepare-only
 #       --folder build/side-by-side --models minilm mobilenet_v2 vit_b16 florence2_decoder florence2_base_decoder",
 #       carry=[".device"])        (compiles ours and exports the ONNX there: big models do not travel)
 #   (with --quantize int4 the decoders also run with 4-bit weights, ORT's as MatMulNBits: the prepare line

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import webgpu_torch
-from webgpu_torch.generation import Seq2Seq
+from webgpu_torch.runtime.generation import Seq2Seq
 
 
 def tensor(j: dict) -> np.ndarray:

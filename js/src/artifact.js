@@ -55,7 +55,7 @@ export const PREAMBLE = 32;
 const ALIGN = LIMITS.align;
 const SCALARS = ['u32', 'i32', 'f32'];
 // Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
-// finishes, deep nesting crashes some WGSL compilers): src/webgpu_torch/limits.json, which both readers use.
+// finishes, deep nesting crashes some WGSL compilers): src/webgpu_torch/format/limits.json, which both readers use.
 const MAX_GRID = LIMITS.max_workgroups_per_dim;
 const MAX_WORKGROUPS = LIMITS.max_workgroups;
 const MAX_SOURCE = LIMITS.max_source_chars;

@@ -1,4 +1,4 @@
-// Errors users see, the same classes as the Python runtime's (webgpu_torch/errors.py). Each message is one
+// Errors users see, the same classes as the Python runtime's (webgpu_torch/format/errors.py). Each message is one
 // line naming what is wrong and, where it can, what to do.
 
 /** Base class of every error this package throws on purpose. */

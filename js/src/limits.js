@@ -1,4 +1,4 @@
-// Generated from src/webgpu_torch/limits.json by `python -m tests.golden.make`: edit that file, not this one.
+// Generated from src/webgpu_torch/format/limits.json by `python -m tests.golden.make`: edit that file, not this one.
 // What both runtimes must decide alike, as data (docs/artifact.md): the format's numbers, the bounds past which a file is refused, the features a kernel may require, and tuning's settings. js/src/limits.js is generated from this file (python -m tests.golden.make); both suites check they agree.
 
 export const LIMITS = Object.freeze({

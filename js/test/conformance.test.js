@@ -10,10 +10,10 @@ import { foldGrid, parse } from '../src/artifact.js';
 import { isContiguous } from '../src/dtypes.js';
 import { ArtifactError } from '../src/errors.js';
 import { byteRange } from '../src/executor.js';
-import * as expr from '../src/expr.js';
+import * as expr from '../src/symbolic.js';
 import { checkInfo, Seq2Seq } from '../src/generation.js';
 import { bind } from '../src/inputs.js';
-import { forDevice } from '../src/kernels.js';
+import { forDevice } from '../src/fit.js';
 import { LIMITS } from '../src/limits.js';
 import { choiceKey, groups, probeSize, rank } from '../src/tuning.js';
 import { GOLDEN, REPO } from '../testkit/io.js';
@@ -26,8 +26,8 @@ const vectors = (name) => JSON.parse(readFileSync(join(HERE, `${name}.json`), 'u
 /** @param {string} name */
 const golden = (name) => parse(readFileSync(join(GOLDEN, `${name}.wgpt`)), name);
 
-test('js/src/limits.js holds src/webgpu_torch/limits.json', () => {
-  const { about, ...json } = JSON.parse(readFileSync(join(REPO, 'src', 'webgpu_torch', 'limits.json'), 'utf8'));
+test('js/src/limits.js holds src/webgpu_torch/format/limits.json', () => {
+  const { about, ...json } = JSON.parse(readFileSync(join(REPO, 'src', 'webgpu_torch', 'format', 'limits.json'), 'utf8'));
   assert.ok(about);
   assert.deepEqual(JSON.parse(JSON.stringify(LIMITS)), json, 'js/src/limits.js is stale: run python -m tests.golden.make');
 });

@@ -12,8 +12,8 @@ Only compiling needs torch; loading and running a saved program needs numpy and 
 from __future__ import annotations
 
 from .compiler import compile, compile_module
-from .errors import ArtifactError, DeviceError, DeviceIndexError, UnsupportedError, WebGPUTorchError
-from .program import Program
+from .format.errors import ArtifactError, DeviceError, DeviceIndexError, UnsupportedError, WebGPUTorchError
+from .format.program import Program
 from .runtime.device_tensor import DeviceTensor
 from .runtime.engine import device_info
 from .runtime.session import Session

@@ -11,9 +11,9 @@ import struct
 from pathlib import Path
 from types import SimpleNamespace
 
-from webgpu_torch import artifact, generation, program, symbolic
-from webgpu_torch.errors import WebGPUTorchError
-from webgpu_torch.runtime import executor, features, session, tuning
+from webgpu_torch.format import artifact, program, symbolic
+from webgpu_torch.format.errors import WebGPUTorchError
+from webgpu_torch.runtime import executor, features, generation, session, tuning
 
 from .. import schema
 

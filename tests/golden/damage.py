@@ -12,7 +12,7 @@ import struct
 import zlib
 from collections.abc import Callable
 
-from webgpu_torch import artifact
+from webgpu_torch.format import artifact
 
 _DELETE = object()
 

@@ -1,7 +1,7 @@
 """Writes the golden corpus: small artifacts that exercise every part of docs/artifact.md, each with calls and
 the outputs the Python runtime gave, valid edits of them, and damaged copies with the error each must raise
 (damage.py); then the conformance corpus's decision vectors (tests/conformance/make.py) and js/src/limits.js
-(from src/webgpu_torch/limits.json). Both runtimes' tests read these files (tests/test_golden.py,
+(from src/webgpu_torch/format/limits.json). Both runtimes' tests read these files (tests/test_golden.py,
 tests/test_conformance.py, js/test/golden.test.js, js/test/conformance.test.js); README.md describes them.
 
     .venv/bin/python -m tests.golden.make       # rewrite them (after a change to the format)
@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 import webgpu_torch
-from webgpu_torch import limits, tree
+from webgpu_torch.format import limits, tree
 from webgpu_torch.runtime.tuning import TUNE_VAR
 
 from ..conformance import make as conformance

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
-from ..program import Tensor
+from ..format import dtypes
+from ..format.program import Tensor
 
 
 class DeviceTensor:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from ..errors import DeviceError
+from ..format.errors import DeviceError
 from .pool import BufferPool
 
 ENV_VAR = "WEBGPU_TORCH_ENGINE"

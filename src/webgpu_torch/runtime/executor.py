@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes, symbolic
-from ..errors import DeviceError, DeviceIndexError, InputError
-from ..program import Program, Tensor, contiguous_strides, fold_grid
+from ..format import dtypes, symbolic
+from ..format.errors import DeviceError, DeviceIndexError, InputError
+from ..format.program import Program, Tensor, contiguous_strides, fold_grid
 from . import memory, transfer
 from .device_tensor import DeviceTensor, read_view
 from .engine import Engine

@@ -15,9 +15,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..dtypes import F16 as F16_STORAGE
-from ..errors import DeviceError
-from ..program import F16, Kernel, Program
+from ..format.dtypes import F16 as F16_STORAGE
+from ..format.errors import DeviceError
+from ..format.program import F16, Kernel, Program
 
 # The device limits a kernel's declared workgroup is checked against (WebGPU's names, as wgpu-py spells them).
 WORKGROUP_LIMITS = ("max-compute-workgroup-size-x", "max-compute-workgroup-size-y", "max-compute-workgroup-size-z",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..errors import DeviceError
+from ..format.errors import DeviceError
 
 MEMORY_VAR = "WEBGPU_TORCH_MAX_MEMORY"
 DEFAULT_MEMORY = 32 * 2**30

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import artifact, dtypes, symbolic, tree
-from ..errors import InputError, InputTypeError
-from ..program import Input, Program
+from ..format import artifact, dtypes, symbolic, tree
+from ..format.errors import InputError, InputTypeError
+from ..format.program import Input, Program
 from . import features, tuning
 from .device_tensor import DeviceTensor
 from .engine import get_engine

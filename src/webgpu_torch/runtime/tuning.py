@@ -52,9 +52,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DeviceError, TuningWarning, warn
-from ..limits import LIMITS
-from ..program import Buffer, Dispatch, Kernel, Option, Program, Tensor, group, written
+from ..format.errors import DeviceError, TuningWarning, warn
+from ..format.limits import LIMITS
+from ..format.program import Buffer, Dispatch, Kernel, Option, Program, Tensor, group, written
 from .device_tensor import read_device_view
 from .engine import CallTimeout, Engine
 from .executor import Executor
