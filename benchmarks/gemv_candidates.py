@@ -21,7 +21,7 @@ import torch
 import webgpu_torch
 from webgpu_torch.runtime import timing, tuning
 from webgpu_torch.runtime.engine import get_engine
-from webgpu_torch.runtime.features import runs_on
+from webgpu_torch.runtime.fit import runs_on
 from webgpu_torch.runtime.session import Session
 
 # Llama-3.2-1B's decode: q/o (2048 x 2048), the MLP's up/gate (8192 x 2048) and down (2048 x 8192), the LM head.

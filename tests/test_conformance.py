@@ -12,7 +12,7 @@ import pytest
 
 from webgpu_torch.format import artifact, limits, program, symbolic
 from webgpu_torch.format.errors import ArtifactError
-from webgpu_torch.runtime import executor, features, generation, session, tuning
+from webgpu_torch.runtime import executor, fit, generation, session, tuning
 
 from .conformance.make import StandInStages, python_limits
 
@@ -58,7 +58,7 @@ def test_tuning_groups_keys_and_ranking(case):
     for engine, keys in case["keys"].items():
         assert [tuning.choice_key(p, g, engine) for g in groups] == keys, engine
     for device in case["devices"]:
-        fitted = features.for_device(p, set(device["features"]))
+        fitted = fit.for_device(p, set(device["features"]))
         got = [tuning.ranked_candidates(fitted, g, device["features"], python_limits(device["limits"]))
                for g in groups]
         assert got == device["ranked"], device["about"]
@@ -121,7 +121,7 @@ def test_a_program_needing_a_feature_the_device_lacks_is_refused_by_name():
     assert program.SUBGROUP_MATRIX in forced.requires
     with pytest.raises(Exception, match="needs the chromium-experimental-subgroup-matrix, subgroups features, "
                                         "which this device lacks"):
-        features.for_device(forced, {"shader-f16"})
+        fit.for_device(forced, {"shader-f16"})
     reread = artifact.from_bytes(artifact.to_bytes(forced))
     assert reread.requires == forced.requires
 

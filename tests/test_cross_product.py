@@ -30,7 +30,7 @@ from webgpu_torch.format import artifact
 from webgpu_torch.format import program as program_
 from webgpu_torch.runtime import tuning
 from webgpu_torch.runtime.engine import get_engine
-from webgpu_torch.runtime.features import for_device, runs_on
+from webgpu_torch.runtime.fit import for_device, runs_on
 
 from . import corpus
 from .helpers import seeded

@@ -14,7 +14,7 @@ import pytest
 import webgpu_torch
 from webgpu_torch.format import dtypes, tree
 from webgpu_torch.format.errors import ArtifactError
-from webgpu_torch.runtime import features, tuning
+from webgpu_torch.runtime import fit, tuning
 from webgpu_torch.runtime.session import Session
 
 from .helpers import TOLERANCE, assert_close
@@ -96,7 +96,7 @@ def test_valid_artifacts_give_the_recorded_outputs(name):
 @pytest.mark.parametrize("name", ["weights_f16", "float16", "activations_f16"])
 def test_float16_artifacts_give_the_recorded_outputs_without_shader_f16(name):
     """The fallback kernels over widened constants (and scratch buffers sized for them) run the same file."""
-    program = features.without_f16(webgpu_torch.load(GOLDEN / f"{name}.wgpt").program)
+    program = fit.without_f16(webgpu_torch.load(GOLDEN / f"{name}.wgpt").program)
     assert not any("shader-f16" in program.kernels[d.kernel].requires for d in program.dispatches)
     session = Session(program)
     recorded = json.loads((GOLDEN / f"{name}.json").read_text())

@@ -15,7 +15,7 @@ from webgpu_torch.compiler.ops import all_cases, gemm
 from webgpu_torch.compiler.wgsl import SUBGROUPS
 from webgpu_torch.format import dtypes, tree
 from webgpu_torch.format.errors import DeviceError, InputTypeError
-from webgpu_torch.runtime import features, tuning
+from webgpu_torch.runtime import fit, tuning
 from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.session import Session
 
@@ -185,8 +185,8 @@ def test_float16_weights_run_without_shader_f16():
     model = TinyTransformer().eval().half()
     ids = torch.randint(0, 97, (2, 23))
     session = webgpu_torch.compile_module(model, (ids,))
-    assert features.uses_f16(session.program)
-    widened = Session(features.without_f16(session.program))
+    assert fit.uses_f16(session.program)
+    widened = Session(fit.without_f16(session.program))
     for got, want in zip(widened(ids), session(ids), strict=True):
         assert torch.equal(got, want)
 
@@ -281,7 +281,7 @@ def test_transformer_with_float16_activations(dtype, poisoned):
     for got, w in zip(poisoned(session, ids), want, strict=True):
         assert got.dtype == dtype
         assert_close(got.float(), w, max(ACTIVATIONS_F16, TOLERANCE[name(dtype)]))
-    fallback = Session(features.without_f16(session.program))
+    fallback = Session(fit.without_f16(session.program))
     assert not any("shader-f16" in fallback.program.kernels[d.kernel].requires for d in fallback.program.dispatches)
     for got, w in zip(poisoned(fallback, ids), want, strict=True):  # float32 activations again
         assert_close(got.float(), w, TOLERANCE[name(dtype)])
@@ -318,7 +318,7 @@ def test_float16_activations_through_every_gemm_route(route, poisoned):
     assert names and all(",f16" in k for k in names), names
     want = reference(model.double(), [x])
     assert_close(poisoned(session, x), want, ACTIVATIONS_F16)
-    assert_close(Session(features.without_f16(session.program))(x), want)
+    assert_close(Session(fit.without_f16(session.program))(x), want)
 
 
 @pytest.mark.gemm

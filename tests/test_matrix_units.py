@@ -15,7 +15,7 @@ from webgpu_torch.compiler.builder import KernelSpec
 from webgpu_torch.compiler.ops import gemm
 from webgpu_torch.format.errors import DeviceError
 from webgpu_torch.format.program import F16, SUBGROUP_MATRIX
-from webgpu_torch.runtime import engine, features, tuning
+from webgpu_torch.runtime import engine, fit, tuning
 from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.session import Session
 
@@ -85,7 +85,7 @@ def test_tuning_passes_over_matrix_options_the_device_cannot_run():
     has_matrix = SUBGROUP_MATRIX in get_engine().device.features
     assert any(n.startswith("gemm[sm_") for n in names) == has_matrix
     # Without shader-f16 the f16 weights widen; the matrix options stay, unchanged and unrunnable there.
-    widened = features.without_f16(program)
+    widened = fit.without_f16(program)
     assert _option_names(widened) == [n.replace(",f16", ",f16 widened") if not n.startswith("gemm[sm_") else n
                                       for n in _option_names(program)]
     Session(widened).program.check()

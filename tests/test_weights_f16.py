@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import webgpu_torch
-from webgpu_torch.runtime import features
+from webgpu_torch.runtime import fit
 from webgpu_torch.runtime.session import Session
 
 pytestmark = pytest.mark.gemm
@@ -21,12 +21,12 @@ def test_half_weights_match_rounded_reference(route):
     lin = torch.nn.Linear(k, n).eval()
     x = torch.randn(x_shape, generator=gen)
     session = webgpu_torch.compile(torch.export.export(lin, (x,)), weights="float16")
-    assert features.uses_f16(session.program)
+    assert fit.uses_f16(session.program)
     assert any(",f16" in session.program.kernels[d.kernel].name for d in session.program.dispatches)
     # Reference: the f16-rounded weight in float64, so only f32 accumulation error remains.
     ref = torch.nn.functional.linear(x.double(), lin.weight.detach().half().double(), lin.bias.detach().double())
     scale = float(ref.abs().max())
-    for p in (session.program, features.without_f16(session.program)):
+    for p in (session.program, fit.without_f16(session.program)):
         out = Session(p)(x).double()
         assert float((out - ref).abs().max()) <= 1e-5 * scale
 
@@ -46,8 +46,8 @@ def test_weight_beyond_float16_range_is_refused_at_compile_time():
 def test_widened_program_names_its_kernels():
     lin = torch.nn.Linear(132, 76).eval()
     session = webgpu_torch.compile(torch.export.export(lin, (torch.randn(5, 132),)), weights="float16")
-    widened = features.without_f16(session.program)
-    assert not features.uses_f16(widened)
+    widened = fit.without_f16(session.program)
+    assert not fit.uses_f16(widened)
     names = [widened.kernels[d.kernel].name for d in widened.dispatches]
     assert all(",f16" not in name or ",f16 widened" in name for name in names)
     assert any(",f16 widened" in name for name in names)

@@ -30,7 +30,7 @@ import { DeviceTensor, greedy, load } from '../src/index.js';
  * @property {(name: string) => Promise<Uint8Array>} read a file of the folder
  * @property {any} ort the onnxruntime-web module (its WebGPU build)
  * @property {GPUDevice} device the device both sides run on
- * @property {import('../src/program.js').LoadOptions} options our load options
+ * @property {import('../src/session.js').LoadOptions} options our load options
  * @property {number} calls timed calls (steps: generations) a side
  * @property {(line: string) => void} log
  */

@@ -30,7 +30,7 @@ async function test(name, check) {
 /**
  * @param {string} url NAME.wgpt
  * @param {string} name
- * @param {import('../src/program.js').LoadOptions} options
+ * @param {import('../src/session.js').LoadOptions} options
  */
 async function replayFile(url, name, options) {
   const program = await load(url, options);

@@ -4,13 +4,13 @@
 
 import { crc32 } from './crc32.js';
 import { ArtifactError } from './errors.js';
-import * as expr from './expr.js';
+import * as expr from './symbolic.js';
 import { DEVICE_FORM, DEVICE_SIZE, ITEMSIZE, PACKED_BITS, isModelDtype, packedBytes, packedProblem } from './dtypes.js';
 import { LIMITS } from './limits.js';
 import * as tree from './tree.js';
 
-/** @typedef {import('./expr.js').Expr} Expr */
-/** @typedef {import('./expr.js').SymbolSpec} SymbolSpec */
+/** @typedef {import('./symbolic.js').Expr} Expr */
+/** @typedef {import('./symbolic.js').SymbolSpec} SymbolSpec */
 /** @typedef {import('./dtypes.js').ModelDtype} ModelDtype */
 /** @typedef {import('./dtypes.js').DeviceDtype} DeviceDtype */
 /** @typedef {import('./tree.js').TreeSpec} TreeSpec */

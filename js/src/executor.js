@@ -17,16 +17,16 @@ import { DeviceTensor } from './device_tensor.js';
 import { gather, ITEMSIZE, widenHalf } from './dtypes.js';
 import { DeviceError, DeviceIndexError } from './errors.js';
 import { envVar, isNode } from './env.js';
-import * as expr from './expr.js';
-import { bufferSize, sourceFor, workgroupProblem } from './kernels.js';
+import * as expr from './symbolic.js';
+import { bufferSize, sourceFor, workgroupProblem } from './fit.js';
 import { memoryCap } from './memory.js';
 import { MAX_UNAWAITED, stateOf } from './pool.js';
 
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
-/** @typedef {import('./device.js').Gpu} Gpu */
+/** @typedef {import('./engine.js').Gpu} Gpu */
 /** @typedef {import('./dtypes.js').ModelDtype} ModelDtype */
 /** @typedef {import('./device_tensor.js').HostTensor} HostTensor */
-/** @typedef {import('./expr.js').Env} Env */
+/** @typedef {import('./symbolic.js').Env} Env */
 /**
  * An output at the current sizes: `size` bytes from byte `start` of `buffer` go to byte `slot` of the
  * staging buffer; the view's first element is element `first` from there, and its strides count elements.
@@ -362,7 +362,7 @@ export class Executor {
     let total = 0;
     this.slots = spec.outputs.map((t) => {
       const at = total;
-      const span = /** @type {import('./expr.js').Expr} */ (['+', 1, ...t.shape.map((n, k) => ['*', ['+', n, -1], t.strides[k]])]);
+      const span = /** @type {import('./symbolic.js').Expr} */ (['+', 1, ...t.shape.map((n, k) => ['*', ['+', n, -1], t.strides[k]])]);
       total += Math.max(0, expr.bound(span, spec.symbols)) * ITEMSIZE;
       return at;
     });

@@ -15,13 +15,13 @@
 // (the step above, with the cross K/V as its context).
 
 import { DeviceTensor } from './device_tensor.js';
-import { load } from './program.js';
+import { load } from './session.js';
 import { readSource, within } from './source.js';
 import { ArtifactError } from './errors.js';
 
-/** @typedef {import('./program.js').Program} Program */
-/** @typedef {import('./program.js').Pending} Pending */
-/** @typedef {import('./program.js').LoadOptions} LoadOptions */
+/** @typedef {import('./session.js').Program} Program */
+/** @typedef {import('./session.js').Pending} Pending */
+/** @typedef {import('./session.js').LoadOptions} LoadOptions */
 /**
  * @typedef {{layers: number, heads: number, head_dim: number, max_length?: number | null,
  *   decoder_start_token_id: number, eos_token_id?: number | null, forced_bos_token_id?: number | null,

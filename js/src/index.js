@@ -4,25 +4,25 @@
 /// <reference lib="esnext.disposable" preserve="true" />
 /// <reference lib="dom" preserve="true" />
 
-export { dispatchTimes, gpuTime, load, Program } from './program.js';
+export { dispatchTimes, gpuTime, load, Program } from './session.js';
 export { CausalLM, greedy, loadCausalLM, loadSeq2Seq, Seq2Seq } from './generation.js';
 export { DeviceTensor } from './device_tensor.js';
 export { loadTokenizer, Tokenizer } from './tokenizer.js';
 export { parse } from './artifact.js';
-export { openDevice, requestAdapter } from './device.js';
+export { openDevice, requestAdapter } from './engine.js';
 export { ArtifactError, DeviceError, DeviceIndexError, InputError, InputTypeError, WebGPUTorchError } from './errors.js';
 
 // The public types (`import type { HostTensor } from '@webgpu-torch/runtime'`).
-/** @typedef {import('./program.js').LoadOptions} LoadOptions */
-/** @typedef {import('./program.js').Inputs} Inputs */
-/** @typedef {import('./program.js').Outputs} Outputs */
-/** @typedef {import('./program.js').DeviceOutputs} DeviceOutputs */
-/** @typedef {import('./program.js').InputInfo} InputInfo */
-/** @typedef {import('./program.js').OutputInfo} OutputInfo */
-/** @typedef {import('./program.js').Dim} Dim */
+/** @typedef {import('./session.js').LoadOptions} LoadOptions */
+/** @typedef {import('./session.js').Inputs} Inputs */
+/** @typedef {import('./session.js').Outputs} Outputs */
+/** @typedef {import('./session.js').DeviceOutputs} DeviceOutputs */
+/** @typedef {import('./session.js').InputInfo} InputInfo */
+/** @typedef {import('./session.js').OutputInfo} OutputInfo */
+/** @typedef {import('./session.js').Dim} Dim */
 /**
  * @template T
- * @typedef {import('./program.js').Tree<T>} Tree
+ * @typedef {import('./session.js').Tree<T>} Tree
  */
 /** @typedef {import('./inputs.js').InputValue} InputValue */
 /**

@@ -5,7 +5,7 @@
 import { DeviceTensor } from './device_tensor.js';
 import { Float16, isHalf, toDevice } from './dtypes.js';
 import { InputError, InputTypeError } from './errors.js';
-import * as expr from './expr.js';
+import * as expr from './symbolic.js';
 import { describe } from './tree.js';
 
 /** @typedef {import('./artifact.js').InputSpec} InputSpec */
@@ -31,7 +31,7 @@ const ARRAY_DTYPE = new Map(/** @type {[Function, string][]} */ ([
 const isInteger = (d) => /^u?int/.test(d);
 
 /**
- * @param {Array<import('./expr.js').Expr>} shape
+ * @param {Array<import('./symbolic.js').Expr>} shape
  */
 export function showShape(shape) {
   return `[${shape.map(expr.show).join(', ')}]`;
@@ -105,10 +105,10 @@ function dtypeOf(array, declared, wanted, name) {
  * The dynamic dimensions' values for these inputs, checked against every input's shape and each range.
  * @param {ProgramSpec} spec
  * @param {Checked[]} values
- * @returns {import('./expr.js').Env}
+ * @returns {import('./symbolic.js').Env}
  */
 export function bind(spec, values) {
-  /** @type {import('./expr.js').Env} */
+  /** @type {import('./symbolic.js').Env} */
   const env = {};
   const symbols = Object.entries(spec.symbols);
   if (!symbols.length) return env;

@@ -35,14 +35,14 @@ import { DeviceError } from './errors.js';
 import { Executor } from './executor.js';
 import { group, written } from './artifact.js';
 import { DEVICE_FORM, widenHalf } from './dtypes.js';
-import { runsOn, sourceFor } from './kernels.js';
+import { runsOn, sourceFor } from './fit.js';
 import { LIMITS } from './limits.js';
 import { dispatchTimes, median } from './timing.js';
 
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
 /** @typedef {import('./artifact.js').DispatchSpec} DispatchSpec */
 /** @typedef {import('./artifact.js').Option} Option */
-/** @typedef {import('./device.js').Gpu} Gpu */
+/** @typedef {import('./engine.js').Gpu} Gpu */
 /** @typedef {Record<string, number>} Choices */
 /** @typedef {{load(device: string): Promise<Choices>, save(device: string, choices: Choices): Promise<void>}} Cache */
 
@@ -517,11 +517,11 @@ export function candidateOrder(workgroups, targets, kind) {
 }
 
 /**
- * The candidates of a group whose every member's kernel runs on the device (kernels.js, runsOn).
+ * The candidates of a group whose every member's kernel runs on the device (fit.js, runsOn).
  * @param {ProgramSpec} spec
  * @param {number[]} members
  * @param {Set<string>} features
- * @param {Partial<import('./kernels.js').WorkgroupLimits>} limits
+ * @param {Partial<import('./fit.js').WorkgroupLimits>} limits
  * @returns {number[]}
  */
 export function usable(spec, members, features, limits) {
@@ -535,7 +535,7 @@ export function usable(spec, members, features, limits) {
  * @param {ProgramSpec} spec
  * @param {number[]} members
  * @param {Set<string>} features
- * @param {Partial<import('./kernels.js').WorkgroupLimits>} limits
+ * @param {Partial<import('./fit.js').WorkgroupLimits>} limits
  * @param {string} [kind]
  * @returns {number[]}
  */

@@ -26,7 +26,7 @@ test('the golden corpus is there and covers every part of the format', () => {
 /**
  * Run every recorded call of a golden artifact and compare.
  * @param {string} name
- * @param {import('../src/program.js').LoadOptions} options
+ * @param {import('../src/session.js').LoadOptions} options
  */
 async function check(name, options) {
   const path = join(GOLDEN, `${name}.wgpt`);

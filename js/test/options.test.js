@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { parse } from '../src/artifact.js';
-import { openDevice } from '../src/device.js';
-import { forDevice, runsOn } from '../src/kernels.js';
+import { openDevice } from '../src/engine.js';
+import { forDevice, runsOn } from '../src/fit.js';
 import { Candidate, candidates, groups } from '../src/tuning.js';
 import { CORPUS } from '../testkit/io.js';
 

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { crc32 } from '../src/crc32.js';
 import { bfloat16Bits, halfBits, toDevice, widenHalf } from '../src/dtypes.js';
 import { InputError, InputTypeError, parse } from '../src/index.js';
-import * as expr from '../src/expr.js';
+import * as expr from '../src/symbolic.js';
 import { Seq2Seq } from '../src/generation.js';
 import { flatten, unflatten } from '../src/tree.js';
 import { adapterKind, candidateOrder, disagreement, keep, probeSize, repeats, seededWords } from '../src/tuning.js';

@@ -140,7 +140,7 @@ function mismatchFloat(got, want, what, tolerance) {
 
 /**
  * Run a program's recorded calls; the mismatches found.
- * @param {import('../src/program.js').Program} program
+ * @param {import('../src/session.js').Program} program
  * @param {Call[]} calls
  * @param {string} name
  * @returns {Promise<string[]>}
@@ -177,7 +177,7 @@ export async function replay(program, calls, name) {
  * The generator a corpus folder holds: a Seq2Seq (its generate.json has pixel_values) or a CausalLM.
  * @param {URL | string} base
  * @param {any} record the folder's generate.json
- * @param {import('../src/program.js').LoadOptions} options
+ * @param {import('../src/session.js').LoadOptions} options
  * @returns {Promise<import('../src/generation.js').Seq2Seq | import('../src/generation.js').CausalLM>}
  */
 export async function loadGenerator(base, record, options) {

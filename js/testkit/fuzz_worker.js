@@ -7,7 +7,7 @@
 import { createInterface } from 'node:readline';
 
 import { WebGPUTorchError, load } from '../src/index.js';
-import * as expr from '../src/expr.js';
+import * as expr from '../src/symbolic.js';
 import { hostArray } from '../src/dtypes.js';
 import * as tree from '../src/tree.js';
 
@@ -16,7 +16,7 @@ import * as tree from '../src/tree.js';
  * @returns {Promise<{outcome: string, error?: string, message?: string}>}
  */
 async function call(path) {
-  /** @type {import('../src/program.js').Program} */
+  /** @type {import('../src/session.js').Program} */
   let program;
   try {
     program = await load(path, { tune: true, cache: false });

@@ -35,7 +35,7 @@ export function assertClose(got, want, what) {
 
 /**
  * Run the calls recorded beside `path` (NAME.json) on `program`, asserting every output matches.
- * @param {import('../src/program.js').Program} program
+ * @param {import('../src/session.js').Program} program
  * @param {string} path NAME.wgpt
  * @param {string} name
  */

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 from webgpu_torch.format import artifact, program, symbolic
 from webgpu_torch.format.errors import WebGPUTorchError
-from webgpu_torch.runtime import executor, features, generation, session, tuning
+from webgpu_torch.runtime import executor, fit, generation, session, tuning
 
 from .. import schema
 
@@ -112,7 +112,7 @@ def tuning_vectors() -> dict:
         groups = tuning.groups(p)
         devices = []
         for device in DEVICES:
-            fitted = features.for_device(p, set(device["features"]))
+            fitted = fit.for_device(p, set(device["features"]))
             limits = python_limits(device["limits"])
             devices.append({**device, "ranked": [tuning.ranked_candidates(fitted, g, device["features"], limits)
                                                  for g in groups]})

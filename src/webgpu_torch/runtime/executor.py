@@ -1,7 +1,7 @@
 """Running a Program: everything is built once here, so a call only writes inputs, encodes and reads back.
 
 At construction (the program already fitted to the device's features and tuned: runtime/session.py's
-`open_executor`, as js/src/program.js's `load`): checks against the device's limits, buffers (constants uploaded),
+`open_executor`, as js/src/session.js's `load`): checks against the device's limits, buffers (constants uploaded),
 one shader module per source, explicit bind-group and pipeline layouts from each kernel's declared bindings,
 one pipeline per kernel a dispatch runs, all dispatch uniforms in one uniform buffer (written once), one bind
 group per dispatch, and one mappable staging buffer for all outputs. Any failure is a one-line DeviceError.
@@ -30,7 +30,7 @@ from ..format.program import Program, Tensor, contiguous_strides, fold_grid
 from . import memory, transfer
 from .device_tensor import DeviceTensor, read_view
 from .engine import Engine
-from .features import workgroup_problem
+from .fit import workgroup_problem
 
 _BUFFER_TYPE = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
 

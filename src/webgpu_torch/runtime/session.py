@@ -19,7 +19,7 @@ import numpy as np
 from ..format import artifact, dtypes, symbolic, tree
 from ..format.errors import InputError, InputTypeError
 from ..format.program import Input, Program
-from . import features, tuning
+from . import fit, tuning
 from .device_tensor import DeviceTensor
 from .engine import get_engine
 from .executor import Call, Executor
@@ -99,12 +99,12 @@ class Session:
 
 
 def open_executor(program: Program, engine: str | None = None) -> Executor:
-    """`program` built on an engine's device, as js/src/program.js's `load` does: fitted to the device's
-    features (runtime/features.py), each group of options resolved to this device's fastest
+    """`program` built on an engine's device, as js/src/session.js's `load` does: fitted to the device's
+    features (runtime/fit.py), each group of options resolved to this device's fastest
     (runtime/tuning.py), then an Executor of the resolved program."""
     device = get_engine(engine)
     with device.lock:
-        fitted = features.for_device(program, device.device.features)
+        fitted = fit.for_device(program, device.device.features)
         return Executor(tuning.resolve(fitted, device), device)
 
 

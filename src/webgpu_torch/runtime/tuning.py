@@ -58,7 +58,7 @@ from ..format.program import Buffer, Dispatch, Kernel, Option, Program, Tensor, 
 from .device_tensor import read_device_view
 from .engine import CallTimeout, Engine
 from .executor import Executor
-from .features import runs_on
+from .fit import runs_on
 from .timing import dispatch_times
 
 TUNE_VAR = "WEBGPU_TORCH_TUNE"
@@ -329,7 +329,7 @@ class _Progress:
 
 
 def usable(program: Program, members: list[int], features, limits: dict[str, int]) -> list[int]:
-    """The candidates of a group whose every member's kernel runs on the device (features.runs_on)."""
+    """The candidates of a group whose every member's kernel runs on the device (fit.runs_on)."""
     count = len(program.dispatches[members[0]].options) + 1
     return [c for c in range(count) if all(runs_on(program.kernels[candidates(program.dispatches[i])[c].kernel],
                                                    features, limits) for i in members)]

@@ -11,7 +11,7 @@ adds `beta*bias + residual` (a fused add, `epilogue.residual`) and applies the f
 A B operand that is a constant (a weight) of a float16 or bfloat16 model, or of a float32 one under the compile
 option weights="float16", is stored in 16 bits and widened as it is read; products accumulate in float32 (on
 an adapter without `shader-f16` the runtime widens float16 constants at load and runs the float32 build of
-the same kernels: runtime/features.py; bfloat16 needs no feature).
+the same kernels: runtime/fit.py; bfloat16 needs no feature).
 `CONFIGS["pr"]` is the kernel of the ExecuTorch WebGPU addmm PR (32×32 tiles, a 4×4 register tile per
 thread, 8×8 threads, k-steps of 32), kept so other configurations are measured against it.
 """

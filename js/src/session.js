@@ -3,13 +3,13 @@
 // write, encode, submit and read.
 
 import { parse } from './artifact.js';
-import { openDevice } from './device.js';
+import { openDevice } from './engine.js';
 import { DeviceTensor } from './device_tensor.js';
 import { InputError } from './errors.js';
 import { Executor } from './executor.js';
-import * as expr from './expr.js';
+import * as expr from './symbolic.js';
 import { bind, checkInput, deviceForms } from './inputs.js';
-import { forDevice } from './kernels.js';
+import { forDevice } from './fit.js';
 import { readSource } from './source.js';
 import * as timing from './timing.js';
 import * as tree from './tree.js';
@@ -22,7 +22,7 @@ import * as tuning from './tuning.js';
 /** @typedef {import('./source.js').Source} Source */
 /** @typedef {import('./tree.js').Const} Const */
 /**
- * @typedef {import('./device.js').DeviceOptions & import('./tuning.js').TuningOptions &
+ * @typedef {import('./engine.js').DeviceOptions & import('./tuning.js').TuningOptions &
  *   import('./executor.js').ExecutorOptions & {disableFeatures?: string[]}} LoadOptions
  * `disableFeatures`: run as if the device lacked these optional features ("shader-f16": the fallbacks).
  */
@@ -287,7 +287,7 @@ export function dispatchTimes(program, samples = 3, repeats = 1) {
 
 /**
  * An input or output shape as the public API shows it: dynamic sizes with their ranges.
- * @param {import('./expr.js').Expr[]} shape
+ * @param {import('./symbolic.js').Expr[]} shape
  * @param {ProgramSpec} spec
  * @returns {ReadonlyArray<Dim>}
  */
