@@ -11,7 +11,8 @@ Only compiling needs torch; loading and running a saved program needs numpy and 
 
 from __future__ import annotations
 
-from .compiler import compile, compile_module
+from typing import Any
+
 from .format.errors import ArtifactError, DeviceError, DeviceIndexError, UnsupportedError, WebGPUTorchError
 from .format.program import Program
 from .runtime.device_tensor import DeviceTensor
@@ -19,6 +20,15 @@ from .runtime.engine import device_info
 from .runtime.session import Session
 
 load = Session.load
+
+
+def __getattr__(name: str) -> Any:
+    """`compile` and `compile_module`, imported on first use: loading a saved program imports no compiler."""
+    if name in ("compile", "compile_module"):
+        from . import compiler
+
+        return getattr(compiler, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __version__ = "0.1.0"
 

@@ -116,6 +116,25 @@ class Graph:
                 metas[Ref(node.name, i)] = m
         return metas
 
+    def describe(self, node: Node, reason: str) -> str:
+        """`node 'addmm_1' (aten.addmm.default) at model.py:12: float32[5, 41], float32[41, 3] -> float32[5, 3]`
+        followed by the reason, indented."""
+        def show(v) -> str | None:
+            if isinstance(v, Ref):
+                m = self.meta_of(v)
+                return str(m) if m is not None else v.node
+            if isinstance(v, (list, tuple)) and any(isinstance(x, Ref) for x in v):
+                return "[" + ", ".join(s for s in map(show, v) if s) + "]"
+            return None
+
+        tensors = [f"{k}={s}" for k, v in node.args.items() if (s := show(v))]
+        scalars = [f"{k}={v!r}" for k, v in node.args.items() if show(v) is None]
+        outs = ", ".join(str(m) for m in node.outputs if m is not None) or "nothing"
+        where = f" at {node.source}" if node.source else ""
+        return (f"  node {node.name!r} ({node.target}){where}\n"
+                f"    inputs: {', '.join(tensors + scalars) or 'none'} -> {outs}\n"
+                f"    reason: {reason}")
+
 
 def refs_in(value: Any) -> Iterator[Ref]:
     """Every Ref inside an argument value (nested lists, tuples and dicts)."""

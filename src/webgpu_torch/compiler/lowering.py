@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..format import dtypes, symbolic
-from ..format.errors import InputError, UnsupportedError, describe_node
+from ..format.errors import InputError, UnsupportedError
 from ..format.program import Buffer, Input, Program, State, Tensor, contiguous_strides
 from ..format.symbolic import Expr
 from . import planner
@@ -28,7 +28,7 @@ def check_support(graph: Graph) -> None:
     for node in graph.nodes:
         reason = _unsupported_reason(metas, node, read[node.name])
         if reason:
-            problems.append(describe_node(graph, node, reason))
+            problems.append(graph.describe(node, reason))
     if problems:
         raise UnsupportedError(problems)
 
@@ -113,11 +113,11 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
         except UnsupportedError:
             raise
         except InputError as e:  # a constant the device cannot hold as this lowering needs it
-            raise UnsupportedError([describe_node(graph, node, str(e))]) from None
+            raise UnsupportedError([graph.describe(node, str(e))]) from None
         except Exception as e:  # a lowering that fails after its check passed is a bug: refuse the node, by name
             reason = (f"internal error in the lowering of {node.target} ({type(e).__name__}: {e}); please "
                       "report it with this message")
-            raise UnsupportedError([describe_node(graph, node, reason)]) from e
+            raise UnsupportedError([graph.describe(node, reason)]) from e
         _bind_outputs(env, node, _as_model_dtypes(result, node.outputs))
     ctx.node = "output"
     outputs = []

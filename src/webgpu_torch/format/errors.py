@@ -5,10 +5,6 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ..compiler.graph import Graph, Node
 
 
 class WebGPUTorchError(Exception):
@@ -42,28 +38,6 @@ class DeviceIndexError(WebGPUTorchError, IndexError):
 
 class DeviceError(WebGPUTorchError):
     """No usable WebGPU adapter, or the adapter cannot hold the program."""
-
-
-def describe_node(graph: Graph, node: Node, reason: str) -> str:
-    """`node 'addmm_1' (aten.addmm.default) at model.py:12: float32[5, 41], float32[41, 3] -> float32[5, 3]`
-    followed by the reason, indented."""
-    from ..compiler.graph import Ref
-
-    def show(v) -> str | None:
-        if isinstance(v, Ref):
-            m = graph.meta_of(v)
-            return str(m) if m is not None else v.node
-        if isinstance(v, (list, tuple)) and any(isinstance(x, Ref) for x in v):
-            return "[" + ", ".join(s for s in map(show, v) if s) + "]"
-        return None
-
-    tensors = [f"{k}={s}" for k, v in node.args.items() if (s := show(v))]
-    scalars = [f"{k}={v!r}" for k, v in node.args.items() if show(v) is None]
-    outs = ", ".join(str(m) for m in node.outputs if m is not None) or "nothing"
-    where = f" at {node.source}" if node.source else ""
-    return (f"  node {node.name!r} ({node.target}){where}\n"
-            f"    inputs: {', '.join(tensors + scalars) or 'none'} -> {outs}\n"
-            f"    reason: {reason}")
 
 
 class TuningWarning(RuntimeWarning):
