@@ -68,8 +68,9 @@ def test_unknown_engine_and_unsupported_gemm_variant():
 
 def test_unknown_compile_options_are_refused():
     ep = torch.export.export(torch.nn.Linear(3, 4), (torch.randn(5, 3),))
-    with pytest.raises(TypeError, match="unknown option 'conv_kernel'; options: attention, conv, gemm, "
-                                        "group_size, norm_chunks, precision, scatter, weights"):
+    with pytest.raises(TypeError, match="unknown option 'conv_kernel'; options: attention, contiguous_outputs, "
+                                        "conv, gemm, group_size, max_binding_size, norm_chunks, precision, "
+                                        "scatter, weights"):
         webgpu_torch.compile(ep, conv_kernel="direct")
 
 

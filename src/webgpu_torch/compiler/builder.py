@@ -6,7 +6,7 @@ device buffers afterwards (see lowering.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cache
 from math import prod
 from typing import Any
@@ -31,6 +31,7 @@ from ..format.program import (
     fold_grid,
 )
 from . import layout, wgsl
+from .options import Options
 from .wgsl import SUBGROUPS
 
 
@@ -91,16 +92,6 @@ AGREE = 1e-4
 AGREE_HALF = 1e-2
 SIXTEEN_BITS = ("f16", "float16", "bfloat16")
 
-DEFAULT_MAX_BINDING = 128 * 2**20  # WebGPU's default maxStorageBufferBindingSize: every adapter binds this much
-
-
-@dataclass(frozen=True)
-class CompileOptions:
-    max_binding: int = DEFAULT_MAX_BINDING  # no dispatch binds a larger buffer (larger constants are split)
-    contiguous_outputs: bool = False  # outputs that are strided views get a copy (to feed other programs)
-    extra: dict = field(default_factory=dict)  # family-specific options, read by the family that owns them
-
-
 @cache
 def _specialized(file: str, consts: tuple, subgroups: bool = False) -> str:
     return wgsl.specialize(wgsl.kernel_source(file, subgroups), dict(consts))
@@ -114,7 +105,7 @@ def _interface(source: str) -> tuple[tuple[str, ...], UniformLayout | None]:
 
 
 class Builder:
-    def __init__(self, options: CompileOptions, copy: Callable[[Builder, Tensor], Tensor],
+    def __init__(self, options: Options, copy: Callable[[Builder, Tensor], Tensor],
                  dequantize: Callable[[Builder, Packed, Tensor], None]):
         """`copy(builder, t)`: a dispatch making a contiguous copy of view `t`; `dequantize(builder, w, out)`:
         one computing packed weights `w` into flat float32 `out` (op families' kernels, passed in so that the

@@ -76,6 +76,7 @@ class Node:
     source: str = ""  # the user's line that produced it, for error messages
     epilogue: Epilogue | None = None  # set by fusion.py: a residual add and/or activation folded into this node
     effect: bool = False  # an effectful op (torch.export's with_effects): it acts beyond its outputs, never dead
+    half: frozenset[int] = frozenset()  # set by passes/half_storage.py: the outputs stored as f16 activations
 
 
 @dataclass
@@ -134,6 +135,15 @@ class Graph:
         return (f"  node {node.name!r} ({node.target}){where}\n"
                 f"    inputs: {', '.join(tensors + scalars) or 'none'} -> {outs}\n"
                 f"    reason: {reason}")
+
+
+def outputs_read(graph: Graph) -> dict[str, frozenset[int]]:
+    """For each node, the indices of its outputs that other nodes or the graph's outputs read."""
+    read: dict[str, set[int]] = {n.name: set() for n in graph.nodes}
+    for r in reads(graph):
+        if r.node in read:
+            read[r.node].add(r.index or 0)
+    return {name: frozenset(ix) for name, ix in read.items()}
 
 
 def refs_in(value: Any) -> Iterator[Ref]:

@@ -13,11 +13,10 @@ from ..format.errors import InputError, UnsupportedError
 from ..format.program import Buffer, Input, Program, State, Tensor, contiguous_strides
 from ..format.symbolic import Expr
 from . import planner
-from .builder import Builder, CompileOptions
-from .graph import Graph, Node, Ref, map_refs, refs_in, values_in
+from .builder import Builder
+from .graph import Graph, Node, Ref, map_refs, outputs_read, refs_in, values_in
 from .ops import OPS, REFUSED, NodeView, elementwise, quantized
-from .ops.gemm import PRECISION
-from .passes.half_storage import half_outputs
+from .options import Options
 
 
 def check_support(graph: Graph) -> None:
@@ -31,15 +30,6 @@ def check_support(graph: Graph) -> None:
             problems.append(graph.describe(node, reason))
     if problems:
         raise UnsupportedError(problems)
-
-
-def outputs_read(graph: Graph) -> dict[str, frozenset[int]]:
-    """For each node, the indices of its outputs that other nodes or the graph's outputs read."""
-    read: dict[str, set[int]] = {n.name: set() for n in graph.nodes}
-    for r in [*(r for n in graph.nodes for r in refs_in(n.args)), *graph.outputs]:
-        if r.node in read:
-            read[r.node].add(r.index or 0)
-    return {name: frozenset(ix) for name, ix in read.items()}
 
 
 def _unsupported_reason(metas: dict, node: Node, read: frozenset[int]) -> str | None:
@@ -77,7 +67,7 @@ def _unsupported_reason(metas: dict, node: Node, read: frozenset[int]) -> str | 
     return op.check(view)
 
 
-def lower(graph: Graph, options: CompileOptions) -> Program:
+def lower(graph: Graph, options: Options) -> Program:
     check_support(graph)
     ctx = Builder(options, copy=elementwise.copy, dequantize=quantized.dequantize)
     env: dict[Ref, Tensor] = {}
@@ -95,7 +85,6 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
         env[Ref(name)] = ctx.constant(name, array, graph.constant_meta[name].dtype)
     read = outputs_read(graph)
     in_place = {node: env[Ref(s.input)] for node, s in _updated_in_place(graph).items()}
-    half = half_outputs(graph, read) if PRECISION.of(options) == "float16" else {}
     metas = graph.metas()
     for node in graph.nodes:
         ctx.node = node.name
@@ -103,7 +92,7 @@ def lower(graph: Graph, options: CompileOptions) -> Program:
             _bind_outputs(env, node, [ctx.new(m.shape, m.dtype) if m is not None else None for m in node.outputs])
             continue
         view = NodeView(node.name, node.target, _arguments(ctx, node, env, metas), node.outputs, node.epilogue,
-                        read[node.name], in_place.get(node.name), half.get(node.name, frozenset()))
+                        read[node.name], in_place.get(node.name), node.half)
         op = OPS[node.target]
         if not (op.view or op.packed):
             for t in (v for v in values_in(view.args) if isinstance(v, Tensor)):

@@ -20,7 +20,6 @@ from ...format.program import F16, Tensor
 from .. import layout
 from ..builder import Builder, KernelSpec, Packed
 from . import quantized
-from .gemm import GROUP_SIZE, WEIGHTS
 from .registry import NodeView, OpCase, register
 
 FILE = "indexing.wgsl"
@@ -159,11 +158,10 @@ def _packed_table(ctx: Builder, w: Tensor) -> Packed | None:
             return packed
         ctx.materialize(w)
         return None
-    mode = WEIGHTS.of(ctx.options)
-    if mode not in ("int8", "int4") or not whole or w.dtype != "float32" or ctx.buffers[w.buffer].role != "constant":
+    weights = ctx.options.weights
+    if not weights.packed or not whole or w.dtype != "float32" or ctx.buffers[w.buffer].role != "constant":
         return None
-    group = w.shape[1] if mode == "int8" else GROUP_SIZE.of(ctx.options)
-    return ctx.quantized(layout.permute(w, [1, 0]), 8 if mode == "int8" else 4, group)
+    return ctx.quantized(layout.permute(w, [1, 0]), weights.bits, weights.group_along(w.shape[1]))
 
 
 @register("aten.index_select.default", check=_check, dynamic=True)

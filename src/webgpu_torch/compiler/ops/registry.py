@@ -4,7 +4,7 @@ Each op family module registers its lowerings with `@register(...)`, optionally 
 the reason a particular node cannot run (None when it can), and lists its test cases in a `cases()` function.
 Registering one overload twice is an error. An op registered here is also kept whole by the frontend's
 decomposition (a kernel for the fused op beats its decomposition). A family may also declare a compile option
-that picks among its kernels (`register_option`).
+that forces one of its kernels (`register_option`; compiler/options.py checks the value given).
 
 An overload that will never have a kernel is declared refused (`refuse`) with the reason users then read in
 the compile-time error, and in docs/ops.md: beside the family it concerns (batch norm in training mode, in
@@ -110,20 +110,20 @@ class Refusal:
 
 OPS: dict[str, OpDef] = {}
 REFUSED: dict[str, Refusal] = {}
-# Compile options that families read from CompileOptions.extra (`compile(ep, conv="direct")`): name -> its
-# choices, the first being the default. compile() rejects unknown names and values.
+# The families' kernel choices (`compile(ep, conv="direct")`): name -> its choices, the first being the default.
+# options.parse rejects unknown names and values.
 OPTIONS: dict[str, tuple[str, ...]] = {}
 
 
 @dataclass(frozen=True)
 class CompileOption:
-    """A family's compile option: read it with `of(ctx.options)`, which gives the default when it was not set."""
+    """A family's kernel choice: read it with `of(ctx.options)`, which gives the default when it was not set."""
 
     name: str
     choices: tuple[str, ...]  # the first is the default
 
     def of(self, options) -> str:
-        return options.extra.get(self.name, self.choices[0])
+        return options.kernels.get(self.name, self.choices[0])
 
 
 def register_option(name: str, *choices: str) -> CompileOption:

@@ -1,2 +1,53 @@
-"""Graph rewrites between the frontend and lowering: each works on the plain graph (graph.py) and declines,
-leaving the ops as they are, whenever a match is not exact."""
+"""The passes between the frontend and lowering, in the order they run (`PIPELINE`). Each takes the plain graph
+(graph.py) and the compile options and returns the graph; a rewrite declines, leaving the ops as they are,
+wherever a match is not exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..graph import Graph
+from ..options import Options
+from . import (
+    attention_fusion,
+    cache_attention,
+    conv_folding,
+    fusion,
+    half_storage,
+    linear_merging,
+    norm_fusion,
+    quantized_weights,
+    rope_fusion,
+)
+
+Pass = Callable[[Graph, Options], Graph]
+
+PIPELINE: tuple[Pass, ...] = (
+    # First: the dequantizations of integer weights become one node over packed codes before any rewrite that
+    # matches float constants (a conv's weight, a linear's) meets their cast chains.
+    quantized_weights.rewrite,
+    # Batch norms and zero pads into their convs, before fusion.py: a norm or pad between a conv and its
+    # activation or residual add would keep those out of the conv's kernel.
+    conv_folding.fold,
+    # The eager bmm-softmax-bmm chains into one node, while their views and clones are as export wrote them.
+    attention_fusion.fuse_attention,
+    # After attention_fusion: it reads the mask and the key/value operands of every attention node, fused or sdpa.
+    cache_attention.rewrite,
+    # The pattern matchers run before fusion.py, which would fold the adds and activations they match into
+    # the nodes producing their inputs.
+    norm_fusion.fuse_rms_norms,
+    rope_fusion.fuse_rotary,
+    # Before fusion.py: it leaves out the linears whose add or activation fusion.py then folds in.
+    linear_merging.merge_linears,
+    # The last rewrite: epilogues fold into the producers every rewrite before has settled.
+    fusion.fuse_epilogues,
+    # After every rewrite: the f16 storage of each output is chosen over the final nodes and all their readers.
+    half_storage.plan,
+)
+
+
+def run(graph: Graph, options: Options) -> Graph:
+    for rewrite in PIPELINE:
+        graph = rewrite(graph, options)
+    return graph

@@ -23,13 +23,14 @@ from numbers import Number
 from ...format import dtypes
 from ..graph import Graph, Node, Ref, TensorMeta, drop_dead, refs_in
 from ..ops.attention import MAX_HEAD_DIM
+from ..options import Options
 
 RESHAPES = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default"}
 PASS_THROUGH = RESHAPES | {"aten.clone.default", "aten.expand.default", "aten.alias.default"}
 FUSED = "webgpu.eager_attention.default"
 
 
-def fuse_attention(graph: Graph) -> Graph:
+def fuse_attention(graph: Graph, options: Options) -> Graph:
     metas = graph.metas()
     by_name = {n.name: n for n in graph.nodes}
     users: dict[str, list[Node]] = defaultdict(list)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..graph import Graph, Node, Ref, drop_dead
 from ..ops.attention import MAX_HEAD_DIM
+from ..options import Options
 
 SDPA = "aten.scaled_dot_product_attention.default"
 ATTENTION = (SDPA, "webgpu.eager_attention.default")
@@ -28,7 +29,7 @@ BROADCASTS = ("aten.expand.default", "aten.unsqueeze.default", "aten.view.defaul
 MASKED = -3.0e38  # an additive mask value at or below this drops its key (-inf, or float32's lowest)
 
 
-def rewrite(graph: Graph) -> Graph:
+def rewrite(graph: Graph, options: Options) -> Graph:
     by_name = {n.name: n for n in graph.nodes}
     metas = graph.metas()
     changed = False

@@ -15,13 +15,14 @@ from collections import Counter
 import numpy as np
 
 from ..graph import Graph, Node, Ref, TensorMeta, drop_unread_constants, map_refs, reads, refs_in
+from ..options import Options
 
 CONV = "aten.convolution.default"
 BATCH_NORM = "aten._native_batch_norm_legit_no_training.default"
 PAD = "aten.constant_pad_nd.default"
 
 
-def fold(graph: Graph) -> Graph:
+def fold(graph: Graph, options: Options) -> Graph:
     _fold_batch_norms(graph)
     _fold_pads(graph)
     drop_unread_constants(graph)

@@ -18,12 +18,13 @@ from dataclasses import replace
 from ...format import dtypes
 from ..graph import Epilogue, Graph, Node, Ref, drop_dead, map_refs, readers
 from ..ops import OPS, epilogue
+from ..options import Options
 
 _ADD = "aten.add.Tensor"
 _IDENTITY = ("aten.clone.default", "aten.alias.default")
 
 
-def fuse_epilogues(graph: Graph) -> Graph:
+def fuse_epilogues(graph: Graph, options: Options) -> Graph:
     users = readers(graph)
     metas = graph.metas()
     by_name: dict[str, Node] = {}

@@ -17,16 +17,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..graph import Graph, Node, refs_in
+from ..graph import Graph, Node, outputs_read, refs_in
 from ..ops import OPS
+from ..options import Options
 
 # The model dtypes whose activations may be stored as f16: not bfloat16, whose range (to 3.4e38) f16's (to
 # 65504) does not hold.
 STORED_HALF = ("float32", "float16")
 
 
-def half_outputs(graph: Graph, outputs_read: dict[str, frozenset[int]]) -> dict[str, frozenset[int]]:
-    """node name -> the indices of its outputs to store as f16 (nodes with none are left out)."""
+def plan(graph: Graph, options: Options) -> Graph:
+    """Under precision="float16", each node's `half`: the indices of its outputs to store as f16."""
+    if not options.half_activations:
+        return graph
+    read = outputs_read(graph)
     readers: dict[tuple[str, int], list[tuple[Node, str]]] = defaultdict(list)
     for node in graph.nodes:
         for arg, value in node.args.items():
@@ -39,7 +43,7 @@ def half_outputs(graph: Graph, outputs_read: dict[str, frozenset[int]]) -> dict[
         op = OPS.get(reader.target)
         if op is None or not (op.half is True or arg in op.half):
             return False
-        return not op.view or outputs_read[reader.name] <= chosen.get(reader.name, frozenset())
+        return not op.view or read[reader.name] <= chosen.get(reader.name, frozenset())
 
     for node in reversed(graph.nodes):  # readers before the nodes they read
         op = OPS.get(node.target)
@@ -49,8 +53,5 @@ def half_outputs(graph: Graph, outputs_read: dict[str, frozenset[int]]) -> dict[
                          if m is not None and m.dtype in STORED_HALF and (node.name, i) not in returned
                          and readers[(node.name, i)] and all(takes(r, a) for r, a in readers[(node.name, i)]))
         if half:
-            chosen[node.name] = half
-    return chosen
-
-
-__all__ = ["half_outputs"]
+            chosen[node.name] = node.half = half
+    return graph

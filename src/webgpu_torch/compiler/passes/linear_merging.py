@@ -18,12 +18,13 @@ import numpy as np
 from ...format import dtypes
 from ..graph import Graph, Node, Ref, TensorMeta, drop_unread_constants, refs_in
 from ..ops import epilogue
+from ..options import Options
 
 LINEAR, ADD = "aten.linear.default", "aten.add.Tensor"
 MAX_MERGED_BYTES = 32 * 2**20
 
 
-def merge_linears(graph: Graph) -> Graph:
+def merge_linears(graph: Graph, options: Options) -> Graph:
     fusible = _epilogue_inputs(graph)
     groups: dict[tuple, list[Node]] = {}
     for node in graph.nodes:

@@ -16,9 +16,10 @@ from collections import Counter
 from numbers import Number
 
 from ..graph import Graph, Node, Ref, drop_dead, readers, refs_in, sole_producer
+from ..options import Options
 
 
-def fuse_rms_norms(graph: Graph) -> Graph:
+def fuse_rms_norms(graph: Graph, options: Options) -> Graph:
     by_name = {n.name: n for n in graph.nodes}
     users = readers(graph)
     consumers: dict[str, list[Node]] = {}

@@ -25,6 +25,7 @@ import numpy as np
 
 from ...format import packing
 from ..graph import Graph, Node, Ref, TensorMeta, drop_dead, drop_unread_constants, map_refs, readers
+from ..options import Options
 
 DEQUANTIZE = "webgpu.dequantize.default"
 AFFINE = "torchao.dequantize_affine.default"
@@ -56,7 +57,7 @@ class Dequant:
     quant_range: tuple[int, int]  # the codes' declared range (quant_min, quant_max)
 
 
-def rewrite(graph: Graph) -> Graph:
+def rewrite(graph: Graph, options: Options) -> Graph:
     found: dict[str, Dequant] = {}
     for node in graph.nodes:
         d = _recognise(graph, node)

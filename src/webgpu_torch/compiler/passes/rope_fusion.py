@@ -19,11 +19,12 @@ from collections import Counter
 from ...format import dtypes
 from ..graph import Graph, Node, Ref, drop_dead, readers, sole_producer
 from ..ops.elementwise import ROPE
+from ..options import Options
 
 MUL, ADD = "aten.mul.Tensor", "aten.add.Tensor"
 
 
-def fuse_rotary(graph: Graph) -> Graph:
+def fuse_rotary(graph: Graph, options: Options) -> Graph:
     by_name = {n.name: n for n in graph.nodes}
     users = readers(graph)
     replaced = {}

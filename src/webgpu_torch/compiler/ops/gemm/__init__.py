@@ -36,10 +36,6 @@ from ..registry import NodeView, OpCase, register, register_option
 FILE = "gemm.wgsl"
 MAX_THREADS = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
 WORKGROUP_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize (one stage of tiles must fit)
-# How constant B operands (and embedding tables) are stored: float32, float16, or quantized round-to-nearest
-# to int8 per output channel or int4 in groups of GROUP_SIZE along K (packing.quantize), decoded in registers.
-WEIGHTS = register_option("weights", "float32", "float16", "int8", "int4")
-GROUP_SIZE = register_option("group_size", 32, 16, 64, 128, 256)
 
 
 @dataclass(frozen=True)
@@ -255,7 +251,6 @@ CPU_OPTIONS = ("cpu_4x8", "cpu_8x8")
 # Matrix-unit configurations: under precision="float16", tuning options beside the float32 ones wherever both
 # operands are vec4-readable. The split, float32-accurate configuration is offered nowhere (only forced): on an
 # H200 it ran 4096³ slower than the float32 kernel (37.0 against 42.0 TFLOP/s) with 2.2x its error.
-PRECISION = register_option("precision", "float32", "float16")  # what the GEMM family may multiply in
 MATRIX_F16 = ("sm_f16_128x128", "sm_f16_128x64", "sm_f16_64x128")
 ENOUGH_BLOCKS = 256
 GEMV_MAX_ROWS = 8
@@ -405,12 +400,11 @@ def _stored(ctx: Builder, b3: Tensor, vec4: bool) -> Tensor:
         return b3
     if b3.dtype == "bfloat16":
         return ctx.bfloat(b3)
-    mode = WEIGHTS.of(ctx.options)
-    if mode in ("int8", "int4") and b3.dtype == "float32" and decodable and b3.shape[1] * b3.shape[2] == ctx.constants[
+    weights = ctx.options.weights
+    if weights.packed and b3.dtype == "float32" and decodable and b3.shape[1] * b3.shape[2] == ctx.constants[
             b3.buffer].size:
-        return ctx.quantized(b3, 8 if mode == "int8" else 4, b3.shape[1] if mode == "int8" else GROUP_SIZE.of(
-            ctx.options))
-    if b3.dtype == "float16" or (b3.dtype == "float32" and mode == "float16"):
+        return ctx.quantized(b3, weights.bits, weights.group_along(b3.shape[1]))
+    if b3.dtype == "float16" or (b3.dtype == "float32" and weights.bits == 16):
         return ctx.half(b3)
     return b3
 
@@ -447,7 +441,7 @@ def refusals(vec4: bool, precision: str) -> dict[str, str | None]:
 
 def _offered(ctx: Builder, vec4: bool) -> tuple[str, ...]:
     """The configurations a GEMM offers for tuning."""
-    return tuple(c for c, why in refusals(vec4, PRECISION.of(ctx.options)).items() if why is None)
+    return tuple(c for c, why in refusals(vec4, ctx.options.precision).items() if why is None)
 
 
 def _stored_types(a3: Tensor | Im2col, b3: Tensor | Packed, out: Tensor,
