@@ -155,7 +155,6 @@ fn helper() -> f32 { return tile[0].x; }
     assert wgsl.entry_point(src, "a", {"H": 8.0, "WIDE": 1.0}) == wgsl.EntryPoint((64, 8, 1), 1024 + 80)
     assert wgsl.entry_point(src, "b", {}) == wgsl.EntryPoint((8, 2, 3), 0)
     assert wgsl.entry_point(src, "c", {}) == wgsl.EntryPoint((8, 1, 1), 16)
-    assert wgsl.workgroup_invocations(src, "b", {}) == 48
     assert wgsl.entry_point(src, "e", {}) == wgsl.EntryPoint((1, 1, 1), 32 + 96)
     with pytest.raises(ValueError, match="UNKNOWN is not a const or override declaration"):
         wgsl.entry_point(src, "d", {})

@@ -73,12 +73,12 @@ def lower(graph: Graph, options: Options) -> Program:
     env: dict[Ref, Tensor] = {}
     inputs = []
     for name, meta in graph.inputs:
-        index = ctx._buffer(Buffer(_bytes(meta), "input", name))
+        index = ctx.buffer(Buffer(_bytes(meta), "input", name))
         inputs.append(Input(name, meta.shape, meta.dtype, index))
         env[Ref(name)] = Tensor(index, meta.shape, contiguous_strides(meta.shape), 0, meta.dtype)
     states = []
     for s in graph.states:
-        index = ctx._buffer(Buffer(_bytes(s.meta), "state", s.name))
+        index = ctx.buffer(Buffer(_bytes(s.meta), "state", s.name))
         states.append(State(s.name, index, s.meta.shape, s.meta.dtype))
         env[Ref(s.input)] = Tensor(index, s.meta.shape, contiguous_strides(s.meta.shape), 0, s.meta.dtype)
     for name, array in graph.constants.items():
@@ -203,10 +203,11 @@ def _bind_outputs(env: dict[Ref, Tensor], node: Node, result: Any) -> None:
 
 def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Graph, states: list[State]) -> Program:
     """Plan scratch buffers by liveness and renumber every buffer reference."""
-    n = len(ctx.dispatches)
+    dispatches = ctx.emitter.dispatches
+    n = len(dispatches)
     first: dict[int, int] = {}
     last: dict[int, int] = {}
-    for i, d in enumerate(ctx.dispatches):
+    for i, d in enumerate(dispatches):
         for b in d.buffers:
             first.setdefault(b, i)
             last[b] = i
@@ -224,8 +225,8 @@ def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Gra
                for i in fixed] + [Buffer(size, "scratch") for size in plan.slot_sizes]
     re = remap.__getitem__
     program = Program(
-        sources=ctx.sources,
-        kernels=ctx.kernels,
+        sources=ctx.emitter.sources,
+        kernels=ctx.emitter.kernels,
         buffers=buffers,
         constants={re(i): a for i, a in ctx.constants.items() if i in remap},
         inputs=[Input(x.name, x.shape, x.dtype, re(x.buffer)) for x in inputs],
@@ -234,12 +235,12 @@ def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Gra
         output_tree=graph.output_tree,
         dispatches=[replace(d, buffers=tuple(map(re, d.buffers)), result=tuple(_rebuffer(t, re(t.buffer))
                                                                               for t in d.result))
-                    for d in ctx.dispatches],
+                    for d in dispatches],
         meta=dict(graph.meta),
         symbols=dict(graph.symbols),
         checks=list(ctx.checks),
         states=[replace(s, buffer=re(s.buffer)) for s in states],
-        packings={re(i): p for i, p in ctx.packings.items() if i in remap},
+        packings={re(i): p for i, p in ctx.constants.packings.items() if i in remap},
     )
     _check_bindings(program, ctx.options.max_binding)
     program.check()

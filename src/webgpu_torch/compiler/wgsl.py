@@ -174,11 +174,6 @@ class EntryPoint:
     workgroup_size: tuple[int, int, int]
     workgroup_bytes: int  # workgroup variables the entry point reaches, each rounded up to 16 bytes
 
-    @property
-    def invocations(self) -> int:
-        x, y, z = self.workgroup_size
-        return x * y * z
-
 
 def entry_point(source: str, entry: str, overrides: dict[str, float]) -> EntryPoint:
     """`entry`'s @workgroup_size and the bytes of the workgroup variables the functions it calls use, each
@@ -202,11 +197,6 @@ def entry_point(source: str, entry: str, overrides: dict[str, float]) -> EntryPo
 def constant(source: str, name: str, overrides: dict[str, float] | None = None) -> int:
     """The value of the module's const or override declaration `name` (overrides applied)."""
     return int(_Constants(re.sub(r"//[^\n]*", "", source), overrides or {}).name(name))
-
-
-def workgroup_invocations(source: str, entry: str, overrides: dict[str, float]) -> int:
-    """How many invocations a workgroup of `entry` has."""
-    return entry_point(source, entry, overrides).invocations
 
 
 class _Constants:
