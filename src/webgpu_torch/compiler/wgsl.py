@@ -34,9 +34,6 @@ _BINDING = re.compile(
     r"@group\((\d+)\)\s*@binding\((\d+)\)\s*var<(\w+)(?:\s*,\s*(\w+))?>\s*(\w+)\s*:"
 )
 
-MAX_UNIFORM_ALIGN = 256  # WebGPU's largest minUniformBufferOffsetAlignment
-
-
 _INCLUDE = re.compile(r"^//! include (\S+)$", re.MULTILINE)
 
 

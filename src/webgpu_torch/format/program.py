@@ -281,9 +281,9 @@ class Program:
             by_role.setdefault(b.role, []).append(b.size)
         lines = [f"Program: {len(self.dispatches)} dispatches, {len(self.kernels)} pipelines"]
         lines += [f"  dynamic {s.name} in [{s.lo}, {s.hi}]: {s.about}" for s in self.symbols.values()]
-        lines += [f"  input  {i.name}: {i.dtype}{_show(i.shape)}" for i in self.inputs]
-        lines += [f"  output {k}: {t.dtype}{_show(t.shape)}" for k, t in enumerate(self.outputs)]
-        lines += [f"  state  {s.name}: {s.dtype}{_show(s.shape)}" for s in self.states]
+        lines += [f"  input  {i.name}: {i.dtype}{show_shape(i.shape)}" for i in self.inputs]
+        lines += [f"  output {k}: {t.dtype}{show_shape(t.shape)}" for k, t in enumerate(self.outputs)]
+        lines += [f"  state  {s.name}: {s.dtype}{show_shape(s.shape)}" for s in self.states]
         for role, sizes in sorted(by_role.items()):
             lines.append(f"  {role:8s} {len(sizes)} buffers, {sum(sizes) / 2**20:.2f} MiB")
         for i, d in enumerate(self.dispatches):
@@ -520,5 +520,5 @@ def _within(t: Tensor, size: int) -> bool:
     return min(lows, default=0) >= 0 and end <= size
 
 
-def _show(shape: tuple) -> str:
+def show_shape(shape: tuple) -> str:
     return "[" + ", ".join(map(str, shape)) + "]"

@@ -104,10 +104,6 @@ class Expr:
     __repr__ = __str__
 
 
-def _const_args(args) -> bool:
-    return all(isinstance(a, int) for a in args)
-
-
 def _add(*terms: Value) -> Value:
     const, parts = 0, []
     for t in terms:

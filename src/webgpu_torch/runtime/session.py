@@ -18,7 +18,7 @@ import numpy as np
 
 from ..format import artifact, dtypes, symbolic, tree
 from ..format.errors import InputError, InputTypeError
-from ..format.program import Input, Program
+from ..format.program import Input, Program, show_shape
 from . import fit, tuning
 from .device_tensor import DeviceTensor
 from .engine import get_engine
@@ -151,7 +151,7 @@ def bind(program: Program, values: list) -> dict[str, int]:
     for spec, v in zip(program.inputs, values, strict=True):
         want = tuple(symbolic.evaluate(s, env) for s in spec.shape)
         if tuple(v.shape) != want:
-            raise InputError(f"input {spec.name!r}: expected shape {_show(spec.shape)} = {list(want)}, "
+            raise InputError(f"input {spec.name!r}: expected shape {show_shape(spec.shape)} = {list(want)}, "
                              f"got {list(v.shape)}")
     return env
 
@@ -161,12 +161,12 @@ def check_input(spec: Input, value: Any):
     in bind(), which knows the dynamic dimensions."""
     if isinstance(value, DeviceTensor):
         if len(value.shape) != len(spec.shape) or value.dtype != spec.dtype:
-            raise InputError(f"input {spec.name!r}: expected {spec.dtype}{_show(spec.shape)}, got {value}")
+            raise InputError(f"input {spec.name!r}: expected {spec.dtype}{show_shape(spec.shape)}, got {value}")
         return value
     array = _torch_to_numpy(spec, value) if _is_torch(value) else np.asarray(value)
     static = not any(isinstance(s, symbolic.Expr) for s in spec.shape)
     if array.ndim != len(spec.shape) or (static and tuple(array.shape) != spec.shape):
-        raise InputError(f"input {spec.name!r}: expected shape {_show(spec.shape)}, got {list(array.shape)}")
+        raise InputError(f"input {spec.name!r}: expected shape {show_shape(spec.shape)}, got {list(array.shape)}")
     want = dtypes.dtype(spec.dtype).host
     if not (array.dtype == want or (array.dtype.kind in "iu" and want.kind in "iu")):
         raise InputTypeError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {array.dtype}")
@@ -203,8 +203,6 @@ def _to_host(array: np.ndarray, dtype: str, as_torch: bool):
     return torch.from_numpy(array)
 
 
-def _show(shape: tuple) -> str:
-    return "[" + ", ".join(map(str, shape)) + "]"
 
 
 def _is_torch(x: Any) -> bool:
