@@ -58,3 +58,32 @@ def problems(value, schema: dict = SCHEMA, path: str = "$") -> list[str]:
 
 def _equal(a, b) -> bool:
     return (type(a) in (int, float) and type(b) in (int, float) and a == b) or (type(a) is type(b) and a == b)
+
+
+def records(value, schema: dict = SCHEMA, kind: str = "header") -> list[tuple[str, dict, dict]]:
+    """Every object of `value` the schema declares fields of, as (kind, object, its schema): kind is its
+    $defs name ("kernel"), or the path from the nearest one ("kernel.uniform"); the header itself is
+    "header"; the alternative of an anyOf it matches is numbered ("tensor/1"). Objects held as maps (symbols,
+    overrides, meta) are not records. js/testkit/schema.js's twin."""
+    if "$ref" in schema:
+        name = schema["$ref"].removeprefix("#/$defs/")
+        return records(value, SCHEMA["$defs"][name], name)
+    if "anyOf" in schema:  # the alternative that fits, numbered: "tensor/1" (packed weights)
+        fits = [i for i, s in enumerate(schema["anyOf"]) if not problems(value, s)]
+        return records(value, schema["anyOf"][fits[0]], f"{kind}/{fits[0]}") if fits else []
+    out = []
+    if isinstance(value, list):
+        prefix = schema.get("prefixItems", [])
+        for i, item in enumerate(value):
+            sub = prefix[i] if i < len(prefix) else schema.get("items")
+            if sub is not None:
+                out += records(item, sub, kind)
+    if isinstance(value, dict):
+        declared = schema.get("properties", {})
+        if declared:
+            out.append((kind, value, schema))
+        for key, item in value.items():
+            sub = declared.get(key, schema.get("additionalProperties"))
+            if isinstance(sub, dict):
+                out += records(item, sub, f"{kind}.{key}" if key in declared else kind)
+    return out

@@ -39,6 +39,21 @@ def saved(tmp_path_factory):
     return path, model, x
 
 
+def test_a_program_is_checked_once_in_a_process(monkeypatch, tmp_path):
+    """A compile, a call and a save scan the program once (lowering); a load and a call once (the reader):
+    fitting and tuning derive checked programs, and a Session, an Executor and a save check only the rest."""
+    scans = []
+    problems = program._problems
+    monkeypatch.setattr(program, "_problems", lambda p: scans.append(p) or problems(p))
+    model, x = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU()).eval(), torch.randn(3, 6)
+    session = webgpu_torch.compile_module(model, (x,))
+    session(x)
+    session.save(tmp_path / "m.wgpt")
+    assert len(scans) == 1
+    webgpu_torch.load(tmp_path / "m.wgpt")(x.numpy())
+    assert len(scans) == 2
+
+
 @pytest.mark.e2e
 def test_round_trip_in_a_process_where_torch_cannot_be_imported(saved, tmp_path):
     path, model, x = saved

@@ -655,6 +655,7 @@ function readTree(t, what, depth = 0) {
     need(keys.length === node.items.length && keys.every((k) => typeof k === 'string') && new Set(keys).size === keys.length,
       `${what}: a dict tree node's keys do not match its items`);
   }
+  need(node.class === undefined || typeof node.class === 'string', `${what}: a tree node's class is ${kind(node.class)}, not a string`);
   return /** @type {TreeSpec} */ (node);
 }
 

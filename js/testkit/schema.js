@@ -63,3 +63,42 @@ export function problems(value, schema = SCHEMA, path = '$') {
   }
   return out;
 }
+
+/**
+ * Every object of `value` the schema declares fields of, as [kind, object, its schema]: kind is its $defs name
+ * ("kernel"), or the path from the nearest one ("kernel.uniform"); the header itself is "header"; the
+ * alternative of an anyOf it matches is numbered ("tensor/1"). Objects held as maps (symbols, overrides, meta)
+ * are not records. tests/schema.py's twin.
+ * @param {any} value
+ * @param {any} [schema]
+ * @param {string} [kind]
+ * @returns {[string, any, any][]}
+ */
+export function records(value, schema = SCHEMA, kind = 'header') {
+  if (schema.$ref) {
+    const name = schema.$ref.replace('#/$defs/', '');
+    return records(value, SCHEMA.$defs[name], name);
+  }
+  if (schema.anyOf) {
+    const fit = schema.anyOf.findIndex((/** @type {any} */ s) => problems(value, s).length === 0);
+    return fit < 0 ? [] : records(value, schema.anyOf[fit], `${kind}/${fit}`);
+  }
+  /** @type {[string, any, any][]} */
+  const out = [];
+  if (Array.isArray(value)) {
+    const prefix = schema.prefixItems ?? [];
+    value.forEach((item, i) => {
+      const sub = i < prefix.length ? prefix[i] : schema.items;
+      if (sub !== undefined) out.push(...records(item, sub, kind));
+    });
+  }
+  if (is(value, 'object')) {
+    const declared = schema.properties ?? {};
+    if (Object.keys(declared).length) out.push([kind, value, schema]);
+    for (const [key, item] of Object.entries(value)) {
+      const sub = declared[key] ?? schema.additionalProperties;
+      if (sub !== null && typeof sub === 'object') out.push(...records(item, sub, key in declared ? `${kind}.${key}` : kind));
+    }
+  }
+  return out;
+}

@@ -57,7 +57,7 @@ def _pad(n: int) -> int:
 # -- writing -----------------------------------------------------------------------------------------------
 
 def to_bytes(program: Program) -> bytes:
-    program.check()
+    program.checked()
     tensors, chunks, offset = [], [], 0
     names = {v: k for k, v in DTYPES.items()}
     for buffer, array in sorted(program.constants.items()):

@@ -10,7 +10,7 @@ one (docs/artifact.md is the format).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Any
 
@@ -260,6 +260,9 @@ class Program:
     # u32 words are laid out. Their arrays are the words.
     packings: dict[int, Packing] = field(default_factory=dict)
 
+    def __post_init__(self):
+        self._checked = False  # check() passed: a Program is not changed in place once checked
+
     @property
     def requires(self) -> tuple[str, ...]:
         """The optional features a device needs to run the dispatches as written (their options aside): the
@@ -273,6 +276,22 @@ class Program:
         for what, ok in _problems(self):
             if not ok:
                 raise ValueError(what)
+        self._checked = True
+
+    def checked(self) -> Program:
+        """This program, checked unless it already was in this process: what a boundary a program crosses
+        (a Session, an Executor, a save) asks for, so that a compiled or loaded program is scanned once."""
+        if not self._checked:
+            self.check()
+        return self
+
+    def derived(self, **changes: Any) -> Program:
+        """`dataclasses.replace(self, **changes)`, checked when this program is: for the runtime's fitting and
+        tuning, which keep a valid program valid (a kernel swapped for its fallback or one of its dispatch's
+        options, float16 constants widened: tests/test_conformance.py and tests/test_cross_product.py)."""
+        out = replace(self, **changes)
+        out._checked = self._checked
+        return out
 
     def summary(self) -> str:
         """A readable listing: inputs, outputs, buffers by role, and every dispatch."""

@@ -66,9 +66,8 @@ class _Readback:
 class Executor:
     def __init__(self, program: Program, engine: Engine):
         """Build `program`, whose dispatches run as written (fitted to `engine`'s features and tuned)."""
-        program.check()
         self.engine = engine
-        self.program = program
+        self.program = program.checked()
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
         self._failed = ""  # why this program refuses calls (a call that timed out), "" while usable
         self._env: dict[str, int] | None = None

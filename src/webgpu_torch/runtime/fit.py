@@ -60,7 +60,7 @@ def without_f16(program: Program) -> Program:
                           result=tuple(replace(t, dtype="float32") if t.dtype == F16_STORAGE else t
                                        for t in d.result))
                   for d in program.dispatches]
-    return replace(program, buffers=buffers, constants=constants, dispatches=dispatches)
+    return program.derived(buffers=buffers, constants=constants, dispatches=dispatches)
 
 
 def uses_f16(program: Program) -> bool:

@@ -27,8 +27,7 @@ from .executor import Call, Executor
 
 class Session:
     def __init__(self, program: Program, engine: str | None = None):
-        program.check()
-        self.program = program
+        self.program = program.checked()
         self.engine = engine  # "dawn" | "wgpu" | None: the default engine (runtime/engine.py)
         self._executor: Executor | None = None
 

@@ -143,7 +143,7 @@ def force(program: Program, pick: Callable[[Kernel], bool]) -> Program:
         picked = [o for o in d.options if pick(program.kernels[o.kernel])]
         if picked and i not in grouped:
             dispatches[i] = d.choose(picked[0])
-    return replace(program, dispatches=dispatches)
+    return program.derived(dispatches=dispatches)
 
 
 def resolve(program: Program, engine: Engine) -> Program:
@@ -176,7 +176,7 @@ def resolve(program: Program, engine: Engine) -> Program:
         pick = chosen.get(key, 0)
         for i in members:
             dispatches[i] = dispatches[i].choose(candidates(dispatches[i])[pick])
-    return replace(program, dispatches=dispatches)
+    return program.derived(dispatches=dispatches)
 
 
 def _measure(program: Program, engine: Engine, which: dict[str, list[int]], usable: dict[str, list[int]]
