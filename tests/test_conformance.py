@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from webgpu_torch.format import artifact, limits, program, symbolic
-from webgpu_torch.format.errors import ArtifactError
+from webgpu_torch.format.errors import ArtifactError, DeviceError
 from webgpu_torch.runtime import executor, fit, generation, session, tuning
 
 from .conformance.make import StandInStages, python_limits
@@ -124,6 +124,28 @@ def test_a_program_needing_a_feature_the_device_lacks_is_refused_by_name():
         fit.for_device(forced, {"shader-f16"})
     reread = artifact.from_bytes(artifact.to_bytes(forced))
     assert reread.requires == forced.requires
+
+
+@pytest.mark.parametrize("case", _vectors("device_fit")["adapters"], ids=str)
+def test_adapter_kind(case):
+    assert fit.adapter_kind(case["info"]) == case["kind"]
+
+
+@pytest.mark.parametrize("case", _vectors("device_fit")["fits"], ids=lambda c: f"{c['file']}: {c['about']}")
+def test_device_fit(case):
+    """A golden file as a device runs it (features, limits, the memory cap): its buffers and kernels, or why not."""
+    try:
+        fitted = fit.for_device(artifact.load(GOLDEN / f"{case['file']}.wgpt"), set(case["features"]))
+        problem = fit.limit_problem(fitted, python_limits(case["limits"]), SimpleNamespace(**case["cap"]))
+    except DeviceError as e:
+        problem = str(e)
+    if "refused" in case:
+        assert problem == case["refused"]
+        return
+    assert problem is None
+    assert [b.size for b in fitted.buffers] == case["buffers"]
+    assert [d.kernel for d in fitted.dispatches] == case["kernels"]
+    assert [[o.kernel for o in d.options] for d in fitted.dispatches] == case["options"]
 
 
 def test_the_header_schema_says_of_each_golden_header_what_the_corpus_records():

@@ -219,7 +219,7 @@ def test_int4_llama_tuned_from_an_empty_cache_matches_eager(monkeypatch, tmp_pat
     from torchao.quantization.granularity import PerGroup
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from webgpu_torch.runtime import tuning
+    from webgpu_torch.runtime import fit, tuning
     from webgpu_torch.runtime.session import Session
 
     monkeypatch.setenv(tuning.TUNE_VAR, "1")
@@ -234,7 +234,7 @@ def test_int4_llama_tuned_from_an_empty_cache_matches_eager(monkeypatch, tmp_pat
     program = webgpu_torch.compile_module(model, (ids,), {"use_cache": False}).program
     session = Session(program)
     tuned = session.executor().program
-    assert any("cpu_" in tuned.kernels[d.kernel].name for d in tuned.dispatches) or tuning.adapter_kind(
+    assert any("cpu_" in tuned.kernels[d.kernel].name for d in tuned.dispatches) or fit.adapter_kind(
         session.executor().engine.adapter.info) == "gpu"  # on a CPU adapter the CPU kernels were in the running
     with torch.no_grad():
         want = model(ids, use_cache=False).logits

@@ -19,7 +19,7 @@ import webgpu_torch
 from webgpu_torch.compiler.ops import gemm
 from webgpu_torch.format import artifact
 from webgpu_torch.format.errors import TuningWarning
-from webgpu_torch.runtime import tuning
+from webgpu_torch.runtime import fit, tuning
 from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.session import Session, open_executor
 
@@ -275,12 +275,6 @@ DECISIONS = json.loads((Path(__file__).parent / "conformance" / "tuning_rules.js
 
 
 @pytest.mark.host
-@pytest.mark.parametrize("case", DECISIONS["adapter_kind"], ids=str)
-def test_decision_adapter_kind(case):
-    assert tuning.adapter_kind(case["info"]) == case["kind"]
-
-
-@pytest.mark.host
 @pytest.mark.parametrize("case", DECISIONS["rank"], ids=str)
 def test_decision_rank(case):
     assert tuning.candidate_order(case["workgroups"], case["targets"], case["kind"]) == case["order"]
@@ -344,7 +338,7 @@ def _ranked(program, members):
     """The group's candidates in the order tuning times them on this suite's device."""
     engine = get_engine()
     return tuning.ranked_candidates(program, members, engine.device.features, engine.limits,
-                                    tuning.adapter_kind(engine.adapter.info))
+                                    fit.adapter_kind(engine.adapter.info))
 
 
 def _scripted_times(monkeypatch, seconds):

@@ -7,6 +7,7 @@
 
 import { DeviceError } from './errors.js';
 import { isNode } from './env.js';
+import { adapterInfo } from './fit.js';
 
 /** Optional WebGPU features a program may use. */
 export const OPTIONAL_FEATURES = ['timestamp-query', 'shader-f16', 'subgroups'];
@@ -16,7 +17,7 @@ export const OPTIONAL_FEATURES = ['timestamp-query', 'shader-f16', 'subgroups'];
  * @property {GPUDevice} device
  * @property {string} engine the WebGPU implementation: "dawn" (Node, Chromium), "wgpu" (Firefox), "webkit"
  * @property {string} key the adapter and engine, for the tuning cache
- * @property {{is_fallback_adapter: boolean}} adapter what tuning reads of the adapter (tuning.adapterKind)
+ * @property {import('./fit.js').AdapterInfo} adapter what fitting and tuning read of the adapter (fit.adapterKind)
  */
 
 /** @type {Map<string, Promise<Gpu>>} */
@@ -46,7 +47,7 @@ export async function openDevice(options = {}) {
   if (options.device) {
     const info = options.device.adapterInfo;
     const engine = options.engine ?? detectEngine();
-    return { device: options.device, engine, key: deviceKey(engine, info), adapter: adapterOf(info) };
+    return { device: options.device, engine, key: deviceKey(engine, info), adapter: adapterInfo(info) };
   }
   const preference = options.powerPreference ?? 'high-performance';
   const level = options.featureLevel ?? 'core';
@@ -90,7 +91,7 @@ async function open(preference, featureLevel, engine) {
   }
   const name = engine ?? detectEngine();
   const key = deviceKey(name, adapter.info) + (featureLevel === 'core' ? '' : ` | ${featureLevel}`);
-  return { device, engine: name, key, adapter: adapterOf(adapter.info) };
+  return { device, engine: name, key, adapter: adapterInfo(adapter.info) };
 }
 
 /**
@@ -129,14 +130,6 @@ function detectEngine() {
   if (/Firefox\//.test(agent)) return 'wgpu';
   if (/Chrom(e|ium)\/|Edg\//.test(agent)) return 'dawn';
   return 'webkit';
-}
-
-/**
- * What tuning reads of an adapter: whether it is a fallback adapter (a CPU's, in browsers and Dawn).
- * @param {GPUAdapterInfo | undefined} info
- */
-function adapterOf(info) {
-  return { is_fallback_adapter: /** @type {any} */ (info)?.isFallbackAdapter === true };
 }
 
 /**

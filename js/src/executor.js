@@ -14,11 +14,11 @@
 
 import { foldGrid } from './artifact.js';
 import { DeviceTensor } from './device_tensor.js';
-import { gather, ITEMSIZE, widenHalf } from './dtypes.js';
+import { gather, ITEMSIZE } from './dtypes.js';
 import { DeviceError, DeviceIndexError } from './errors.js';
 import { envVar, isNode } from './env.js';
 import * as expr from './symbolic.js';
-import { bufferSize, sourceFor, workgroupProblem } from './fit.js';
+import { allocated, limitProblem, sourceFor } from './fit.js';
 import { memoryCap } from './memory.js';
 import { MAX_UNAWAITED, stateOf } from './pool.js';
 
@@ -60,9 +60,6 @@ const BUFFER_TYPE = /** @type {const} */ ({ read: 'read-only-storage', read_writ
  * @param {number} k
  */
 const roundUp = (n, k) => Math.ceil(n / k) * k;
-
-/** @param {number} n */
-const count = (n) => n.toLocaleString('en');
 
 /**
  * What a kernel's bind group layout depends on: its binding kinds and its Params size.
@@ -114,15 +111,14 @@ function setting(option, name, fallback, unit) {
 
 export class Executor {
   /**
-   * Build everything for `spec`, whose dispatches run as written (fitted to `features` and tuned).
+   * Build everything for `spec`, whose dispatches run as written (fitted to the device and tuned).
    * @param {ProgramSpec} spec
    * @param {Gpu} gpu
-   * @param {Set<string>} features the optional features this program may use
    * @param {ExecutorOptions} [options]
    * @returns {Promise<Executor>}
    */
-  static async create(spec, gpu, features, options = {}) {
-    const ex = new Executor(spec, gpu, features, options, await memoryCap(gpu.device, options.maxMemory));
+  static async create(spec, gpu, options = {}) {
+    const ex = new Executor(spec, gpu, options, await memoryCap(gpu.device, options.maxMemory));
     const { device } = gpu;
     device.pushErrorScope('out-of-memory');
     device.pushErrorScope('validation');
@@ -151,15 +147,13 @@ export class Executor {
   /**
    * @param {ProgramSpec} spec
    * @param {Gpu} gpu
-   * @param {Set<string>} features
    * @param {ExecutorOptions} options
    * @param {import('./memory.js').Cap} cap the most bytes of buffers it may ask for
    */
-  constructor(spec, gpu, features, options, cap) {
+  constructor(spec, gpu, options, cap) {
     this.spec = spec;
     this.gpu = gpu;
     this.device = gpu.device;
-    this.features = features;
     this.timeout = setting(options.timeout, TIMEOUT_VAR, DEFAULT_TIMEOUT, 'seconds');
     this.cap = cap;
     /** Fill scratch buffers with NaN before each call (tests: an unwritten output element cannot pass). */
@@ -217,57 +211,19 @@ export class Executor {
 
   /** Refuse by name, before anything is allocated, what this device cannot hold or run. */
   checkDevice() {
-    const { spec, device, features } = this;
-    const limits = device.limits;
-    const maxBinding = limits.maxStorageBufferBindingSize;
-    const maxBuffer = limits.maxBufferSize;
-    let total = 0;
-    spec.buffers.forEach((b, i) => {
-      const size = bufferSize(spec, i, features);
-      total += size;
-      if (size > Math.min(maxBinding, maxBuffer)) {
-        const what = `${b.role} buffer ${i}` + (b.name ? ` (${b.name})` : '');
-        throw new DeviceError(`${what} needs ${count(size)} bytes; this adapter binds at most ${count(maxBinding)} ` +
-          `(maxStorageBufferBindingSize; maxBufferSize ${count(maxBuffer)})`);
-      }
-    });
-    if (total > this.cap.bytes) {
-      throw new DeviceError(`the program needs ${(total / 2 ** 30).toFixed(2)} GiB of buffers, over the ` +
-        `${(this.cap.bytes / 2 ** 30).toFixed(2)} GiB this process allows: ${this.cap.why}`);
-    }
-    for (const k of new Set(spec.dispatches.map((d) => spec.kernels[d.kernel]))) {
-      const lacking = k.requires.filter((f) => !features.has(f));
-      if (lacking.length) {
-        throw new DeviceError(`kernel ${k.name} needs the ${lacking.join(', ')} feature, which this ${this.gpu.engine} ` +
-          'device lacks (a compiled program\'s default dispatches need none: this file was saved with a choice forced)');
-      }
-      const storage = k.bindings.filter((b) => b !== 'uniform').length;
-      if (storage > limits.maxStorageBuffersPerShaderStage) {
-        throw new DeviceError(`kernel ${k.name} binds ${storage} storage buffers; this adapter allows ` +
-          `${limits.maxStorageBuffersPerShaderStage} per shader stage (maxStorageBuffersPerShaderStage)`);
-      }
-      if (k.uniform && k.uniform.size > limits.maxUniformBufferBindingSize) {
-        throw new DeviceError(`kernel ${k.name}: its ${k.uniform.size}-byte Params exceed this adapter's ` +
-          `${limits.maxUniformBufferBindingSize}-byte uniform bindings (maxUniformBufferBindingSize)`);
-      }
-      const tooLarge = workgroupProblem(k, limits);
-      if (tooLarge) throw new DeviceError(`kernel ${k.name}: ${tooLarge}`);
-    }
+    const problem = limitProblem(this.spec, this.device.limits, this.cap);
+    if (problem) throw new DeviceError(problem);
   }
 
-  /** Buffers, and every constant written to its own: float16 widened to float32 where the device lacks shader-f16. */
+  /** Buffers, and every constant written to its own. */
   buildBuffers() {
-    const { spec, device, features } = this;
+    const { spec, device } = this;
     const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-    this.buffers = spec.buffers.map((b, i) => device.createBuffer({ size: bufferSize(spec, i, features), usage, label: b.name || b.role }));
+    this.buffers = spec.buffers.map((b) => device.createBuffer({ size: allocated(b.size), usage, label: b.name || b.role }));
     this.scratch = this.buffers.filter((_, i) => spec.buffers[i].role === 'scratch');
     for (const [i, c] of spec.constants) {
       if (!c.bytes.length) continue;
       let bytes = c.bytes;
-      if (c.dtype === 'f16' && !features.has('shader-f16')) {
-        const aligned = bytes.byteOffset % 2 ? bytes.slice() : bytes;
-        bytes = new Uint8Array(widenHalf(new Uint16Array(aligned.buffer, aligned.byteOffset, aligned.length / 2)).buffer);
-      }
       if (bytes.length % 4) { // writes are 4-byte multiples: an odd count of float16 values gets a zero pad
         const padded = new Uint8Array(roundUp(bytes.length, 4));
         padded.set(bytes);

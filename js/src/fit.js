@@ -1,23 +1,51 @@
-// Fitting a program to its device (docs/artifact.md, Portability and Float16). A program's `requires` (what
-// its dispatches as written need) must be features the device has; a kernel that only appears as an option
-// may need anything, known to this runtime or not: tuning skips an option whose kernel `runsOn` says no to
-// (a feature the device lacks, a workgroup past its limits). Where the device lacks shader-f16, every
-// dispatch and option that names a kernel with a float32 `fallback` runs that instead, over float32 copies
-// of the float16 constants (exact; the buffer's size doubled), its float16 activations stored as float32.
-// Strides and offsets count elements, so views and uniforms are unchanged (a group's result views of float16
-// activations become float32 views).
+// Fitting a program to its device (docs/artifact.md, Portability and Float16): which kind of adapter it is,
+// the program as the device runs it, and what it cannot hold. tests/conformance/device_fit.json holds the
+// decisions as vectors, which src/webgpu_torch/runtime/fit.py (this module's twin) replays too.
+//
+// A program's `requires` (what its dispatches as written need) must be features the device has; a kernel that
+// only appears as an option may need anything, known to this runtime or not: tuning skips an option whose
+// kernel `runsOn` says no to (a feature the device lacks, a workgroup past its limits). Where the device lacks
+// shader-f16, every dispatch and option that names a kernel with a float32 `fallback` runs that instead, over
+// float32 copies of the float16 constants (exact), its float16 activations stored as float32. Strides and
+// offsets count elements, so views and uniforms are unchanged (a group's result views of float16 activations
+// become float32 views). The fitted program must then be within the device's limits and the memory cap
+// (`limitProblem`), checked before anything is allocated.
 
+import { widenHalf } from './dtypes.js';
 import { DeviceError } from './errors.js';
+import { LIMITS } from './limits.js';
 
 /** @typedef {import('./artifact.js').KernelSpec} KernelSpec */
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
+/** @typedef {import('./artifact.js').Constant} Constant */
+/** @typedef {import('./memory.js').Cap} Cap */
+/** @typedef {typeof LIMITS.webgpu_limits} Limits the device limits fitting reads (WebGPU's names) */
+/** @typedef {{adapter_type?: string, is_fallback_adapter?: boolean, architecture?: string}} AdapterInfo */
+
+export const CPU = 'cpu'; // the kind of adapter whose invocations run on CPU threads (a kernel's `targets`)
+/** WebGPU's defaults, which every adapter offers: what a limit the device does not report allows. */
+const DEFAULT_LIMITS = LIMITS.webgpu_limits;
+
 /**
- * The device limits a declared workgroup is checked against (WebGPU's names and defaults).
- * @typedef {{maxComputeWorkgroupSizeX: number, maxComputeWorkgroupSizeY: number, maxComputeWorkgroupSizeZ: number,
- *   maxComputeInvocationsPerWorkgroup: number, maxComputeWorkgroupStorageSize: number}} WorkgroupLimits
+ * "cpu" for an adapter whose invocations run on CPU threads (SwiftShader, lavapipe, WARP): Dawn and wgpu-native
+ * say so in `adapter_type`, browsers and Dawn for Node by `is_fallback_adapter` (`isFallbackAdapter`) or an
+ * `architecture` of "software"; else "gpu". Tuning (which kernels it times first) and the memory cap (a CPU
+ * adapter's memory is the host's) both ask this.
+ * @param {AdapterInfo} info
  */
-const DEFAULT_LIMITS = /** @type {WorkgroupLimits} */ ({ maxComputeWorkgroupSizeX: 256, maxComputeWorkgroupSizeY: 256,
-  maxComputeWorkgroupSizeZ: 64, maxComputeInvocationsPerWorkgroup: 256, maxComputeWorkgroupStorageSize: 16384 });
+export function adapterKind(info) {
+  const cpu = String(info.adapter_type ?? '').toLowerCase() === CPU || info.is_fallback_adapter === true;
+  return cpu || info.architecture === 'software' ? CPU : 'gpu';
+}
+
+/**
+ * What fitting reads of a WebGPU adapter's info, in the names adapterKind takes.
+ * @param {GPUAdapterInfo | undefined} info
+ * @returns {AdapterInfo}
+ */
+export function adapterInfo(info) {
+  return { is_fallback_adapter: /** @type {any} */ (info)?.isFallbackAdapter === true, architecture: info?.architecture ?? '' };
+}
 
 /**
  * `spec` as a device with `features` runs it; DeviceError when its dispatches need a feature the device lacks.
@@ -38,20 +66,99 @@ export function forDevice(spec, features) {
     ...d, kernel: swap(d.kernel), options: d.options.map((o) => ({ ...o, kernel: swap(o.kernel) })),
     result: d.result.map((t) => (t.dtype === 'f16' ? { ...t, dtype: /** @type {const} */ ('float32') } : t)),
   }));
-  return { ...spec, dispatches };
+  /** @type {Map<number, Constant>} */
+  const constants = new Map([...spec.constants].map(([i, c]) => [i, c.dtype === 'f16' ? widened(c) : c]));
+  const buffers = spec.buffers.map((b, i) => (spec.constants.get(i)?.dtype === 'f16' ?
+    { ...b, size: Math.max(4, /** @type {Constant} */ (constants.get(i)).bytes.length) } : b));
+  return { ...spec, dispatches, constants, buffers };
+}
+
+/**
+ * A float16 constant as float32 (exact).
+ * @param {Constant} c
+ * @returns {Constant}
+ */
+function widened(c) {
+  const aligned = c.bytes.byteOffset % 2 ? c.bytes.slice() : c.bytes;
+  const words = widenHalf(new Uint16Array(aligned.buffer, aligned.byteOffset, aligned.length / 2));
+  return { ...c, dtype: 'f32', bytes: new Uint8Array(words.buffer) };
+}
+
+/**
+ * The bytes a buffer of `size` takes on the device: a multiple of 16 (kernels may bind any as vec4s).
+ * @param {number} size
+ */
+export function allocated(size) {
+  return Math.ceil(size / 16) * 16;
+}
+
+/** @param {number} n */
+const count = (n) => n.toLocaleString('en');
+
+/**
+ * Why a device with `limits` (WebGPU's defaults where absent) and the memory cap `cap` (memory.js) cannot
+ * hold `spec` as fitted, or null: every buffer within one binding and one buffer, all of them within the cap,
+ * and each kernel a dispatch runs within a shader stage's storage bindings, uniform size and workgroup limits.
+ * @param {ProgramSpec} spec
+ * @param {Partial<Limits>} limits
+ * @param {Cap} cap
+ * @returns {string | null}
+ */
+export function limitProblem(spec, limits, cap) {
+  const lim = withDefaults(limits);
+  const binding = lim.maxStorageBufferBindingSize;
+  const largest = lim.maxBufferSize;
+  for (const [i, b] of spec.buffers.entries()) {
+    if (allocated(b.size) > Math.min(binding, largest)) {
+      const what = `${b.role} buffer ${i}` + (b.name ? ` (${b.name})` : '');
+      return `${what} needs ${count(allocated(b.size))} bytes; this adapter binds at most ${count(binding)} ` +
+        `(maxStorageBufferBindingSize; maxBufferSize ${count(largest)})`;
+    }
+  }
+  const total = spec.buffers.reduce((n, b) => n + allocated(b.size), 0);
+  if (total > cap.bytes) {
+    return `the program needs ${(total / 2 ** 30).toFixed(2)} GiB of buffers, over the ` +
+      `${(cap.bytes / 2 ** 30).toFixed(2)} GiB this process allows: ${cap.why}`;
+  }
+  const storage = lim.maxStorageBuffersPerShaderStage;
+  const uniform = lim.maxUniformBufferBindingSize;
+  for (const index of [...new Set(spec.dispatches.map((d) => d.kernel))].sort((a, b) => a - b)) {
+    const k = spec.kernels[index];
+    const bound = k.bindings.filter((b) => b !== 'uniform').length;
+    if (bound > storage) {
+      return `kernel ${k.name} binds ${bound} storage buffers; this adapter allows ${storage} per shader stage ` +
+        '(maxStorageBuffersPerShaderStage)';
+    }
+    if (k.uniform && k.uniform.size > uniform) {
+      return `kernel ${k.name}: its ${k.uniform.size}-byte Params exceed this adapter's ${uniform}-byte uniform ` +
+        'bindings (maxUniformBufferBindingSize)';
+    }
+    const tooLarge = workgroupProblem(k, lim);
+    if (tooLarge) return `kernel ${k.name}: ${tooLarge}`;
+  }
+  return null;
+}
+
+/**
+ * @param {Partial<Limits>} limits
+ * @returns {Limits}
+ */
+function withDefaults(limits) {
+  const lim = { ...DEFAULT_LIMITS };
+  for (const name of /** @type {(keyof Limits)[]} */ (Object.keys(DEFAULT_LIMITS))) {
+    if (typeof limits[name] === 'number') lim[name] = /** @type {number} */ (limits[name]);
+  }
+  return lim;
 }
 
 /**
  * Why a workgroup of `k` exceeds the device's `limits`, or null when it fits.
  * @param {KernelSpec} k
- * @param {Partial<WorkgroupLimits>} limits
+ * @param {Partial<Limits>} limits
  * @returns {string | null}
  */
 export function workgroupProblem(k, limits) {
-  const lim = { ...DEFAULT_LIMITS };
-  for (const name of /** @type {(keyof WorkgroupLimits)[]} */ (Object.keys(DEFAULT_LIMITS))) {
-    if (typeof limits[name] === 'number') lim[name] = /** @type {number} */ (limits[name]);
-  }
+  const lim = withDefaults(limits);
   const [x, y, z] = k.workgroupSize;
   if (x > lim.maxComputeWorkgroupSizeX || y > lim.maxComputeWorkgroupSizeY || z > lim.maxComputeWorkgroupSizeZ ||
       x * y * z > lim.maxComputeInvocationsPerWorkgroup) {
@@ -70,7 +177,7 @@ export function workgroupProblem(k, limits) {
  * Whether a device with `features` and `limits` can run `k` (as fitted by forDevice).
  * @param {KernelSpec} k
  * @param {Set<string>} features
- * @param {Partial<WorkgroupLimits>} limits
+ * @param {Partial<Limits>} limits
  */
 export function runsOn(k, features, limits) {
   return k.requires.every((f) => features.has(f)) && workgroupProblem(k, limits) === null;
@@ -83,16 +190,4 @@ export function runsOn(k, features, limits) {
  */
 export function sourceFor(k, engine) {
   return k.engineSources[engine] ?? k.source;
-}
-
-/**
- * The bytes buffer `i` takes on a device with `features`: its size rounded up to 16 (kernels may read any
- * buffer as vec4s), doubled for a float16 constant widened to float32 where the device lacks shader-f16.
- * @param {ProgramSpec} spec
- * @param {number} i
- * @param {Set<string>} features
- */
-export function bufferSize(spec, i, features) {
-  const widened = spec.constants.get(i)?.dtype === 'f16' && !features.has('shader-f16');
-  return Math.ceil((spec.buffers[i].size * (widened ? 2 : 1)) / 16) * 16;
 }

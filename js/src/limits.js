@@ -1,5 +1,5 @@
 // Generated from src/webgpu_torch/format/limits.json by `python -m tests.golden.make`: edit that file, not this one.
-// What both runtimes must decide alike, as data (docs/artifact.md): the format's numbers, the bounds past which a file is refused, the features a kernel may require, and tuning's settings. js/src/limits.js is generated from this file (python -m tests.golden.make); both suites check they agree.
+// What both runtimes must decide alike, as data (docs/artifact.md): the format's numbers, the bounds past which a file is refused, the features a kernel may require, WebGPU's default limits (what a device that reports none allows), and tuning's settings. js/src/limits.js is generated from this file (python -m tests.golden.make); both suites check they agree.
 
 export const LIMITS = Object.freeze({
  "magic": "WGPUTRCH",
@@ -39,6 +39,17 @@ export const LIMITS = Object.freeze({
   "subgroups",
   "chromium-experimental-subgroup-matrix"
  ],
+ "webgpu_limits": {
+  "maxStorageBufferBindingSize": 134217728,
+  "maxBufferSize": 268435456,
+  "maxStorageBuffersPerShaderStage": 8,
+  "maxUniformBufferBindingSize": 65536,
+  "maxComputeWorkgroupSizeX": 256,
+  "maxComputeWorkgroupSizeY": 256,
+  "maxComputeWorkgroupSizeZ": 64,
+  "maxComputeInvocationsPerWorkgroup": 256,
+  "maxComputeWorkgroupStorageSize": 16384
+ },
  "tuning": {
   "repeats": 8,
   "samples": 3,

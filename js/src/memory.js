@@ -1,12 +1,13 @@
 // How many bytes of buffers one program may ask for on a device: a damaged or hostile file may ask for any.
 // The rule of src/webgpu_torch/runtime/memory.py: `maxMemory` or WEBGPU_TORCH_MAX_MEMORY when given; else
-// 32 GiB (WebGPU in JavaScript reports no memory heaps); and on a CPU adapter (lavapipe, SwiftShader: its
-// device memory is the host's) no more than 3/4 of the host's available memory — Node's os.freemem(), a
+// 32 GiB (WebGPU in JavaScript reports no memory heaps); and on a CPU adapter (fit.js's adapterKind: lavapipe,
+// SwiftShader, whose device memory is the host's) no more than 3/4 of the host's available memory — Node's os.freemem(), a
 // browser's navigator.deviceMemory. A program over the cap is refused before anything is allocated: a CPU
 // adapter that runs out of host memory takes the process down.
 
 import { DeviceError } from './errors.js';
 import { envVar, isNode } from './env.js';
+import { adapterInfo, adapterKind, CPU } from './fit.js';
 
 export const MEMORY_VAR = 'WEBGPU_TORCH_MAX_MEMORY';
 const DEFAULT_MEMORY = 32 * 2 ** 30;
@@ -28,20 +29,12 @@ export async function memoryCap(device, option) {
     if (!Number.isSafeInteger(n) || n < 0) throw new DeviceError(`${MEMORY_VAR}=${JSON.stringify(value)}: give a number of bytes`);
     return { bytes: n, why: MEMORY_VAR };
   }
-  const host = isCpu(device) ? await hostAvailable() : null;
+  const info = adapterInfo(/** @type {any} */ (device).adapterInfo);
+  const host = adapterKind(info) === CPU ? await hostAvailable() : null;
   if (host !== null && host * SHARE < DEFAULT_MEMORY) {
     return { bytes: Math.floor(host * SHARE), why: '3/4 of the host\'s available memory, on this CPU adapter' };
   }
   return { bytes: DEFAULT_MEMORY, why: `default (set ${MEMORY_VAR} or the maxMemory option)` };
-}
-
-/**
- * Whether the adapter runs on the CPU (WebGPU marks such an adapter a fallback adapter).
- * @param {GPUDevice} device
- */
-function isCpu(device) {
-  const info = /** @type {any} */ (device).adapterInfo;
-  return Boolean(info?.isFallbackAdapter) || info?.architecture === 'software';
 }
 
 /**

@@ -68,7 +68,7 @@ export async function load(source, options = {}) {
   const disabled = new Set(options.disableFeatures ?? []);
   const features = new Set([...gpu.device.features].filter((f) => !disabled.has(f)));
   const tuned = await tuning.resolve(forDevice(spec, features), gpu, features, options);
-  return Program.create(tuned, await Executor.create(tuned, gpu, features, options), where);
+  return Program.create(tuned, await Executor.create(tuned, gpu, options), where);
 }
 
 export class Program {

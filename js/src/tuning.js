@@ -17,11 +17,11 @@
 // its budget by one candidate's compile, check and scout and one sample at most; a group broken off by the
 // budget stays untimed and runs its default. In each group only the `top` best-ranked candidates are timed
 // (compiling a candidate is most of the cost on a software adapter): candidateOrder puts the options whose
-// kernels target this kind of adapter first (a kernel's `targets`; "cpu" where adapterKind finds one), then
+// kernels target this kind of adapter first (a kernel's `targets`; "cpu" where fit.js's adapterKind finds one), then
 // the default, then the others by how close their grids are to its grid. A candidate whose kernel the device
 // cannot run (a feature it lacks, a workgroup past its limits) is neither timed nor chosen, a cached choice it
-// cannot run is timed again, and a group without a `result` is never tuned. The pure decisions (adapterKind,
-// candidateOrder, probeSize, keep, repeats, seededWords, disagreement) are replayed from
+// cannot run is timed again, and a group without a `result` is never tuned. The pure decisions (candidateOrder,
+// probeSize, keep, repeats, seededWords, disagreement) are replayed from
 // tests/conformance/tuning_rules.json by both runtimes' tests. Choices persist per adapter, engine and
 // cache_version, keyed by what the candidates are (choiceKey, docs/artifact.md "Tuning": the Python runtime's
 // key), in a JSON file on Node (WEBGPU_TORCH_JS_CACHE, default ~/.cache/webgpu_torch/tuning-js.json) or
@@ -35,7 +35,7 @@ import { DeviceError } from './errors.js';
 import { Executor } from './executor.js';
 import { group, written } from './artifact.js';
 import { DEVICE_FORM, widenHalf } from './dtypes.js';
-import { runsOn, sourceFor } from './fit.js';
+import { adapterKind, runsOn, sourceFor } from './fit.js';
 import { LIMITS } from './limits.js';
 import { dispatchTimes, median } from './timing.js';
 
@@ -54,7 +54,6 @@ const REPEATS = LIMITS.tuning.repeats;
 const SAMPLES = LIMITS.tuning.samples;
 const GROUPS_PER_PROBE = LIMITS.tuning.groups_per_probe;
 const SLOWER = LIMITS.tuning.slower; // a candidate scouted this many times slower than its group's fastest is not measured
-const CPU = 'cpu'; // the kind of adapter whose invocations run on CPU threads (a kernel's `targets`)
 
 /**
  * @typedef {object} TuningOptions
@@ -78,16 +77,6 @@ function setting(option, name, fallback) {
   const n = Number(value);
   if (!Number.isFinite(n)) throw new Error(`${name}=${JSON.stringify(value)}: give a number`);
   return n;
-}
-
-/**
- * "cpu" for an adapter whose invocations run on CPU threads (SwiftShader, lavapipe, WARP): browsers and Dawn
- * for Node mark their software adapters `isFallbackAdapter` (Dawn: exactly its CPU adapters), Dawn and
- * wgpu-native's own APIs say `adapter_type`; else "gpu".
- * @param {{adapter_type?: string, is_fallback_adapter?: boolean}} info
- */
-export function adapterKind(info) {
-  return String(info.adapter_type ?? '').toLowerCase() === CPU || info.is_fallback_adapter === true ? CPU : 'gpu';
 }
 
 /**
@@ -155,7 +144,7 @@ export async function resolve(spec, gpu, features, options = {}) {
   /** @type {Map<string, number[]>} each missing group's usable candidates, best-ranked first */
   const ranked = new Map([...missing].map(([key, members]) => [key, rank(spec, members, features, gpu.device.limits, adapterKind(gpu.adapter))]));
   if (missing.size) {
-    const timed = await measure(spec, gpu, features, missing, ranked, options);
+    const timed = await measure(spec, gpu, missing, ranked, options);
     if (Object.keys(timed).length) {
       Object.assign(chosen, timed);
       await cache?.save(device, chosen);
@@ -171,13 +160,12 @@ export async function resolve(spec, gpu, features, options = {}) {
  * usable ones (a group left with one such candidate takes it untimed).
  * @param {ProgramSpec} spec
  * @param {Gpu} gpu
- * @param {Set<string>} features
  * @param {Map<string, number[]>} which
  * @param {Map<string, number[]>} usable
  * @param {TuningOptions} options
  * @returns {Promise<Choices>}
  */
-async function measure(spec, gpu, features, which, usable, options) {
+async function measure(spec, gpu, which, usable, options) {
   const top = setting(options.tuneTop, TOP_VAR, LIMITS.tuning.top) || Infinity;
   const budget = setting(options.tuneBudget, BUDGET_VAR, LIMITS.tuning.budget_seconds) * 1000;
   /** @type {Choices} */
@@ -200,7 +188,7 @@ async function measure(spec, gpu, features, which, usable, options) {
     const keys = order.slice(timed, timed + probeSize(timed, elapsed, budget));
     progress.show(timed, spec.dispatches[members(keys[0])[0]].node, elapsed);
     for (const key of keys) {
-      const best = await fastest(spec, gpu, features, members(key), /** @type {number[]} */ (ranked.get(key)), deadline);
+      const best = await fastest(spec, gpu, members(key), /** @type {number[]} */ (ranked.get(key)), deadline);
       if (best !== null) chosen[key] = best;
     }
     timed += keys.length;
@@ -218,13 +206,12 @@ async function measure(spec, gpu, features, which, usable, options) {
  * from the default's is never chosen, with a warning naming it.
  * @param {ProgramSpec} spec
  * @param {Gpu} gpu
- * @param {Set<string>} features
  * @param {number[]} members
  * @param {number[]} ranked
  * @param {number} deadline
  * @returns {Promise<number | null>}
  */
-async function fastest(spec, gpu, features, members, ranked, deadline) {
+async function fastest(spec, gpu, members, ranked, deadline) {
   /** @type {Map<number, {executor: Executor, time: number}>} */
   const scouted = new Map();
   /** @type {Candidate | null} */
@@ -232,7 +219,7 @@ async function fastest(spec, gpu, features, members, ranked, deadline) {
   let tried = 0;
   try {
     try {
-      reference = await Candidate.create(spec, gpu, features, members, 0);
+      reference = await Candidate.create(spec, gpu, members, 0);
     } catch (e) {
       if (e instanceof DeviceError) return null; // the default itself does not build: the load says so
       throw e;
@@ -243,7 +230,7 @@ async function fastest(spec, gpu, features, members, ranked, deadline) {
       let candidate = reference;
       if (c !== 0) {
         try {
-          candidate = await Candidate.create(spec, gpu, features, members, c);
+          candidate = await Candidate.create(spec, gpu, members, c);
         } catch (e) {
           if (!(e instanceof DeviceError)) throw e;
           leaveOut(spec, members, c, `the ${gpu.engine} engine refuses it: ${e.message}`);
@@ -275,13 +262,12 @@ export class Candidate {
   /**
    * @param {ProgramSpec} spec
    * @param {Gpu} gpu
-   * @param {Set<string>} features
    * @param {number[]} members
    * @param {number} c
    */
-  static async create(spec, gpu, features, members, c) {
+  static async create(spec, gpu, members, c) {
     const probe = probeSpec(spec, members, c);
-    const executor = await Executor.create(probe.spec, gpu, features);
+    const executor = await Executor.create(probe.spec, gpu);
     try {
       for (const j of probe.seeded) gpu.device.queue.writeBuffer(executor.buffers[j], 0, seededWords(j, probe.spec.buffers[j].size / 4 | 0));
       await executor.run([], {}, []);
@@ -521,7 +507,7 @@ export function candidateOrder(workgroups, targets, kind) {
  * @param {ProgramSpec} spec
  * @param {number[]} members
  * @param {Set<string>} features
- * @param {Partial<import('./fit.js').WorkgroupLimits>} limits
+ * @param {Partial<import('./fit.js').Limits>} limits
  * @returns {number[]}
  */
 export function usable(spec, members, features, limits) {
@@ -535,7 +521,7 @@ export function usable(spec, members, features, limits) {
  * @param {ProgramSpec} spec
  * @param {number[]} members
  * @param {Set<string>} features
- * @param {Partial<import('./fit.js').WorkgroupLimits>} limits
+ * @param {Partial<import('./fit.js').Limits>} limits
  * @param {string} [kind]
  * @returns {number[]}
  */

@@ -13,7 +13,7 @@ import { byteRange } from '../src/executor.js';
 import * as expr from '../src/symbolic.js';
 import { checkInfo, Seq2Seq } from '../src/generation.js';
 import { bind } from '../src/inputs.js';
-import { forDevice } from '../src/fit.js';
+import { adapterKind, forDevice, limitProblem } from '../src/fit.js';
 import { LIMITS } from '../src/limits.js';
 import { choiceKey, groups, probeSize, rank } from '../src/tuning.js';
 import { GOLDEN, REPO } from '../testkit/io.js';
@@ -115,6 +115,34 @@ test('generation: seq2seq.json checked, tokens forced and stopped as the rules s
     const model = new Seq2Seq(/** @type {any} */ (stage), /** @type {any} */ ({ runOnDevice: async () => [] }), /** @type {any} */ (decoder), c.info);
     const { ids } = await model.generate(new Float32Array(0), new Int32Array(0), { maxNewTokens: c.max_new_tokens });
     assert.deepEqual(ids, c.ids, JSON.stringify(c));
+  }
+});
+
+test('the adapter kind: fitting and tuning ask the same rule', () => {
+  for (const c of vectors('device_fit').adapters) assert.equal(adapterKind(c.info), c.kind, JSON.stringify(c));
+});
+
+test('device fit: a golden file as a device runs it (features, limits, the memory cap), or why not', () => {
+  for (const c of vectors('device_fit').fits) {
+    let problem = null;
+    /** @type {import('../src/artifact.js').ProgramSpec | null} */
+    let fitted = null;
+    try {
+      fitted = forDevice(golden(c.file), new Set(c.features));
+      problem = limitProblem(fitted, c.limits, c.cap);
+    } catch (e) {
+      problem = /** @type {Error} */ (e).message;
+    }
+    const what = `${c.file}: ${c.about}`;
+    if ('refused' in c) {
+      assert.equal(problem, c.refused, what);
+      continue;
+    }
+    assert.equal(problem, null, what);
+    const spec = /** @type {import('../src/artifact.js').ProgramSpec} */ (fitted);
+    assert.deepEqual(spec.buffers.map((b) => b.size), c.buffers, what);
+    assert.deepEqual(spec.dispatches.map((d) => d.kernel), c.kernels, what);
+    assert.deepEqual(spec.dispatches.map((d) => d.options.map((o) => o.kernel)), c.options, what);
   }
 });
 

@@ -32,12 +32,12 @@ for (const file of SAMPLE) {
     const spec = forDevice(parse(readFileSync(join(FOLDER, file)), file), features);
     let checked = 0;
     for (const members of groups(spec)) {
-      const reference = await Candidate.create(spec, gpu, features, members, 0);
+      const reference = await Candidate.create(spec, gpu, members, 0);
       try {
         for (let c = 1; c <= spec.dispatches[members[0]].options.length; c++) {
           const kernels = members.map((i) => spec.kernels[candidates(spec.dispatches[i])[c].kernel]);
           if (!kernels.every((k) => runsOn(k, features, gpu.device.limits))) continue;
-          const candidate = await Candidate.create(spec, gpu, features, members, c);
+          const candidate = await Candidate.create(spec, gpu, members, c);
           try {
             assert.equal(candidate.differsFrom(reference), null, kernels[0].name);
           } finally {

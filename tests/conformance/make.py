@@ -52,6 +52,38 @@ DEVICES = [
      "limits": {"maxComputeInvocationsPerWorkgroup": 1024, "maxComputeWorkgroupStorageSize": 65536,
                 "maxComputeWorkgroupSizeX": 1024, "maxComputeWorkgroupSizeY": 1024}},
 ]
+# Adapters, as the engines describe them (wgpu-py's adapter info; a browser's GPUAdapterInfo, in those names).
+ADAPTERS = [
+    ({"adapter_type": "CPU"}, "Dawn and wgpu-native on lavapipe or SwiftShader"),
+    ({"adapter_type": "DiscreteGPU"}, "a GPU"),
+    ({"adapter_type": "IntegratedGPU", "is_fallback_adapter": False}, "a GPU"),
+    ({"is_fallback_adapter": True}, "a browser's software adapter, Dawn for Node on a CPU"),
+    ({"is_fallback_adapter": False, "architecture": "software"}, "a software adapter not marked a fallback one"),
+    ({"is_fallback_adapter": False}, "a GPU"),
+    ({}, "nothing said: a GPU"),
+]
+ROOM = {"bytes": 32 * 2**30, "why": "default (set WEBGPU_TORCH_MAX_MEMORY)"}
+# Golden files on devices: (file, what it shows, features, limits (WebGPU's names), the memory cap).
+FITS = [
+    ("float16", "float16 weights where the device has shader-f16: as saved", ["shader-f16"], {}, ROOM),
+    ("float16", "float16 weights without shader-f16: the constants widened to float32, the kernels' fallbacks",
+     [], {}, ROOM),
+    ("activations_f16", "float16 activations without shader-f16: the fallbacks, over buffers sized for float32",
+     [], {}, ROOM),
+    ("weights_f16", "float16 GEMM weights without shader-f16, and their options' fallbacks", [], {}, ROOM),
+    ("float16", "float16 constants within the memory cap, where the device has shader-f16", ["shader-f16"], {},
+     {"bytes": 3500, "why": "WEBGPU_TORCH_MAX_MEMORY"}),
+    ("float16", "the same constants widened past it", [], {}, {"bytes": 3500, "why": "WEBGPU_TORCH_MAX_MEMORY"}),
+    ("mlp", "a buffer past the largest binding", [], {"maxStorageBufferBindingSize": 4096}, ROOM),
+    ("mlp", "a buffer past the largest buffer", [], {"maxBufferSize": 4096}, ROOM),
+    ("mlp", "the buffers over the memory cap", [], {}, {"bytes": 8192, "why": "WEBGPU_TORCH_MAX_MEMORY"}),
+    ("mlp", "a kernel binding more storage buffers than a stage may", [], {"maxStorageBuffersPerShaderStage": 2},
+     ROOM),
+    ("mlp", "Params larger than a uniform binding", [], {"maxUniformBufferBindingSize": 16}, ROOM),
+    ("mlp", "a workgroup of more invocations than the device runs", [],
+     {"maxComputeInvocationsPerWorkgroup": 32}, ROOM),
+    ("options", "more workgroup memory than the device has", [], {"maxComputeWorkgroupStorageSize": 1024}, ROOM),
+]
 CONTIGUITY = [([2, 3], [3, 1]), ([2, 3], [1, 2]), ([1, 3], [7, 1]), ([2, 1, 3], [3, 9, 1]), ([2, 0], [1, 1]),
               ([], []), ([4], [2]), ([3, 1], [1, 1])]
 INFOS = [
@@ -102,7 +134,7 @@ def _load(name: str) -> program.Program:
 
 def python_limits(limits: dict) -> dict:
     """WebGPU's limit names as wgpu-py spells them: maxComputeWorkgroupSizeX -> max-compute-workgroup-size-x."""
-    return {"".join(f"-{c.lower()}" if c.isupper() else c for c in k): v for k, v in limits.items()}
+    return {fit.kebab(k): v for k, v in limits.items()}
 
 
 def tuning_vectors() -> dict:
@@ -226,6 +258,27 @@ def _not_json(text: str):
     raise ValueError(text)
 
 
+def fitted(name: str, features: list[str], limits: dict, cap: dict) -> dict:
+    """Golden file `name` fitted to a device: its buffers' sizes and each dispatch's kernel and options'
+    kernels as the device runs them, or the refusal."""
+    try:
+        p = fit.for_device(_load(name), set(features))
+        problem = fit.limit_problem(p, python_limits(limits), SimpleNamespace(**cap))
+    except WebGPUTorchError as e:
+        problem = str(e)
+    if problem:
+        return {"refused": problem}
+    return {"buffers": [b.size for b in p.buffers], "kernels": [d.kernel for d in p.dispatches],
+            "options": [[o.kernel for o in d.options] for d in p.dispatches]}
+
+
+def device_fit_vectors() -> dict:
+    adapters = [{"info": info, "kind": fit.adapter_kind(info), "why": why} for info, why in ADAPTERS]
+    fits = [{"file": name, "about": about, "features": features, "limits": limits, "cap": cap,
+             **fitted(name, features, limits, cap)} for name, about, features, limits, cap in FITS]
+    return {"adapters": adapters, "fits": fits}
+
+
 def schema_vectors() -> dict:
     """What docs/artifact.schema.json says of each header (tests/schema.py; js/testkit/schema.js must agree)."""
     return {"headers": [{"file": name, "valid": not schema.problems(h)} for name, h in headers().items()]}
@@ -233,7 +286,8 @@ def schema_vectors() -> dict:
 
 def write() -> None:
     for name, make in [("expressions", expressions), ("tuning", tuning_vectors), ("inputs", input_vectors),
-                       ("outputs", output_vectors), ("generation", generation_vectors), ("schema", schema_vectors)]:
+                       ("outputs", output_vectors), ("generation", generation_vectors), ("schema", schema_vectors),
+                       ("device_fit", device_fit_vectors)]:
         (HERE / f"{name}.json").write_text(json.dumps(make(), indent=1) + "\n")
 
 

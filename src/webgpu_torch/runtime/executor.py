@@ -30,7 +30,7 @@ from ..format.program import Program, Tensor, contiguous_strides, fold_grid
 from . import memory, transfer
 from .device_tensor import DeviceTensor, read_view
 from .engine import Engine
-from .fit import workgroup_problem
+from .fit import allocated, limit_problem
 
 _BUFFER_TYPE = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
 
@@ -93,37 +93,14 @@ class Executor:
     # -- load time --------------------------------------------------------------------------------------------
     def _check_limits(self) -> None:
         """Refuse, naming it, what this device cannot hold: before anything is allocated or compiled."""
-        limits = self.engine.limits
-        max_binding = limits.get("max-storage-buffer-binding-size", 1 << 27)
-        max_buffer = limits.get("max-buffer-size", 1 << 28)
-        for i, b in enumerate(self.program.buffers):
-            if b.size > min(max_binding, max_buffer):
-                what = f"{b.role} buffer {i}" + (f" ({b.name})" if b.name else "")
-                raise DeviceError(f"{what} needs {b.size:,} bytes; this adapter binds at most "
-                                  f"{max_binding:,} (max buffer {max_buffer:,})")
-        total, cap = sum(b.size for b in self.program.buffers), memory.cap(self.engine)
-        if total > cap.bytes:
-            raise DeviceError(f"the program needs {total / 2**30:.2f} GiB of buffers, over the "
-                              f"{cap.bytes / 2**30:.2f} GiB this process allows: {cap.why}")
-        storage = limits.get("max-storage-buffers-per-shader-stage", 8)
-        uniform = limits.get("max-uniform-buffer-binding-size", 1 << 16)
-        for k in {d.kernel for d in self.program.dispatches}:
-            kernel = self.program.kernels[k]
-            if kernel.storage_bindings > storage:
-                raise DeviceError(f"kernel {kernel.name} binds {kernel.storage_bindings} storage buffers; this "
-                                  f"adapter allows {storage} per shader stage")
-            if kernel.uniform is not None and kernel.uniform.size > uniform:
-                raise DeviceError(f"kernel {kernel.name}: its {kernel.uniform.size}-byte Params exceed this "
-                                  f"adapter's {uniform}-byte uniform bindings")
-            too_large = workgroup_problem(kernel, limits)
-            if too_large:
-                raise DeviceError(f"kernel {kernel.name}: {too_large}")
+        problem = limit_problem(self.program, self.engine.limits, memory.cap(self.engine))
+        if problem:
+            raise DeviceError(problem)
 
     def _build_buffers(self) -> None:
         wgpu, device = self.engine.wgpu, self.engine.device
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
-        # 16-byte multiples: kernels may bind a buffer as an array of vec4.
-        self.buffers = [device.create_buffer(size=_round_up(b.size, 16), usage=usage) for b in self.program.buffers]
+        self.buffers = [device.create_buffer(size=allocated(b.size), usage=usage) for b in self.program.buffers]
         for index, data in self.program.constants.items():
             if data.nbytes:  # writes are 4-byte multiples: an odd count of 16-bit values gets a zero pad
                 pad = -data.nbytes % 4

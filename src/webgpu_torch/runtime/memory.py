@@ -4,8 +4,9 @@ WebGPU says how large one buffer may be, not how much memory a device has. The c
   * `WEBGPU_TORCH_MAX_MEMORY` (bytes) when it is set;
   * else 3/4 of the adapter's device-local memory where the engine reports its memory heaps (Dawn), or
     32 GiB where it does not (wgpu-native);
-  * and on a CPU adapter (lavapipe, SwiftShader, WARP: its device memory is the host's), no more than 3/4 of
-    the host's available memory — the rest is for the process's own copies of inputs, outputs and constants.
+  * and on a CPU adapter (fit.adapter_kind: lavapipe, SwiftShader, WARP, whose device memory is the host's), no
+    more than 3/4 of the host's available memory — the rest is for the process's own copies of inputs, outputs
+    and constants.
 A program over the cap is refused before anything is allocated: on a CPU adapter, running out of host memory
 takes the driver and the process down (24.8 GiB of scratch on a 24 GiB machine did).
 js/src/memory.js applies the same rule in Node (a browser: `navigator.deviceMemory` for the host's).
@@ -17,6 +18,7 @@ import os
 from dataclasses import dataclass
 
 from ..format.errors import DeviceError
+from .fit import CPU, adapter_kind
 
 MEMORY_VAR = "WEBGPU_TORCH_MAX_MEMORY"
 DEFAULT_MEMORY = 32 * 2**30
@@ -39,7 +41,7 @@ def cap(engine) -> Cap:
     local = _device_local(engine)
     out = Cap(DEFAULT_MEMORY, f"default (set {MEMORY_VAR})") if local is None else Cap(
         int(local * SHARE), f"3/4 of the adapter's device-local memory (set {MEMORY_VAR})")
-    host = host_available() if engine.adapter.info.get("adapter_type", "").lower() == "cpu" else None
+    host = host_available() if adapter_kind(engine.adapter.info) == CPU else None
     if host is not None and host * SHARE < out.bytes:
         out = Cap(int(host * SHARE), "3/4 of the host's available memory, on this CPU adapter")
     return out
