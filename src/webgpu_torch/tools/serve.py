@@ -15,7 +15,7 @@ The page only loads artifacts; it never compiles. What it shows depends on /conf
 
 URL paths: / and /<file> are web/ (the page), /runtime/ is the JavaScript runtime (web/runtime, a link to the
 repository's js/src: one source for the npm package and the page), /vendor/ the tokenizer library the runtime
-imports (web/vendor, a link to its npm package in js/node_modules; the page's import map names it),
+imports (web/vendor/tokenizers, a link to its npm package in js/node_modules; the page's import map names it),
 /config.json, /model/<file> the artifact's folder. `--model` artifacts are compiled once into a cache folder
 named by a hash of this package's sources and the options, so a change to the compiler compiles them again.
 """
@@ -37,8 +37,8 @@ from urllib.parse import unquote, urlsplit
 PACKAGE = Path(__file__).resolve().parents[1]
 WEB = Path(__file__).resolve().with_name("web")
 CACHE = Path.home() / ".cache" / "webgpu_torch" / "serve"
-# @huggingface/tokenizers' browser build, which the page's import map names (web/vendor links to its package).
-TOKENIZERS = WEB / "vendor" / "dist" / "tokenizers.min.mjs"
+# @huggingface/tokenizers' browser build, which the page's import map names (web/vendor/tokenizers links to its package).
+TOKENIZERS = WEB / "vendor" / "tokenizers" / "dist" / "tokenizers.min.mjs"
 
 MINILM_BATCH, MINILM_MAX_LENGTH = 8, 128
 # Two paraphrases first: the page's test checks they are the most similar pair.
