@@ -33,12 +33,12 @@ def test_generation_matches_transformers(model_and_stages, seed):
     want_ids, want_logits = florence2.reference_generate(model, pixels, prompt, NEW_TOKENS)
     assert len(want_ids) == NEW_TOKENS
 
-    _, logits = stages.generate(pixels.numpy(), prompt.numpy(), NEW_TOKENS, teacher=want_ids)
+    logits = stages.generate(pixels.numpy(), prompt.numpy(), NEW_TOKENS, teacher=want_ids).logits
     errors = [float(np.abs(got - want).max() / np.abs(want).max()) for got, want in zip(logits, want_logits,
                                                                                        strict=True)]
     assert max(errors) <= LOGIT_TOLERANCE, f"teacher-forced logits off by {max(errors):.2e} of the scale"
 
-    ids, _ = stages.generate(pixels.numpy(), prompt.numpy(), NEW_TOKENS)
+    ids = stages.generate(pixels.numpy(), prompt.numpy(), NEW_TOKENS).ids
     measured = max(errors)
     for step, (got, want, scores) in enumerate(zip(ids, want_ids, want_logits, strict=True)):
         top2 = np.sort(scores)[-2:]
@@ -54,8 +54,8 @@ def test_stages_save_and_load(model_and_stages, tmp_path):
     stages.save(tmp_path)
     loaded = Seq2Seq.load(tmp_path)
     pixels, prompt = florence2.sample_inputs(model, IMAGE, 4, seed=5)
-    assert loaded.generate(pixels.numpy(), prompt.numpy(), 6)[0] == stages.generate(pixels.numpy(), prompt.numpy(),
-                                                                                     6)[0]
+    assert loaded.generate(pixels.numpy(), prompt.numpy(), 6).ids == stages.generate(pixels.numpy(), prompt.numpy(),
+                                                                                     6).ids
     # the cache and prompt lengths stay dynamic
     assert loaded.decoder.program.symbols and loaded.encoder.program.symbols
 
@@ -64,9 +64,9 @@ def test_generation_is_written_for_the_javascript_runtime(model_and_stages):
     """The JavaScript runtime's tests generate from the same stages and inputs and must give these ids."""
     model, stages = model_and_stages
     pixels, prompt = florence2.sample_inputs(model, IMAGE, 5, seed=3)
-    ids, _ = stages.generate(pixels.numpy(), prompt.numpy(), NEW_TOKENS)
+    ids = stages.generate(pixels.numpy(), prompt.numpy(), NEW_TOKENS).ids
     assert len(ids) == NEW_TOKENS
-    _, logits = stages.generate(pixels.numpy(), prompt.numpy(), NEW_TOKENS, teacher=ids)
+    logits = stages.generate(pixels.numpy(), prompt.numpy(), NEW_TOKENS, teacher=ids).logits
     corpus.write_generation("florence2_tiny", stages, pixels.numpy(), prompt.numpy(), NEW_TOKENS, ids, logits)
 
 
