@@ -322,7 +322,7 @@ def _greedy(model, stages: Seq2Seq, pixels, prompt, new_tokens: int, _, half: bo
 
 
 def reference_beams(model, pixel_values: torch.Tensor, prompt_ids: torch.Tensor, max_new_tokens: int,
-                    num_beams: int):
+                    num_beams: int, **settings):
     """transformers' generate(num_beams=…) for the same inputs: every beam's sequence after the decoder start
     token, best first, and its score."""
     n_image = VisionStage(model)(pixel_values).shape[1]
@@ -330,7 +330,7 @@ def reference_beams(model, pixel_values: torch.Tensor, prompt_ids: torch.Tensor,
     with torch.no_grad():
         out = model.generate(input_ids=input_ids, pixel_values=pixel_values, max_new_tokens=max_new_tokens,
                              do_sample=False, num_beams=num_beams, num_return_sequences=num_beams, output_scores=True,
-                             return_dict_in_generate=True)
+                             return_dict_in_generate=True, **settings)
     return out.sequences[:, 1:].tolist(), out.sequences_scores.tolist()
 
 
