@@ -235,6 +235,7 @@ export async function beamSearch(decoder, prompt, o, context = [], options = {})
     const top = await beams.start([logits, Float32Array.from(search.scores()), position(forced(step) ?? -1)], { read: [0, 1] });
     release(logits);
     const [values, indices] = await top.result();
+    for (const [phase, seconds] of Object.entries(top.host)) out.host[phase]?.push(seconds); // the read of each step's candidates
     const chosen = search.step(Array.from(values.data, Number).slice(0, search.keep), Array.from(indices.data, Number).slice(0, search.keep));
     const now = performance.now();
     out.steps.push((now - last) * 1e-3);

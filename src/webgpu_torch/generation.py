@@ -224,6 +224,8 @@ def beam_search(decoder: Decoder, prompt: list[int], o: decoding.Options, contex
         top = decoder.beams.start((call.kept[0], np.float32(search.scores()), _position(_or(forced(step), -1))),
                                   read=(0, 1))
         values, indices = (np.asarray(a).reshape(-1)[:search.keep] for a in top.result())
+        for phase, seconds in top.host.items():  # the read of each step's candidates
+            out.host[phase].append(seconds)
         next_tokens, beams = search.step(values.tolist(), indices.tolist())
         arrivals.append(time.perf_counter())
         out.steps.append(arrivals[-1] - arrivals[-2])
