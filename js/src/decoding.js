@@ -250,13 +250,13 @@ export const completesStop = (text, before, stopStrings) => stopStrings.some((s)
 
 /**
  * How much of a growing decoded `text` a stream may show, `shown` having been: all of it but a trailing run of
- * U+FFFD (a multi-byte character whose bytes have not all come), unless the generation has ended.
+ * U+FFFD (a multi-byte character whose bytes have not all come); at the end of a generation the stream shows
+ * the rest.
  * @param {string} text
  * @param {number} shown
- * @param {boolean} [final]
  */
-export function printable(text, shown, final = false) {
+export function printable(text, shown) {
   let end = text.length;
-  if (!final) while (end > 0 && text[end - 1] === '\ufffd') end--;
+  while (end > 0 && text[end - 1] === '\ufffd') end--;
   return Math.max(shown, end);
 }

@@ -218,9 +218,8 @@ def completes_stop(text: str, before: int, stop_strings) -> bool:
     return any(s in text[max(0, before - len(s) + 1):] for s in stop_strings)
 
 
-def printable(text: str, shown: int, final: bool = False) -> int:
+def printable(text: str, shown: int) -> int:
     """How much of a growing decoded `text` a stream may show, `shown` characters having been: all of it but a
     trailing run of U+FFFD — a multi-byte character whose bytes have not all come (a byte-level tokenizer
-    decodes it so) — unless the generation has ended."""
-    end = len(text) if final else len(text.rstrip("\ufffd"))
-    return max(shown, end)
+    decodes it so); at the end of a generation the stream shows the rest."""
+    return max(shown, len(text.rstrip("\ufffd")))

@@ -127,8 +127,8 @@ class Decoder:
                              f"{'beams' if self.batch > 1 else 'beam'}")
 
 
-def _ids(value, rows: int = 1) -> np.ndarray:
-    return np.full((rows, 1), value, np.int64)
+def _ids(value: int) -> np.ndarray:
+    return np.full((1, 1), value, np.int64)
 
 
 def _position(p: int) -> np.ndarray:
@@ -221,8 +221,9 @@ def beam_search(decoder: Decoder, prompt: list[int], o: decoding.Options, contex
     arrivals = [time.perf_counter()]
     call = decoder.start_prompt(prompt, context, (0,), ())
     for step in range(o.max_new_tokens):
-        top = decoder.beams.start((call.kept[0], np.float32(search.scores()), _position(_or(forced(step), -1))),
-                                  read=(0, 1))
+        forced_id = forced(step)
+        top = decoder.beams.start((call.kept[0], np.float32(search.scores()),
+                                   _position(-1 if forced_id is None else forced_id)), read=(0, 1))
         values, indices = (np.asarray(a).reshape(-1)[:search.keep] for a in top.result())
         for phase, seconds in top.host.items():  # the read of each step's candidates
             out.host[phase].append(seconds)
@@ -236,10 +237,6 @@ def beam_search(decoder: Decoder, prompt: list[int], o: decoding.Options, contex
         call = decoder.step.start((np.asarray(next_tokens, np.int64)[:, None], _position(len(prompt) + step), *context),
                                   keep_on_device=(0,), read=())
     return search
-
-
-def _or(value, default):
-    return default if value is None else value
 
 
 def _empty() -> Generation:
