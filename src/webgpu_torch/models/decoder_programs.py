@@ -4,9 +4,9 @@ of a model folder beside its decoder step (docs/artifact.md, "Decoding programs"
     sampler   logits [1, 1, V], ids [1, n], params [5], uniform [1]  -> token [1, 1]
               state: seen [1, V], the tokens of the sequence so far (repetition penalty)
     beams     logits [B, 1, V], scores [B], forced [1]              -> the top K of scores + log_softmax over
-              all beams: values [K], flat indices beam · V + token [K]
-    reorder   beams [B]                                             -> the decoder's cache states, each
-              batch row b replaced by row beams[b] (shares the step's states; returns beams)
+              all beams: values [1, K], flat indices beam · V + token [1, K]
+    reorder   beams [B]                                             -> beams; every cache state's batch row b
+              replaced by row beams[b] (it shares the step's states)
 
 The sampler applies transformers' processors in transformers' order (RepetitionPenalty, then the warpers
 Temperature, TopK, TopP, MinP: generation/logits_process.py) with their values as inputs, so one program serves
