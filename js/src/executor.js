@@ -15,7 +15,7 @@
 import { foldGrid } from './artifact.js';
 import { DeviceTensor } from './device_tensor.js';
 import { gather, ITEMSIZE, widenHalf } from './dtypes.js';
-import { DeviceError, DeviceIndexError } from './errors.js';
+import { DeviceError, DeviceIndexError, InputError } from './errors.js';
 import { envVar, isNode } from './env.js';
 import * as expr from './expr.js';
 import { bufferSize, sourceFor, workgroupProblem } from './kernels.js';
@@ -38,6 +38,9 @@ import { MAX_UNAWAITED, stateOf } from './pool.js';
  * @property {number} [timeout] seconds a call may take (default: WEBGPU_TORCH_TIMEOUT, else 300)
  * @property {number} [maxMemory] bytes of buffers a program may ask for (default: WEBGPU_TORCH_MAX_MEMORY, else
  *   32 GiB, and on a CPU adapter 3/4 of the host's available memory: memory.js)
+ * @property {import('./program.js').Program} [shareStates] a program on the same device whose states this one
+ *   uses for its states of the same names (each of the same shape and dtype): what one's calls write, the
+ *   other's read (a prefill writes the KV cache a decoder step reads; docs/artifact.md, State)
  */
 
 export const TIMEOUT_VAR = 'WEBGPU_TORCH_TIMEOUT';
@@ -162,6 +165,7 @@ export class Executor {
     this.features = features;
     this.timeout = setting(options.timeout, TIMEOUT_VAR, DEFAULT_TIMEOUT, 'seconds');
     this.cap = cap;
+    this.options = options;
     /** Fill scratch buffers with NaN before each call (tests: an unwritten output element cannot pass). */
     this.poisonScratch = false;
     /** Why this program refuses calls (a call that timed out); "" while usable. */
@@ -172,6 +176,8 @@ export class Executor {
     this.lastMapped = 0;
     /** @type {GPUBuffer[]} */
     this.buffers = [];
+    /** @type {Set<GPUBuffer>} the buffers of another program's states this one shares: never destroyed here */
+    this.borrowed = new Set();
     /** @type {GPUBuffer[]} */
     this.scratch = [];
     /** @type {Uint8Array | null} */
@@ -259,7 +265,9 @@ export class Executor {
   buildBuffers() {
     const { spec, device, features } = this;
     const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-    this.buffers = spec.buffers.map((b, i) => device.createBuffer({ size: bufferSize(spec, i, features), usage, label: b.name || b.role }));
+    const shared = this.sharedStates();
+    this.buffers = spec.buffers.map((b, i) => shared.get(i) ?? device.createBuffer({ size: bufferSize(spec, i, features), usage, label: b.name || b.role }));
+    this.borrowed = new Set(shared.values());
     this.scratch = this.buffers.filter((_, i) => spec.buffers[i].role === 'scratch');
     for (const [i, c] of spec.constants) {
       if (!c.bytes.length) continue;
@@ -618,6 +626,27 @@ export class Executor {
     }
   }
 
+  /**
+   * The buffers of `shareStates`' program this one uses for its states, by buffer index.
+   * @returns {Map<number, GPUBuffer>}
+   */
+  sharedStates() {
+    const other = this.options.shareStates?.executor;
+    /** @type {Map<number, GPUBuffer>} */
+    const out = new Map();
+    if (!other) return out;
+    if (other.device !== this.device) throw new InputError('a program shares states only with a program on its device');
+    for (const s of this.spec.states) {
+      const t = other.spec.states.find((x) => x.name === s.name);
+      if (!t) continue;
+      if (t.dtype !== s.dtype || t.shape.join() !== s.shape.join()) {
+        throw new InputError(`state ${JSON.stringify(s.name)} is ${s.dtype}[${s.shape}] here and ${t.dtype}[${t.shape}] in the program sharing it`);
+      }
+      out.set(s.buffer, other.buffers[t.buffer]);
+    }
+    return out;
+  }
+
   /** @param {string} name */
   state(name) {
     const s = this.spec.states.find((x) => x.name === name);
@@ -633,7 +662,7 @@ export class Executor {
 
   /** Free the program's GPU memory (DeviceTensors it returned stay valid). */
   destroy() {
-    for (const b of this.buffers) b.destroy();
+    for (const b of this.buffers) if (!this.borrowed.has(b)) b.destroy();
     this.uniforms?.destroy();
     for (const b of this.stagings) b.destroy();
     this.failed = 'it was destroyed';

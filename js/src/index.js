@@ -5,7 +5,8 @@
 /// <reference lib="dom" preserve="true" />
 
 export { dispatchTimes, gpuTime, load, Program } from './program.js';
-export { CausalLM, greedy, loadCausalLM, loadSeq2Seq, Seq2Seq } from './generation.js';
+export { CausalLM, Decoder, generate, loadCausalLM, loadSeq2Seq, Seq2Seq, TextStream, textStream } from './generation.js';
+export { generationOptions } from './decoding.js';
 export { DeviceTensor } from './device_tensor.js';
 export { loadTokenizer, Tokenizer } from './tokenizer.js';
 export { parse } from './artifact.js';
@@ -34,3 +35,6 @@ export { ArtifactError, DeviceError, DeviceIndexError, InputError, InputTypeErro
 /** @typedef {import('./source.js').Source} Source */
 /** @typedef {import('./tokenizer.js').TextBatch} TextBatch */
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
+/** @typedef {import('./generation.js').Generation} Generation */
+/** @typedef {import('./generation.js').GenerateOptions} GenerateOptions */
+/** @typedef {import('./decoding.js').GenerationOptions} GenerationOptions */

@@ -11,7 +11,8 @@ import { isContiguous } from '../src/dtypes.js';
 import { ArtifactError } from '../src/errors.js';
 import { byteRange } from '../src/executor.js';
 import * as expr from '../src/expr.js';
-import { checkInfo, Seq2Seq } from '../src/generation.js';
+import { BeamSearch, completesStop, generationOptions, samplerParams, uniforms } from '../src/decoding.js';
+import { checkInfo, Seq2Seq, textStream } from '../src/generation.js';
 import { bind } from '../src/inputs.js';
 import { forDevice } from '../src/kernels.js';
 import { LIMITS } from '../src/limits.js';
@@ -107,6 +108,7 @@ test('generation: seq2seq.json checked, tokens forced and stopped as the rules s
     };
     // The decoder's token at step i is chosen[i] (0 past the list: a step submitted after EOS, never read).
     const decoder = {
+      inputs: [{ shape: [1, 1] }],
       start: async () => {
         const token = { data: Int32Array.of(c.chosen[step++] ?? 0), release() {} };
         return { kept: [undefined, token], host: {}, result: async () => [{ data: new Float32Array(3) }, token], discard() {} };
@@ -115,6 +117,47 @@ test('generation: seq2seq.json checked, tokens forced and stopped as the rules s
     const model = new Seq2Seq(/** @type {any} */ (stage), /** @type {any} */ ({ runOnDevice: async () => [] }), /** @type {any} */ (decoder), c.info);
     const { ids } = await model.generate(new Float32Array(0), new Int32Array(0), { maxNewTokens: c.max_new_tokens });
     assert.deepEqual(ids, c.ids, JSON.stringify(c));
+  }
+});
+
+/** @param {Record<string, unknown>} settings snake_case, as decoding.py takes them */
+const camel = (settings) => Object.fromEntries(Object.entries(settings).map(([k, v]) => [k.replace(/_([a-z])/g, (_, c) => c.toUpperCase()), v]));
+
+test('generation: draws, settings, stop strings and streamed text', async () => {
+  const v = vectors('generation');
+  for (const c of v.uniforms) {
+    const draws = uniforms(BigInt(c.seed));
+    assert.deepEqual(c.draws.map(() => draws.next().value), c.draws, c.seed);
+  }
+  for (const c of v.settings) {
+    if (c.error) assert.throws(() => generationOptions(camel(c.settings)), (e) => e instanceof RangeError && e.message.includes(c.error), c.error);
+    else assert.deepEqual([...samplerParams(generationOptions(camel(c.settings)))], c.params.map(Math.fround), JSON.stringify(c));
+  }
+  for (const c of v.stops) assert.equal(completesStop(c.text, c.before.length, c.stop_strings), c.stops, JSON.stringify(c));
+  for (const c of v.streams) {
+    const texts = c.texts.values();
+    const tokenizer = { decode: () => texts.next().value };
+    const ids = (async function* () { yield* c.texts.map((/** @type {string} */ _, /** @type {number} */ i) => i); })();
+    const pieces = [];
+    for await (const piece of textStream(ids, tokenizer)) pieces.push(piece);
+    assert.deepEqual(pieces, c.pieces, JSON.stringify(c));
+  }
+});
+
+test('generation: beam search bookkeeping', () => {
+  for (const c of vectors('generation').beams) {
+    const search = new BeamSearch({
+      numBeams: c.num_beams, vocabSize: c.vocab_size, maxNewTokens: c.max_new_tokens, eos: c.eos,
+      lengthPenalty: c.length_penalty, earlyStopping: c.early_stopping,
+    });
+    for (const step of c.steps) {
+      assert.ok(search.keep === step.indices.length && !search.done);
+      assert.deepEqual(search.step(step.values, step.indices), { tokens: step.tokens, beams: step.beams }, JSON.stringify(step));
+      assert.equal(search.done, step.done);
+    }
+    const results = search.results(c.num_beams);
+    assert.deepEqual(results.map((h) => h.tokens), c.sequences);
+    assert.deepEqual(results.map((h) => h.score), c.scores);
   }
 });
 

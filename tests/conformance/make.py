@@ -11,7 +11,7 @@ import struct
 from pathlib import Path
 from types import SimpleNamespace
 
-from webgpu_torch import artifact, generation, program, symbolic
+from webgpu_torch import artifact, decoding, generation, program, symbolic
 from webgpu_torch.errors import WebGPUTorchError
 from webgpu_torch.runtime import executor, features, session, tuning
 
@@ -63,12 +63,35 @@ INFOS = [
     {"layers": 1.5, "heads": 2, "head_dim": 4, "decoder_start_token_id": 2},
     {"layers": 1, "heads": 2, "head_dim": 4, "decoder_start_token_id": 2, "eos_token_id": "2"},
     [1, 2],
+    {"layers": 1, "heads": 2, "head_dim": 4, "decoder_start_token_id": 2, "eos_token_id": [9, 2],
+     "programs": ["prefill", "sampler"]},
+    {"layers": 1, "heads": 2, "head_dim": 4, "decoder_start_token_id": 2, "eos_token_id": [9, "2"]},
+    {"layers": 1, "heads": 2, "head_dim": 4, "decoder_start_token_id": 2, "programs": ["step"]},
 ]
 # Generation: the tokens a (fake) decoder picks at each step, and max_new_tokens.
 STEPS = [
     (0, [5, 7, 2, 9], 4), (0, [5, 7, 9, 9], 3), (1, [5, 2, 7, 9], 4), (1, [5, 7, 9, 9], 4), (2, [5, 7, 9, 9], 4),
-    (2, [2, 7, 9, 9], 4), (2, [5, 7, 9, 9], 1),
+    (2, [2, 7, 9, 9], 4), (2, [5, 7, 9, 9], 1), (7, [5, 7, 9, 2], 4), (7, [5, 2, 9, 9], 4),
 ]
+SEEDS = [0, 1, 42, 2**64 - 1]
+# Generation settings (decoding.options' keywords): the sampler's params, or the error.
+SETTINGS = [
+    {}, {"do_sample": True, "temperature": 0.7, "top_k": 0, "top_p": 0.9, "min_p": 0.05, "repetition_penalty": 1.3},
+    {"max_new_tokens": 0}, {"temperature": 0}, {"top_p": 1.5}, {"min_p": -0.1}, {"top_k": -1}, {"top_k": 2.5},
+    {"repetition_penalty": 0}, {"num_beams": 2, "num_return_sequences": 3}, {"num_beams": 2, "do_sample": True},
+    {"num_beams": 3, "stop_strings": ["x"]}, {"early_stopping": "always"}, {"eos_token_id": [1, -2]},
+    {"stop_strings": [""]}, {"seed": -1}, {"seed": 2**64}, {"top_p": 0}, {"eos_token_id": 5}, {"colour": 1},
+]
+# Beam searches over a stand-in model of 7 tokens (seeded logits per step): num_beams, EOS ids, max_new_tokens,
+# length_penalty, early_stopping.
+BEAMS = [(2, [], 5, 1.0, False), (3, [3], 6, 1.0, False), (3, [3], 6, 1.0, True), (2, [3, 5], 6, 0.5, "never"),
+         (3, [3], 6, 2.0, "never"), (2, [3], 6, -1.0, False), (4, [0], 5, 1.0, True)]
+STOPS = [("ab", "abc", ["bc"]), ("abc", "abcd", ["bc"]), ("", "stop", ["stop"]), ("st", "stopper", ["stop"]),
+         ("las", "lastopper", ["stop"]), ("stop at", "stop at it", ["stop"]), ("x", "xy", ["q", "y"]),
+         ("héllo wor", "héllo world", ["llo w"])]
+# A stream's decoded texts, token by token (U+FFFD: a character whose bytes have not all come).
+STREAMS = [["a", "ab", "ab c"], ["h", "h\ufffd", "h\ufffd\ufffd", "hé", "hé!"], ["\ufffd", "€"],
+           ["x\ufffd", "x\ufffd"], ["ok", "ok\ufffd\ufffd"]]
 
 
 def _catch(fn) -> dict:
@@ -165,7 +188,56 @@ def generation_vectors() -> dict:
         info = INFOS[which]
         steps.append({"info": info, "chosen": chosen, "max_new_tokens": limit,
                       "ids": _generate(info, chosen, limit)})
-    return {"info": infos, "generate": steps}
+    return {"info": infos, "generate": steps, "uniforms": _uniform_vectors(), "settings": _setting_vectors(),
+            "beams": [_beam_vector(*case, seed=i) for i, case in enumerate(BEAMS)],
+            "stops": [{"before": b, "text": t, "stop_strings": st, "stops": decoding.completes_stop(t, len(b), st)}
+                      for b, t, st in STOPS],
+            "streams": [{"texts": texts, "pieces": _stream(texts)} for texts in STREAMS]}
+
+
+def _uniform_vectors() -> list[dict]:
+    import itertools
+
+    return [{"seed": str(seed), "draws": list(itertools.islice(decoding.uniforms(seed), 6))} for seed in SEEDS]
+
+
+def _setting_vectors() -> list[dict]:
+    out = []
+    for settings in SETTINGS:
+        got = _catch(lambda settings=settings: decoding.options(**settings).sampler_params())
+        # an error's phrase up to the value it shows (each runtime shows values its own way)
+        out.append({"settings": settings, **({"params": got["value"]} if "value" in got else
+                                             {"error": got["error"].split(", got")[0]})})
+    return out
+
+
+def _beam_vector(beams: int, eos: list[int], limit: int, length_penalty: float, early, seed: int) -> dict:
+    """A beam search over seeded logits: each step's top continuations as the beams program computes them
+    (float32 log_softmax plus running scores, the best `keep`), and what decoding.BeamSearch decides."""
+    import numpy as np
+
+    vocab, rng = 7, np.random.default_rng(seed)
+    search = decoding.BeamSearch(beams, vocab, limit, tuple(eos), length_penalty, early)
+    steps = []
+    while not search.done:
+        logits = rng.normal(0, 2, (beams, vocab)).astype(np.float32)
+        log_probs = logits - np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1, keepdims=True)) - logits.max(
+            1, keepdims=True)
+        total = (log_probs + np.float32(search.scores())[:, None]).astype(np.float32).reshape(-1)
+        order = sorted(range(total.size), key=lambda i: (-total[i], i))[:search.keep]
+        values = [float(total[i]) for i in order]
+        tokens, origins = search.step(values, order)
+        steps.append({"values": values, "indices": order, "tokens": tokens, "beams": origins, "done": search.done})
+    results = search.results(beams)
+    return {"num_beams": beams, "vocab_size": vocab, "max_new_tokens": limit, "eos": eos,
+            "length_penalty": length_penalty, "early_stopping": early, "steps": steps,
+            "sequences": [h.tokens for h in results], "scores": [h.score for h in results]}
+
+
+def _stream(texts: list[str]) -> list[str]:
+    """The pieces generation.text_stream shows for these successive decodings (the last one final)."""
+    decodings = iter(texts)
+    return list(generation.text_stream(range(len(texts)), lambda ids: next(decodings)))
 
 
 def _generate(info: dict, chosen: list[int], limit: int) -> list[int]:
@@ -174,13 +246,15 @@ def _generate(info: dict, chosen: list[int], limit: int) -> list[int]:
 
     stages = StandInStages(chosen)
     model = generation.Seq2Seq(stages, stages, stages, info)
-    ids, _ = model.generate(np.zeros((1, 3, 4, 4), np.float32), np.zeros((1, 2), np.int64), max_new_tokens=limit)
+    ids = model.generate(np.zeros((1, 3, 4, 4), np.float32), np.zeros((1, 2), np.int64), max_new_tokens=limit).ids
     return ids
 
 
 class StandInStages:
     """The three stages of a Seq2Seq without a device: the decoder's token at step i is `chosen[i]` (0 past the
     list: a step submitted after EOS, whose token is never read)."""
+
+    program = SimpleNamespace(inputs=[SimpleNamespace(shape=(1, 1))])  # a decoder step of one beam
 
     def __init__(self, chosen: list[int]):
         self.chosen = iter(chosen)

@@ -44,6 +44,19 @@ def _round_up(n: int, k: int) -> int:
     return -(-n // k) * k
 
 
+def _shared_states(program: Program, buffers: dict) -> dict:
+    """Which of `program`'s state buffers are `buffers` (by state name, each the size its state needs)."""
+    out = {}
+    for s in program.states:
+        if s.name in buffers:
+            need = _round_up(program.buffers[s.buffer].size, 16)
+            if buffers[s.name].size != need:
+                raise InputError(f"state {s.name!r} needs a {need}-byte buffer; the one shared is "
+                                 f"{buffers[s.name].size} bytes")
+            out[s.buffer] = buffers[s.name]
+    return out
+
+
 def readback(t: Tensor, env: dict[str, int]) -> tuple[Tensor, int, int]:
     """Output view `t` at sizes `env`, and the byte range of its buffer a call copies out (or into a
     DeviceTensor of its own): from its first element's offset rounded down to 4 bytes, up to one past its
@@ -64,11 +77,14 @@ class _Readback:
 
 
 class Executor:
-    def __init__(self, program: Program, engine: Engine):
-        """Build `program`, whose dispatches run as written (fitted to `engine`'s features and tuned)."""
+    def __init__(self, program: Program, engine: Engine, states: dict | None = None):
+        """Build `program`, whose dispatches run as written (fitted to `engine`'s features and tuned). `states`:
+        GPU buffers by state name, another executor's on the same engine (`state_buffers`), that this program
+        uses for its states of those names instead of buffers of its own (docs/artifact.md, State)."""
         program.check()
         self.engine = engine
         self.program = program
+        self._shared = _shared_states(program, states or {})  # buffer index -> another executor's GPU buffer
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
         self._failed = ""  # why this program refuses calls (a call that timed out), "" while usable
         self._env: dict[str, int] | None = None
@@ -124,7 +140,8 @@ class Executor:
         wgpu, device = self.engine.wgpu, self.engine.device
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
         # 16-byte multiples: kernels may bind a buffer as an array of vec4.
-        self.buffers = [device.create_buffer(size=_round_up(b.size, 16), usage=usage) for b in self.program.buffers]
+        self.buffers = [self._shared.get(i) or device.create_buffer(size=_round_up(b.size, 16), usage=usage)
+                        for i, b in enumerate(self.program.buffers)]
         for index, data in self.program.constants.items():
             if data.nbytes:  # writes are 4-byte multiples: an odd count of 16-bit values gets a zero pad
                 pad = -data.nbytes % 4
@@ -253,6 +270,10 @@ class Executor:
         self._env = dict(env)
 
     # -- state ------------------------------------------------------------------------------------------------
+    def state_buffers(self) -> dict:
+        """The GPU buffers of this program's states, by name: for another program to share (`states`)."""
+        return {s.name: self.buffers[s.buffer] for s in self.program.states}
+
     def read_state(self, name: str) -> np.ndarray:
         """The state `name` as the calls so far left it (host form)."""
         s = self._state(name)
