@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from webgpu_torch import artifact, generation, limits, program, symbolic
+from webgpu_torch import artifact, compile_cost, generation, limits, program, symbolic, tree
 from webgpu_torch.errors import ArtifactError
 from webgpu_torch.runtime import executor, features, session, tuning
 
@@ -113,6 +113,17 @@ def test_generation_info_and_stopping_rules():
         ids, _ = model.generate(np.zeros((1, 3, 4, 4), np.float32), np.zeros((1, 2), np.int64),
                                 max_new_tokens=case["max_new_tokens"])
         assert ids == case["ids"], case
+
+
+def test_compile_cost():
+    for case in _vectors("compile_cost")["cases"]:
+        assert compile_cost.problem(case["source"]) == case["problem"], case["about"]
+
+
+def test_output_classes():
+    for case in _vectors("classes")["cases"]:
+        got = tree.class_problem(case["node"])
+        assert (got is None) if case["problem"] is None else case["problem"] in got, case["node"]
 
 
 def test_a_program_needing_a_feature_the_device_lacks_is_refused_by_name():
