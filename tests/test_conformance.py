@@ -12,7 +12,7 @@ import pytest
 
 from webgpu_torch import artifact, compile_cost, generation, limits, program, symbolic, tree
 from webgpu_torch.errors import ArtifactError
-from webgpu_torch.runtime import executor, features, session, tuning
+from webgpu_torch.runtime import executor, features, memory, session, tuning
 
 from .conformance.make import StandInStages, python_limits
 
@@ -124,6 +124,17 @@ def test_output_classes():
     for case in _vectors("classes")["cases"]:
         got = tree.class_problem(case["node"])
         assert (got is None) if case["problem"] is None else case["problem"] in got, case["node"]
+
+
+def test_memory_cap():
+    for case in _vectors("memory")["cases"]:
+        assert vars(memory.decide(case["kind"], case["device_local"], case["rooms"])) == case["cap"], case
+
+
+def test_first_call_timeout():
+    for case in _vectors("timeouts")["first_call"]:
+        p = artifact.load(GOLDEN / f"{case['file']}.wgpt")
+        assert executor.first_call_seconds(p, case["engine"], case["timeout"]) == case["seconds"], case
 
 
 def test_a_program_needing_a_feature_the_device_lacks_is_refused_by_name():

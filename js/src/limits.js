@@ -64,6 +64,10 @@ export const LIMITS = Object.freeze({
   "array_element_tokens": 32,
   "max_array_elements": 65535
  },
+ "call_timeout": {
+  "seconds": 60,
+  "first_call_seconds_per_token": 0.0001
+ },
  "tuning": {
   "repeats": 8,
   "samples": 3,

@@ -14,7 +14,7 @@
 // load overruns its budget by one candidate's compile and scout and one sample at most; a group broken off
 // by the budget stays untimed. In each group only the `top` best-ranked candidates are timed (compiling a
 // candidate is most of the cost on a software adapter): candidateOrder puts the options whose kernels target
-// this kind of adapter first (a kernel's `targets`; "cpu" where adapterKind finds one), then the default,
+// this kind of adapter first (a kernel's `targets`; "cpu" where device.js's adapterKind finds one), then the default,
 // then the others by how close their grids are to its grid. A candidate whose kernel the device cannot run
 // (a feature it lacks, a workgroup past its limits) is neither timed nor chosen, and a cached choice it
 // cannot run is timed again. Groups the budget leaves untimed run their best-ranked candidate (on a GPU the
@@ -27,6 +27,7 @@
 // seconds, default 5), `tuneTop` (WEBGPU_TORCH_TUNE_TOP, default 4; 0 for all). A device without timestamp
 // queries keeps the defaults.
 
+import { adapterKind } from './device.js';
 import { envVar, isNode } from './env.js';
 import { DeviceError } from './errors.js';
 import { Executor } from './executor.js';
@@ -49,7 +50,6 @@ const REPEATS = LIMITS.tuning.repeats;
 const SAMPLES = LIMITS.tuning.samples;
 const GROUPS_PER_PROBE = LIMITS.tuning.groups_per_probe;
 const SLOWER = LIMITS.tuning.slower; // a candidate scouted this many times slower than its group's fastest is not measured
-const CPU = 'cpu'; // the kind of adapter whose invocations run on CPU threads (a kernel's `targets`)
 
 /**
  * @typedef {object} TuningOptions
@@ -73,16 +73,6 @@ function setting(option, name, fallback) {
   const n = Number(value);
   if (!Number.isFinite(n)) throw new Error(`${name}=${JSON.stringify(value)}: give a number`);
   return n;
-}
-
-/**
- * "cpu" for an adapter whose invocations run on CPU threads (SwiftShader, lavapipe, WARP): browsers and Dawn
- * for Node mark their software adapters `isFallbackAdapter` (Dawn: exactly its CPU adapters), Dawn and
- * wgpu-native's own APIs say `adapter_type`; else "gpu".
- * @param {{adapter_type?: string, is_fallback_adapter?: boolean}} info
- */
-export function adapterKind(info) {
-  return String(info.adapter_type ?? '').toLowerCase() === CPU || info.is_fallback_adapter === true ? CPU : 'gpu';
 }
 
 /**

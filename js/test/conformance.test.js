@@ -10,12 +10,13 @@ import { foldGrid, parse } from '../src/artifact.js';
 import { problem as sourceProblem } from '../src/compile_cost.js';
 import { isContiguous } from '../src/dtypes.js';
 import { ArtifactError } from '../src/errors.js';
-import { byteRange } from '../src/executor.js';
+import { byteRange, firstCallSeconds } from '../src/executor.js';
 import * as expr from '../src/expr.js';
 import { checkInfo, Seq2Seq } from '../src/generation.js';
 import { bind } from '../src/inputs.js';
 import { forDevice } from '../src/kernels.js';
 import { LIMITS } from '../src/limits.js';
+import { decide } from '../src/memory.js';
 import { classProblem } from '../src/tree.js';
 import { choiceKey, groups, probeSize, rank } from '../src/tuning.js';
 import { GOLDEN, REPO } from '../testkit/io.js';
@@ -135,5 +136,15 @@ test('output classes: the allowlist', () => {
   for (const c of vectors('classes').cases) {
     const got = classProblem(c.node);
     assert.ok(c.problem === null ? got === null : got?.includes(c.problem), `${JSON.stringify(c.node)}: ${got}`);
+  }
+});
+
+test('the memory cap from the adapter and what the process may still take', () => {
+  for (const c of vectors('memory').cases) assert.deepEqual(decide(c.kind, c.device_local, c.rooms), c.cap, JSON.stringify(c));
+});
+
+test('a first call may take longer by what its shaders cost to compile', () => {
+  for (const c of vectors('timeouts').first_call) {
+    assert.equal(firstCallSeconds(golden(c.file), c.engine, c.timeout), c.seconds, JSON.stringify(c));
   }
 });

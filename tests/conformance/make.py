@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 from webgpu_torch import artifact, compile_cost, generation, program, symbolic, tree
 from webgpu_torch.errors import WebGPUTorchError
-from webgpu_torch.runtime import executor, features, session, tuning
+from webgpu_torch.runtime import executor, features, memory, session, tuning
 
 from .. import schema, wgsl_cost
 
@@ -305,6 +305,27 @@ def class_vectors() -> dict:
     return {"cases": cases}
 
 
+GIB = 2**30
+CAPS = [  # (adapter kind, device-local bytes, the memory the process may still take)
+    ("gpu", None, {}), ("gpu", 16 * GIB, {}), ("gpu", None, {"host": GIB}), ("cpu", None, {"host": 20 * GIB}),
+    ("cpu", None, {"host": 64 * GIB}), ("cpu", None, {"host": 20 * GIB, "address_space": 2 * GIB}),
+    ("cpu", None, {"host": 20 * GIB, "data": 4 * GIB, "cgroup": 3 * GIB}), ("cpu", None, {"address_space": -5}),
+    ("cpu", 8 * GIB, {"host": 20 * GIB}), ("cpu", None, {"host": None, "cgroup": None}), ("cpu", None, {"host": 1001}),
+]
+
+
+def memory_vectors() -> dict:
+    return {"cases": [{"kind": kind, "device_local": local, "rooms": rooms,
+                       "cap": vars(memory.decide(kind, local, rooms))} for kind, local, rooms in CAPS]}
+
+
+def timeout_vectors() -> dict:
+    return {"first_call": [{"file": name, "engine": engine, "timeout": 20,
+                            "seconds": executor.first_call_seconds(_load(name), engine, 20)}
+                           for name in ("tiny", "mlp", "dynamic", "options", "precision_f16")
+                           for engine in ("dawn", "wgpu")]}
+
+
 def headers() -> dict[str, dict]:
     """Every golden and damaged file whose header is a JSON object, by its path under tests/golden."""
     out = {}
@@ -332,7 +353,8 @@ def schema_vectors() -> dict:
 def write() -> None:
     for name, make in [("expressions", expressions), ("tuning", tuning_vectors), ("inputs", input_vectors),
                        ("outputs", output_vectors), ("generation", generation_vectors), ("schema", schema_vectors),
-                       ("compile_cost", compile_cost_vectors), ("classes", class_vectors)]:
+                       ("compile_cost", compile_cost_vectors), ("classes", class_vectors), ("memory", memory_vectors),
+                       ("timeouts", timeout_vectors)]:
         (HERE / f"{name}.json").write_text(json.dumps(make(), indent=1) + "\n")
 
 

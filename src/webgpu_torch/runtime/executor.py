@@ -24,12 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes, symbolic
+from .. import compile_cost, dtypes, symbolic
 from ..errors import DeviceError, DeviceIndexError, InputError
+from ..limits import LIMITS
 from ..program import Program, Tensor, contiguous_strides, fold_grid
 from . import memory, transfer
 from .device_tensor import DeviceTensor, read_view
-from .engine import Engine
+from .engine import Engine, default_timeout
 from .features import workgroup_problem
 
 _BUFFER_TYPE = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
@@ -42,6 +43,17 @@ def _interface(k) -> tuple[tuple[str, ...], int]:
 
 def _round_up(n: int, k: int) -> int:
     return -(-n // k) * k
+
+
+COMPILE_SECONDS = LIMITS["call_timeout"]["first_call_seconds_per_token"]
+
+
+def first_call_seconds(program: Program, engine: str, timeout: float) -> float:
+    """How long a program's first reading call may take: `timeout`, and COMPILE_SECONDS for each token of what
+    the sources its dispatches run on `engine` cost to compile (compile_cost.cost): lavapipe compiles a kernel
+    at its first dispatch (1.3 s for a source of 50,000 tokens, on an idle core)."""
+    sources = sorted({program.kernels[d.kernel].source_for(engine) for d in program.dispatches})
+    return timeout + COMPILE_SECONDS * sum(compile_cost.cost(program.sources[i]) for i in sources)
 
 
 def readback(t: Tensor, env: dict[str, int]) -> tuple[Tensor, int, int]:
@@ -64,11 +76,15 @@ class _Readback:
 
 
 class Executor:
-    def __init__(self, program: Program, engine: Engine):
-        """Build `program`, whose dispatches run as written (fitted to `engine`'s features and tuned)."""
+    def __init__(self, program: Program, engine: Engine, timeout: float | None = None):
+        """Build `program`, whose dispatches run as written (fitted to `engine`'s features and tuned); a call
+        may take `timeout` seconds (default_timeout() when None), its first reading call more
+        (first_call_seconds)."""
         program.check()
         self.engine = engine
         self.program = program
+        self.timeout = default_timeout() if timeout is None else timeout
+        self._limit = first_call_seconds(program, engine.name, self.timeout)  # until a call has been read
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
         self._failed = ""  # why this program refuses calls (a call that timed out), "" while usable
         self._env: dict[str, int] | None = None
@@ -353,10 +369,11 @@ class Executor:
     def map(self, staging=None) -> None:
         """Wait for a staging buffer (`self.staging` by default) to map: the call's work done."""
         try:
-            self.engine.read(staging or self.staging, "the call")
+            self.engine.read(staging or self.staging, "the call", self._limit)
         except BaseException as e:  # a timeout or Ctrl-C: the map may still complete; never reuse it
             self._failed = f"an earlier call was interrupted ({type(e).__name__}: {e})"
             raise
+        self._limit = self.timeout
 
     def copy_mapped(self, which: Collection[int] | None = None, staging=None) -> list[np.ndarray]:
         """The outputs staged (`which`, or all) copied out of the mapped staging buffer (`self.staging` by

@@ -26,15 +26,19 @@ from .executor import Call, Executor
 
 
 class Session:
-    def __init__(self, program: Program, engine: str | None = None):
+    def __init__(self, program: Program, engine: str | None = None, timeout: float | None = None):
+        """`engine`: "dawn" | "wgpu" | None, the default engine (runtime/engine.py); `timeout`: the seconds a
+        call may take (None: WEBGPU_TORCH_TIMEOUT, else 60), its first more, for compiling its shaders
+        (executor.first_call_seconds)."""
         program.check()
         self.program = program
-        self.engine = engine  # "dawn" | "wgpu" | None: the default engine (runtime/engine.py)
+        self.engine = engine
+        self.timeout = timeout
         self._executor: Executor | None = None
 
     @staticmethod
-    def load(path: str | Path, engine: str | None = None) -> Session:
-        return Session(artifact.load(path), engine)
+    def load(path: str | Path, engine: str | None = None, timeout: float | None = None) -> Session:
+        return Session(artifact.load(path), engine, timeout)
 
     def save(self, path: str | Path) -> None:
         artifact.save(self.program, path)
@@ -44,7 +48,7 @@ class Session:
         if engine is not None and engine != self.engine:
             self.engine, self._executor = engine, None
         if self._executor is None:
-            self._executor = open_executor(self.program, self.engine)
+            self._executor = open_executor(self.program, self.engine, self.timeout)
         return self._executor
 
     def __call__(self, *args, **kwargs):
@@ -98,14 +102,14 @@ class Session:
         return f"Session({self.program.summary()})"
 
 
-def open_executor(program: Program, engine: str | None = None) -> Executor:
+def open_executor(program: Program, engine: str | None = None, timeout: float | None = None) -> Executor:
     """`program` built on an engine's device, as js/src/program.js's `load` does: fitted to the device's
     features (runtime/features.py), each group of options resolved to this device's fastest
-    (runtime/tuning.py), then an Executor of the resolved program."""
+    (runtime/tuning.py), then an Executor of the resolved program whose calls may take `timeout` seconds."""
     device = get_engine(engine)
     with device.lock:
         fitted = features.for_device(program, device.device.features)
-        return Executor(tuning.resolve(fitted, device), device)
+        return Executor(tuning.resolve(fitted, device), device, timeout)
 
 
 class Pending:

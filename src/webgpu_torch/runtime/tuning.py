@@ -15,7 +15,7 @@ candidate is to compile (lavapipe's LLVM) or to run (a 128 x 128 tile over a one
 runs for seconds); a group broken off by the budget stays untimed. In each group only the `TOP` best-ranked
 candidates are timed (compiling a candidate's kernel is most of the cost on a software adapter):
 `candidate_order` puts the options whose kernels target this kind of adapter first (`Kernel.targets`; "cpu"
-where `adapter_kind` finds one), then the compiler's default, then the others by how close their grids are to
+where engine.adapter_kind finds one), then the compiler's default, then the others by how close their grids are to
 the default's — neighbouring tile configurations and splits, since the default already sizes its grid to the
 problem. An option whose kernel needs a feature the device lacks (`Kernel.requires`) is neither timed nor
 chosen, and a cached choice this device cannot run is timed again. Groups the budget leaves untimed run their
@@ -23,7 +23,7 @@ best-ranked candidate (on a GPU the default) and are timed at a later load. Choi
 per adapter, driver and engine, keyed by what the candidates are (`choice_key`, docs/artifact.md "Tuning": the
 source the engine compiles, entry, overrides, requires, packed Params and grid), shared by every program on
 the device: a later load of any program with the same shapes times nothing. While timing, a progress line on a
-terminal says what is being timed. The pure decisions (`adapter_kind`, `candidate_order`, `probe_size`,
+terminal says what is being timed. The pure decisions (engine.adapter_kind, `candidate_order`, `probe_size`,
 `keep`, `repeats`) are also cases of tests/conformance/tuning_rules.json, which both runtimes' tests replay.
 
 `WEBGPU_TORCH_TUNE=0` runs every dispatch's default and times nothing; `WEBGPU_TORCH_TUNE_BUDGET` (seconds,
@@ -50,7 +50,7 @@ import numpy as np
 from ..errors import DeviceError
 from ..limits import LIMITS
 from ..program import Buffer, Dispatch, Kernel, Option, Program
-from .engine import CallTimeout, Engine
+from .engine import CallTimeout, Engine, adapter_kind
 from .executor import Executor
 from .features import runs_on
 from .timing import dispatch_times
@@ -63,14 +63,6 @@ REPEATS = LIMITS["tuning"]["repeats"]
 SAMPLES = LIMITS["tuning"]["samples"]
 GROUPS_PER_PROBE = LIMITS["tuning"]["groups_per_probe"]
 SLOWER = LIMITS["tuning"]["slower"]  # a candidate scouted this many times slower than the fastest is not measured
-CPU = "cpu"  # the kind of adapter whose invocations run on CPU threads (Kernel.targets)
-
-
-def adapter_kind(info: dict) -> str:
-    """"cpu" for an adapter whose invocations run on CPU threads (SwiftShader, lavapipe, WARP): Dawn and
-    wgpu-native say so in `adapter_type`, a browser by `is_fallback_adapter` (`isFallbackAdapter`); else
-    "gpu"."""
-    return CPU if str(info.get("adapter_type", "")).lower() == CPU or info.get("is_fallback_adapter") is True else "gpu"
 
 
 def _number(var: str, default: float) -> float:
