@@ -9,7 +9,9 @@ The suite runs a sample (every family of the catalogue, and random mutations); t
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,23 @@ def test_outcomes_are_classified_by_what_the_worker_says(tmp_path):
     assert [r["outcome"] for r in fuzz.run(paths, crash, dict(os.environ), 5, ROOT)] == ["crashed", "crashed"]
     assert [r["outcome"] for r in fuzz.run(paths[:1], silent, dict(os.environ), 1, ROOT)] == ["hung"]
     assert [r["outcome"] for r in fuzz.run(paths, last, dict(os.environ), 5, ROOT)] == ["ran", "ran"]
+
+
+def test_an_endless_kernel_ends_in_the_timeout_its_session_sets(tmp_path):
+    """In a process of its own: the device stays busy with the loop until that process exits."""
+    path = tmp_path / "endless.wgpt"
+    path.write_bytes(fuzz.hostile_file("tiny", fuzz.endless))
+    script = textwrap.dedent(f"""
+        import os, time, numpy as np, webgpu_torch
+        session = webgpu_torch.load({str(path)!r}, timeout=2)
+        limit, start = session.executor()._limit, time.perf_counter()
+        try:
+            session(np.zeros((2, 5), np.float32))
+        except webgpu_torch.DeviceError as e:
+            print(type(e).__name__, limit, time.perf_counter() - start, e, flush=True)
+        os._exit(0)""")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         env={**os.environ, "WEBGPU_TORCH_TUNE": "0"})
+    error, limit, seconds, message = run.stdout.split(maxsplit=3)
+    assert error == "CallTimeout" and 2 < float(limit) < 4 and float(limit) <= float(seconds) < 30, run.stdout
+    assert "did not finish within" in message
