@@ -51,7 +51,7 @@ COMPILE_SECONDS = LIMITS["call_timeout"]["first_call_seconds_per_token"]
 def first_call_seconds(program: Program, engine: str, timeout: float) -> float:
     """How long a program's first reading call may take: `timeout`, and COMPILE_SECONDS for each token of what
     the sources its dispatches run on `engine` cost to compile (compile_cost.cost): lavapipe compiles a kernel
-    at its first dispatch (1.3 s for a source of 50,000 tokens, on an idle core)."""
+    at its first dispatch (1.3 s for a source costing 103,610 tokens)."""
     sources = sorted({program.kernels[d.kernel].source_for(engine) for d in program.dispatches})
     return timeout + COMPILE_SECONDS * sum(compile_cost.cost(program.sources[i]) for i in sources)
 
