@@ -1,13 +1,13 @@
 // What a WGSL source costs a shader compiler, counted on its text before any engine sees it: the counts of
 // src/webgpu_torch/compile_cost.py (its docstring says what they bound and why), alike rule for rule and
-// message for message; docs/artifact.md, Running it, states the rules and limits.json's `compile_cost` the
-// bounds. A runtime never parses WGSL: it counts tokens.
+// message for message; docs/artifact.md, Compile cost, states the rules and why each bound (limits.json's) is
+// where it is. A runtime never parses WGSL: it counts tokens.
 
 import { LIMITS } from './limits.js';
 
 const MAX_SOURCE_CHARS = LIMITS.max_source_chars;
 const MAX_NESTING = LIMITS.max_nesting; // (), [] and {}; and types, constants and expressions through one another
-const MAX_STATEMENT_TOKENS = LIMITS.max_statement_tokens; // between two of ; { } (ours: < 150)
+const MAX_STATEMENT_TOKENS = LIMITS.max_statement_tokens; // between two of ; { } (ours: 147 at most)
 const COST = LIMITS.compile_cost;
 const ELEMENT_TOKENS = COST.array_element_tokens; // what an array element costs, as tokens
 
@@ -87,9 +87,10 @@ function deeper(depth) {
 }
 
 /**
- * The tokens of one source (brackets balanced), with what one pass over them finds: each bracket's match,
- * each `array<` type's count (the tokens between its last top-level comma and its `>`), the functions, named
- * types (struct, alias) and constants declared, and how deep `else if` links nest.
+ * The tokens of one source, with what one pass over them finds (or Refused: brackets and `else if` links nested
+ * too deep, a private variable, a function declared twice): each bracket's match, each `array<` type's count
+ * (the tokens between its last top-level comma and its `>`), the functions, named types (struct, alias),
+ * constants and workgroup variables declared.
  */
 class Source {
   /** @param {string[]} tokens */
@@ -250,8 +251,9 @@ class Source {
         v = binary(0, deeper(d));
         v = take(')') ? v : null;
       } else if ((tok === 'max' || tok === 'min') && take('(')) {
-        const a = binary(0, deeper(d));
-        const b = take(',') ? binary(0, d + 1) : null;
+        const inner = deeper(d);
+        const a = binary(0, inner);
+        const b = take(',') ? binary(0, inner) : null;
         v = a === null || b === null || !take(')') ? null : tok === 'max' ? Math.max(a, b) : Math.min(a, b);
       } else if (INTEGER.test(tok)) {
         v = integer(tok);

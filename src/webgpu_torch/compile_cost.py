@@ -1,14 +1,15 @@
 """What a WGSL source costs a shader compiler, counted on its text before any engine sees it: docs/artifact.md,
-Running it, states the rules and limits.json's `compile_cost` the bounds (each measured: docs/artifact.md,
-Compile cost); js/src/compile_cost.js counts alike.
+Compile cost, states the rules and why each bound (limits.json's) is where it is, measured;
+js/src/compile_cost.js counts alike, rule for rule and message for message.
 
 A runtime never parses WGSL: it counts tokens. Outside line comments a source must be ASCII without block
-comments; a token is a run of letters, digits and `_`, or any other character that is not blank. Drivers
-inline every call (lavapipe's LLVM does), so what a function costs to compile is its tokens, plus the elements
-of the arrays its body names (each zero-initialized element by element), plus the cost of each function it
-calls, once per call; an entry point also pays for the arrays declared outside functions (its workgroup
-variables). Both that cost, per function and summed over the source, and the nesting every parser recurses
-on (brackets, statements, `else if` links, calls, named types and constants) are bounded.
+comments or private variables; a token is a run of letters, digits and `_`, or any other character that is
+not blank. Drivers inline every call (lavapipe's LLVM does), so what a function costs to compile is its tokens,
+plus ELEMENT_TOKENS for each element of the arrays its body names (each is zero-initialized element by
+element), plus the cost of each function it calls, once per call; an entry point also pays for the arrays
+declared outside functions but in workgroup variables (the device bounds those). That cost, per function and
+summed over the source, and the nesting every parser recurses on (brackets, statements, `else if` links,
+calls, named types and constants) are bounded.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .limits import LIMITS
 
 MAX_SOURCE_CHARS = LIMITS["max_source_chars"]
 MAX_NESTING = LIMITS["max_nesting"]  # (), [] and {}; and types and constants defined through one another
-MAX_STATEMENT_TOKENS = LIMITS["max_statement_tokens"]  # between two of ; { } (ours: < 150)
+MAX_STATEMENT_TOKENS = LIMITS["max_statement_tokens"]  # between two of ; { } (ours: 147 at most)
 COST = LIMITS["compile_cost"]
 ELEMENT_TOKENS = COST["array_element_tokens"]  # what an array element costs, as tokens
 
@@ -94,9 +95,10 @@ def _statements_ok(code: str) -> bool:
 
 
 class _Source:
-    """The tokens of one source (brackets balanced), with what one pass over them finds: each bracket's match,
-    each `array<` type's count (the tokens between its last top-level comma and its `>`), the functions, named
-    types (struct, alias) and constants declared, and how deep `else if` links nest."""
+    """The tokens of one source, with what one pass over them finds (or Refused: brackets and `else if` links
+    nested too deep, a private variable, a function declared twice): each bracket's match, each `array<`
+    type's count (the tokens between its last top-level comma and its `>`), the functions, named types
+    (struct, alias), constants and workgroup variables declared."""
 
     def __init__(self, tokens: list[str]):
         self.t = tokens
@@ -225,8 +227,9 @@ class _Source:
                 v = binary(0, _deeper(depth))
                 v = v if take(")") else None
             elif tok in ("max", "min") and take("("):
-                a = binary(0, _deeper(depth))
-                b = binary(0, depth + 1) if take(",") else None
+                inner = _deeper(depth)
+                a = binary(0, inner)
+                b = binary(0, inner) if take(",") else None
                 v = None if a is None or b is None or not take(")") else max(a, b) if tok == "max" else min(a, b)
             elif INTEGER.fullmatch(tok):
                 v = _integer(tok)
