@@ -63,7 +63,7 @@ const MAX_HEADER = LIMITS.max_header_bytes;
 const SCALAR_RANGE = /** @type {Record<Scalar, [number, number]>} */ (LIMITS.scalar_ranges);
 const MAX_JSON_DEPTH = LIMITS.max_json_depth; // arrays and objects nested in the header (a tree 64 deep: 131)
 const MAX_NUMBER = LIMITS.max_number; // 2^53 - 1: every number JSON.parse reads exactly
-const MAX_RANK = LIMITS.max_rank; // dimensions of an input or output
+const MAX_RANK = LIMITS.max_rank; // dimensions of an input, output, constant or state
 
 /**
  * Read and validate an artifact; `where` (a path, a URL, "<bytes>") begins every message.

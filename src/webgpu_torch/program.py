@@ -32,7 +32,7 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # an entry point's or overri
 # Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
 # finishes; what a WGSL source may cost to compile: compile_cost.py).
 MAX_WORKGROUPS = LIMITS["max_workgroups"]  # per dispatch
-MAX_RANK = LIMITS["max_rank"]  # dimensions of an input or output
+MAX_RANK = LIMITS["max_rank"]  # dimensions of an input, output, constant or state
 MAX_INVOCATIONS = LIMITS["max_workgroup_invocations"]
 MAX_WORKGROUP_BYTES = LIMITS["max_workgroup_bytes"]
 SYMBOL_LIMIT = LIMITS["symbol_limit"]
