@@ -61,21 +61,39 @@ def test_outcomes_are_classified_by_what_the_worker_says(tmp_path):
     assert [r["outcome"] for r in fuzz.run(paths, last, dict(os.environ), 5, ROOT)] == ["ran", "ran"]
 
 
-def test_an_endless_kernel_ends_in_the_timeout_its_session_sets(tmp_path):
+@pytest.mark.parametrize("engine", ["dawn", "wgpu"])
+def test_an_endless_kernel_ends_in_the_timeout_its_session_sets(engine, tmp_path):
     """In a process of its own: the device stays busy with the loop until that process exits."""
+    out = _endless(tmp_path, "tiny", engine, "timeout=2", {"WEBGPU_TORCH_TUNE": "0"})
+    error, limit, seconds, message = out.split(maxsplit=3)
+    assert error == "CallTimeout" and 2 < float(limit) < 4 and float(limit) <= float(seconds) < 30, out
+    assert "did not finish within" in message
+
+
+@pytest.mark.parametrize("engine", ["dawn", "wgpu"])
+def test_an_endless_kernel_timed_by_tuning_ends_the_load(engine, tmp_path):
+    """Tuning times the looping candidates first: its timeout ends the load, whose executors are kept (releasing
+    one would wait on wgpu-native's poll thread, itself waiting on the loop)."""
+    out = _endless(tmp_path, "mlp", engine, "", {"WEBGPU_TORCH_TUNE": "1", "WEBGPU_TORCH_TIMEOUT": "3",
+                                                 "WEBGPU_TORCH_CACHE": str(tmp_path / "tuning.json")})
+    assert out.startswith("CallTimeout") and "timed work did not finish within 3 s" in out, out
+
+
+def _endless(tmp_path, base: str, engine: str, load_args: str, env: dict) -> str:
+    """What a process loading `base` with an endless loop in every kernel and calling it once prints: the
+    error's class, the first call's limit, the seconds it took and the message."""
     path = tmp_path / "endless.wgpt"
-    path.write_bytes(fuzz.hostile_file("tiny", fuzz.endless))
+    path.write_bytes(fuzz.hostile_file(base, fuzz.endless))
     script = textwrap.dedent(f"""
         import os, time, numpy as np, webgpu_torch
-        session = webgpu_torch.load({str(path)!r}, timeout=2)
-        limit, start = session.executor()._limit, time.perf_counter()
+        session = webgpu_torch.load({str(path)!r}{", " if load_args else ""}{load_args})
+        start, limit = time.perf_counter(), 0
         try:
-            session(np.zeros((2, 5), np.float32))
+            limit = session.executor()._limit
+            session(*[np.zeros(x.shape, np.float32) for x in session.program.inputs])
         except webgpu_torch.DeviceError as e:
             print(type(e).__name__, limit, time.perf_counter() - start, e, flush=True)
         os._exit(0)""")
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT,
-                         env={**os.environ, "WEBGPU_TORCH_TUNE": "0"})
-    error, limit, seconds, message = run.stdout.split(maxsplit=3)
-    assert error == "CallTimeout" and 2 < float(limit) < 4 and float(limit) <= float(seconds) < 30, run.stdout
-    assert "did not finish within" in message
+                         env={**os.environ, "WEBGPU_TORCH_ENGINE": engine, **env})
+    return run.stdout

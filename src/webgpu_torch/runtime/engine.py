@@ -15,7 +15,9 @@ Dawn's event processing and wgpu-py's promise bookkeeping racing between threads
 Waiting: `wait` polls the device until a promise settles, with Python running between polls, so Ctrl-C
 interrupts a wait and one that has not finished within its limit raises CallTimeout (the GPU work itself
 cannot be cancelled; the program that timed out refuses further calls). The limit is a session's timeout for
-its calls (runtime/executor.py), else `default_timeout()`.
+its calls (runtime/executor.py), else `default_timeout()`. What the work that timed out may still use (its
+executor, and tuning's candidates) goes to `stuck`, kept for the process's life: wgpu-native's own poll
+thread then waits on that work, and releasing a pipeline waits on the poll thread.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ class Engine:
     lock: Any = field(default_factory=threading.RLock)  # held while using the device
     pool: BufferPool = field(default_factory=BufferPool)  # DeviceTensors' buffers
     unawaited: int = 0  # submissions since the last wait for the queue
+    stuck: list = field(default_factory=list)  # what work that timed out may still use: never released (`wait`)
 
     def submit(self, command_buffer, awaited: bool) -> None:
         """Submit; `awaited` says the caller waits for this work (maps a result). Work nobody waits for (an
@@ -116,8 +119,8 @@ class Engine:
                 break
             elapsed = time.perf_counter() - start
             if elapsed > limit:
-                raise CallTimeout(f"{what} did not finish within {limit:g} s (load(timeout=) or {TIMEOUT_VAR} "
-                                  "sets the limit); the device may still be running it")
+                raise CallTimeout(f"{what} did not finish within {limit:g} s ({TIMEOUT_VAR}, or a session's "
+                                  "timeout for its calls, sets the limit); the device may still be running it")
             time.sleep(pause)
             pause = 0.0 if elapsed < SPIN else min(max(2 * pause, 20e-6), 1e-3)
         promise.sync_wait()

@@ -372,6 +372,7 @@ class Executor:
             self.engine.read(staging or self.staging, "the call", self._limit)
         except BaseException as e:  # a timeout or Ctrl-C: the map may still complete; never reuse it
             self._failed = f"an earlier call was interrupted ({type(e).__name__}: {e})"
+            self.engine.stuck.append(self)
             raise
         self._limit = self.timeout
 

@@ -221,28 +221,43 @@ def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], rank
     time in rank order, none begun past the deadline, so a load overruns its budget by one candidate's compile
     and scout at most; a group broken off so stays untimed (its best-ranked candidate runs, and a later load,
     with those kernels in the shader cache, times it). A candidate the engine refuses (a kernel its shader
-    compiler rejects) is never chosen. A call that times out ends the tuning."""
+    compiler rejects) is never chosen. A call that times out ends the tuning (the device is still running the
+    candidate: the rest would queue behind it), and the group's executors are kept (Engine.stuck)."""
     chosen = {}
     for key, members in which.items():
-        scouted: dict[int, tuple[Executor, float]] = {}
-        tried = 0
-        for c in ranked[key]:
-            if tried and time.perf_counter() >= deadline:
-                break
-            tried += 1
-            try:
-                executor = Executor(_probe(program, members, c), engine)
-                scouted[c] = executor, sum(dispatch_times(executor, samples=1, repeats=1))
-            except CallTimeout:
-                raise  # the device is still running the candidate: the rest would queue behind it
-            except DeviceError:
-                continue  # refused by the engine: never chosen
-        if tried < len(ranked[key]) or not scouted:
-            continue
-        order = list(scouted)
-        kept = [order[i] for i in keep([scouted[c][1] for c in order])]
-        chosen[key] = min(kept, key=_measured(scouted, kept, deadline).__getitem__)
+        built: list[Executor] = []
+        try:
+            chosen_candidate = _fastest_of(program, engine, members, ranked[key], deadline, built)
+        except CallTimeout:
+            engine.stuck.extend(built)
+            raise
+        if chosen_candidate is not None:
+            chosen[key] = chosen_candidate
     return chosen
+
+
+def _fastest_of(program: Program, engine: Engine, members: list[int], ranked: list[int], deadline: float,
+                built: list[Executor]) -> int | None:
+    """A group's fastest candidate, or None when the deadline cut it short or the engine refused every one;
+    `built` collects the candidates' executors."""
+    scouted: dict[int, tuple[Executor, float]] = {}
+    tried = 0
+    for c in ranked:
+        if tried and time.perf_counter() >= deadline:
+            break
+        tried += 1
+        try:
+            built.append(Executor(_probe(program, members, c), engine))
+            scouted[c] = built[-1], sum(dispatch_times(built[-1], samples=1, repeats=1))
+        except CallTimeout:
+            raise
+        except DeviceError:
+            continue  # refused by the engine: never chosen
+    if tried < len(ranked) or not scouted:
+        return None
+    order = list(scouted)
+    kept = [order[i] for i in keep([scouted[c][1] for c in order])]
+    return min(kept, key=_measured(scouted, kept, deadline).__getitem__)
 
 
 def _measured(scouted: dict[int, tuple[Executor, float]], kept: list[int], deadline: float) -> dict[int, float]:
