@@ -486,8 +486,8 @@ def hostile(sample: bool = False, most: int | None = None) -> Iterator[tuple[str
     for family, what, base, edit in catalogue():
         by_family.setdefault(family, []).append((what, base, edit))
     for family, items in by_family.items():
-        k = PER_FAMILY.get(family, DEFAULT_PER_FAMILY) if sample else most or len(items)
-        for what, base, edit in (items[i * len(items) // k] for i in range(min(k, len(items)))):
+        k = min(len(items), PER_FAMILY.get(family, DEFAULT_PER_FAMILY) if sample else most or len(items))
+        for what, base, edit in (items[i * len(items) // k] for i in range(k)):
             yield what, hostile_file(base, edit)
 
 
