@@ -1,5 +1,5 @@
 """WGSL that costs a shader compiler as much as the format allows, or just more (webgpu_torch/compile_cost.py's
-rules; docs/artifact.md, Running it). Each `WORST` entry grows one shape of source — a long function, a deep
+rules; docs/artifact.md, Compile cost). Each `WORST` entry grows one shape of source — a long function, a deep
 chain of calls, wide ones, arrays, `else if` links, many functions, comments — to the largest size the rules
 accept; `hostile` puts such WGSL into the golden `tiny` program, used by the kernel so that no compiler drops
 it. tests/golden/damage.py (a damaged file per rule), tests/conformance/make.py (the decisions as vectors),
@@ -18,7 +18,7 @@ from webgpu_torch.limits import LIMITS
 COST = LIMITS["compile_cost"]
 TINY = Path(__file__).parent / "golden" / "tiny.wgpt"
 USE = "epilogue_sum(z, m, n, acc)"  # in tiny's store_c: what the kernel writes, so the call's result is used
-CHAIN = COST["max_call_depth"] - 8  # tiny's kernel calls 6 deep down to store_c
+CHAIN = COST["max_call_depth"] - 8  # functions in a chain below tiny's store_c, itself 3 calls deep
 
 
 def chain(n: int, statements: int = 1) -> str:
