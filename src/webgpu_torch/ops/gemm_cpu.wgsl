@@ -85,7 +85,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let slice = index / (per_z * p.batch);
   let zc = slice * p.batch + z;
   let k_begin = slice * p.k_part;
-  let k_end = min(p.K, k_begin + p.k_part);
+  let k_end = min(k_steps(), k_begin + p.k_part);
   let a_base = p.a_offset + z * p.a_strides.x;
   let b_base = p.b_offset + z * p.b_strides.x;
   let r0 = (block % per_z) / p.tiles_n * TILE_M + lid.y * 4u;
