@@ -281,21 +281,45 @@ test('a device-side check that fails raises, naming its node, at the call that r
   program.destroy();
 });
 
-test('an endless kernel ends in the timeout its load sets, the first call having its compile allowance', async () => {
-  // In a process of its own: the device stays busy with the loop until that process exits.
-  const { header, data } = splitArtifact(readFileSync(join(GOLDEN, 'tiny.wgpt')));
-  const at = header.sources[0].indexOf('{', header.sources[0].indexOf('@compute')) + 1;
-  header.sources[0] = `${header.sources[0].slice(0, at)}${SPIN}${header.sources[0].slice(at)}`;
-  const path = join(mkdtempSync(join(tmpdir(), 'endless-')), 'endless.wgpt');
-  writeFileSync(path, container(new TextEncoder().encode(JSON.stringify(header)), data));
-  const script = `import { load } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
-    const program = await load(${JSON.stringify(path)}, { timeoutMs: 2000, tune: false, cache: false });
-    const start = performance.now();
-    try { await program.run([new Float32Array(10)]); } catch (e) { console.log(JSON.stringify([e.name, e.message, performance.now() - start])); }
-    process.exit(0);`;
-  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 120_000 });
-  const [name, message, ms] = JSON.parse(run.stdout.trim().split('\n').pop() ?? 'null');
-  assert.equal(name, 'DeviceError', run.stdout + run.stderr);
+test('an endless kernel ends in the timeout its load sets, the first call having its compile allowance', () => {
+  const [name, message, ms] = endless('tiny', { timeoutMs: 2000, tune: false }, {});
+  assert.equal(name, 'DeviceError', message);
   const limit = Number(/within ([\d.]+) s/.exec(message)?.[1]);
   assert.ok(limit > 2 && limit < 4 && ms >= limit * 1000 - 50 && ms < 30_000, message);
 });
+
+test('an endless kernel timed by tuning ends the load', () => {
+  const [name, message] = endless('mlp', { tune: true }, { WEBGPU_TORCH_TIMEOUT: '3' });
+  assert.equal(name, 'DeviceError', message);
+  assert.ok(message.includes('timed work did not finish within 3 s'), message);
+});
+
+/**
+ * What a process of its own (the device stays busy with the loop until it exits) prints after loading golden
+ * `base` with an endless loop in every kernel and calling it once: the error's name, its message, the
+ * milliseconds the load and call took.
+ * @param {string} base
+ * @param {import('../src/index.js').LoadOptions} options
+ * @param {Record<string, string>} env
+ * @returns {[string, string, number]}
+ */
+function endless(base, options, env) {
+  const { header, data } = splitArtifact(readFileSync(join(GOLDEN, `${base}.wgpt`)));
+  header.sources = header.sources.map((/** @type {string} */ source) => {
+    const at = source.indexOf('{', source.indexOf('@compute')) + 1;
+    return at ? `${source.slice(0, at)}${SPIN}${source.slice(at)}` : source;
+  });
+  const path = join(mkdtempSync(join(tmpdir(), 'endless-')), 'endless.wgpt');
+  writeFileSync(path, container(new TextEncoder().encode(JSON.stringify(header)), data));
+  const script = `import { load } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
+    const start = performance.now();
+    try {
+      const program = await load(${JSON.stringify(path)}, ${JSON.stringify({ ...options, cache: false })});
+      await program.run(program.inputs.map((x) => new Float32Array(x.shape.reduce((a, b) => a * Number(b), 1))));
+    } catch (e) { console.log(JSON.stringify([e.name, e.message, performance.now() - start])); }
+    process.exit(0);`;
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...env },
+  });
+  return JSON.parse(run.stdout.trim().split('\n').pop() || '[null, "no outcome", 0]');
+}
