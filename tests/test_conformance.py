@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from webgpu_torch import artifact, decoding, generation, limits, program, symbolic
+from webgpu_torch import artifact, compile_cost, decoding, generation, limits, program, symbolic, tree
 from webgpu_torch.errors import ArtifactError
-from webgpu_torch.runtime import executor, features, session, tuning
+from webgpu_torch.runtime import executor, features, memory, session, tuning
 
 from .conformance.make import StandInStages, python_limits
 
@@ -144,6 +144,28 @@ def test_beam_search_bookkeeping():
             assert search.done == step["done"]
         results = search.results(case["num_beams"])
         assert [h.tokens for h in results] == case["sequences"] and [h.score for h in results] == case["scores"]
+
+
+def test_compile_cost():
+    for case in _vectors("compile_cost")["cases"]:
+        assert compile_cost.problem(case["source"]) == case["problem"], case["about"]
+
+
+def test_output_classes():
+    for case in _vectors("classes")["cases"]:
+        got = tree.class_problem(case["node"])
+        assert (got is None) if case["problem"] is None else case["problem"] in got, case["node"]
+
+
+def test_memory_cap():
+    for case in _vectors("memory")["cases"]:
+        assert vars(memory.decide(case["kind"], case["device_local"], case["rooms"])) == case["cap"], case
+
+
+def test_first_call_timeout():
+    for case in _vectors("timeouts")["first_call"]:
+        p = artifact.load(GOLDEN / f"{case['file']}.wgpt")
+        assert executor.first_call_seconds(p, case["engine"], case["timeout"]) == case["seconds"], case
 
 
 def test_a_program_needing_a_feature_the_device_lacks_is_refused_by_name():

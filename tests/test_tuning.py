@@ -20,7 +20,7 @@ from webgpu_torch import artifact
 from webgpu_torch.errors import TuningWarning
 from webgpu_torch.ops import gemm
 from webgpu_torch.runtime import tuning
-from webgpu_torch.runtime.engine import get_engine
+from webgpu_torch.runtime.engine import adapter_kind, get_engine
 from webgpu_torch.runtime.session import Session, open_executor
 
 from .helpers import Fn, assert_close, seeded
@@ -277,7 +277,7 @@ DECISIONS = json.loads((Path(__file__).parent / "conformance" / "tuning_rules.js
 @pytest.mark.host
 @pytest.mark.parametrize("case", DECISIONS["adapter_kind"], ids=str)
 def test_decision_adapter_kind(case):
-    assert tuning.adapter_kind(case["info"]) == case["kind"]
+    assert adapter_kind(case["info"]) == case["kind"]
 
 
 @pytest.mark.host
@@ -344,7 +344,7 @@ def _ranked(program, members):
     """The group's candidates in the order tuning times them on this suite's device."""
     engine = get_engine()
     return tuning.ranked_candidates(program, members, engine.device.features, engine.limits,
-                                    tuning.adapter_kind(engine.adapter.info))
+                                    adapter_kind(engine.adapter.info))
 
 
 def _scripted_times(monkeypatch, seconds):

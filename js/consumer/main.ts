@@ -19,7 +19,7 @@ const golden: string = process.argv[2];
 const call = JSON.parse(readFileSync(join(golden, 'mlp.json'), 'utf8')).calls[0] as { args: { data: string }[] };
 const x = new Float32Array(Uint8Array.from(Buffer.from(call.args[0].data, 'base64')).buffer);
 
-const options: LoadOptions = { tune: false, cache: false, timeout: 60 };
+const options: LoadOptions = { tune: false, cache: false, timeoutMs: 60_000 };
 const program: Program = await load(join(golden, 'mlp.wgpt'), options);
 const inputs: ReadonlyArray<InputInfo> = program.inputs;
 const first: Dim = inputs[0].shape[0];

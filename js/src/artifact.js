@@ -2,6 +2,7 @@
 // contract lists, before anything reaches a device. The result is plain data (a ProgramSpec); the
 // constants are views over the file's bytes, not copies.
 
+import * as compileCost from './compile_cost.js';
 import { crc32 } from './crc32.js';
 import { ArtifactError } from './errors.js';
 import * as expr from './expr.js';
@@ -54,19 +55,18 @@ export const FORMAT = LIMITS.format;
 export const PREAMBLE = 32;
 const ALIGN = LIMITS.align;
 const SCALARS = ['u32', 'i32', 'f32'];
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/; // an entry point's or override's name (engines cut at a NUL)
 // Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
-// finishes, deep nesting crashes some WGSL compilers): src/webgpu_torch/limits.json, which both readers use.
+// finishes; what a WGSL source may cost to compile: compile_cost.js): src/webgpu_torch/limits.json, which both
+// readers use.
 const MAX_GRID = LIMITS.max_workgroups_per_dim;
 const MAX_WORKGROUPS = LIMITS.max_workgroups;
-const MAX_SOURCE = LIMITS.max_source_chars;
-const MAX_NESTING = LIMITS.max_nesting;
 const MAX_TREE_DEPTH = LIMITS.max_tree_depth;
 const MAX_HEADER = LIMITS.max_header_bytes;
 const SCALAR_RANGE = /** @type {Record<Scalar, [number, number]>} */ (LIMITS.scalar_ranges);
 const MAX_JSON_DEPTH = LIMITS.max_json_depth; // arrays and objects nested in the header (a tree 64 deep: 131)
 const MAX_NUMBER = LIMITS.max_number; // 2^53 - 1: every number JSON.parse reads exactly
-const MAX_RANK = LIMITS.max_rank; // dimensions of an input or output
-const MAX_STATEMENT_TOKENS = LIMITS.max_statement_tokens; // between two of ; { } in a WGSL source (ours: < 150)
+const MAX_RANK = LIMITS.max_rank; // dimensions of an input, output, constant or state
 
 /**
  * Read and validate an artifact; `where` (a path, a URL, "<bytes>") begins every message.
@@ -315,7 +315,7 @@ function validate(header, data) {
  */
 function readSymbols(j) {
   /** @type {Record<string, SymbolSpec>} */
-  const out = {};
+  const out = Object.create(null); // keyed by the file's names: `__proto__` is one like any other
   for (const [name, raw] of Object.entries(j)) {
     const what = `symbol ${name}`;
     const s = object(raw, what);
@@ -334,42 +334,9 @@ function readSymbols(j) {
  */
 function readSource(s, i) {
   const text = str(s, `source ${i}`);
-  need(text.length <= MAX_SOURCE, `source ${i}: ${count(text.length)} characters, over ${count(MAX_SOURCE)}`);
-  need(nestingOk(text), `source ${i}: brackets nested deeper than ${MAX_NESTING} or unbalanced`);
-  need(statementsOk(text), `source ${i}: a statement of more than ${count(MAX_STATEMENT_TOKENS)} tokens`);
+  const why = compileCost.problem(text);
+  need(why === null, `source ${i}: ${why}`);
   return text;
-}
-
-const LINE_COMMENT = /\/\/[^\n]*/g;
-const TOKEN = /[A-Za-z0-9_]+|[^ \t\n\v\f\rA-Za-z0-9_]/gu;
-
-/**
- * Whether every statement (the text between two of `;`, `{`, `}` outside line comments) holds at most
- * MAX_STATEMENT_TOKENS tokens: runs of ASCII letters, digits and `_`, and each other code point that is not
- * ASCII blank. Engines parse an expression recursively; one of 200,000 terms crashes some.
- * @param {string} source
- */
-function statementsOk(source) {
-  return source.replace(LINE_COMMENT, '').split(/[;{}]/).every((text) =>
-    text.length <= MAX_STATEMENT_TOKENS || (text.match(TOKEN)?.length ?? 0) <= MAX_STATEMENT_TOKENS);
-}
-
-/**
- * Whether the brackets outside line comments balance, at most MAX_NESTING deep.
- * @param {string} source
- */
-function nestingOk(source) {
-  const stack = [];
-  const opening = /** @type {Record<string, string>} */ ({ ')': '(', ']': '[', '}': '{' });
-  for (const ch of source.replace(LINE_COMMENT, '').replace(/[^()[\]{}]+/g, '')) {
-    if (ch === '(' || ch === '[' || ch === '{') {
-      stack.push(ch);
-      if (stack.length > MAX_NESTING) return false;
-    } else if (stack.pop() !== opening[ch]) {
-      return false;
-    }
-  }
-  return stack.length === 0;
 }
 
 /**
@@ -386,6 +353,8 @@ function readKernel(k, i, nSources) {
   const entry = str(field(k, 'entry', it), `${it} entry`);
   const overrides = object(optional(k, 'overrides', {}), `${it} overrides`);
   need(Object.values(overrides).every((v) => typeof v === 'number' && Number.isFinite(v)), `${it}: an override is not a number`);
+  need([entry, ...Object.keys(overrides)].every((n) => IDENTIFIER.test(n)),
+    `${it}: entry point or override name ${JSON.stringify(entry.slice(0, 40))} is not a WGSL identifier`);
   const bindings = list(field(k, 'bindings', it), `${it} bindings`);
   need(bindings.every((b) => b === 'read' || b === 'read_write' || b === 'uniform'), `${it}: unknown binding kind`);
   const uniforms = bindings.filter((b) => b === 'uniform').length;
@@ -400,7 +369,7 @@ function readKernel(k, i, nSources) {
   need(x >= 1 && y >= 1 && z >= 1 && x * y * z <= LIMITS.max_workgroup_invocations, `${it}: bad workgroup size ${JSON.stringify(workgroupSize)}`);
   const workgroupBytes = int(field(k, 'workgroup_bytes', it), 'workgroup bytes');
   need(workgroupBytes >= 0 && workgroupBytes <= LIMITS.max_workgroup_bytes, `${it}: bad workgroup memory ${workgroupBytes}`);
-  const targets = list(k.targets ?? [], `${it} targets`).map((t) => str(t, `${it} target`));
+  const targets = list(optional(k, 'targets', []), `${it} targets`).map((t) => str(t, `${it} target`));
   return { name, source, entry, overrides, bindings, uniform, requires, fallback, engineSources, workgroupSize, workgroupBytes, targets };
 }
 
@@ -496,6 +465,7 @@ function readTensors(entries, buffers, data) {
     const packed = Object.hasOwn(PACKED_BITS, dtype);
     need(Object.hasOwn(DEVICE_SIZE, dtype) || packed, `tensor for buffer ${buffer} has unknown dtype ${JSON.stringify(dtype)}`);
     const shape = list(field(t, 'shape', 'tensor'), 'tensor shape').map((n) => int(n, 'tensor shape'));
+    need(shape.length <= MAX_RANK, `tensor for buffer ${buffer}: ${shape.length} dimensions, over ${MAX_RANK}`);
     const offset = int(field(t, 'offset', 'tensor'), 'tensor offset');
     const nbytes = int(field(t, 'nbytes', 'tensor'), 'tensor nbytes');
     const size = packed ? packedSize(t, buffer, PACKED_BITS[dtype], shape)
@@ -566,6 +536,7 @@ function readState(x, i, buffers) {
   const dtype = field(x, 'dtype', what);
   need(isModelDtype(dtype), `${what}: unknown dtype ${JSON.stringify(dtype)}`);
   const shape = list(field(x, 'shape', what), `${what} shape`).map((n) => int(n, `${what} shape`));
+  need(shape.length <= MAX_RANK, `${what}: ${shape.length} dimensions, over ${MAX_RANK}`);
   const buffer = int(field(x, 'buffer', what), `${what} buffer`);
   need(buffer >= 0 && buffer < buffers.length, `${what}: bad buffer`);
   need(buffers[buffer].role === 'state', `${what}: buffer ${buffer} is not a state buffer`);
@@ -655,6 +626,8 @@ function readTree(t, what, depth = 0) {
     need(keys.length === node.items.length && keys.every((k) => typeof k === 'string') && new Set(keys).size === keys.length,
       `${what}: a dict tree node's keys do not match its items`);
   }
+  const why = tree.classProblem(node);
+  need(why === null, `${what}: ${why}`);
   return /** @type {TreeSpec} */ (node);
 }
 

@@ -8,6 +8,19 @@
 import { DeviceError } from './errors.js';
 import { isNode } from './env.js';
 
+/** The kind of adapter whose invocations run on CPU threads (a kernel's `targets`, the memory cap). */
+export const CPU = 'cpu';
+
+/**
+ * "cpu" for an adapter whose invocations run on CPU threads (SwiftShader, lavapipe, WARP): browsers and Dawn
+ * for Node mark their software adapters `isFallbackAdapter` (Dawn: exactly its CPU adapters), Dawn and
+ * wgpu-native's own APIs say `adapter_type`; else "gpu" (src/webgpu_torch/runtime/engine.py decides alike).
+ * @param {{adapter_type?: string, is_fallback_adapter?: boolean}} info
+ */
+export function adapterKind(info) {
+  return String(info.adapter_type ?? '').toLowerCase() === CPU || info.is_fallback_adapter === true ? CPU : 'gpu';
+}
+
 /** Optional WebGPU features a program may use. */
 export const OPTIONAL_FEATURES = ['timestamp-query', 'shader-f16', 'subgroups'];
 
@@ -16,7 +29,7 @@ export const OPTIONAL_FEATURES = ['timestamp-query', 'shader-f16', 'subgroups'];
  * @property {GPUDevice} device
  * @property {string} engine the WebGPU implementation: "dawn" (Node, Chromium), "wgpu" (Firefox), "webkit"
  * @property {string} key the adapter and engine, for the tuning cache
- * @property {{is_fallback_adapter: boolean}} adapter what tuning reads of the adapter (tuning.adapterKind)
+ * @property {{is_fallback_adapter: boolean}} adapter what tuning and the memory cap read of the adapter (adapterKind)
  */
 
 /** @type {Map<string, Promise<Gpu>>} */

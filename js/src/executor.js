@@ -13,12 +13,14 @@
 // dispatches' grids and evaluates the output views; calls at the same sizes repeat nothing.
 
 import { foldGrid } from './artifact.js';
+import * as compileCost from './compile_cost.js';
 import { DeviceTensor } from './device_tensor.js';
 import { gather, ITEMSIZE, widenHalf } from './dtypes.js';
-import { DeviceError, DeviceIndexError, InputError } from './errors.js';
+import { CallTimeout, DeviceError, DeviceIndexError, InputError } from './errors.js';
 import { envVar, isNode } from './env.js';
 import * as expr from './expr.js';
 import { bufferSize, sourceFor, workgroupProblem } from './kernels.js';
+import { LIMITS } from './limits.js';
 import { memoryCap } from './memory.js';
 import { MAX_UNAWAITED, stateOf } from './pool.js';
 
@@ -35,7 +37,8 @@ import { MAX_UNAWAITED, stateOf } from './pool.js';
  */
 /**
  * @typedef {object} ExecutorOptions
- * @property {number} [timeout] seconds a call may take (default: WEBGPU_TORCH_TIMEOUT, else 300)
+ * @property {number} [timeoutMs] milliseconds a call may take (default: WEBGPU_TORCH_TIMEOUT seconds, else 60 s); the
+ *   first more, for compiling its shaders (firstCallSeconds)
  * @property {number} [maxMemory] bytes of buffers a program may ask for (default: WEBGPU_TORCH_MAX_MEMORY, else
  *   32 GiB, and on a CPU adapter 3/4 of the host's available memory: memory.js)
  * @property {import('./program.js').Program} [shareStates] a program on the same device whose states this one
@@ -44,7 +47,8 @@ import { MAX_UNAWAITED, stateOf } from './pool.js';
  */
 
 export const TIMEOUT_VAR = 'WEBGPU_TORCH_TIMEOUT';
-const DEFAULT_TIMEOUT = 300; // seconds; lavapipe's first run of a large kernel compiles it for tens of seconds
+const DEFAULT_TIMEOUT = LIMITS.call_timeout.seconds; // a program's first call has more: firstCallSeconds
+const COMPILE_SECONDS = LIMITS.call_timeout.first_call_seconds_per_token;
 // Dawn for Node polls for a pending map with setImmediate, keeping one core busy for the whole wait; on a CPU
 // adapter (lavapipe) that core is taken from the shader threads. So in Node a reading call naps before asking
 // for its map: NAP_FRACTION of the shortest start-to-map time of the last NAP_WINDOW reading calls (a call
@@ -100,19 +104,29 @@ export function oneLine(e) {
 }
 
 /**
- * A number from an option or an environment variable.
- * @param {number | undefined} option
- * @param {string} name
- * @param {number} fallback
- * @param {string} unit
+ * The seconds a call may take: the `timeoutMs` option's, else WEBGPU_TORCH_TIMEOUT's, else DEFAULT_TIMEOUT.
+ * @param {number | undefined} timeoutMs
  */
-function setting(option, name, fallback, unit) {
-  if (option !== undefined) return option;
-  const value = envVar(name);
-  if (!value) return fallback;
+function callTimeout(timeoutMs) {
+  if (timeoutMs !== undefined) return timeoutMs / 1000;
+  const value = envVar(TIMEOUT_VAR);
+  if (!value) return DEFAULT_TIMEOUT;
   const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new DeviceError(`${name}=${JSON.stringify(value)}: give a number of ${unit}`);
+  if (!Number.isFinite(n) || n < 0) throw new DeviceError(`${TIMEOUT_VAR}=${JSON.stringify(value)}: give a number of seconds`);
   return n;
+}
+
+/**
+ * How long a program's first reading call may take: `timeout` seconds, and COMPILE_SECONDS for each token of
+ * what the sources its dispatches run on `engine` cost to compile (compile_cost.js): lavapipe compiles a
+ * kernel at its first dispatch (src/webgpu_torch/runtime/executor.py decides alike).
+ * @param {ProgramSpec} spec
+ * @param {string} engine
+ * @param {number} timeout
+ */
+export function firstCallSeconds(spec, engine, timeout) {
+  const sources = [...new Set(spec.dispatches.map((d) => sourceFor(spec.kernels[d.kernel], engine)))];
+  return timeout + COMPILE_SECONDS * sources.reduce((sum, i) => sum + compileCost.cost(spec.sources[i]), 0);
 }
 
 export class Executor {
@@ -125,7 +139,7 @@ export class Executor {
    * @returns {Promise<Executor>}
    */
   static async create(spec, gpu, features, options = {}) {
-    const ex = new Executor(spec, gpu, features, options, await memoryCap(gpu.device, options.maxMemory));
+    const ex = new Executor(spec, gpu, features, options, await memoryCap(gpu, options.maxMemory));
     const { device } = gpu;
     device.pushErrorScope('out-of-memory');
     device.pushErrorScope('validation');
@@ -163,7 +177,9 @@ export class Executor {
     this.gpu = gpu;
     this.device = gpu.device;
     this.features = features;
-    this.timeout = setting(options.timeout, TIMEOUT_VAR, DEFAULT_TIMEOUT, 'seconds');
+    this.timeout = callTimeout(options.timeoutMs);
+    /** Seconds the next reading call may take: more until a call has been read (firstCallSeconds). */
+    this.limit = firstCallSeconds(spec, gpu.engine, this.timeout);
     this.cap = cap;
     this.options = options;
     /** Fill scratch buffers with NaN before each call (tests: an unwritten output element cannot pass). */
@@ -561,17 +577,18 @@ export class Executor {
   }
 
   /**
-   * Wait for `promise` at most `timeout` seconds; past that the program refuses further calls (the GPU
-   * work itself cannot be cancelled, and the map may still complete).
+   * Wait for `promise` at most `seconds` (the call timeout by default); past that the program refuses further
+   * calls (the GPU work itself cannot be cancelled, and the map may still complete).
    * @param {Promise<unknown>} promise
    * @param {string} what
+   * @param {number} [seconds]
    */
-  async settle(promise, what) {
+  async settle(promise, what, seconds = this.timeout) {
     /** @type {ReturnType<typeof setTimeout> | undefined} */
     let timer;
     const limit = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new DeviceError(`${what} did not finish within ${this.timeout} s (${TIMEOUT_VAR} ` +
-        'or the timeout option sets the limit); the device may still be running it')), this.timeout * 1000);
+      timer = setTimeout(() => reject(new CallTimeout(`${what} did not finish within ${seconds} s (${TIMEOUT_VAR} ` +
+        'or the timeoutMs option sets the limit); the device may still be running it')), seconds * 1000);
     });
     try {
       await Promise.race([promise, limit]);
@@ -709,7 +726,8 @@ export class Call {
       const napping = isNode && nap >= NAP_MIN_MS;
       if (napping) await new Promise((wake) => setTimeout(wake, nap));
       const woke = performance.now();
-      await ex.settle(staging.mapAsync(GPUMapMode.READ), 'the call');
+      await ex.settle(staging.mapAsync(GPUMapMode.READ), 'the call', ex.limit);
+      ex.limit = ex.timeout;
       const mapped = performance.now();
       // A map there at once after a nap says the nap outlasted the work: half the time is a better bound.
       const overslept = napping && mapped - woke < OVERSLEPT_MS;

@@ -11,7 +11,7 @@ export { DeviceTensor } from './device_tensor.js';
 export { loadTokenizer, Tokenizer } from './tokenizer.js';
 export { parse } from './artifact.js';
 export { openDevice, requestAdapter } from './device.js';
-export { ArtifactError, DeviceError, DeviceIndexError, InputError, InputTypeError, WebGPUTorchError } from './errors.js';
+export { ArtifactError, CallTimeout, DeviceError, DeviceIndexError, InputError, InputTypeError, WebGPUTorchError } from './errors.js';
 
 // The public types (`import type { HostTensor } from '@webgpu-torch/runtime'`).
 /** @typedef {import('./program.js').LoadOptions} LoadOptions */

@@ -17,9 +17,9 @@
 // its budget by one candidate's compile, check and scout and one sample at most; a group broken off by the
 // budget stays untimed and runs its default. In each group only the `top` best-ranked candidates are timed
 // (compiling a candidate is most of the cost on a software adapter): candidateOrder puts the options whose
-// kernels target this kind of adapter first (a kernel's `targets`; "cpu" where adapterKind finds one), then
-// the default, then the others by how close their grids are to its grid. A candidate whose kernel the device
-// cannot run (a feature it lacks, a workgroup past its limits) is neither timed nor chosen, a cached choice it
+// kernels target this kind of adapter first (a kernel's `targets`; "cpu" where device.js's adapterKind
+// finds one), then the default, then the others by how close their grids are to its grid. A candidate whose
+// kernel the device cannot run (a feature it lacks, a workgroup past its limits) is neither timed nor chosen, a cached choice it
 // cannot run is timed again, and a group without a `result` is never tuned. The pure decisions (adapterKind,
 // candidateOrder, probeSize, keep, repeats, seededWords, disagreement) are replayed from
 // tests/conformance/tuning_rules.json by both runtimes' tests. Choices persist per adapter, engine and
@@ -30,8 +30,9 @@
 // seconds, default 5), `tuneTop` (WEBGPU_TORCH_TUNE_TOP, default 4; 0 for all). A device without timestamp
 // queries keeps the defaults.
 
+import { adapterKind } from './device.js';
 import { envVar, isNode } from './env.js';
-import { DeviceError } from './errors.js';
+import { CallTimeout, DeviceError } from './errors.js';
 import { Executor } from './executor.js';
 import { group, written } from './artifact.js';
 import { DEVICE_FORM, widenHalf } from './dtypes.js';
@@ -54,7 +55,6 @@ const REPEATS = LIMITS.tuning.repeats;
 const SAMPLES = LIMITS.tuning.samples;
 const GROUPS_PER_PROBE = LIMITS.tuning.groups_per_probe;
 const SLOWER = LIMITS.tuning.slower; // a candidate scouted this many times slower than its group's fastest is not measured
-const CPU = 'cpu'; // the kind of adapter whose invocations run on CPU threads (a kernel's `targets`)
 
 /**
  * @typedef {object} TuningOptions
@@ -78,16 +78,6 @@ function setting(option, name, fallback) {
   const n = Number(value);
   if (!Number.isFinite(n)) throw new Error(`${name}=${JSON.stringify(value)}: give a number`);
   return n;
-}
-
-/**
- * "cpu" for an adapter whose invocations run on CPU threads (SwiftShader, lavapipe, WARP): browsers and Dawn
- * for Node mark their software adapters `isFallbackAdapter` (Dawn: exactly its CPU adapters), Dawn and
- * wgpu-native's own APIs say `adapter_type`; else "gpu".
- * @param {{adapter_type?: string, is_fallback_adapter?: boolean}} info
- */
-export function adapterKind(info) {
-  return String(info.adapter_type ?? '').toLowerCase() === CPU || info.is_fallback_adapter === true ? CPU : 'gpu';
 }
 
 /**
@@ -234,7 +224,7 @@ async function fastest(spec, gpu, features, members, ranked, deadline) {
     try {
       reference = await Candidate.create(spec, gpu, features, members, 0);
     } catch (e) {
-      if (e instanceof DeviceError) return null; // the default itself does not build: the load says so
+      if (e instanceof DeviceError && !(e instanceof CallTimeout)) return null; // the default does not build: the load says so
       throw e;
     }
     for (const c of ranked) {
@@ -245,7 +235,7 @@ async function fastest(spec, gpu, features, members, ranked, deadline) {
         try {
           candidate = await Candidate.create(spec, gpu, features, members, c);
         } catch (e) {
-          if (!(e instanceof DeviceError)) throw e;
+          if (!(e instanceof DeviceError) || e instanceof CallTimeout) throw e; // the rest would queue behind it
           leaveOut(spec, members, c, `the ${gpu.engine} engine refuses it: ${e.message}`);
           continue;
         }

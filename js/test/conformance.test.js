@@ -7,15 +7,18 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { foldGrid, parse } from '../src/artifact.js';
+import { problem as sourceProblem } from '../src/compile_cost.js';
 import { isContiguous } from '../src/dtypes.js';
 import { ArtifactError } from '../src/errors.js';
-import { byteRange } from '../src/executor.js';
+import { byteRange, firstCallSeconds } from '../src/executor.js';
 import * as expr from '../src/expr.js';
 import { BeamSearch, completesStop, generationOptions, samplerParams, uniforms } from '../src/decoding.js';
 import { checkInfo, Seq2Seq, textStream } from '../src/generation.js';
 import { bind } from '../src/inputs.js';
 import { forDevice } from '../src/kernels.js';
 import { LIMITS } from '../src/limits.js';
+import { decide } from '../src/memory.js';
+import { classProblem } from '../src/tree.js';
 import { choiceKey, groups, probeSize, rank } from '../src/tuning.js';
 import { GOLDEN, REPO } from '../testkit/io.js';
 import { problems } from '../testkit/schema.js';
@@ -74,7 +77,7 @@ test('input binding: dynamic dimensions from the shapes, ranges and shapes check
     const spec = golden(c.file);
     const values = c.shapes.map((/** @type {number[]} */ shape) => ({ shape, data: null, tensor: null }));
     if (c.error) assert.throws(() => bind(spec, values), (e) => e instanceof Error && e.message.includes(c.error), c.error);
-    else assert.deepEqual(bind(spec, values), c.env);
+    else assert.deepEqual({ ...bind(spec, values) }, c.env); // bind keys a null-prototype object by symbol name
   }
 });
 
@@ -165,5 +168,26 @@ test('the header schema says of each golden header what the corpus records', () 
   for (const c of vectors('schema').headers) {
     const { header } = splitArtifact(readFileSync(join(GOLDEN, c.file)));
     assert.equal(problems(header).length === 0, c.valid, `${c.file}: ${problems(header).join('; ')}`);
+  }
+});
+
+test('compile cost: each source refused as the Python reader refuses it, with the same message, or accepted', () => {
+  for (const c of vectors('compile_cost').cases) assert.equal(sourceProblem(c.source), c.problem, c.about);
+});
+
+test('output classes: the allowlist', () => {
+  for (const c of vectors('classes').cases) {
+    const got = classProblem(c.node);
+    assert.ok(c.problem === null ? got === null : got?.includes(c.problem), `${JSON.stringify(c.node)}: ${got}`);
+  }
+});
+
+test('the memory cap from the adapter and what the process may still take', () => {
+  for (const c of vectors('memory').cases) assert.deepEqual(decide(c.kind, c.device_local, c.rooms), c.cap, JSON.stringify(c));
+});
+
+test('a first call may take longer by what its shaders cost to compile', () => {
+  for (const c of vectors('timeouts').first_call) {
+    assert.equal(firstCallSeconds(golden(c.file), c.engine, c.timeout), c.seconds, JSON.stringify(c));
   }
 });

@@ -11,7 +11,8 @@ import { InputError, InputTypeError, parse } from '../src/index.js';
 import * as expr from '../src/expr.js';
 import { Seq2Seq } from '../src/generation.js';
 import { flatten, unflatten } from '../src/tree.js';
-import { adapterKind, candidateOrder, disagreement, keep, probeSize, repeats, seededWords } from '../src/tuning.js';
+import { adapterKind } from '../src/device.js';
+import { candidateOrder, disagreement, keep, probeSize, repeats, seededWords } from '../src/tuning.js';
 import { container, splitArtifact } from '../testkit/build.js';
 import { affine } from '../testkit/programs.js';
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import symbolic
+from . import symbolic, tree
 from .errors import ArtifactError
 from .limits import LIMITS
 from .packing import DTYPES as PACKED_DTYPES
@@ -26,6 +26,7 @@ from .packing import Packing
 from .program import (
     F16,
     FORMAT_VERSION,
+    MAX_RANK,
     Buffer,
     Check,
     Dispatch,
@@ -277,6 +278,8 @@ def _read_tensors(header: dict, data: memoryview) -> tuple[dict[int, np.ndarray]
         if t["dtype"] not in DTYPES and t["dtype"] not in PACKED_DTYPES.values():
             raise ValueError(f"tensor for buffer {buffer} has unknown dtype {t['dtype']!r}")
         shape = tuple(_int(s, "tensor shape") for s in _list(t["shape"], "tensor shape"))
+        if len(shape) > MAX_RANK:
+            raise ValueError(f"tensor for buffer {buffer}: {len(shape)} dimensions, over {MAX_RANK}")
         nbytes, offset = _int(t["nbytes"], "tensor nbytes"), _int(t["offset"], "tensor offset")
         if t["dtype"] in DTYPES:
             dtype, size = DTYPES[t["dtype"]], prod(shape) * DTYPES[t["dtype"]].itemsize
@@ -402,8 +405,9 @@ def _tree(t: Any, depth: int = 0) -> dict:
         if kind == "dict" and (len(_list(t["keys"], "tree keys")) != len(items)
                                or not all(isinstance(k, str) for k in t["keys"]) or len(set(t["keys"])) != len(items)):
             raise ValueError("a dict tree node's keys do not match its items")
-    if not isinstance(t.get("class", ""), str):
-        raise ValueError(f"a tree node's class is {type(t['class']).__name__}, not a string")
+    why = tree.class_problem(t)
+    if why:
+        raise ValueError(why)
     if kind == "const" and not isinstance(t.get("value"), (type(None), bool, int, float, str)):
         raise ValueError(f"a const tree node holds {type(t.get('value')).__name__}")
     return t

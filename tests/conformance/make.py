@@ -11,11 +11,11 @@ import struct
 from pathlib import Path
 from types import SimpleNamespace
 
-from webgpu_torch import artifact, decoding, generation, program, symbolic
+from webgpu_torch import artifact, compile_cost, decoding, generation, program, symbolic, tree
 from webgpu_torch.errors import WebGPUTorchError
-from webgpu_torch.runtime import executor, features, session, tuning
+from webgpu_torch.runtime import executor, features, memory, session, tuning
 
-from .. import schema
+from .. import schema, wgsl_cost
 
 HERE = Path(__file__).parent
 GOLDEN = HERE.parent / "golden"
@@ -153,7 +153,7 @@ def input_vectors() -> dict:
     cases = []
     for name, shapes in [("dynamic", [[3, 37]]), ("dynamic", [[64, 37]]), ("dynamic", [[65, 37]]),
                          ("dynamic", [[0, 37]]), ("dynamic", [[3, 36]]), ("tiny", [[2, 5]]),
-                         ("structured", [[6, 5], [4], [6, 5]])]:
+                         ("structured", [[6, 5], [4], [6, 5]]), ("proto_symbol", [[5, 37]])]:
         p = _load(name)
         got = _catch(lambda p=p, shapes=shapes: session.bind(p, _inputs(shapes)))
         cases.append({"file": name, "shapes": shapes, **({"env": got["value"]} if "value" in got else got)})
@@ -281,6 +281,125 @@ class _StandInCall:
         pass
 
 
+def _links(*chains: int) -> str:
+    """A function of `if` chains one after another, each of that many `else if` links."""
+    ifs = (" else ".join(f"if x < {i} {{ }}" for i in range(n + 1)) for n in chains)
+    return "fn f(x: i32) {\n  " + "\n  ".join(ifs) + "\n}\n"
+
+
+COST = wgsl_cost.COST
+WORKGROUP = "var<workgroup> w: array<{}>;\n"
+# (what, a source, a phrase of why it is refused or None): each rule of compile_cost.py at and past its bound.
+SOURCES = [
+    ("an empty source", "", None),
+    ("a line comment holds anything", "// \u00e9 /* \nfn f() {}\n", None),
+    ("code that is not ASCII", "const \u00e9 = 1;\n", "not ASCII"),
+    ("a block comment", "fn f() {} /* x */\n", "a block comment"),
+    ("a private variable", "var<private> p: f32;\n", "a private variable"),
+    ("brackets 64 deep", "fn f() { let x = " + "(" * 63 + "1" + ")" * 63 + "; }\n", None),
+    ("brackets 65 deep", "fn f() { let x = " + "(" * 64 + "1" + ")" * 64 + "; }\n", "nested deeper than 64"),
+    ("an else-if link is a level of nesting", _links(62), None),
+    ("an else-if link is a level of nesting, past 64", _links(63), "nested deeper than 64"),
+    ("a bare if starts a new chain", _links(40, 40), None),
+    ("one function more than allowed", wgsl_cost.functions(COST["max_functions"] + 1), "functions, over 256"),
+    ("as many functions as allowed", wgsl_cost.functions(COST["max_functions"]), None),
+    ("calls as deep as allowed", wgsl_cost.chain(COST["max_call_depth"]), None),
+    ("calls one deeper", wgsl_cost.chain(COST["max_call_depth"] + 1), "calls nested more than 32 deep"),
+    ("recursion", "fn a() { b(); }\nfn b() { a(); }\n", "call themselves"),
+    ("a function declared twice", "fn a() {}\nfn a() {}\n", "declared twice"),
+    ("a function whose inlined calls cost too much", wgsl_cost.doubling(14), "function h13 costs more"),
+    ("each function within, the source past", "".join(wgsl_cost.doubling(12, n) for n in "abc"), "tokens, its"),
+    ("an array of 65,535 elements", WORKGROUP.format("f32, 65535"), None),
+    ("an array of 65,536 elements", WORKGROUP.format("f32, 65536"), "more than 65,535 elements"),
+    ("nested arrays multiply", WORKGROUP.format("array<f32, 256>, 256"), "more than 65,535 elements"),
+    ("an array of structs holds their arrays", "struct S { a: array<f32, 256>, b: f32 }\n" + WORKGROUP.format(
+        "S, 256"), "more than 65,535 elements"),
+    ("an alias of an array", "alias A = array<f32, 256>;\n" + WORKGROUP.format("A, 255"), None),
+    ("sizes from constants", "const N = 0x100u;\nconst M = N * N - 1u;\n" + WORKGROUP.format("f32, M"), None),
+    ("max and min", "const N = 256u;\n" + WORKGROUP.format("f32, max(N * N, min(3u, 4u))"), "more than 65,535"),
+    ("division truncates toward zero", WORKGROUP.format("f32, -7 / 2 + 4"), None),
+    ("a remainder takes the dividend's sign", WORKGROUP.format("f32, -7 % 3 + 1"), "not a positive constant"),
+    ("a shadowed constant counts at its largest", "const N = 1u;\nfn f() { const N = 70000u; var a: array<f32, N>; }\n",
+     "more than 65,535 elements"),
+    ("an override is no constant", "override N: u32 = 4u;\n" + WORKGROUP.format("f32, N"), "not a positive constant"),
+    ("a float is no size", WORKGROUP.format("f32, 4.0"), "not a positive constant"),
+    ("a 13-digit literal", WORKGROUP.format("f32, 1000000000000"), "not a positive constant"),
+    ("a constant defined through itself", "const N = N + 1u;\n" + WORKGROUP.format("f32, N"), "nested more than 64"),
+    ("types defined through 70 others", "alias T0 = f32;\n" + "".join(f"alias T{i + 1} = T{i};\n" for i in range(70))
+     + WORKGROUP.format("T70, 4"), "nested more than 64"),
+    ("a function's array: 32 tokens an element", wgsl_cost.array(3000), None),
+    ("a function's array past its cost", wgsl_cost.array(3100), "function h0 costs more"),
+    ("an entry point pays for the module's arrays", "const t = array<f32, 4000>();\n@compute @workgroup_size(1)\n"
+     "fn main() { let x = t[0]; }\n", "function main costs more"),
+    ("but not for its workgroup variables", "var<workgroup> w: array<f32, 4000>;\n@compute @workgroup_size(1)\n"
+     "fn main() { w[0] = 1.0; }\n", None),
+    ("a struct named in a function costs its elements", "struct S { a: array<f32, 4000> }\nfn f() { var s: S; }\n",
+     "function f costs more"),
+]
+
+
+def compile_cost_vectors() -> dict:
+    cases = []
+    for what, source, phrase in SOURCES:
+        got = compile_cost.problem(source)
+        assert (got is None) if phrase is None else (got is not None and phrase in got), (what, got)
+        cases.append({"about": what, "source": source, "problem": got})
+    return {"cases": cases}
+
+
+NODES = [  # (output tree node, a phrase of why it is refused or None)
+    ({"type": "dict", "keys": ["a"], "class": "collections.OrderedDict"}, None),
+    ({"type": "dict", "keys": ["a"], "class": "transformers.modeling_outputs.BaseModelOutput"}, None),
+    ({"type": "dict", "keys": ["a"], "class": "transformers_modules.microsoft.Florence-2-base.m.Out"}, None),
+    ({"type": "tuple", "class": "torch.return_types.max"}, None),
+    ({"type": "tuple", "class": "tests.test_outputs.Pair", "fields": ["a"]}, None),
+    ({"type": "dict", "keys": ["a"], "class": "webgpu_torch.packing.Packing"}, "not one a compiled program records"),
+    ({"type": "dict", "keys": ["a"], "class": "webgpu_torch.runtime.engine.Engine"}, "not one a compiled program"),
+    ({"type": "dict", "keys": ["a"], "class": "collections.defaultdict"}, "not one a compiled program records"),
+    ({"type": "dict", "keys": ["a"], "class": "transformersX.Output"}, "not one a compiled program records"),
+    ({"type": "dict", "keys": ["a"], "class": "transformers"}, "not one a compiled program records"),
+    ({"type": "tuple", "class": "collections.OrderedDict"}, "not one a compiled program records"),
+    ({"type": "dict", "keys": ["a"], "class": "torch.return_types.max"}, "not one a compiled program records"),
+    ({"type": "list", "class": "torch.return_types.max"}, "not one a compiled program records"),
+    ({"type": "tuple", "class": "a.Pair", "fields": ["a", "b"]}, "fields are not distinct names"),
+    ({"type": "tuple", "class": "a.Pair", "fields": ["1a"]}, "fields are not distinct names"),
+    ({"type": "tuple", "fields": ["a"]}, "fields are not distinct names"),
+    ({"type": "dict", "keys": ["a"], "class": "a.Pair", "fields": ["a"]}, "fields are not distinct names"),
+    ({"type": "tuple", "class": None}, "not a string"),
+]
+
+
+def class_vectors() -> dict:
+    cases = []
+    for node, phrase in NODES:
+        node = {**node, "items": [{"type": "leaf"}] * len(node.get("keys", ["a"]))}
+        got = tree.class_problem(node)
+        assert (got is None) if phrase is None else (got is not None and phrase in got), (node, got)
+        cases.append({"node": node, "problem": phrase})
+    return {"cases": cases}
+
+
+GIB = 2**30
+CAPS = [  # (adapter kind, device-local bytes, the memory the process may still take)
+    ("gpu", None, {}), ("gpu", 16 * GIB, {}), ("gpu", None, {"host": GIB}), ("cpu", None, {"host": 20 * GIB}),
+    ("cpu", None, {"host": 64 * GIB}), ("cpu", None, {"host": 20 * GIB, "address_space": 2 * GIB}),
+    ("cpu", None, {"host": 20 * GIB, "data": 4 * GIB, "cgroup": 3 * GIB}), ("cpu", None, {"address_space": -5}),
+    ("cpu", 8 * GIB, {"host": 20 * GIB}), ("cpu", None, {"host": None, "cgroup": None}), ("cpu", None, {"host": 1001}),
+]
+
+
+def memory_vectors() -> dict:
+    return {"cases": [{"kind": kind, "device_local": local, "rooms": rooms,
+                       "cap": vars(memory.decide(kind, local, rooms))} for kind, local, rooms in CAPS]}
+
+
+def timeout_vectors() -> dict:
+    return {"first_call": [{"file": name, "engine": engine, "timeout": 20,
+                            "seconds": executor.first_call_seconds(_load(name), engine, 20)}
+                           for name in ("tiny", "mlp", "dynamic", "options", "precision_f16")
+                           for engine in ("dawn", "wgpu")]}
+
+
 def headers() -> dict[str, dict]:
     """Every golden and damaged file whose header is a JSON object, by its path under tests/golden."""
     out = {}
@@ -307,7 +426,9 @@ def schema_vectors() -> dict:
 
 def write() -> None:
     for name, make in [("expressions", expressions), ("tuning", tuning_vectors), ("inputs", input_vectors),
-                       ("outputs", output_vectors), ("generation", generation_vectors), ("schema", schema_vectors)]:
+                       ("outputs", output_vectors), ("generation", generation_vectors), ("schema", schema_vectors),
+                       ("compile_cost", compile_cost_vectors), ("classes", class_vectors), ("memory", memory_vectors),
+                       ("timeouts", timeout_vectors)]:
         (HERE / f"{name}.json").write_text(json.dumps(make(), indent=1) + "\n")
 
 

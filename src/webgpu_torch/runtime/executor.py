@@ -24,12 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes, symbolic
+from .. import compile_cost, dtypes, symbolic
 from ..errors import DeviceError, DeviceIndexError, InputError
+from ..limits import LIMITS
 from ..program import Program, Tensor, contiguous_strides, fold_grid
 from . import memory, transfer
 from .device_tensor import DeviceTensor, read_view
-from .engine import Engine
+from .engine import Engine, default_timeout
 from .features import workgroup_problem
 
 _BUFFER_TYPE = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
@@ -57,6 +58,17 @@ def _shared_states(program: Program, buffers: dict) -> dict:
     return out
 
 
+COMPILE_SECONDS = LIMITS["call_timeout"]["first_call_seconds_per_token"]
+
+
+def first_call_seconds(program: Program, engine: str, timeout: float) -> float:
+    """How long a program's first reading call may take: `timeout`, and COMPILE_SECONDS for each token of what
+    the sources its dispatches run on `engine` cost to compile (compile_cost.cost): lavapipe compiles a kernel
+    at its first dispatch (1.3 s for a source costing 103,610 tokens)."""
+    sources = sorted({program.kernels[d.kernel].source_for(engine) for d in program.dispatches})
+    return timeout + COMPILE_SECONDS * sum(compile_cost.cost(program.sources[i]) for i in sources)
+
+
 def readback(t: Tensor, env: dict[str, int]) -> tuple[Tensor, int, int]:
     """Output view `t` at sizes `env`, and the byte range of its buffer a call copies out (or into a
     DeviceTensor of its own): from its first element's offset rounded down to 4 bytes, up to one past its
@@ -77,14 +89,17 @@ class _Readback:
 
 
 class Executor:
-    def __init__(self, program: Program, engine: Engine, states: dict | None = None):
+    def __init__(self, program: Program, engine: Engine, states: dict | None = None, timeout: float | None = None):
         """Build `program`, whose dispatches run as written (fitted to `engine`'s features and tuned). `states`:
         GPU buffers by state name, another executor's on the same engine (`state_buffers`), that this program
-        uses for its states of those names instead of buffers of its own (docs/artifact.md, State)."""
+        uses for its states of those names instead of buffers of its own (docs/artifact.md, State). A call may
+        take `timeout` seconds (default_timeout() when None), its first reading call more (first_call_seconds)."""
         program.check()
         self.engine = engine
         self.program = program
         self._shared = _shared_states(program, states or {})  # buffer index -> another executor's GPU buffer
+        self.timeout = default_timeout() if timeout is None else timeout
+        self._limit = first_call_seconds(program, engine.name, self.timeout)  # until a call has been read
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
         self._failed = ""  # why this program refuses calls (a call that timed out), "" while usable
         self._env: dict[str, int] | None = None
@@ -374,10 +389,12 @@ class Executor:
     def map(self, staging=None) -> None:
         """Wait for a staging buffer (`self.staging` by default) to map: the call's work done."""
         try:
-            self.engine.read(staging or self.staging, "the call")
+            self.engine.read(staging or self.staging, "the call", self._limit)
         except BaseException as e:  # a timeout or Ctrl-C: the map may still complete; never reuse it
             self._failed = f"an earlier call was interrupted ({type(e).__name__}: {e})"
+            self.engine.stuck.append(self)
             raise
+        self._limit = self.timeout
 
     def copy_mapped(self, which: Collection[int] | None = None, staging=None) -> list[np.ndarray]:
         """The outputs staged (`which`, or all) copied out of the mapped staging buffer (`self.staging` by

@@ -26,16 +26,20 @@ from .executor import Call, Executor
 
 
 class Session:
-    def __init__(self, program: Program, engine: str | None = None):
+    def __init__(self, program: Program, engine: str | None = None, timeout: float | None = None):
+        """`engine`: "dawn" | "wgpu" | None, the default engine (runtime/engine.py); `timeout`: the seconds a
+        call may take (None: WEBGPU_TORCH_TIMEOUT, else 60), its first more, for compiling its shaders
+        (executor.first_call_seconds)."""
         program.check()
         self.program = program
-        self.engine = engine  # "dawn" | "wgpu" | None: the default engine (runtime/engine.py)
+        self.engine = engine
+        self.timeout = timeout
         self._executor: Executor | None = None
         self._states_of: Session | None = None  # the session whose state buffers this one shares
 
     @staticmethod
-    def load(path: str | Path, engine: str | None = None) -> Session:
-        return Session(artifact.load(path), engine)
+    def load(path: str | Path, engine: str | None = None, timeout: float | None = None) -> Session:
+        return Session(artifact.load(path), engine, timeout)
 
     def save(self, path: str | Path) -> None:
         artifact.save(self.program, path)
@@ -46,7 +50,7 @@ class Session:
             self.engine, self._executor = engine, None
         if self._executor is None:
             shared = self._states_of.executor(self.engine).state_buffers() if self._states_of else None
-            self._executor = open_executor(self.program, self.engine, shared)
+            self._executor = open_executor(self.program, self.engine, shared, self.timeout)
         return self._executor
 
     def share_states(self, other: Session) -> None:
@@ -112,14 +116,15 @@ class Session:
         return f"Session({self.program.summary()})"
 
 
-def open_executor(program: Program, engine: str | None = None, states: dict | None = None) -> Executor:
+def open_executor(program: Program, engine: str | None = None, states: dict | None = None,
+                  timeout: float | None = None) -> Executor:
     """`program` built on an engine's device, as js/src/program.js's `load` does: fitted to the device's
     features (runtime/features.py), each group of options resolved to this device's fastest
-    (runtime/tuning.py), then an Executor of the resolved program (with `states`, Executor's)."""
+    (runtime/tuning.py), then an Executor of the resolved program (with `states` and `timeout`, Executor's)."""
     device = get_engine(engine)
     with device.lock:
         fitted = features.for_device(program, device.device.features)
-        return Executor(tuning.resolve(fitted, device), device, states)
+        return Executor(tuning.resolve(fitted, device), device, states, timeout)
 
 
 class Pending:

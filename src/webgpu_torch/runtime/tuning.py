@@ -19,7 +19,7 @@ candidate is to compile (lavapipe's LLVM) or to run (a 128 x 128 tile over a one
 runs for seconds); a group broken off by the budget stays untimed and runs its default. In each group only the
 `TOP` best-ranked candidates are timed (compiling a candidate's kernel is most of the cost on a software
 adapter): `candidate_order` puts the options whose kernels target this kind of adapter first
-(`Kernel.targets`; "cpu" where `adapter_kind` finds one), then the compiler's default, then the others by how
+(`Kernel.targets`; "cpu" where engine.adapter_kind finds one), then the compiler's default, then the others by how
 close their grids are to the default's — neighbouring tile configurations and splits, since the default
 already sizes its grid to the problem. An option whose kernel needs a feature the device lacks
 (`Kernel.requires`) is neither timed nor chosen, and a cached choice this device cannot run is timed again. A
@@ -27,7 +27,7 @@ group without a result is never tuned. Choices persist in a JSON cache per adapt
 what the candidates are (`choice_key`, docs/artifact.md "Tuning": the source the engine compiles, entry,
 overrides, requires, packed Params and grid), shared by every program on the device: a later load of any
 program with the same shapes times nothing. While timing, a progress line on a terminal says what is being
-timed. The pure decisions (`adapter_kind`, `candidate_order`, `probe_size`, `keep`, `repeats`,
+timed. The pure decisions (engine.adapter_kind, `candidate_order`, `probe_size`, `keep`, `repeats`,
 `seeded_words`, `disagreement`) are also cases of tests/conformance/tuning_rules.json, which both runtimes'
 tests replay.
 
@@ -54,9 +54,8 @@ import numpy as np
 
 from ..errors import DeviceError, TuningWarning, warn
 from ..limits import LIMITS
-from ..program import Buffer, Dispatch, Kernel, Option, Program, Tensor, group, written
-from .device_tensor import read_device_view
-from .engine import CallTimeout, Engine
+from ..program import Buffer, Dispatch, Kernel, Option, Program, group, written
+from .engine import CallTimeout, Engine, adapter_kind
 from .executor import Executor
 from .features import runs_on
 from .timing import dispatch_times
@@ -69,14 +68,6 @@ REPEATS = LIMITS["tuning"]["repeats"]
 SAMPLES = LIMITS["tuning"]["samples"]
 GROUPS_PER_PROBE = LIMITS["tuning"]["groups_per_probe"]
 SLOWER = LIMITS["tuning"]["slower"]  # a candidate scouted this many times slower than the fastest is not measured
-CPU = "cpu"  # the kind of adapter whose invocations run on CPU threads (Kernel.targets)
-
-
-def adapter_kind(info: dict) -> str:
-    """"cpu" for an adapter whose invocations run on CPU threads (SwiftShader, lavapipe, WARP): Dawn and
-    wgpu-native say so in `adapter_type`, a browser by `is_fallback_adapter` (`isFallbackAdapter`); else
-    "gpu"."""
-    return CPU if str(info.get("adapter_type", "")).lower() == CPU or info.get("is_fallback_adapter") is True else "gpu"
 
 
 def _number(var: str, default: float) -> float:
@@ -227,46 +218,61 @@ def repeats(run: float, left: float) -> int:
 def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], ranked: dict[str, list[int]],
              deadline: float) -> dict[str, int]:
     """Each group's fastest candidate among those that compute what its default computes (the module's
-    docstring). The default runs first on seeded inputs (`probe`); then the candidates are compiled, run on the
-    same inputs, checked against it and scouted one at a time in rank order, none begun past the deadline, so a
-    load overruns its budget by one candidate's compile, check and scout at most; a group broken off so stays
-    untimed (its default runs, and a later load, with those kernels in the shader cache, times it). A candidate
-    the engine refuses (a kernel its shader compiler rejects) or whose result differs from the default's is
-    never chosen, with a warning naming it. A call that times out ends the tuning."""
+    docstring). A call that times out ends the tuning (the device is still running the candidate: the rest
+    would queue behind it), and the group's executors are kept (Engine.stuck)."""
     chosen = {}
     for key, members in which.items():
+        built: list[Executor] = []
         try:
-            reference = Candidate(program, members, 0, engine)
-        except DeviceError:
-            continue  # the default itself does not build: the load says so
-        scouted: dict[int, tuple[Executor, float]] = {}
-        tried = 0
-        for c in ranked[key]:
-            if tried and time.perf_counter() >= deadline:
-                break
-            tried += 1
-            try:
-                candidate = reference if c == 0 else Candidate(program, members, c, engine)
-            except CallTimeout:
-                raise  # the device is still running the candidate: the rest would queue behind it
-            except DeviceError as e:
-                _leave_out(program, members, c, f"the {engine.name} engine refuses it: {e}")
-                continue
-            why = candidate.differs_from(reference)
-            if why:
-                _leave_out(program, members, c, f"its result differs from the default's: {why}")
-                continue
-            scouted[c] = candidate.executor, sum(dispatch_times(candidate.executor, samples=1, repeats=1,
-                                                                warm_up=False))
-        if tried < len(ranked[key]):
-            continue
-        if not scouted:  # every candidate timed was left out: the default
-            chosen[key] = 0
-            continue
-        order = list(scouted)
-        kept = [order[i] for i in keep([scouted[c][1] for c in order])]
-        chosen[key] = min(kept, key=_measured(scouted, kept, deadline).__getitem__)
+            chosen_candidate = _fastest_of(program, engine, members, ranked[key], deadline, built)
+        except CallTimeout:
+            engine.stuck.extend(built)
+            raise
+        if chosen_candidate is not None:
+            chosen[key] = chosen_candidate
     return chosen
+
+
+def _fastest_of(program: Program, engine: Engine, members: list[int], ranked: list[int], deadline: float,
+                built: list[Executor]) -> int | None:
+    """A group's fastest candidate, or None when the deadline cut it short (it stays untimed: its default runs,
+    and a later load, with those kernels in the shader cache, times it). The default runs first on seeded
+    inputs (`_probe`); then the candidates are compiled, run on the same inputs, checked against it and scouted
+    one at a time in rank order, none begun past the deadline, so a load overruns its budget by one candidate's
+    compile, check and scout at most. A candidate the engine refuses (a kernel its shader compiler rejects) or
+    whose result differs from the default's is never chosen, with a warning naming it; the default is chosen
+    when every one is. `built` collects the candidates' executors."""
+    try:
+        reference = Candidate(program, members, 0, engine, built)
+    except CallTimeout:
+        raise
+    except DeviceError:
+        return None  # the default itself does not build: the load says so
+    scouted: dict[int, tuple[Executor, float]] = {}
+    tried = 0
+    for c in ranked:
+        if tried and time.perf_counter() >= deadline:
+            break
+        tried += 1
+        try:
+            candidate = reference if c == 0 else Candidate(program, members, c, engine, built)
+        except CallTimeout:
+            raise
+        except DeviceError as e:
+            _leave_out(program, members, c, f"the {engine.name} engine refuses it: {e}")
+            continue
+        why = candidate.differs_from(reference)
+        if why:
+            _leave_out(program, members, c, f"its result differs from the default's: {why}")
+            continue
+        scouted[c] = candidate.executor, sum(dispatch_times(candidate.executor, samples=1, repeats=1, warm_up=False))
+    if tried < len(ranked):
+        return None
+    if not scouted:
+        return 0
+    order = list(scouted)
+    kept = [order[i] for i in keep([scouted[c][1] for c in order])]
+    return min(kept, key=_measured(scouted, kept, deadline).__getitem__)
 
 
 def _measured(scouted: dict[int, tuple[Executor, float]], kept: list[int], deadline: float) -> dict[int, float]:
@@ -339,17 +345,19 @@ class Candidate:
     """Candidate `c` of the group `members` built over a probe of its own and run once: its executor (warm, for
     scouting) and its result views as computed (device form)."""
 
-    def __init__(self, program: Program, members: list[int], c: int, engine: Engine):
+    def __init__(self, program: Program, members: list[int], c: int, engine: Engine,
+                 built: list[Executor] | None = None):
+        """`built` collects the executor as soon as it exists (what a timed-out call may still use)."""
         self.tolerance = program.dispatches[members[0]].tolerance
-        probe, seeded, result = _probe(program, members, c)
+        probe, seeded = _probe(program, members, c)
         self.executor = Executor(probe, engine)
+        if built is not None:
+            built.append(self.executor)
         with engine.lock:
             for j in seeded:
                 engine.device.queue.write_buffer(self.executor.buffers[j], 0,
                                                  seeded_words(j, probe.buffers[j].size // 4))
-        self.executor.run([])
-        self.result = [read_device_view(engine, self.executor.buffers[t.buffer], t, "a tuning check")
-                       for t in result]
+        self.result = self.executor.run([])
 
     def differs_from(self, reference: Candidate) -> str | None:
         """How this candidate's result differs from the default's `reference`, or None when it agrees."""
@@ -360,10 +368,12 @@ class Candidate:
         return None
 
 
-def _probe(program: Program, members: list[int], c: int) -> tuple[Program, list[int], list[Tensor]]:
+def _probe(program: Program, members: list[int], c: int) -> tuple[Program, list[int]]:
     """A program of candidate `c` of the group `members` (its dispatches in order) over copies of the buffers
-    they bind, numbered in order of first binding, the constants as the program holds them; the buffers to
-    fill with `seeded_words` (those the group only reads); the group's result views in these buffers."""
+    they bind, numbered in order of first binding, the constants as the program holds them, whose outputs are
+    the group's result views (read back in the run's own submit: on wgpu-native a second submit waits, beyond a
+    timeout's reach, for a run that does not end); and the buffers to fill with `seeded_words` (those the
+    group only reads)."""
     used: dict[int, int] = {}
     dispatches = []
     for i in members:
@@ -378,9 +388,9 @@ def _probe(program: Program, members: list[int], c: int) -> tuple[Program, list[
     seeded = [j for b, j in used.items() if b not in constant | writes]
     result = [replace(t, buffer=used[t.buffer]) for t in program.dispatches[members[0]].result]
     no_args = {"type": "tuple", "items": [{"type": "tuple", "items": []}, {"type": "dict", "keys": [], "items": []}]}
-    no_outputs = {"type": "tuple", "items": []}
-    return Program(program.sources, program.kernels, buffers, constants, [], [], no_args, no_outputs,
-                   dispatches), seeded, result
+    outputs = {"type": "tuple", "items": [{"type": "leaf"}] * len(result)}
+    return Program(program.sources, program.kernels, buffers, constants, [], result, no_args, outputs,
+                   dispatches), seeded
 
 
 def seeded_words(index: int, count: int) -> np.ndarray:
