@@ -22,6 +22,7 @@ import { findTokenizer } from './tokenizer.js';
 /** @typedef {import('./generation.js').CausalLM} CausalLM */
 /** @typedef {import('./tokenizer.js').Tokenizer} Tokenizer */
 /** @typedef {import('./program.js').LoadOptions} LoadOptions */
+/** @typedef {import('./generation.js').FolderOptions} FolderOptions */
 /** @typedef {import('./decoding.js').Settings} Settings */
 /**
  * A message: a role ("system", "user", "assistant", …) and its content, text (a list of ids where the chat has
@@ -77,9 +78,9 @@ const REQUEST = new Set(['messages', 'stream', 'stream_options', 'temperature', 
 
 /**
  * A chat over the causal LM folder `folder` (Node) or URL (causal_lm.json, step.wgpt, its decoding programs;
- * tokenizer.json and a chat template for text).
+ * tokenizer.json and a chat template for text). `options`: loadCausalLM's (`onProgress` as each program loads).
  * @param {URL | string} folder
- * @param {LoadOptions} [options]
+ * @param {FolderOptions} [options]
  * @returns {Promise<Chat>}
  */
 export async function createChat(folder, options = {}) {
@@ -392,12 +393,13 @@ class ReplyText {
 /**
  * A chat in a module Worker (chat_worker.js, beside this module), for a page: `completions` as Chat's — the
  * request's signal aborts the reply in the worker, a stream's chunks arrive as the worker makes them.
- * `options` must be cloneable (no `device`: the worker opens its own).
+ * `options` as createChat's, cloneable but for `onProgress` (no `device`: the worker opens its own).
  * @param {URL | string} folder a URL, or one relative to the page
- * @param {Omit<LoadOptions, 'device'>} [options]
+ * @param {Omit<FolderOptions, 'device'>} [options]
  * @returns {Promise<WorkerChat>}
  */
 export async function createChatWorker(folder, options = {}) {
+  const { onProgress, ...rest } = options;
   const Comlink = await comlink();
   const worker = new Worker(new URL('./chat_worker.js', import.meta.url), { type: 'module' });
   try {
@@ -408,7 +410,7 @@ export async function createChatWorker(folder, options = {}) {
     });
     /** @type {import('comlink').Remote<import('./chat_worker.js').ChatHost>} */
     const remote = Comlink.wrap(worker);
-    const info = await remote.open(new URL(folder, location.href).href, options);
+    const info = await remote.open(new URL(folder, location.href).href, rest, onProgress && Comlink.proxy(onProgress));
     return new WorkerChat(worker, remote, info);
   } catch (e) {
     worker.terminate();

@@ -20,10 +20,11 @@ export class ChatHost {
    * Load the chat.
    * @param {string} folder a URL
    * @param {import('./program.js').LoadOptions} options
+   * @param {import('./generation.js').FolderOptions['onProgress']} onProgress the page's
    * @returns {Promise<import('./chat.js').ChatInfo>}
    */
-  async open(folder, options) {
-    const chat = await createChat(folder, options);
+  async open(folder, options, onProgress) {
+    const chat = await createChat(folder, { ...options, onProgress });
     this.chat = chat;
     return { model: chat.model, mode: chat.mode, maxLength: chat.maxLength };
   }

@@ -361,28 +361,45 @@ function settingsOf(options, info) {
 }
 
 /**
+ * Load options, and `onProgress`: called as each program of the folder is loaded (read, validated, its
+ * pipelines built), with how many are and of how many, and its file.
+ * @typedef {LoadOptions & {onProgress?: (loaded: number, total: number, file: string) => void}} FolderOptions
+ */
+
+/**
  * Load a CausalLM folder (Node) or URL: causal_lm.json, step.wgpt and the decoding programs it lists.
  * @param {URL | string} base
- * @param {LoadOptions} [options]
+ * @param {FolderOptions} [options]
  * @returns {Promise<CausalLM>}
  */
 export async function loadCausalLM(base, options = {}) {
+  const { onProgress, ...rest } = options;
   const { info, where } = await readInfo(base, 'causal_lm.json');
   checkFields(info, where, ['max_length', 'vocab_size'], []);
-  const step = await load(await within(base, 'step.wgpt'), options);
-  return new CausalLM(step, /** @type {CausalLMInfo} */ (info), await loadPrograms(base, /** @type {CausalLMInfo} */ (info).programs, step, options));
+  const programs = /** @type {CausalLMInfo} */ (info).programs ?? [];
+  let loaded = 0;
+  const done = (/** @type {string} */ file) => onProgress?.(++loaded, 1 + programs.length, file);
+  const step = await load(await within(base, 'step.wgpt'), rest);
+  done('step.wgpt');
+  return new CausalLM(step, /** @type {CausalLMInfo} */ (info), await loadPrograms(base, programs, step, rest, done));
 }
 
 /**
- * The decoding programs a folder lists, those that write the step's cache sharing its states.
+ * The decoding programs a folder lists, those that write the step's cache sharing its states; `done(file)`
+ * once each is loaded.
  * @param {URL | string} base
  * @param {ProgramName[] | undefined} names
  * @param {Program} step
  * @param {LoadOptions} options
+ * @param {(file: string) => void} [done]
  * @returns {Promise<Partial<Record<ProgramName, Program>>>}
  */
-async function loadPrograms(base, names = [], step, options) {
-  const loaded = await Promise.all(names.map(async (name) => load(await within(base, `${name}.wgpt`), SHARING.has(name) ? { ...options, shareStates: step } : options)));
+async function loadPrograms(base, names = [], step, options, done = () => {}) {
+  const loaded = await Promise.all(names.map(async (name) => {
+    const program = await load(await within(base, `${name}.wgpt`), SHARING.has(name) ? { ...options, shareStates: step } : options);
+    done(`${name}.wgpt`);
+    return program;
+  }));
   return Object.fromEntries(names.map((name, i) => [name, loaded[i]]));
 }
 

@@ -38,6 +38,7 @@ export { ArtifactError, DeviceError, DeviceIndexError, InputError, InputTypeErro
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
 /** @typedef {import('./generation.js').Generation} Generation */
 /** @typedef {import('./generation.js').GenerateOptions} GenerateOptions */
+/** @typedef {import('./generation.js').FolderOptions} FolderOptions */
 /** @typedef {import('./decoding.js').GenerationOptions} GenerationOptions */
 /** @typedef {import('./chat.js').ChatMessage} ChatMessage */
 /** @typedef {import('./chat.js').ChatRequest} ChatRequest */
