@@ -55,9 +55,11 @@ def write(folder: str | Path, vocab_size: int):
 def reply(lm, tokenizer, messages: list[dict], max_tokens: int, temperature: float = 0.0, **sampling) -> dict:
     """The reply the JavaScript chat gives `messages` with OpenAI's settings (temperature 0: greedy; top_p,
     top_k — 0, off, by default — seed): the prompt ids (transformers' apply_chat_template), the generated ids
-    (stopping after the tokenizer's EOS, which is the model's), the reply's text and finish_reason."""
+    (stopping after the tokenizer's EOS, which is the model's, or at `max_tokens`, or where the cache ends, as
+    the chat does), the reply's text and finish_reason."""
     prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)["input_ids"]
     settings = {"do_sample": True, "temperature": temperature, "top_k": 0, **sampling} if temperature else {}
-    ids = lm.generate(prompt, max_tokens, eos_token_id=[tokenizer.eos_token_id], **settings).ids
+    room = lm.info["max_length"] - len(prompt) + 1  # the last token needs no row
+    ids = lm.generate(prompt, min(max_tokens, room), eos_token_id=[tokenizer.eos_token_id], **settings).ids
     return {"prompt_ids": prompt, "ids": ids, "content": tokenizer.decode(ids, skip_special_tokens=True),
             "finish_reason": "stop" if ids[-1] == tokenizer.eos_token_id else "length"}
