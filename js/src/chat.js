@@ -113,11 +113,10 @@ export class Chat {
     /** @type {ChatInfo['mode']} */
     this.mode = tokenizer ? 'text' : 'ids';
     this.maxLength = lm.info.max_length;
-    const eos = lm.info.eos_token_id ?? [];
     const end = tokenizer?.specialTokens.eos_token;
-    const ids = [...(Array.isArray(eos) ? eos : [eos]), ...(end === undefined ? [] : [tokenizer?.tokenId(end)])];
-    /** the ids that end a reply: the model's EOS ids and the tokenizer's EOS token */
-    this.eos = [...new Set(ids.filter((id) => id !== undefined))];
+    const endId = end === undefined ? undefined : tokenizer?.tokenId(end);
+    /** the ids that end a reply: the model's EOS ids and the tokenizer's EOS token's */
+    this.eos = [...new Set([lm.info.eos_token_id ?? [], endId ?? []].flat())];
   }
 
   /**
