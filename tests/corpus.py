@@ -11,6 +11,9 @@ form, tests/golden/README.md):
                                           max_new_tokens, ids and logits as above
     llama_tiny_beams/, florence2_tiny_beams/  folders compiled for beam search, whose generate.json holds no
                                           greedy ids: only strategies
+    llama_tiny_chat/                      a CausalLM folder with a chat tokenizer (chat_fixture.py) and
+                                          chat.json: a conversation's turns, each a chat completion request
+                                          with its prompt_ids, ids, content and finish_reason as Python gave them
 
 A generate.json's `strategies` are other generations of the same prompt: each its `settings` (decoding.Options'
 keywords) and the `sequences` and `scores` Python generated (Generation's).

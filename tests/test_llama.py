@@ -4,6 +4,8 @@ own generate and logits processors (random seeded weights)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -12,11 +14,12 @@ from webgpu_torch.generation import CausalLM, text_stream
 from webgpu_torch.models import generation_reference as reference
 from webgpu_torch.models import llama
 
-from . import corpus
+from . import chat_fixture, corpus
 
 pytestmark = pytest.mark.e2e
 
 NEW_TOKENS, MAX_LENGTH = 20, 48
+CHAT_TOKENS, CHAT_MAX_LENGTH = 16, 128  # a chat's reply, its cache: a turn's prompt with the template is ~40 ids
 LOGIT_TOLERANCE = 1e-3  # as Florence-2's: teacher-forced logits relative to the logit scale
 
 
@@ -175,6 +178,29 @@ def test_beam_search_is_written_for_the_javascript_runtime(model_and_lm, beam_lm
     got = loaded.generate(prompt, 14, **settings)
     assert got.sequences == beam_lm.generate(prompt, 14, **settings).sequences
     corpus.write_causal_lm("llama_tiny_beams", beam_lm, prompt, 14, None, None, [corpus.strategy(settings, got)])
+
+
+def test_a_chat_is_written_for_the_javascript_runtime(tmp_path):
+    """A conversation for the JavaScript chat (js/test/chat.test.js): a tiny Llama (its EOS, 2, kept) in a
+    folder with a chat tokenizer (chat_fixture.py), and each turn's request with the reply the Python runtime
+    generates for its prompt ids. The turns continue one conversation, so the chat reuses its cache; the last
+    samples."""
+    model = llama.build("tiny", seed=0)
+    lm = llama.compile_step(model, CHAT_MAX_LENGTH)
+    folder = corpus.folder() / "llama_tiny_chat"
+    lm.save(folder)
+    tokenizer = chat_fixture.write(folder, model.config.vocab_size)
+    assert tokenizer.eos_token_id in [lm.info["eos_token_id"]]  # the chat stops at either: here they are one
+    messages = [{"role": "user", "content": "Hello! How are you today?"}]
+    turns = []
+    for follow_up, settings in [(None, {}), ("Tell me more about WebGPU, please.", {}),
+                                (None, {"temperature": 0.8, "top_p": 0.9, "seed": 5})]:
+        if follow_up:
+            messages += [{"role": "assistant", "content": turns[-1]["content"]}, {"role": "user", "content": follow_up}]
+        request = {"messages": list(messages), "max_tokens": CHAT_TOKENS, "temperature": 0, **settings}
+        turns.append({"request": request, **chat_fixture.reply(lm, tokenizer, messages, CHAT_TOKENS, **settings)})
+    assert len(turns[1]["prompt_ids"]) + CHAT_TOKENS <= CHAT_MAX_LENGTH
+    (folder / "chat.json").write_text(json.dumps({"turns": turns}, indent=1) + "\n")
 
 
 def test_torchao_int4_weights_stay_packed_and_generate_as_transformers():

@@ -80,18 +80,20 @@ export class Decoder {
   }
 
   /**
-   * Submit the prompt (in every batch row) at positions 0 .. T - 1: one prefill call where there is a prefill,
-   * else one step per token; the call whose outputs are the last token's.
+   * Submit the prompt (in every batch row) at positions `from` .. T - 1, its first `from` tokens' rows being in
+   * the cache already (from < T): one prefill call where there is a prefill and two tokens or more remain, else
+   * one step per token; the call whose outputs are the last token's.
    * @param {number[]} prompt
    * @param {unknown[]} context
    * @param {number[]} keep
    * @param {number[]} read
+   * @param {number} [from]
    * @returns {Promise<Pending>}
    */
-  async startPrompt(prompt, context, keep, read) {
+  async startPrompt(prompt, context, keep, read, from = 0) {
     const rows = (/** @type {number[]} */ ids) => ({ data: Int32Array.from({ length: this.batch * ids.length }, (_, i) => ids[i % ids.length]), shape: [this.batch, ids.length] });
-    if (this.prefill && prompt.length >= 2) return this.prefill.start([rows(prompt), position(0), ...context], { keep, read });
-    for (let p = 0; p < prompt.length - 1; p++) await this.step.start([rows([prompt[p]]), position(p), ...context], { read: [] });
+    if (this.prefill && prompt.length - from >= 2) return this.prefill.start([rows(prompt.slice(from)), position(from), ...context], { keep, read });
+    for (let p = from; p < prompt.length - 1; p++) await this.step.start([rows([prompt[p]]), position(p), ...context], { read: [] });
     return this.step.start([rows([prompt[prompt.length - 1]]), position(prompt.length - 1), ...context], { keep, read });
   }
 
@@ -131,17 +133,27 @@ const emptyGeneration = () => ({ ids: [], sequences: [], scores: [], logits: [],
  * The greedy or sampled tokens after `prompt` (at least one token), each as soon as it is read back, stopping
  * after any of `o.eosTokenId` or `o.maxNewTokens` tokens (or once `signal` aborts). `forced(step)` replaces the
  * choice where it returns an id (transformers' forced BOS/EOS); with `teacher` its ids are fed instead and each
- * step's logits recorded. `out` records arrivals, host times and logits.
+ * step's logits recorded. `out` records arrivals, host times and logits. `cached`: how many of the prompt's
+ * first tokens hold their rows in the cache already, at their positions (an earlier generation wrote them:
+ * a chat's turns), so that the prompt runs from there.
+ *
+ * Once the generator is done, returned or thrown out of after yielding n >= 1 ids, the cache holds the rows of
+ * the prompt and of the first n - 1 of them (a token's row is written by the step it is fed to); steps past a
+ * stop may have written rows after those.
  * @param {Decoder} decoder
  * @param {number[]} prompt
  * @param {Settings} o
  * @param {unknown[]} [context] the step's inputs after the tokens and the position
- * @param {{forced?: (step: number) => number | null, teacher?: number[], out?: Generation, signal?: AbortSignal}} [options]
+ * @param {{forced?: (step: number) => number | null, teacher?: number[], out?: Generation, signal?: AbortSignal,
+ *   cached?: number}} [options]
  * @returns {AsyncGenerator<number, void>}
  */
 export async function* tokens(decoder, prompt, o, context = [], options = {}) {
-  const { forced = () => null, teacher, out = emptyGeneration(), signal } = options;
+  const { forced = () => null, teacher, out = emptyGeneration(), signal, cached = 0 } = options;
   if (!prompt.length) throw new RangeError('generation needs at least one prompt token (a start token)');
+  if (!(Number.isSafeInteger(cached) && cached >= 0 && cached < prompt.length)) {
+    throw new RangeError(`cached: ${cached} of ${prompt.length} prompt tokens; the last one always runs`);
+  }
   const sampling = o.doSample && !teacher;
   const draws = uniforms(o.seed);
   const params = samplerParams(o);
@@ -170,7 +182,7 @@ export async function* tokens(decoder, prompt, o, context = [], options = {}) {
   let seen = prompt; // ids the sampler marks
   try {
     for (let step = 0; step < o.maxNewTokens && !signal?.aborted; step++) {
-      const call = step === 0 ? await decoder.startPrompt(prompt, context, keep, read)
+      const call = step === 0 ? await decoder.startPrompt(prompt, context, keep, read, cached)
         : await decoder.step.start([token, position(prompt.length + step - 1), ...context], { keep, read });
       release(token); // its copy into the input is submitted
       const host = teacher ? teacher[step] : forced(step);
@@ -349,28 +361,45 @@ function settingsOf(options, info) {
 }
 
 /**
+ * Load options, and `onProgress`: called as each program of the folder is loaded (read, validated, its
+ * pipelines built), with how many are and of how many, and its file.
+ * @typedef {LoadOptions & {onProgress?: (loaded: number, total: number, file: string) => void}} FolderOptions
+ */
+
+/**
  * Load a CausalLM folder (Node) or URL: causal_lm.json, step.wgpt and the decoding programs it lists.
  * @param {URL | string} base
- * @param {LoadOptions} [options]
+ * @param {FolderOptions} [options]
  * @returns {Promise<CausalLM>}
  */
 export async function loadCausalLM(base, options = {}) {
+  const { onProgress, ...rest } = options;
   const { info, where } = await readInfo(base, 'causal_lm.json');
   checkFields(info, where, ['max_length', 'vocab_size'], []);
-  const step = await load(await within(base, 'step.wgpt'), options);
-  return new CausalLM(step, /** @type {CausalLMInfo} */ (info), await loadPrograms(base, /** @type {CausalLMInfo} */ (info).programs, step, options));
+  const programs = /** @type {CausalLMInfo} */ (info).programs ?? [];
+  let loaded = 0;
+  const done = (/** @type {string} */ file) => onProgress?.(++loaded, 1 + programs.length, file);
+  const step = await load(await within(base, 'step.wgpt'), rest);
+  done('step.wgpt');
+  return new CausalLM(step, /** @type {CausalLMInfo} */ (info), await loadPrograms(base, programs, step, rest, done));
 }
 
 /**
- * The decoding programs a folder lists, those that write the step's cache sharing its states.
+ * The decoding programs a folder lists, those that write the step's cache sharing its states; `done(file)`
+ * once each is loaded.
  * @param {URL | string} base
  * @param {ProgramName[] | undefined} names
  * @param {Program} step
  * @param {LoadOptions} options
+ * @param {(file: string) => void} [done]
  * @returns {Promise<Partial<Record<ProgramName, Program>>>}
  */
-async function loadPrograms(base, names = [], step, options) {
-  const loaded = await Promise.all(names.map(async (name) => load(await within(base, `${name}.wgpt`), SHARING.has(name) ? { ...options, shareStates: step } : options)));
+async function loadPrograms(base, names = [], step, options, done = () => {}) {
+  const loaded = await Promise.all(names.map(async (name) => {
+    const program = await load(await within(base, `${name}.wgpt`), SHARING.has(name) ? { ...options, shareStates: step } : options);
+    done(`${name}.wgpt`);
+    return program;
+  }));
   return Object.fromEntries(names.map((name, i) => [name, loaded[i]]));
 }
 

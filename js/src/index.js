@@ -7,6 +7,7 @@
 export { dispatchTimes, gpuTime, load, Program } from './program.js';
 export { CausalLM, Decoder, generate, loadCausalLM, loadSeq2Seq, Seq2Seq, TextStream, textStream } from './generation.js';
 export { generationOptions } from './decoding.js';
+export { Chat, createChat, createChatWorker, WorkerChat } from './chat.js';
 export { DeviceTensor } from './device_tensor.js';
 export { loadTokenizer, Tokenizer } from './tokenizer.js';
 export { parse } from './artifact.js';
@@ -37,4 +38,11 @@ export { ArtifactError, CallTimeout, DeviceError, DeviceIndexError, InputError, 
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
 /** @typedef {import('./generation.js').Generation} Generation */
 /** @typedef {import('./generation.js').GenerateOptions} GenerateOptions */
+/** @typedef {import('./generation.js').FolderOptions} FolderOptions */
 /** @typedef {import('./decoding.js').GenerationOptions} GenerationOptions */
+/** @typedef {import('./chat.js').ChatMessage} ChatMessage */
+/** @typedef {import('./chat.js').ChatRequest} ChatRequest */
+/** @typedef {import('./chat.js').ChatCompletion} ChatCompletion */
+/** @typedef {import('./chat.js').ChatCompletionChunk} ChatCompletionChunk */
+/** @typedef {import('./chat.js').Usage} Usage */
+/** @typedef {import('./tokenizer.js').Message} Message */

@@ -11,6 +11,28 @@ import { isNode } from './env.js';
  * @returns {Promise<{bytes: Uint8Array, where: string}>}
  */
 export async function readSource(source) {
+  const read = await readOrMissing(source);
+  if ('missing' in read) throw new ArtifactError(read.missing);
+  return read;
+}
+
+/**
+ * The bytes of `source` as readSource gives them, or null where there is no such file (a path that is not
+ * there, an HTTP 404): a model folder's optional files.
+ * @param {Source} source
+ * @returns {Promise<{bytes: Uint8Array, where: string} | null>}
+ */
+export async function readIfThere(source) {
+  const read = await readOrMissing(source);
+  return 'missing' in read ? null : read;
+}
+
+/**
+ * The bytes of `source`, or why there is no such file; ArtifactError where it cannot be read otherwise.
+ * @param {Source} source
+ * @returns {Promise<{bytes: Uint8Array, where: string} | {missing: string}>}
+ */
+async function readOrMissing(source) {
   if (source instanceof ArrayBuffer) return { bytes: new Uint8Array(source), where: '<bytes>' };
   if (ArrayBuffer.isView(source)) {
     return { bytes: new Uint8Array(source.buffer, source.byteOffset, source.byteLength), where: '<bytes>' };
@@ -22,8 +44,8 @@ export async function readSource(source) {
       const buffer = await readFile(source instanceof URL || where.startsWith('file:') ? new URL(where) : where);
       return { bytes: new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength), where };
     } catch (e) {
-      const code = /** @type {NodeJS.ErrnoException} */ (e).code;
-      throw new ArtifactError(code === 'ENOENT' ? `${where}: no such file` : `${where}: ${/** @type {Error} */ (e).message}`);
+      if (/** @type {NodeJS.ErrnoException} */ (e).code === 'ENOENT') return { missing: `${where}: no such file` };
+      throw new ArtifactError(`${where}: ${/** @type {Error} */ (e).message}`);
     }
   }
   let response;
@@ -32,7 +54,9 @@ export async function readSource(source) {
   } catch (e) {
     throw new ArtifactError(`${where}: cannot fetch it: ${/** @type {Error} */ (e).message}`);
   }
-  if (!response.ok) throw new ArtifactError(`${where}: HTTP ${response.status} ${response.statusText}`);
+  const status = `${where}: HTTP ${response.status} ${response.statusText}`;
+  if (response.status === 404) return { missing: status };
+  if (!response.ok) throw new ArtifactError(status);
   return { bytes: new Uint8Array(await response.arrayBuffer()), where };
 }
 

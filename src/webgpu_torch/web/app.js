@@ -1,14 +1,15 @@
-// The page `webgpu-torch serve` shows (serve.py says what each /config.json kind is). It only loads artifacts:
-// the JavaScript runtime (./runtime/, the repository's js/src) validates them, builds their pipelines and runs
-// them on this browser's WebGPU adapter. `?featureLevel=compatibility` asks for a compatibility-mode adapter;
-// `?tune=0` runs every dispatch's default kernel instead of timing the options first; `?repeat=N` times N
-// calls after the first (default 5).
+// The page `webgpu-torch serve` shows (serve.py says what each /config.json kind is; a CausalLM folder's chat
+// is chat.js). It only loads artifacts: the JavaScript runtime (./runtime/, the repository's js/src) validates
+// them, builds their pipelines and runs them on this browser's WebGPU adapter. `?featureLevel=compatibility`
+// asks for a compatibility-mode adapter; `?tune=0` runs every dispatch's default kernel instead of timing the
+// options first; `?repeat=N` times N calls after the first (default 5).
 //
 // For a test driving the page: body[data-state] goes loading → ready → running → done (or error), and
 // `window.result` holds what the page last computed.
 
+import { chatPage } from './chat.js';
 import { halfArray, halfValues, isHalf } from './runtime/dtypes.js';
-import { load, loadCausalLM, loadSeq2Seq, loadTokenizer, openDevice } from './runtime/index.js';
+import { load, loadSeq2Seq, loadTokenizer, openDevice } from './runtime/index.js';
 import { countLeaves, unflatten } from './runtime/tree.js';
 
 const params = new URLSearchParams(location.search);
@@ -86,7 +87,7 @@ function showAdapter(device) {
 
 /** @param {string} id the section to show; the others hide */
 function show(id) {
-  for (const s of ['minilm', 'seq2seq', 'causal', 'program']) $(s).hidden = s !== id;
+  for (const s of ['minilm', 'seq2seq', 'chat', 'program']) $(s).hidden = s !== id;
 }
 
 // ---- MiniLM: sentences, embeddings, their similarity as a heat map ------------------------------------
@@ -205,50 +206,6 @@ async function seq2seq(config) {
     /** @type {CanvasRenderingContext2D} */ (canvas.getContext('2d')).drawImage(bitmap, 0, 0, side, side);
     await generate();
   };
-  status('ready', 'loaded');
-  await generate();
-}
-
-// ---- A causal LM: a prompt of ids, greedy generation token by token, tokens/s -------------------------
-
-/** @param {any} config */
-async function causal(config) {
-  show('causal');
-  const [model, loadMs] = await timed(() => loadCausalLM(new URL(config.folder, location.href), options));
-  timing('load (the step program)', ms(loadMs));
-  const input = /** @type {HTMLInputElement} */ ($('prompt'));
-  input.value = config.prompt.join(' ');
-  const button = /** @type {HTMLButtonElement} */ ($('continue'));
-  const generate = async () => {
-    button.disabled = true;
-    status('running', 'generating…');
-    const prompt = input.value.split(/\s+/).filter(Boolean).map(Number);
-    const bad = prompt.find((id) => !Number.isInteger(id) || id < 0 || id >= model.info.vocab_size);
-    if (bad !== undefined || !prompt.length) throw new RangeError(`the prompt needs ids in [0, ${model.info.vocab_size}), got ${bad ?? 'none'}`);
-    const list = $('continuation');
-    list.replaceChildren();
-    let arrived = 0;
-    const [{ ids }, totalMs] = await timed(() => model.generate(prompt, {
-      maxNewTokens: config.maxNewTokens ?? 32,
-      onToken: (id, seconds) => {
-        const li = list.appendChild(document.createElement('li'));
-        li.innerHTML = `<b>${id}</b><span>${(seconds * 1e3).toFixed(1)} ms</span>`;
-        arrived += seconds;
-        $('rate').textContent = `${(list.childElementCount / arrived).toFixed(1)} tokens/s`;
-      },
-    }));
-    const steps = (model.timings.steps ?? []).map((s) => s * 1e3);
-    const perToken = median(steps.slice(1));
-    timing(`generate (${prompt.length} prompt + ${ids.length} new tokens)`, ms(totalMs));
-    timing('first token (after the prompt)', ms(steps[0]));
-    timing('per token after the first (median)', ms(perToken));
-    timing('tokens/s after the first', (1e3 / perToken).toFixed(1));
-    $('rate').textContent = `${(1e3 / perToken).toFixed(1)} tokens/s`;
-    /** @type {any} */ (window).result = { prompt, ids, stepMs: steps, totalMs, tokensPerSecond: 1e3 / perToken };
-    status('done', `${ids.length} tokens generated on WebGPU`);
-    button.disabled = false;
-  };
-  button.onclick = () => generate().catch(fail);
   status('ready', 'loaded');
   await generate();
 }
@@ -416,7 +373,7 @@ async function main() {
   status('loading', `loading ${config.name ?? ''}…`);
   if (config.kind === 'minilm') await minilm(config);
   else if (config.kind === 'seq2seq') await seq2seq(config);
-  else if (config.kind === 'causal') await causal(config);
+  else if (config.kind === 'causal') await chatPage(config, { status, timing, show, options });
   else if (config.kind === 'program') await anyProgram(await timedLoad(config.artifact), config.name);
   else status('ready', 'drop a .wgpt file on the page');
 }
