@@ -5,7 +5,7 @@
 import { PREAMBLE, readContainer, readHeader } from './artifact.js';
 import { openDevice } from './device.js';
 import { DeviceTensor } from './device_tensor.js';
-import { InputError } from './errors.js';
+import { ArtifactError, InputError } from './errors.js';
 import { Executor } from './executor.js';
 import * as expr from './expr.js';
 import { bind, checkInput, deviceForms } from './inputs.js';
@@ -70,11 +70,12 @@ import { upload } from './upload.js';
  */
 export async function load(source, options = {}) {
   const reader = await openSource(source, options);
-  let sound = false;
+  /** @type {import('./source.js').Verdict} */
+  let verdict = 'unknown';
   try {
     const container = readContainer(await reader.take(PREAMBLE), reader.size, reader.where);
     const spec = readHeader(await reader.take(container.headerLength), container, reader.where);
-    options.onProgress?.({ bytes: reader.offset, totalBytes: container.size, tensors: 0, totalTensors: spec.constants.size });
+    options.onProgress?.({ bytes: reader.offset, totalBytes: container.size, tensors: 0, totalTensors: spec.constants.size, source: reader.where });
     const gpu = await openDevice(options);
     const disabled = new Set(options.disableFeatures ?? []);
     const features = new Set([...gpu.device.features].filter((f) => !disabled.has(f)));
@@ -82,15 +83,18 @@ export async function load(source, options = {}) {
     const executor = await Executor.allocate(fitted, gpu, features, options);
     try {
       await upload(reader, container, fitted, features, gpu.device, executor.buffers, options.onProgress);
-      sound = true;
+      verdict = 'sound';
       const tuned = await tuning.resolve(fitted, gpu, features, options, executor.buffers);
       return Program.create(tuned, await executor.build(tuned), reader.where);
     } catch (e) {
       executor.destroy();
       throw e;
     }
+  } catch (e) {
+    if (verdict === 'unknown' && e instanceof ArtifactError) verdict = 'damaged';
+    throw e;
   } finally {
-    await reader.close(sound);
+    await reader.close(verdict);
   }
 }
 

@@ -1,12 +1,12 @@
-// The bytes of an artifact or a JSON file, read front to back in pieces: given as bytes or a Blob (a dropped
-// File), fetched from a URL, or read from a file (Node). A multi-gigabyte artifact never sits in memory whole:
+// The bytes of an artifact or a JSON file, read front to back in pieces: given as bytes, a Blob (a dropped
+// File) or a stream, fetched from a URL, or read from a file (Node). A multi-gigabyte artifact never sits in memory whole:
 // a Reader hands out at most CHUNK bytes at a time, from one buffer it reuses. In a browser, a download may be
 // kept in the Cache API and read from there at the next load (`artifactCache`).
 
 import { ArtifactError } from './errors.js';
 import { isNode } from './env.js';
 
-/** @typedef {ArrayBuffer | ArrayBufferView | Blob | URL | string} Source */
+/** @typedef {ArrayBuffer | ArrayBufferView | Blob | ReadableStream<Uint8Array> | URL | string} Source */
 /**
  * @typedef {object} SourceOptions
  * @property {string | boolean} [artifactCache] in a browser, keep downloaded artifacts in the Cache API under
@@ -21,9 +21,15 @@ const DEFAULT_CACHE = 'webgpu_torch-artifacts';
 const count = (n) => n.toLocaleString('en');
 
 /**
+ * What a reading found of its source, when it ends: `sound`, read whole and undamaged (a download is kept in
+ * the cache only then); `damaged`, refused (a copy read from the cache is dropped from it); `unknown`, the load
+ * failed for another reason (the device), or the source is not an artifact read through.
+ * @typedef {'sound' | 'damaged' | 'unknown'} Verdict
+ */
+/**
  * Where a Reader's bytes come from: `read(n)` gives the next `min(n, bytes left)` bytes, n at most CHUNK, as a
- * view valid until the next read; `close(sound)` releases the source.
- * @typedef {{read(n: number): Promise<Uint8Array>, close(sound: boolean): Promise<void>}} Pieces
+ * view valid until the next read; `close(verdict)` releases the source.
+ * @typedef {{read(n: number): Promise<Uint8Array>, close(verdict: Verdict): Promise<void>}} Pieces
  */
 
 /** A source opened for reading, front to back. */
@@ -82,12 +88,11 @@ export class Reader {
   }
 
   /**
-   * Release the source. `sound`: it was read whole and found undamaged (a download being kept in the cache
-   * is kept only then).
-   * @param {boolean} sound
+   * Release the source, saying what was found of it.
+   * @param {Verdict} verdict
    */
-  async close(sound) {
-    await this.pieces.close(sound);
+  async close(verdict) {
+    await this.pieces.close(verdict);
   }
 }
 
@@ -139,9 +144,11 @@ class FilePieces {
 }
 
 /**
- * A ReadableStream of byte pieces (a download, a Blob): a piece holding the `n` bytes asked for is handed out
- * as a view, smaller ones are gathered into one buffer CHUNK long. Each piece is also written to `keep` (the
- * cache), which takes them as fast as it stores them: the stream is read no faster.
+ * A ReadableStream (a download, a Blob). A byte stream (fetch's bodies and Blobs' in browsers) is read into one
+ * buffer CHUNK long, reused (a BYOB reader: the stream makes no piece of its own, which would be garbage until
+ * collected: hundreds of MB of it for a large download). Another stream's pieces are handed out as views
+ * when one holds the bytes asked for, else gathered into that buffer. Each piece is also written to `keep`
+ * (the cache), which takes them as fast as it stores them: the stream is read no faster.
  */
 class StreamPieces {
   /**
@@ -149,17 +156,25 @@ class StreamPieces {
    * @param {string} where
    * @param {number | null} size
    * @param {Keeper | null} keep
+   * @param {() => Promise<unknown>} evict drops the source from the cache it was read from (if one)
    */
-  constructor(stream, where, size, keep) {
-    this.stream = stream.getReader();
+  constructor(stream, where, size, keep, evict) {
+    /** @type {ReadableStreamBYOBReader | null} */
+    this.bytes = null;
+    try {
+      this.bytes = stream.getReader({ mode: 'byob' });
+    } catch { // not a byte stream
+    }
+    this.stream = this.bytes ?? stream.getReader();
     this.where = where;
     this.size = size;
     this.keep = keep;
-    /** @type {Uint8Array} */
+    this.evict = evict;
+    /** @type {Uint8Array} the last piece of a stream that is not a byte stream */
     this.piece = new Uint8Array(0);
     this.at = 0;
-    /** bytes of the stream before `piece` */
-    this.before = 0;
+    /** bytes read from the stream */
+    this.received = 0;
     /** @type {Uint8Array | null} */
     this.block = null;
     this.done = false;
@@ -167,6 +182,37 @@ class StreamPieces {
 
   /** @param {number} n */
   async read(n) {
+    return this.bytes ? this.readInto(this.bytes, n) : this.gather(n);
+  }
+
+  /**
+   * A byte stream's next `n` bytes, read into the block (each read transfers its buffer to the stream and
+   * back).
+   * @param {ReadableStreamBYOBReader} reader
+   * @param {number} n
+   */
+  async readInto(reader, n) {
+    let buffer = /** @type {ArrayBuffer} */ (this.block?.buffer ?? new ArrayBuffer(CHUNK));
+    let got = 0;
+    while (got < n && !this.done) {
+      const next = await this.next(() => reader.read(new Uint8Array(buffer, got, n - got)));
+      if (next.value) buffer = /** @type {ArrayBuffer} */ (next.value.buffer);
+      if (next.done || !next.value) {
+        this.done = true;
+      } else {
+        got += next.value.length;
+        await this.keep?.write(next.value.slice()); // the block is read into again: the cache keeps a copy
+      }
+    }
+    this.block = new Uint8Array(buffer);
+    return this.block.subarray(0, got);
+  }
+
+  /**
+   * Another stream's next `n` bytes: a view of its piece, or gathered into the block.
+   * @param {number} n
+   */
+  async gather(n) {
     if (this.piece.length - this.at >= n) return this.piece.subarray(this.at, (this.at += n));
     const block = (this.block ??= new Uint8Array(CHUNK));
     let got = 0;
@@ -179,32 +225,44 @@ class StreamPieces {
     return block.subarray(0, got);
   }
 
-  /** The next piece of the stream; false at its end. */
+  /** The next piece of a stream that is not a byte stream; false at its end. */
   async pull() {
     if (this.done) return false;
-    let next;
-    try {
-      next = await this.stream.read();
-    } catch (e) {
-      const of = this.size === null ? '' : ` of ${count(this.size)}`;
-      throw new ArtifactError(`${this.where}: the download broke off after ${count(this.before + this.at)}${of} bytes: ` +
-        `${/** @type {Error} */ (e)?.message ?? e}`);
-    }
+    const stream = /** @type {ReadableStreamDefaultReader<Uint8Array>} */ (this.stream);
+    const next = await this.next(() => stream.read());
     if (next.done) {
       this.done = true;
       return false;
     }
-    this.before += this.piece.length;
     this.piece = next.value;
     this.at = 0;
     await this.keep?.write(next.value);
     return true;
   }
 
-  /** @param {boolean} sound */
-  async close(sound) {
+  /**
+   * A read of the stream, and the bytes it brings counted; a failure (a download broken off) as an ArtifactError.
+   * @param {() => Promise<ReadableStreamReadResult<Uint8Array<any>>>} read
+   * @returns {Promise<ReadableStreamReadResult<Uint8Array>>}
+   */
+  async next(read) {
+    try {
+      const next = await read();
+      this.received += next.value?.length ?? 0;
+      return next;
+    } catch (e) {
+      const of = this.size === null ? '' : ` of ${count(this.size)}`;
+      throw new ArtifactError(`${this.where}: the download broke off after ${count(this.received)}${of} bytes: ` +
+        `${/** @type {Error} */ (e)?.message ?? e}`);
+    }
+  }
+
+  /** @param {Verdict} verdict */
+  async close(verdict) {
+    const whole = this.done || this.received === this.size; // a download of known length is not read past its end
     if (!this.done) await this.stream.cancel().catch(() => {});
-    await this.keep?.close(sound && this.done);
+    await this.keep?.close(verdict === 'sound' && whole);
+    if (verdict === 'damaged') await this.evict().catch(() => {});
   }
 }
 
@@ -212,13 +270,16 @@ class StreamPieces {
  * @param {ReadableStream<Uint8Array>} stream
  * @param {string} where
  * @param {number | null} size
- * @param {Keeper | null} [keep]
+ * @param {Keeper | null} [keep] the cache to write it to
+ * @param {() => Promise<unknown>} [evict] how to drop it from the cache it comes from
  */
-const streamReader = (stream, where, size, keep = null) => new Reader(where, size, new StreamPieces(stream, where, size, keep));
+const streamReader = (stream, where, size, keep = null, evict = async () => {}) =>
+  new Reader(where, size, new StreamPieces(stream, where, size, keep, evict));
 
 /**
- * Open `source` for reading: bytes and Blobs as they are, a file path or file: URL from disk (Node), any other
- * URL fetched (in a browser through the cache `options.artifactCache` names, where set).
+ * Open `source` for reading: bytes, Blobs and streams as they are (a stream's length unknown until its end), a
+ * file path or file: URL from disk (Node), any other URL fetched (in a browser through the cache
+ * `options.artifactCache` names, where set).
  * @param {Source} source
  * @param {SourceOptions} [options]
  * @returns {Promise<Reader>}
@@ -231,6 +292,7 @@ export async function openSource(source, options = {}) {
   if (typeof Blob !== 'undefined' && source instanceof Blob) {
     return streamReader(source.stream(), /** @type {any} */ (source).name || '<blob>', source.size);
   }
+  if (typeof ReadableStream !== 'undefined' && source instanceof ReadableStream) return streamReader(source, '<stream>', null);
   const where = String(source);
   if (isNode && (!isUrl(where) || where.startsWith('file:'))) return openFile(source instanceof URL || where.startsWith('file:') ? new URL(where) : where, where);
   const name = options.artifactCache === true ? DEFAULT_CACHE : options.artifactCache || null;
@@ -247,7 +309,7 @@ export async function readSource(source) {
   try {
     return { bytes: await reader.rest(), where: reader.where };
   } finally {
-    await reader.close(true);
+    await reader.close('unknown');
   }
 }
 
@@ -276,7 +338,7 @@ async function openFile(path, where) {
 async function download(url, where, cacheName) {
   const cache = cacheName ? await caches.open(cacheName).catch(() => null) : null;
   const hit = await cache?.match(url).catch(() => undefined);
-  if (hit?.body) return streamReader(hit.body, where, length(hit));
+  if (hit?.body) return streamReader(hit.body, where, length(hit), null, () => /** @type {Cache} */ (cache).delete(url));
   let response;
   try {
     response = await fetch(url);
@@ -329,7 +391,8 @@ function notKept(where, why) {
 
 /**
  * A download being written into the cache, piece by piece: committed by close(true) once the whole file is
- * read and found sound, dropped otherwise. A failure to store it (the storage quota: QuotaExceededError) never
+ * read and found sound, dropped otherwise (a damaged copy is never kept; one read from the cache and found
+ * damaged is dropped from it: StreamPieces.close). A failure to store it (the storage quota: QuotaExceededError) never
  * fails the load: the cache is only for the next one, and a warning says why it was not kept.
  */
 class Keeper {
@@ -347,7 +410,10 @@ class Keeper {
     this.failed = null;
     /** @type {Record<string, string>} */
     const headers = size === null ? {} : { 'content-length': String(size) };
-    this.put = cache.put(url, new Response(readable, { headers })).catch((e) => { this.failed ??= e; });
+    this.put = cache.put(url, new Response(readable, { headers })).catch((e) => {
+      this.failed ??= e;
+      this.writer.abort(e).catch(() => {}); // a put that failed before reading it all: no write waits on it
+    });
   }
 
   /** @param {Uint8Array} piece */

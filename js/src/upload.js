@@ -21,8 +21,8 @@ import { CHUNK } from './source.js';
 /** @typedef {import('./source.js').Reader} Reader */
 /**
  * How far a load has come: `bytes` of the file's `totalBytes` read, `tensors` of its `totalTensors` constants
- * uploaded.
- * @typedef {{bytes: number, totalBytes: number, tensors: number, totalTensors: number}} Progress
+ * uploaded; `source` names the file (a path, a URL) as messages do, for a caller loading several at once.
+ * @typedef {{bytes: number, totalBytes: number, tensors: number, totalTensors: number, source: string}} Progress
  */
 /**
  * A constant on its way: `wide` when it is written widened to float32.
@@ -57,7 +57,7 @@ export async function upload(reader, container, spec, features, device, buffers,
   let crc = 0;
   let queued = 0;
   const start = PREAMBLE + container.headerLength;
-  const report = () => onProgress?.({ bytes: reader.offset, totalBytes: container.size, tensors: done, totalTensors: total });
+  const report = () => onProgress?.({ bytes: reader.offset, totalBytes: container.size, tensors: done, totalTensors: total, source: reader.where });
   for (let at = 0; at < container.dataLength;) {
     const chunk = await reader.take(Math.min(CHUNK, container.dataLength - at));
     if (chunk.length < Math.min(CHUNK, container.dataLength - at)) checkLength(start + at + chunk.length, container, reader.where);

@@ -6,7 +6,7 @@
 // i·(k + 1) mod 16,777,213 (a prime below 2^24: every value exact in float32); the small ones hold -1, -2, …
 // and 1, 2, ….
 //
-//   node testkit/large.js PATH COUNT MIB    writes PATH, prints {"largest", "header", "size", "views"} as JSON
+//   node testkit/large.js PATH COUNT MIB    writes PATH, prints what writeLarge returns as JSON
 
 import { open } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -38,11 +38,12 @@ function fill(layout, at, out) {
 
 /**
  * Write the artifact to `path`: `count` big constants of `bytes` bytes each (a multiple of 64). Returns the
- * largest constant's and the header's bytes, the file's, and each output's expected values.
+ * largest constant's and the header's bytes, the file's, its program's buffers' (as a runtime allocates them:
+ * multiples of 16) and each output's expected values.
  * @param {string} path
  * @param {number} count
  * @param {number} bytes
- * @returns {Promise<{largest: number, header: number, size: number, views: number[][]}>}
+ * @returns {Promise<{largest: number, header: number, size: number, buffers: number, views: number[][]}>}
  */
 export async function writeLarge(path, count, bytes) {
   const big = Array.from({ length: count }, (_, k) => ({
@@ -100,6 +101,7 @@ export async function writeLarge(path, count, bytes) {
   }
   return {
     largest: bytes, header: 32 + text.length, size: 32 + text.length + dataLength,
+    buffers: layout.reduce((a, t) => a + Math.ceil(t.count / 4) * 16, 0),
     views: views.map((v) => Array.from({ length: v.n }, (_, e) => layout[v.buffer].values(v.start + e))),
   };
 }
