@@ -248,6 +248,51 @@ def test_the_page_runs_any_artifact(tmp_path):
     assert [o["shape"] for o in result["outputs"]] == [[5, 3]] and result["callMs"] > 0
 
 
+def test_the_page_streams_a_large_artifact_with_a_progress_bar(tmp_path):
+    """Three 128 MiB constants (js/testkit/large.js), loaded by the page from its URL and then as a file chosen
+    in it: its progress bar ends full, the outputs show every constant arrived where it belongs, and the peak
+    host memory of Chromium's processes (each one's peak past its resident set before the load, summed: a
+    bound, since each peaks when it does) past the program's buffers (SwiftShader keeps them in the GPU
+    process's memory) stays within 1.25 times the largest constant plus the header (issue 31). Before it, the
+    page loads a small artifact: the device, the runtime and the page are warm."""
+    large = ROOT / "js" / "testkit" / "large.js"
+    f = json.loads(subprocess.run(["node", str(large), str(tmp_path / "large.wgpt"), "3", "128"], check=True,
+                                  capture_output=True, text=True).stdout)
+    subprocess.run(["node", str(large), str(tmp_path / "small.wgpt"), "1", "1"], check=True, capture_output=True)
+    site = serve.site_for_file(tmp_path / "small.wgpt")
+    server = serve.start(site)
+    mib = 2**20
+    try:
+        with Chromium("swiftshader") as browser:
+            browser.open(f"http://127.0.0.1:{server.server_address[1]}/{QUERY}")
+            assert browser.wait_for(DONE, timeout=300) == "done", browser.console()
+
+            def from_url():
+                site.config["artifact"] = "/model/large.wgpt"
+                browser.send("Page.reload", session=True)
+
+            for how, start in [("from its URL", from_url), ("as a chosen file", lambda: browser.set_file(
+                    "#file", tmp_path / "large.wgpt"))]:
+                browser.evaluate("document.body.dataset.state = 'loading'")  # not yet done
+                before = browser.memory(reset=True)
+                start()
+                state = browser.wait_for(DONE, timeout=600)
+                peaks = browser.memory()
+                status = browser.evaluate("document.getElementById('status').textContent")
+                assert state == "done", f"{how}: the page says {status}; console: {browser.console()}"
+                host = sum(peak - before.get(pid, (0, 0))[0] for pid, (_, peak) in peaks.items()) - f["buffers"]
+                print(f"Chromium, {f['size'] / mib:.1f} MiB {how}: host memory past the program's buffers "
+                      f"{host / mib:.1f} MiB (largest constant {f['largest'] / mib:.0f} MiB)")
+                assert host <= 1.25 * f["largest"] + f["header"], how
+                bar = browser.evaluate("[document.getElementById('progress').value, "
+                                       "document.getElementById('progress').max]")
+                assert bar == [f["size"], f["size"]], how
+                outputs = browser.evaluate("window.result.outputs")
+                assert [o["first"] for o in outputs] == [v[:4] for v in f["views"]], how
+    finally:
+        server.shutdown()
+
+
 def test_serve_refuses_what_it_cannot_show(tmp_path):
     with pytest.raises(SystemExit, match=r"without seq2seq\.json or causal_lm\.json"):
         serve.site_for_file(tmp_path)

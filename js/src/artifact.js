@@ -1,6 +1,8 @@
 // Reading a `.wgpt` artifact (docs/artifact.md, format 3): the container, both checksums and every rule the
-// contract lists, before anything reaches a device. The result is plain data (a ProgramSpec); the
-// constants are views over the file's bytes, not copies.
+// contract lists. The result is plain data (a ProgramSpec) that locates each constant in the data. A reader
+// that holds the file whole checks it all at once (parse); a streaming one (program.js's load) checks the
+// container and the header before anything reaches a device, and the data's length and checksum as the data
+// arrives (checkLength, checkData).
 
 import * as compileCost from './compile_cost.js';
 import { crc32 } from './crc32.js';
@@ -28,7 +30,7 @@ import * as tree from './tree.js';
 /** @typedef {{size: number, role: 'input' | 'constant' | 'scratch' | 'status' | 'state', name: string}} BufferSpec */
 /** @typedef {{name: string, buffer: number, shape: number[], dtype: ModelDtype}} StateSpec */
 /** @typedef {{node: string, message: string}} CheckSpec */
-/** @typedef {{dtype: DeviceDtype | 'q4' | 'q8', bytes: Uint8Array}} Constant */
+/** @typedef {{dtype: DeviceDtype | 'q4' | 'q8', offset: number, nbytes: number}} Constant where its bytes lie in the data */
 /** @typedef {{name: string, shape: Expr[], dtype: ModelDtype, buffer: number}} InputSpec */
 /** @typedef {{buffer: number, shape: Expr[], strides: Expr[], offset: Expr, dtype: ModelDtype}} OutputSpec */
 /** @typedef {{offset: number, type: Scalar, value: Expr}} Patch */
@@ -42,11 +44,12 @@ import * as tree from './tree.js';
  */
 /**
  * @typedef {{meta: Record<string, unknown>, requires: string[], symbols: Record<string, SymbolSpec>, sources: string[],
- *   kernels: KernelSpec[], buffers: BufferSpec[], constants: Map<number, Constant>, inputs: InputSpec[],
+ *   kernels: KernelSpec[], buffers: BufferSpec[], constants: Map<number, Constant>, dataCrc32: number, inputs: InputSpec[],
  *   outputs: OutputSpec[], inputTree: TreeSpec, outputTree: TreeSpec, dispatches: DispatchSpec[],
  *   checks: CheckSpec[], status: number | null, states: StateSpec[]}} ProgramSpec
  * `status`: the index of the "status" buffer, whose word i check i sets when it fails (docs/artifact.md, Checks).
  * `states`: the tensors the program keeps between calls, each in a "state" buffer (docs/artifact.md, State).
+ * `dataCrc32`: the CRC-32 of the data, which holds the constants' bytes.
  */
 
 export const MAGIC = LIMITS.magic;
@@ -69,45 +72,90 @@ const MAX_NUMBER = LIMITS.max_number; // 2^53 - 1: every number JSON.parse reads
 const MAX_RANK = LIMITS.max_rank; // dimensions of an input, output, constant or state
 
 /**
- * Read and validate an artifact; `where` (a path, a URL, "<bytes>") begins every message.
+ * The container's fields (docs/artifact.md, Container): the header's CRC-32 and length, the data's length, and
+ * the file's, `32 + H + D`.
+ * @typedef {{headerCrc: number, headerLength: number, dataLength: number, size: number}} Container
+ */
+
+/**
+ * Read and validate an artifact held whole; `where` (a path, a URL, "<bytes>") begins every message. Its checks
+ * and their order are a streaming reader's (program.js's load): the container, the header, then the data.
  * @param {Uint8Array} raw
  * @param {string} where
  * @returns {ProgramSpec}
  */
 export function parse(raw, where) {
-  /** @param {string} msg */
-  const fail = (msg) => new ArtifactError(`${where}: ${msg}`);
+  const container = readContainer(raw.subarray(0, PREAMBLE), raw.length, where);
+  const spec = readHeader(raw.subarray(PREAMBLE, PREAMBLE + container.headerLength), container, where);
+  checkData(spec, crc32(raw.subarray(PREAMBLE + container.headerLength)), where);
+  return spec;
+}
+
+/**
+ * The preamble's fields, after its magic, version and lengths: `first` holds the file's first PREAMBLE bytes
+ * (all of a shorter file), `size` is the file's length where known before reading it (null: a download of
+ * unknown length, whose length `checkLength` checks when it ends).
+ * @param {Uint8Array} first
+ * @param {number | null} size
+ * @param {string} where
+ * @returns {Container}
+ */
+export function readContainer(first, size, where) {
   const magic = new TextEncoder().encode(MAGIC);
-  if (raw.length === 0 || raw.subarray(0, magic.length).some((b, i) => b !== magic[i])) {
-    throw fail(`not a webgpu_torch program (it does not start with ${MAGIC})`);
+  if (first.length === 0 || first.subarray(0, magic.length).some((b, i) => b !== magic[i])) {
+    throw new ArtifactError(`${where}: not a webgpu_torch program (it does not start with ${MAGIC})`);
   }
-  if (raw.length < PREAMBLE) throw fail(`truncated (${raw.length} bytes) — not a complete webgpu_torch program`);
-  const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+  if (first.length < PREAMBLE) throw new ArtifactError(`${where}: truncated (${first.length} bytes) — not a complete webgpu_torch program`);
+  const view = new DataView(first.buffer, first.byteOffset, PREAMBLE);
   const version = view.getUint32(8, true);
   if (version !== CONTAINER_VERSION) {
-    throw fail(`container version ${version}; this webgpu_torch reads version ${CONTAINER_VERSION} — recompile the model with this version`);
+    throw new ArtifactError(`${where}: container version ${version}; this webgpu_torch reads version ${CONTAINER_VERSION} — recompile the model with this version`);
   }
-  const headerCrc = view.getUint32(12, true);
-  const h = Number(view.getBigUint64(16, true));
-  const d = Number(view.getBigUint64(24, true));
-  const expected = PREAMBLE + h + d;
-  if (raw.length !== expected) {
-    const state = raw.length < expected ? 'truncated' : 'has trailing bytes';
-    throw fail(`${state}: ${count(raw.length)} bytes, the preamble says ${count(expected)}`);
-  }
-  if (h > MAX_HEADER) throw fail(`a header of ${count(h)} bytes is past the ${count(MAX_HEADER)} this reader takes`);
-  const text = raw.subarray(PREAMBLE, PREAMBLE + h);
-  if (crc32(text) !== headerCrc) throw fail('the header is damaged (checksum mismatch)');
+  const headerLength = Number(view.getBigUint64(16, true));
+  const dataLength = Number(view.getBigUint64(24, true));
+  const container = { headerCrc: view.getUint32(12, true), headerLength, dataLength, size: PREAMBLE + headerLength + dataLength };
+  if (size !== null) checkLength(size, container, where);
+  if (headerLength > MAX_HEADER) throw new ArtifactError(`${where}: a header of ${count(headerLength)} bytes is past the ${count(MAX_HEADER)} this reader takes`);
+  return container;
+}
+
+/**
+ * Refuse a file whose length is not the preamble's `32 + H + D`: `size` its length, or for a download of
+ * unknown length, what it held when it ended (a byte past the data: `Infinity`, "more than").
+ * @param {number} size
+ * @param {Container} container
+ * @param {string} where
+ */
+export function checkLength(size, container, where) {
+  if (size === container.size) return;
+  const state = size < container.size ? 'truncated' : 'has trailing bytes';
+  const held = Number.isFinite(size) ? count(size) : `more than ${count(container.size)}`;
+  throw new ArtifactError(`${where}: ${state}: ${held} bytes, the preamble says ${count(container.size)}`);
+}
+
+/**
+ * The program the header `text` describes, every rule of the contract checked, its own checksum first. Its
+ * constants are located in the data, not read: the data's checksum, `spec.dataCrc32`, is checked as it is
+ * read (checkData).
+ * @param {Uint8Array} text
+ * @param {Container} container
+ * @param {string} where
+ * @returns {ProgramSpec}
+ */
+export function readHeader(text, container, where) {
+  /** @param {string} msg */
+  const fail = (msg) => new ArtifactError(`${where}: ${msg}`);
+  if (text.length < container.headerLength) throw fail(`truncated: ${count(PREAMBLE + text.length)} bytes, the preamble says ${count(container.size)}`);
+  if (crc32(text) !== container.headerCrc) throw fail('the header is damaged (checksum mismatch)');
   let header;
   try {
     header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(text));
   } catch (e) {
     throw fail(`damaged header: ${String(/** @type {Error} */ (e).message).slice(0, 200) || 'nested too deeply'}`);
   }
-  const isObject = header !== null && typeof header === 'object' && !Array.isArray(header);
-  const data = raw.subarray(PREAMBLE + h);
-  if (isObject && crc32(data) !== header.data_crc32) throw fail('tensor data is damaged (checksum mismatch)');
-  if (!isObject) throw fail(`malformed program: the header is a JSON ${Array.isArray(header) ? 'array' : typeof header}, not an object`);
+  if (header === null || typeof header !== 'object' || Array.isArray(header)) {
+    throw fail(`malformed program: the header is a JSON ${Array.isArray(header) ? 'array' : typeof header}, not an object`);
+  }
   try {
     checkValues(header);
   } catch (e) {
@@ -117,13 +165,24 @@ export function parse(raw, where) {
   if (header.format !== FORMAT) {
     throw fail(`program format ${JSON.stringify(header.format)}; this webgpu_torch reads format ${FORMAT} — recompile the model with this version`);
   }
+  const { headerLength: h, dataLength: d } = container;
   if (h % ALIGN || d % ALIGN) throw fail(`malformed program: header length ${h} or data length ${d} is not a multiple of ${ALIGN}`);
   try {
-    return validate(header, data);
+    return validate(header, d);
   } catch (e) {
     if (e instanceof Invalid) throw fail(`malformed program: ${e.message}`);
     throw e;
   }
+}
+
+/**
+ * Refuse data whose CRC-32 (`crc`, of all D bytes) is not the header's.
+ * @param {ProgramSpec} spec
+ * @param {number} crc
+ * @param {string} where
+ */
+export function checkData(spec, crc, where) {
+  if (crc !== spec.dataCrc32) throw new ArtifactError(`${where}: tensor data is damaged (checksum mismatch)`);
 }
 
 /** A rule of the contract the header breaks (becomes an ArtifactError naming the file). */
@@ -251,10 +310,10 @@ function kind(v) {
 
 /**
  * @param {Record<string, any>} header
- * @param {Uint8Array} data
+ * @param {number} dataLength D, the data's length in bytes
  * @returns {ProgramSpec}
  */
-function validate(header, data) {
+function validate(header, dataLength) {
   const top = 'the header';
   const meta = object(optional(header, 'meta', {}), 'meta');
   const requires = list(optional(header, 'requires', []), 'requires').map((f) => str(f, 'feature'));
@@ -264,7 +323,9 @@ function validate(header, data) {
   const kernels = rawKernels.map((k, i) => readKernel(object(k, `kernel ${i}`), i, sources.length));
   kernels.forEach((k) => checkFallback(k, kernels));
   const buffers = list(field(header, 'buffers', top), 'buffers').map((b, i) => readBuffer(object(b, `buffer ${i}`), i));
-  const constants = readTensors(list(field(header, 'tensors', top), 'tensors'), buffers, data);
+  const constants = readTensors(list(field(header, 'tensors', top), 'tensors'), buffers, dataLength);
+  const dataCrc32 = field(header, 'data_crc32', top);
+  need(isInt(dataCrc32) && dataCrc32 >= 0 && dataCrc32 <= 0xffffffff, `data_crc32: ${String(JSON.stringify(dataCrc32)).slice(0, 40)} is not a CRC-32`);
   /** @param {unknown} e @param {string} what @returns {Expr} */
   const ex = (e, what) => {
     const p = expr.problem(e, symbols);
@@ -306,7 +367,7 @@ function validate(header, data) {
   const stateBuffers = buffers.flatMap((b, i) => (b.role === 'state' ? [i] : []));
   need(stated.join() === stateBuffers.join(), 'a state buffer that is not exactly one state\'s');
   need(outputs.every((t) => !stated.includes(t.buffer)), 'an output views a state buffer');
-  return { meta, requires, symbols, sources, kernels, buffers, constants, inputs, outputs, inputTree, outputTree, dispatches, checks, status, states };
+  return { meta, requires, symbols, sources, kernels, buffers, constants, dataCrc32, inputs, outputs, inputTree, outputTree, dispatches, checks, status, states };
 }
 
 /**
@@ -452,10 +513,10 @@ function readBuffer(b, i) {
 /**
  * @param {any[]} entries
  * @param {BufferSpec[]} buffers
- * @param {Uint8Array} data
+ * @param {number} dataLength
  * @returns {Map<number, Constant>}
  */
-function readTensors(entries, buffers, data) {
+function readTensors(entries, buffers, dataLength) {
   /** @type {Map<number, Constant>} */
   const out = new Map();
   for (const raw of entries) {
@@ -471,12 +532,12 @@ function readTensors(entries, buffers, data) {
     const size = packed ? packedSize(t, buffer, PACKED_BITS[dtype], shape)
       : shape.reduce((a, n) => a * n, 1) * DEVICE_SIZE[/** @type {DeviceDtype} */ (dtype)];
     need(nbytes === size && Math.min(0, ...shape) === 0 && offset >= 0 &&
-      offset % ALIGN === 0 && offset + nbytes <= data.length,
-    `tensor for buffer ${buffer} is mis-sized or out of bounds (shape ${JSON.stringify(shape)}, ${nbytes} bytes at ${offset}, data is ${data.length} bytes)`);
+      offset % ALIGN === 0 && offset + nbytes <= dataLength,
+    `tensor for buffer ${buffer} is mis-sized or out of bounds (shape ${JSON.stringify(shape)}, ${nbytes} bytes at ${offset}, data is ${dataLength} bytes)`);
     need(!out.has(buffer), `two tensors for buffer ${buffer}`);
     need(buffer >= 0 && buffer < buffers.length && buffers[buffer].role === 'constant', 'constant data for a buffer that is not a constant');
     need(nbytes <= buffers[buffer].size, `buffer ${buffer} (${buffers[buffer].name}): constant larger than buffer`);
-    out.set(buffer, { dtype, bytes: data.subarray(offset, offset + nbytes) });
+    out.set(buffer, { dtype, offset, nbytes });
   }
   buffers.forEach((b, i) => need(b.role !== 'constant' || out.has(i), `buffer ${i} (${b.name}): constant data is missing`));
   return out;

@@ -78,7 +78,7 @@ const REQUEST = new Set(['messages', 'stream', 'stream_options', 'temperature', 
 
 /**
  * A chat over the causal LM folder `folder` (Node) or URL (causal_lm.json, step.wgpt, its decoding programs;
- * tokenizer.json and a chat template for text). `options`: loadCausalLM's (`onProgress` as each program loads).
+ * tokenizer.json and a chat template for text). `options`: loadCausalLM's (`onLoaded` as each program is ready).
  * @param {URL | string} folder
  * @param {FolderOptions} [options]
  * @returns {Promise<Chat>}
@@ -392,13 +392,13 @@ class ReplyText {
 /**
  * A chat in a module Worker (chat_worker.js, beside this module), for a page: `completions` as Chat's — the
  * request's signal aborts the reply in the worker, a stream's chunks arrive as the worker makes them.
- * `options` as createChat's, cloneable but for `onProgress` (no `device`: the worker opens its own).
+ * `options` as createChat's, cloneable but for `onLoaded` and `onProgress` (no `device`: the worker opens its own).
  * @param {URL | string} folder a URL, or one relative to the page
  * @param {Omit<FolderOptions, 'device'>} [options]
  * @returns {Promise<WorkerChat>}
  */
 export async function createChatWorker(folder, options = {}) {
-  const { onProgress, ...rest } = options;
+  const { onLoaded, onProgress, ...rest } = options;
   const Comlink = await comlink();
   const worker = new Worker(new URL('./chat_worker.js', import.meta.url), { type: 'module' });
   try {
@@ -409,7 +409,8 @@ export async function createChatWorker(folder, options = {}) {
     });
     /** @type {import('comlink').Remote<import('./chat_worker.js').ChatHost>} */
     const remote = Comlink.wrap(worker);
-    const info = await remote.open(new URL(folder, location.href).href, rest, onProgress && Comlink.proxy(onProgress));
+    const info = await remote.open(new URL(folder, location.href).href, rest, onLoaded && Comlink.proxy(onLoaded),
+      onProgress && Comlink.proxy(onProgress));
     return new WorkerChat(worker, remote, info);
   } catch (e) {
     worker.terminate();

@@ -20,11 +20,12 @@ export class ChatHost {
    * Load the chat.
    * @param {string} folder a URL
    * @param {import('./program.js').LoadOptions} options
-   * @param {import('./generation.js').FolderOptions['onProgress']} onProgress the page's
+   * @param {import('./generation.js').FolderOptions['onLoaded']} onLoaded the page's
+   * @param {import('./program.js').LoadOptions['onProgress']} onProgress the page's
    * @returns {Promise<import('./chat.js').ChatInfo>}
    */
-  async open(folder, options, onProgress) {
-    const chat = await createChat(folder, { ...options, onProgress });
+  async open(folder, options, onLoaded, onProgress) {
+    const chat = await createChat(folder, { ...options, onLoaded, onProgress });
     this.chat = chat;
     return { model: chat.model, mode: chat.mode, maxLength: chat.maxLength };
   }

@@ -1,10 +1,11 @@
 // Running a program: everything is built once here, so a call only writes inputs, encodes and reads back.
 //
-// At construction (the spec already fitted to the device's features and tuned): checks against the
-// device's limits, buffers (constants uploaded, float16 ones widened where the device lacks shader-f16),
-// one shader module per source a dispatch uses, explicit bind group and pipeline layouts from each kernel's
-// `bindings`, one pipeline per kernel a dispatch runs, every dispatch's uniform in one uniform buffer, one
-// bind group per dispatch, and one mappable staging buffer for all outputs. A failure is a DeviceError.
+// Built in two halves around the constants' upload (program.js's load streams them in between; upload.js):
+// `allocate` checks the spec (fitted to the device's features) against the device's limits and makes its
+// buffers; `build`, for the spec tuned (the same buffers), makes one shader module per source a dispatch uses,
+// explicit bind group and pipeline layouts from each kernel's `bindings`, one pipeline per kernel a dispatch
+// runs, every dispatch's uniform in one uniform buffer, one bind group per dispatch, and one mappable staging
+// buffer for all outputs. A failure is a DeviceError, and destroys what was made.
 // A call: write the inputs, encode every dispatch into one compute pass of one command encoder, copy the
 // outputs' byte ranges into the staging buffer, submit once, map once.
 //
@@ -15,7 +16,7 @@
 import { foldGrid } from './artifact.js';
 import * as compileCost from './compile_cost.js';
 import { DeviceTensor } from './device_tensor.js';
-import { gather, ITEMSIZE, widenHalf } from './dtypes.js';
+import { gather, ITEMSIZE } from './dtypes.js';
 import { CallTimeout, DeviceError, DeviceIndexError, InputError } from './errors.js';
 import { envVar, isNode } from './env.js';
 import * as expr from './expr.js';
@@ -131,38 +132,77 @@ export function firstCallSeconds(spec, engine, timeout) {
 
 export class Executor {
   /**
-   * Build everything for `spec`, whose dispatches run as written (fitted to `features` and tuned).
+   * Build everything for `spec`, whose dispatches run as written (fitted to `features` and tuned), over buffers
+   * whose constants are already written: `borrowed` (allocate's).
    * @param {ProgramSpec} spec
    * @param {Gpu} gpu
    * @param {Set<string>} features the optional features this program may use
    * @param {ExecutorOptions} [options]
+   * @param {Map<number, GPUBuffer>} [borrowed]
    * @returns {Promise<Executor>}
    */
-  static async create(spec, gpu, features, options = {}) {
+  static async create(spec, gpu, features, options = {}, borrowed = new Map()) {
+    return (await Executor.allocate(spec, gpu, features, options, borrowed)).build(spec);
+  }
+
+  /**
+   * The first half of building: `spec` checked against the device's limits and its buffers allocated, for its
+   * constants to be written (upload.js) before `build`. `borrowed`: buffers by index that this program uses
+   * and never destroys instead of its own (a tuning probe's constants, the program's), besides those of
+   * `shareStates`.
+   * @param {ProgramSpec} spec
+   * @param {Gpu} gpu
+   * @param {Set<string>} features the optional features this program may use
+   * @param {ExecutorOptions} [options]
+   * @param {Map<number, GPUBuffer>} [borrowed]
+   * @returns {Promise<Executor>}
+   */
+  static async allocate(spec, gpu, features, options = {}, borrowed = new Map()) {
     const ex = new Executor(spec, gpu, features, options, await memoryCap(gpu, options.maxMemory));
-    const { device } = gpu;
+    await ex.scoped(() => ex.buildBuffers(borrowed));
+    return ex;
+  }
+
+  /**
+   * The second half: pipelines, bind groups, the readback and the plan for `spec`, the allocated program with
+   * each group of options resolved (tuning.js: the same buffers).
+   * @param {ProgramSpec} spec
+   * @returns {Promise<Executor>}
+   */
+  async build(spec) {
+    this.spec = spec;
+    await this.scoped(async () => {
+      await this.buildPipelines();
+      this.buildBindGroups();
+      this.buildReadback();
+      this.buildPlan();
+    });
+    if (!Object.keys(spec.symbols).length) this.prepare({});
+    return this;
+  }
+
+  /**
+   * Run `step` in the device's error scopes: what the engine refuses (validation, out of memory) becomes a
+   * DeviceError, and any failure destroys the executor.
+   * @param {() => unknown} step
+   */
+  async scoped(step) {
+    const { device } = this;
     device.pushErrorScope('out-of-memory');
     device.pushErrorScope('validation');
-    let built = false;
+    let done = false;
     try {
-      ex.buildBuffers();
-      await ex.buildPipelines();
-      ex.buildBindGroups();
-      ex.buildReadback();
-      ex.buildPlan();
-      built = true;
+      await step();
+      done = true;
     } finally {
       const invalid = await device.popErrorScope();
       const oom = await device.popErrorScope();
-      if (!built) ex.destroy();
-      if (built && (invalid || oom)) {
-        ex.destroy();
+      if (!done || invalid || oom) this.destroy();
+      if (done && (invalid || oom)) {
         const why = oom ? `it is out of memory: ${oneLine(oom.message)}` : oneLine(invalid?.message);
-        throw new DeviceError(`the ${gpu.engine} engine refused this program: ${why}`);
+        throw new DeviceError(`the ${this.gpu.engine} engine refused this program: ${why}`);
       }
     }
-    if (!Object.keys(spec.symbols).length) ex.prepare({});
-    return ex;
   }
 
   /**
@@ -277,28 +317,18 @@ export class Executor {
     }
   }
 
-  /** Buffers, and every constant written to its own: float16 widened to float32 where the device lacks shader-f16. */
-  buildBuffers() {
+  /**
+   * Every buffer, zero-filled (WebGPU's buffers start so), each of bufferSize's bytes: a float16 constant's
+   * doubled where the device lacks shader-f16 (upload.js writes it widened).
+   * @param {Map<number, GPUBuffer>} borrowed
+   */
+  buildBuffers(borrowed) {
     const { spec, device, features } = this;
     const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-    const shared = this.sharedStates();
+    const shared = new Map([...borrowed, ...this.sharedStates()]);
     this.buffers = spec.buffers.map((b, i) => shared.get(i) ?? device.createBuffer({ size: bufferSize(spec, i, features), usage, label: b.name || b.role }));
     this.borrowed = new Set(shared.values());
     this.scratch = this.buffers.filter((_, i) => spec.buffers[i].role === 'scratch');
-    for (const [i, c] of spec.constants) {
-      if (!c.bytes.length) continue;
-      let bytes = c.bytes;
-      if (c.dtype === 'f16' && !features.has('shader-f16')) {
-        const aligned = bytes.byteOffset % 2 ? bytes.slice() : bytes;
-        bytes = new Uint8Array(widenHalf(new Uint16Array(aligned.buffer, aligned.byteOffset, aligned.length / 2)).buffer);
-      }
-      if (bytes.length % 4) { // writes are 4-byte multiples: an odd count of float16 values gets a zero pad
-        const padded = new Uint8Array(roundUp(bytes.length, 4));
-        padded.set(bytes);
-        bytes = padded;
-      }
-      device.queue.writeBuffer(this.buffers[i], 0, bytes);
-    }
   }
 
   /** One module per source a dispatch uses, layouts from the kernels' bindings, one pipeline per kernel run. */

@@ -361,9 +361,10 @@ function settingsOf(options, info) {
 }
 
 /**
- * Load options, and `onProgress`: called as each program of the folder is loaded (read, validated, its
- * pipelines built), with how many are and of how many, and its file.
- * @typedef {LoadOptions & {onProgress?: (loaded: number, total: number, file: string) => void}} FolderOptions
+ * Load options, for each program of the folder (`onProgress` reports each one's bytes as they are read, its
+ * `source` naming the file), and `onLoaded`: called as each program is ready (read, validated, its pipelines
+ * built), with how many are and of how many, and its file.
+ * @typedef {LoadOptions & {onLoaded?: (loaded: number, total: number, file: string) => void}} FolderOptions
  */
 
 /**
@@ -373,12 +374,12 @@ function settingsOf(options, info) {
  * @returns {Promise<CausalLM>}
  */
 export async function loadCausalLM(base, options = {}) {
-  const { onProgress, ...rest } = options;
+  const { onLoaded, ...rest } = options;
   const { info, where } = await readInfo(base, 'causal_lm.json');
   checkFields(info, where, ['max_length', 'vocab_size'], []);
   const programs = /** @type {CausalLMInfo} */ (info).programs ?? [];
   let loaded = 0;
-  const done = (/** @type {string} */ file) => onProgress?.(++loaded, 1 + programs.length, file);
+  const done = (/** @type {string} */ file) => onLoaded?.(++loaded, 1 + programs.length, file);
   const step = await load(await within(base, 'step.wgpt'), rest);
   done('step.wgpt');
   return new CausalLM(step, /** @type {CausalLMInfo} */ (info), await loadPrograms(base, programs, step, rest, done));

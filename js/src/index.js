@@ -16,6 +16,7 @@ export { ArtifactError, CallTimeout, DeviceError, DeviceIndexError, InputError, 
 
 // The public types (`import type { HostTensor } from '@webgpu-torch/runtime'`).
 /** @typedef {import('./program.js').LoadOptions} LoadOptions */
+/** @typedef {import('./upload.js').Progress} Progress */
 /** @typedef {import('./program.js').Inputs} Inputs */
 /** @typedef {import('./program.js').Outputs} Outputs */
 /** @typedef {import('./program.js').DeviceOutputs} DeviceOutputs */

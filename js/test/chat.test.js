@@ -82,7 +82,7 @@ test('a conversation gets the replies Python generated, streamed or not, the cac
 test('loading reports each program of the folder as it is ready', { skip }, async () => {
   /** @type {[number, number, string][]} */
   const seen = [];
-  const chat = await createChat(FOLDER, { ...OPTIONS, onProgress: (loaded, total, file) => seen.push([loaded, total, file]) });
+  const chat = await createChat(FOLDER, { ...OPTIONS, onLoaded: (loaded, total, file) => seen.push([loaded, total, file]) });
   chat.destroy();
   const files = ['step', ...JSON.parse(readFileSync(join(FOLDER, 'causal_lm.json'), 'utf8')).programs].map((p) => `${p}.wgpt`);
   assert.deepEqual(seen.map(([loaded, total]) => [loaded, total]), files.map((_, i) => [i + 1, files.length]));

@@ -200,15 +200,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not parts or ".." in parts or not file.is_file():  # web/runtime is a link: no resolve() check
             return self.send_error(404)
         kind = "text/javascript" if file.suffix in (".js", ".mjs") else mimetypes.guess_type(file.name)[0]
-        self._send(file.read_bytes(), kind or "application/octet-stream")
+        with file.open("rb") as f:  # copied in pieces: an artifact of several GB is never held whole
+            self._head(kind or "application/octet-stream", file.stat().st_size)
+            shutil.copyfileobj(f, self.wfile, 1 << 22)
 
     def _send(self, body: bytes, kind: str):
+        self._head(kind, len(body))
+        self.wfile.write(body)
+
+    def _head(self, kind: str, length: int):
         self.send_response(200)
         self.send_header("content-type", kind)
-        self.send_header("content-length", str(len(body)))
+        self.send_header("content-length", str(length))
         self.send_header("cache-control", "no-store")
         self.end_headers()
-        self.wfile.write(body)
 
     def log_message(self, *args):  # quiet: the page shows what happens
         pass

@@ -110,6 +110,7 @@ def _container(raw: bytes) -> dict:
         "header_list": (pack([1, 2, 3], data), "not an object"),
         "deep_nesting": (pack(b"[" * 20_000 + b"]" * 20_000, data), "header"),
         "format_version": (edit(raw, at("format", 99)), "format 99"),
+        "data_crc32_value": (edit(raw, at("data_crc32", -1)), "is not a CRC-32"),
     }
 
 

@@ -1,10 +1,11 @@
 """Running a Program: everything is built once here, so a call only writes inputs, encodes and reads back.
 
 At construction (the program already fitted to the device's features and tuned: runtime/session.py's
-`open_executor`, as js/src/program.js's `load`): checks against the device's limits, buffers (constants uploaded),
-one shader module per source, explicit bind-group and pipeline layouts from each kernel's declared bindings,
-one pipeline per kernel a dispatch runs, all dispatch uniforms in one uniform buffer (written once), one bind
-group per dispatch, and one mappable staging buffer for all outputs. Any failure is a one-line DeviceError.
+`open_executor`, as js/src/program.js's `load`): checks against the device's limits, buffers (constants uploaded
+a chunk at a time), one shader module per source, explicit bind-group and pipeline layouts from each kernel's
+declared bindings, one pipeline per kernel a dispatch runs, all dispatch uniforms in one uniform buffer (written
+once), one bind group per dispatch, and one mappable staging buffer for all outputs. Any failure is a one-line
+DeviceError.
 A call: write the inputs, encode every dispatch into one compute pass of one command encoder, copy the
 outputs' byte ranges into the staging buffer, submit once, map once — all under the device's lock.
 
@@ -34,6 +35,11 @@ from .engine import Engine, default_timeout
 from .features import workgroup_problem
 
 _BUFFER_TYPE = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
+# Constants are written UPLOAD_CHUNK bytes at a time, and the queue drained after every UPLOAD_WINDOW bytes
+# (the engine keeps each write's staging copy until the queue has run it): a load holds that much host memory
+# beyond the file's map, whatever the program's size (js/src/upload.js: the same).
+UPLOAD_CHUNK = 1 << 22
+UPLOAD_WINDOW = 16 * UPLOAD_CHUNK
 
 
 def _interface(k) -> tuple[tuple[str, ...], int]:
@@ -157,10 +163,18 @@ class Executor:
         # 16-byte multiples: kernels may bind a buffer as an array of vec4.
         self.buffers = [self._shared.get(i) or device.create_buffer(size=_round_up(b.size, 16), usage=usage)
                         for i, b in enumerate(self.program.buffers)]
+        queued = 0
         for index, data in self.program.constants.items():
-            if data.nbytes:  # writes are 4-byte multiples: an odd count of 16-bit values gets a zero pad
-                pad = -data.nbytes % 4
-                device.queue.write_buffer(self.buffers[index], 0, data.tobytes() + bytes(pad) if pad else data)
+            raw = data.reshape(-1).view(np.uint8)  # a view of the file's map, for a loaded program
+            for at in range(0, raw.nbytes, UPLOAD_CHUNK):
+                piece = raw[at:at + UPLOAD_CHUNK]
+                if piece.nbytes % 4:  # writes are 4-byte multiples: an odd count of 16-bit values gets a zero pad
+                    piece = np.concatenate([piece, np.zeros(-piece.nbytes % 4, np.uint8)])
+                device.queue.write_buffer(self.buffers[index], at, piece)
+                queued += piece.nbytes
+                if queued >= UPLOAD_WINDOW:
+                    self.engine.drain("uploading the constants")
+                    queued = 0
         self._staged = {x.buffer: transfer.StagedInput(self.engine, self.buffers[x.buffer].size)
                         for x in self.program.inputs if self.program.buffers[x.buffer].size >= transfer.STAGED_BYTES}
 

@@ -5,7 +5,8 @@
 // options first; `?repeat=N` times N calls after the first (default 5).
 //
 // For a test driving the page: body[data-state] goes loading → ready → running → done (or error), and
-// `window.result` holds what the page last computed.
+// `window.result` holds what the page last computed. While artifacts load, a progress bar under the status
+// line shows the bytes read of them all (the runtime's onProgress), its value left at the end.
 
 import { chatPage } from './chat.js';
 import { halfArray, halfValues, isHalf } from './runtime/dtypes.js';
@@ -16,6 +17,7 @@ const params = new URLSearchParams(location.search);
 const options = {
   featureLevel: /** @type {'core' | 'compatibility'} */ (params.get('featureLevel') ?? 'core'),
   tune: params.get('tune') !== '0',
+  onProgress: showProgress,
 };
 const REPEAT = Number(params.get('repeat') ?? 5);
 /** @param {string} id */
@@ -29,6 +31,36 @@ const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 function status(state, text) {
   document.body.dataset.state = state;
   $('status').textContent = text;
+  $('progress').hidden = state !== 'loading';
+  if (state === 'loading') loading.clear();
+}
+
+/** @type {Map<string, import('./runtime/index.js').Progress>} the last report of each file loading, by name */
+const loading = new Map();
+
+/**
+ * The progress bar: the bytes read of every file loading (a folder's programs load together), and in the
+ * status line, those and the constants uploaded.
+ * @param {import('./runtime/index.js').Progress} p
+ */
+function showProgress(p) {
+  loading.set(p.source, p);
+  let bytes = 0;
+  let total = 0;
+  let tensors = 0;
+  let totalTensors = 0;
+  for (const q of loading.values()) {
+    bytes += q.bytes;
+    total += q.totalBytes;
+    tensors += q.tensors;
+    totalTensors += q.totalTensors;
+  }
+  const bar = /** @type {HTMLProgressElement} */ ($('progress'));
+  bar.max = total;
+  bar.value = bytes;
+  const mib = (/** @type {number} */ n) => (n / 2 ** 20).toFixed(n < 10 * 2 ** 20 ? 2 : 0);
+  $('status').textContent = `loading ${[...loading.keys()].map((k) => k.replace(/^.*\//, '')).join(', ')}: ` +
+    `${mib(bytes)} of ${mib(total)} MiB, ${tensors} of ${totalTensors} constants`;
 }
 
 /** @param {unknown} e */
@@ -272,15 +304,19 @@ async function anyProgram(program, name) {
     const times = [];
     for (let i = 0; i < REPEAT; i++) times.push((await timed(() => program.run({ args, kwargs })))[1]);
     const outputs = tensors(out);
-    rows($('outputs'), ['output', 'dtype', 'shape', 'mean', 'std', 'first values'], outputs.map(([path, t]) => {
-      const xs = Array.from(isHalf(t.dtype) ? halfValues(t.data, t.dtype) : t.data, Number); // 16-bit floats: their values
+    const values = outputs.map(([, t]) => Array.from(isHalf(t.dtype) ? halfValues(t.data, t.dtype) : t.data, Number)); // 16-bit floats: their values
+    rows($('outputs'), ['output', 'dtype', 'shape', 'mean', 'std', 'first values'], outputs.map(([path, t], i) => {
+      const xs = values[i];
       const mean = xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
       const std = Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, xs.length));
       return [path, t.dtype, `[${t.shape}]`, mean.toPrecision(4), std.toPrecision(4), xs.slice(0, 4).map((v) => +v.toPrecision(4)).join(', ')];
     }));
     timing('first call', ms(firstMs));
     if (times.length) timing(`per call (median of ${times.length})`, ms(median(times)));
-    /** @type {any} */ (window).result = { outputs: outputs.map(([path, t]) => ({ path, dtype: t.dtype, shape: t.shape })), callMs: median([firstMs, ...times]) };
+    /** @type {any} */ (window).result = {
+      outputs: outputs.map(([path, t], i) => ({ path, dtype: t.dtype, shape: t.shape, first: values[i].slice(0, 4) })),
+      callMs: median([firstMs, ...times]),
+    };
     const n = countLeaves(spec.outputTree);
     status('done', `${spec.dispatches.length} dispatches, ${n} output${n === 1 ? '' : 's'}`);
     button.disabled = false;
@@ -341,7 +377,7 @@ async function open(file) {
   if (file.type.startsWith('image/') && onDroppedImage) return onDroppedImage(file);
   if (!file.name.endsWith('.wgpt')) throw new Error(`${file.name}: drop a .wgpt file${onDroppedImage ? ' or an image' : ''}`);
   status('loading', `loading ${file.name}…`);
-  const [program, loadMs] = await timed(async () => load(new Uint8Array(await file.arrayBuffer()), options));
+  const [program, loadMs] = await timed(() => load(file, options)); // read in pieces, never whole
   $('timings').querySelector('tbody')?.replaceChildren();
   onDroppedImage = null;
   timing('load (validate, pipelines)', ms(loadMs));

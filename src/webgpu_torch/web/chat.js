@@ -36,14 +36,14 @@ export async function chatPage(config, page) {
   let stage = 'loading the model in a Web Worker';
   const say = () => page.status('loading', `${stage}… ${((performance.now() - loading) / 1e3).toFixed(0)} s`);
   const ticking = setInterval(say, 1000); // the page is live while the worker loads
-  const onProgress = (/** @type {number} */ loaded, /** @type {number} */ total, /** @type {string} */ file) => {
+  const onLoaded = (/** @type {number} */ loaded, /** @type {number} */ total, /** @type {string} */ file) => {
     [progress.value, progress.max] = [loaded, total];
     stage = `loaded ${file} (${loaded} of ${total} programs: read, validated, pipelines built)`;
     say();
   };
   let chat;
   try {
-    chat = await createChatWorker(config.folder, { ...page.options, onProgress });
+    chat = await createChatWorker(config.folder, { ...page.options, onLoaded });
   } finally {
     clearInterval(ticking);
     $('chat-load').hidden = true;
