@@ -9,6 +9,14 @@ form, tests/golden/README.md):
                                           those ids as the teacher, each step's logits ([steps, vocab])
     llama_tiny/                           a CausalLM folder and generate.json: prompt_ids (a list of ids),
                                           max_new_tokens, ids and logits as above
+    llama_tiny_beams/, florence2_tiny_beams/  folders compiled for beam search, whose generate.json holds no
+                                          greedy ids: only strategies
+    llama_tiny_chat/                      a CausalLM folder with a chat tokenizer (chat_fixture.py) and
+                                          chat.json: a conversation's turns, each a chat completion request
+                                          with its prompt_ids, ids, content and finish_reason as Python gave them
+
+A generate.json's `strategies` are other generations of the same prompt: each its `settings` (decoding.Options'
+keywords) and the `sequences` and `scores` Python generated (Generation's).
 """
 
 from __future__ import annotations
@@ -58,16 +66,26 @@ def write(name: str, session, calls: list[tuple[tuple, dict, object]]) -> None:
 
 
 def write_generation(name: str, stages, pixels: np.ndarray, prompt: np.ndarray, new_tokens: int,
-                     ids: list[int], logits: list[np.ndarray]) -> None:
+                     ids: list[int] | None, logits: list[np.ndarray] | None, strategies=()) -> None:
     stages.save(folder() / name)
-    record = {"pixel_values": tensor_json(pixels), "prompt_ids": tensor_json(prompt), "max_new_tokens": new_tokens,
-              "ids": ids, "logits": tensor_json(np.stack(logits))}
-    (folder() / name / "generate.json").write_text(json.dumps(record) + "\n")
+    record = {"pixel_values": tensor_json(pixels), "prompt_ids": tensor_json(prompt)}
+    _write_record(folder() / name, record, new_tokens, ids, logits, strategies)
 
 
-def write_causal_lm(name: str, lm, prompt: list[int], new_tokens: int, ids: list[int],
-                    logits: list[np.ndarray]) -> None:
+def write_causal_lm(name: str, lm, prompt: list[int], new_tokens: int, ids: list[int] | None,
+                    logits: list[np.ndarray] | None, strategies=()) -> None:
     lm.save(folder() / name)
-    record = {"prompt_ids": list(prompt), "max_new_tokens": new_tokens, "ids": ids,
-              "logits": tensor_json(np.stack(logits))}
-    (folder() / name / "generate.json").write_text(json.dumps(record) + "\n")
+    _write_record(folder() / name, {"prompt_ids": list(prompt)}, new_tokens, ids, logits, strategies)
+
+
+def strategy(settings: dict, generation) -> dict:
+    """A generate.json strategy: `settings` and what a generation.Generation with them gave."""
+    return {"settings": settings, "sequences": generation.sequences, "scores": generation.scores}
+
+
+def _write_record(path: Path, record: dict, new_tokens: int, ids, logits, strategies) -> None:
+    record["max_new_tokens"] = new_tokens
+    if ids is not None:
+        record |= {"ids": ids, "logits": tensor_json(np.stack(logits))}
+    record["strategies"] = list(strategies)
+    (path / "generate.json").write_text(json.dumps(record) + "\n")

@@ -2,10 +2,13 @@
 corpus, a catalogue of targeted well-signed edits (each breaks one rule of docs/artifact.md, or asks a kernel
 to run far longer than its data implies), and the worker that loads and runs them, reporting how each ended.
 
-    python -m tests.fuzz --write DIR [--random N] [--all]   # write the variants and DIR/index.json
+    python -m tests.fuzz --write DIR [--random N] [--all | --most N]   # write the variants and DIR/index.json
     python -m tests.fuzz --run DIR                          # run them in workers, print what failed
     python -m tests.fuzz --worker                           # read paths on stdin, print one JSON line each
     python -m tests.fuzz FILE                               # load FILE, call it once, print the outcome
+
+Variants are run under the process's limits (run the parent under `ulimit -v` to give the workers an
+address-space limit); `WEBGPU_TORCH_FUZZ_TIMEOUT` sets the call timeout (60 s).
 
 A random mutation either breaks bytes (the checksums must catch it) or edits the parsed header and writes it
 back with correct lengths and checksums, so the reader's validation — not the CRC — has to refuse it, or the
@@ -14,8 +17,10 @@ exits, deep nesting, wrong types, missing keys, values at the edges of their ran
 (`hostile`) is deterministic: divisions by zero and 5,000-digit integers wherever an expression or integer
 goes, ranks past 16, uniform layouts that disagree with their words, lone surrogates in every string, a
 buffer bound twice by one dispatch with a write, outputs whose dtype, buffer or grid disagree with what
-writes them, every uniform word set to 2³² − 1 (a loop bound), 24.8 GiB of scratch, a 200,000-term WGSL
-expression.
+writes them, every uniform word set to 2³² − 1 (a loop bound), 24.8 GiB of scratch and 3 GiB of state, a
+200,000-term WGSL expression, the costliest sources the compile-cost rules accept and the next size
+(tests/wgsl_cost.py), output classes no file may choose, what the runtimes once decided apart, an infinite
+loop (a clean timeout).
 
 A worker calls each program once with zeros at the dynamic sizes' hints (tuning on: options run too).
 """
@@ -23,6 +28,7 @@ A worker calls each program once with zeros at the dynamic sizes' hints (tuning 
 from __future__ import annotations
 
 import copy
+import functools
 import gc
 import itertools
 import json
@@ -38,8 +44,10 @@ from pathlib import Path
 
 import numpy as np
 
+from . import wgsl_cost
+
 GOLDEN = Path(__file__).parent / "golden"
-BASES = ("tiny", "mlp", "dynamic", "structured", "options", "weights_f16")
+BASES = ("tiny", "mlp", "dynamic", "structured", "options", "weights_f16", "state", "packed", "bfloat16")
 DEEP = "<5,000 nested lists>"  # put in as text: json would recurse
 HUGE = "<a 5,000-digit integer>"  # put in as text: json refuses to write one
 EDGES = [0, 1, -1, 3, 2**16 - 1, 2**16, 2**31 - 1, 2**31, 2**32, 2**53, -(2**31), 1.5, "x", "", None, True, [],
@@ -100,14 +108,13 @@ def _edit_header(rng: random.Random, header: dict) -> str:
         i = rng.randrange(len(header["sources"]))
         src = header["sources"][i]
         if kind == "wgsl_loop":
-            at = src.find("{", src.find("@compute"))
-            header["sources"][i] = src[:at + 1] + " loop { } " + src[at + 1:] if at >= 0 else src
+            header["sources"][i] = _looped(src)
         elif kind == "wgsl_nest":
             header["sources"][i] = src.replace("return", "return " + "(" * 5000 + "0" + ")" * 5000 + ";//", 1)
         else:
             cut = rng.randrange(len(src))
             header["sources"][i] = src[:cut] + "".join(rng.choice("{}();<>@ab1") for _ in range(20)) + src[cut:]
-        return kind
+        return INFINITE if kind == "wgsl_loop" else kind
     section = rng.choice([k for k in header if k != "sources"])  # each part of the header alike
     path = rng.choice([p for p in _paths(header) if p and p[0] == section])
     parent, key = _at(header, path[:-1]), path[-1]
@@ -140,7 +147,7 @@ def mutate(seed: int) -> tuple[bytes, str]:
     if r < 0.2:
         return raw[:rng.randrange(len(raw))], f"{base}: truncated"
     header, blob = parts(raw)
-    if r < 0.3:
+    if r < 0.3 and blob:
         data = bytearray(blob)
         for _ in range(16):
             data[rng.randrange(len(data))] = rng.randrange(256)
@@ -188,7 +195,7 @@ def _numbers(h: dict):
     big = [HUGE, 2**53, -(2**53), 2**64, 1e300]
     for path in [*_expression_sites(h), ("buffers", 0, "size"), ("dispatches", 0, "uniform", 0),
                  ("dispatches", 0, "grid", 0), ("format",), ("meta", "x"), ("data_crc32",),
-                 ("tensors", 0, "offset"), ("kernels", 0, "overrides", "X")]:
+                 *[("tensors", 0, "offset")][:len(h["tensors"])], ("kernels", 0, "overrides", "X")]:
         for v in big:
             yield f"{path} = {str(v)[:24]}", _setter(path, v)
     for site in _expression_sites(h):  # each term fits, what they compute does not
@@ -329,23 +336,30 @@ def _loop_words(h: dict):
 
 
 def _memory(h: dict):
-    """Scratch buffers of 127 MiB, each written by a copy of a dispatch that writes one: 200 of them (24.8 GiB)
-    and 8 (1 GiB, which every adapter we run on holds)."""
+    """Buffers of 127 MiB, each written by a copy of a dispatch that writes one: 200 scratch buffers (24.8 GiB),
+    8 (1 GiB, which every adapter we run on holds), 24 states (3 GiB); and 40 states no dispatch binds."""
     w = next(i for i, d in enumerate(h["dispatches"]) if "read_write" in h["kernels"][d["kernel"]]["bindings"])
 
-    def scratch(n):
+    def extra(n: int, role: str, bound: bool = True):
         def edit(h):
             d = h["dispatches"][w]
             slot = [b for b in h["kernels"][d["kernel"]]["bindings"] if b != "uniform"].index("read_write")
             for _ in range(n):
-                h["buffers"].append({"size": 127 << 20, "role": "scratch", "name": ""})
-                copy_ = {key: v for key, v in copy.deepcopy(d).items() if key not in ("options", "follows")}
-                copy_["buffers"][slot] = len(h["buffers"]) - 1
-                h["dispatches"].append(copy_)
+                h["buffers"].append({"size": 127 << 20, "role": role, "name": ""})
+                index = len(h["buffers"]) - 1
+                if role == "state":
+                    h.setdefault("states", []).append({"name": f"extra{index}", "buffer": index, "shape": [127 << 18],
+                                                       "dtype": "float32"})
+                if bound:
+                    copy_ = {key: v for key, v in copy.deepcopy(d).items() if key not in ("options", "follows")}
+                    copy_["buffers"][slot] = index
+                    h["dispatches"].append(copy_)
         return edit
 
-    yield "200 scratch buffers of 127 MiB", scratch(200)
-    yield "8 scratch buffers of 127 MiB", scratch(8)
+    yield "200 scratch buffers of 127 MiB", extra(200, "scratch")
+    yield "8 scratch buffers of 127 MiB", extra(8, "scratch")
+    yield "24 states of 127 MiB", extra(24, "state")
+    yield "40 unbound states of 127 MiB", extra(40, "state", bound=False)
     yield "a scratch buffer of 2^40 bytes", _setter(("buffers", h["dispatches"][w]["buffers"][0], "size"), 2**40)
 
 
@@ -362,12 +376,95 @@ def _complexity(h: dict):
     yield "a 100,000-swizzle chain in a kernel", expression(lambda n: "vec4(1.0)" + ".xyzw" * n, 100_000)
 
 
+def _compile_cost(h: dict):
+    """Each shape of tests/wgsl_cost.py's WORST at the largest size the rules accept in `tiny`, and one past,
+    before source 0 (used by the kernel where it is tiny's)."""
+    for name, (what, within, past) in _worst().items():
+        for size, (wgsl, call) in (("within the limits", within), ("past them", past)):
+            def edit(h, wgsl=wgsl, call=call):
+                h["sources"][0] = wgsl_cost.with_source(h["sources"][0], wgsl, call)
+            yield f"{name} ({what}), {size}", edit
+
+
+@functools.cache
+def _worst() -> dict:
+    return wgsl_cost.worst()
+
+
+def _classes(h: dict):
+    """Output classes a file must not choose (any dataclass, any function), on the output tree's root."""
+    names = ["webgpu_torch.packing.Packing", "webgpu_torch.runtime.engine.Engine", "builtins.eval", "os.system",
+             "collections.defaultdict", "transformers.modeling_outputs.BaseModelOutput", "torch.return_types.max"]
+    keys = [f"k{i}" for i in range(_leaves(h["output_tree"]))]
+    for name in names:
+        yield f"output tree a dict of class {name}", _setter(("output_tree",), {
+            "type": "dict", "keys": keys, "items": [{"type": "leaf"}] * len(keys), "class": name})
+        yield f"output tree a tuple of class {name}", _setter(("output_tree",), {
+            "type": "tuple", "items": [{"type": "leaf"}] * len(keys), "class": name})
+    yield "output tree a namedtuple of wrong fields", _setter(("output_tree",), {
+        "type": "tuple", "items": [{"type": "leaf"}] * len(keys), "class": "os.stat_result", "fields": ["st_mode"]})
+
+
+def _leaves(node: dict) -> int:
+    return 1 if node["type"] == "leaf" else sum(_leaves(n) for n in node.get("items", []))
+
+
+def _decided(h: dict):
+    """What the runtimes once decided differently: a constant of 100 dimensions, a kernel's `targets` null, a
+    NUL in an entry point or an override's name, a dynamic dimension named `__proto__` (which runs)."""
+    if h["tensors"]:
+        t = h["tensors"][0]
+        yield "a constant of 100 dimensions", _setter(("tensors", 0, "shape"), [1] * 99 + t["shape"])
+    yield "kernel 0 targets null", _setter(("kernels", 0, "targets"), None)
+    yield "kernel 0 entry point with a NUL", lambda h: h["kernels"][0].update(entry=h["kernels"][0]["entry"] + "\0x")
+    yield "kernel 0 an override named with a NUL", lambda h: h["kernels"][0].setdefault("overrides", {}).update(
+        {"A\0B": 1})
+    if h["symbols"]:
+        def proto(h):
+            (name,) = h["symbols"]
+            text = json.dumps(h).replace(json.dumps(name), json.dumps("__proto__"))
+            h.clear()
+            h.update(json.loads(text))
+        yield "a dynamic dimension named __proto__", proto
+
+
+def _infinite_loops(h: dict):
+    """An endless loop at the start of every source's first entry point: a clean timeout in every runtime."""
+    yield f"{INFINITE} in every source", endless
+
+
+def endless(h: dict) -> None:
+    h["sources"] = [_looped(source) for source in h["sources"]]
+
+
+def hostile_file(base: str, edit: Edit) -> bytes:
+    """Golden `base` with `edit` made to its header."""
+    header, blob = _base(base)
+    edit(header)
+    return _pack(header, blob)
+
+
+INFINITE = "an infinite loop"  # what a variant whose call may time out says
+
+
+# 2^32 barriers per workgroup: it ends, in hours. A loop compilers cannot drop (it synchronizes) nor refuse (Tint
+# does `loop { }`, which "does not exit").
+SPIN = " var spin = 0u; loop { workgroupBarrier(); spin += 1u; if spin == 0u { break; } } "
+
+
+def _looped(source: str) -> str:
+    at = source.find("{", source.find("@compute"))
+    return source[:at + 1] + SPIN + source[at + 1:] if at >= 0 else source
+
+
 FAMILIES = {"divisions": _divisions, "numbers": _numbers, "ranks": _ranks, "uniform_layouts": _uniform_layouts,
             "strings": _strings, "aliasing": _aliasing, "outputs": _outputs, "grids": _grids, "loops": _loops,
-            "loop_words": _loop_words, "memory": _memory, "complexity": _complexity}
-HOSTILE_BASES = ("mlp", "dynamic", "structured")
+            "loop_words": _loop_words, "memory": _memory, "complexity": _complexity, "compile_cost": _compile_cost,
+            "classes": _classes, "decided": _decided, "infinite_loops": _infinite_loops}
+HOSTILE_BASES = ("mlp", "dynamic", "structured", "state", "packed", "bfloat16")  # float32, dynamic, state, q4, q8
 # The suite's sample: this many targeted variants of each family (spread evenly over it), then RANDOM random
-# mutations. The catalogue has 1,631 variants (1,120 of them loop_words); `--all` writes every one.
+# mutations. The catalogue has 4,624 variants (3,352 of them loop_words); `--all` writes every one, `--most N`
+# at most N of each family.
 PER_FAMILY = {"loops": 64}
 DEFAULT_PER_FAMILY = 10
 RANDOM = 40
@@ -382,28 +479,27 @@ def catalogue() -> Iterator[tuple[str, str, str, Edit]]:
                 yield family, f"{base}: {family}: {what}", base, edit
 
 
-def hostile(sample: bool = False) -> Iterator[tuple[str, bytes]]:
-    """The targeted variants (with `sample`, the suite's share of each family): (what, the file's bytes)."""
+def hostile(sample: bool = False, most: int | None = None) -> Iterator[tuple[str, bytes]]:
+    """The targeted variants: with `sample`, the suite's share of each family; else at `most` so many of each
+    (None: all), spread evenly over it. (what, the file's bytes)."""
     by_family: dict[str, list] = {}
     for family, what, base, edit in catalogue():
         by_family.setdefault(family, []).append((what, base, edit))
     for family, items in by_family.items():
-        k = PER_FAMILY.get(family, DEFAULT_PER_FAMILY) if sample else len(items)
-        for what, base, edit in (items[i * len(items) // k] for i in range(min(k, len(items)))):
-            header, blob = _base(base)
-            edit(header)
-            yield what, _pack(header, blob)
+        k = min(len(items), PER_FAMILY.get(family, DEFAULT_PER_FAMILY) if sample else most or len(items))
+        for what, base, edit in (items[i * len(items) // k] for i in range(k)):
+            yield what, hostile_file(base, edit)
 
 
-def write(folder: Path, random_count: int, sample: bool = True) -> list[dict]:
-    """The targeted variants (the suite's sample, or all), then `random_count` random ones, as files in
-    `folder`, with index.json listing [{"file", "what"}] in order."""
+def write(folder: Path, random_count: int, sample: bool = True, most: int | None = None) -> list[dict]:
+    """The targeted variants (hostile()), then `random_count` random ones, as files in `folder`, with
+    index.json listing [{"file", "what"}] in order."""
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.wgpt"):
         old.unlink()
     randoms = ((f"random {seed}: {what}", data) for seed in range(random_count) for data, what in [mutate(seed)])
     index = []
-    for i, (what, data) in enumerate(itertools.chain(hostile(sample), randoms)):
+    for i, (what, data) in enumerate(itertools.chain(hostile(sample, most), randoms)):
         (folder / f"{i:04d}.wgpt").write_bytes(data)
         index.append({"file": f"{i:04d}.wgpt", "what": what})
     (folder / "index.json").write_text(json.dumps(index, indent=0) + "\n")
@@ -471,7 +567,9 @@ def run(paths: list[Path], command: list[str], env: dict, timeout: float, cwd: P
             child.kill()
 
 
-CALL_TIMEOUT = 60  # seconds (WEBGPU_TORCH_TIMEOUT in the workers): no call may take longer (lavapipe, busy, is slow)
+# Seconds (WEBGPU_TORCH_TIMEOUT in the workers): no call may take longer (lavapipe, busy, is slow), but those of a
+# variant that injects INFINITE loops, which must end so. WEBGPU_TORCH_FUZZ_TIMEOUT sets another.
+CALL_TIMEOUT = float(os.environ.get("WEBGPU_TORCH_FUZZ_TIMEOUT", 60))
 GRACE = 120  # seconds past it before a silent worker is hung (lavapipe compiles slowly)
 CLEAN = ("ran", "refused at load", "refused at run")
 
@@ -487,7 +585,7 @@ def replay(folder: Path, index: list[dict], env: dict) -> tuple[Counter, list[st
     for v, result in zip(index, results, strict=True):
         kind = "timed out" if "did not finish within" in result.get("message", "") else result["outcome"]
         outcomes[kind] += 1
-        if kind not in CLEAN:
+        if kind not in CLEAN and not (kind == "timed out" and INFINITE in v["what"]):
             failures.append(f"{v['what']}: {kind}: {result.get('error', '')} {result.get('message', '')[:300]}")
         elif "\n" in result.get("message", ""):
             failures.append(f"{v['what']}: a message of several lines: {result['message'][:300]}")
@@ -513,7 +611,8 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--write"]:
         folder, rest = Path(sys.argv[2]), sys.argv[3:]
         count = int(rest[rest.index("--random") + 1]) if "--random" in rest else RANDOM
-        index = write(folder, count, sample="--all" not in rest)
+        most = int(rest[rest.index("--most") + 1]) if "--most" in rest else None
+        index = write(folder, count, sample="--all" not in rest and most is None, most=most)
         print(f"{len(index)} variants in {folder}")
     elif sys.argv[1:2] == ["--run"]:
         folder = Path(sys.argv[2])

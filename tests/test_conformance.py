@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from webgpu_torch.format import artifact, limits, program, symbolic
+from webgpu_torch.format import artifact, compile_cost, limits, program, symbolic, tree
 from webgpu_torch.format.errors import ArtifactError, DeviceError
-from webgpu_torch.runtime import executor, fit, generation, session, tuning
+from webgpu_torch.runtime import decoding, executor, fit, generation, memory, session, tuning
 
 from .conformance.make import StandInStages, python_limits
 
@@ -110,9 +110,62 @@ def test_generation_info_and_stopping_rules():
     for case in v["generate"]:
         stage = StandInStages(case["chosen"])
         model = generation.Seq2Seq(stage, stage, stage, case["info"])
-        ids, _ = model.generate(np.zeros((1, 3, 4, 4), np.float32), np.zeros((1, 2), np.int64),
-                                max_new_tokens=case["max_new_tokens"])
+        ids = model.generate(np.zeros((1, 3, 4, 4), np.float32), np.zeros((1, 2), np.int64),
+                             max_new_tokens=case["max_new_tokens"]).ids
         assert ids == case["ids"], case
+
+
+def test_generation_draws_settings_and_stop_strings():
+    v = _vectors("generation")
+    for case in v["uniforms"]:
+        draws = decoding.uniforms(int(case["seed"]))
+        assert [next(draws) for _ in case["draws"]] == case["draws"], case
+    for case in v["settings"]:
+        if "error" in case:
+            with pytest.raises(ValueError, match=_literal(case["error"])):
+                decoding.options(**case["settings"])
+        else:
+            assert decoding.options(**case["settings"]).sampler_params() == case["params"], case
+    for case in v["stops"]:
+        assert decoding.completes_stop(case["text"], len(case["before"]), case["stop_strings"]) == case["stops"], case
+    for case in v["streams"]:
+        texts = iter(case["texts"])
+        decode = lambda ids, texts=texts: next(texts)  # noqa: E731  (the stream's successive decodings)
+        assert list(generation.text_stream(range(len(case["texts"])), decode)) == case["pieces"]
+
+
+def test_beam_search_bookkeeping():
+    for case in _vectors("generation")["beams"]:
+        search = decoding.BeamSearch(case["num_beams"], case["vocab_size"], case["max_new_tokens"], tuple(case["eos"]),
+                                     case["length_penalty"], case["early_stopping"])
+        for step in case["steps"]:
+            assert search.keep == len(step["indices"]) and not search.done
+            assert search.step(step["values"], step["indices"]) == (step["tokens"], step["beams"]), (case, step)
+            assert search.done == step["done"]
+        results = search.results(case["num_beams"])
+        assert [h.tokens for h in results] == case["sequences"] and [h.score for h in results] == case["scores"]
+
+
+def test_compile_cost():
+    for case in _vectors("compile_cost")["cases"]:
+        assert compile_cost.problem(case["source"]) == case["problem"], case["about"]
+
+
+def test_output_classes():
+    for case in _vectors("classes")["cases"]:
+        got = tree.class_problem(case["node"])
+        assert (got is None) if case["problem"] is None else case["problem"] in got, case["node"]
+
+
+def test_memory_cap():
+    for case in _vectors("memory")["cases"]:
+        assert vars(memory.decide(case["kind"], case["device_local"], case["rooms"])) == case["cap"], case
+
+
+def test_first_call_timeout():
+    for case in _vectors("timeouts")["first_call"]:
+        p = artifact.load(GOLDEN / f"{case['file']}.wgpt")
+        assert executor.first_call_seconds(p, case["engine"], case["timeout"]) == case["seconds"], case
 
 
 def test_a_program_needing_a_feature_the_device_lacks_is_refused_by_name():

@@ -1,19 +1,25 @@
-"""A Llama-architecture causal LM (models/llama.py) at a reduced size: its decoder step compiled over a static
-KV cache kept as state, greedy generation against transformers' own generate (random seeded weights)."""
+"""A Llama-architecture causal LM (models/llama.py) at a reduced size: its decoder step and prefill compiled over
+a static KV cache kept as their shared state; greedy, sampled and beam-searched generation against transformers'
+own generate and logits processors (random seeded weights)."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
 
-from webgpu_torch.runtime.generation import CausalLM
+from webgpu_torch.runtime import decoding
+from webgpu_torch.runtime.generation import CausalLM, text_stream
+from webgpu_torch.tools.models import generation_reference as reference
 from webgpu_torch.tools.models import llama
 
-from . import corpus
+from . import chat_fixture, corpus
 
 pytestmark = pytest.mark.e2e
 
 NEW_TOKENS, MAX_LENGTH = 20, 48
+CHAT_TOKENS, CHAT_MAX_LENGTH = 16, 128  # a chat's reply, its cache: a turn's prompt with the template is ~40 ids
 LOGIT_TOLERANCE = 1e-3  # as Florence-2's: teacher-forced logits relative to the logit scale
 
 
@@ -22,6 +28,12 @@ def model_and_lm():
     model = llama.build("tiny", seed=0)
     model.generation_config.eos_token_id = None  # all 20 tokens on both sides
     return model, llama.compile_step(model, MAX_LENGTH)
+
+
+@pytest.fixture(scope="module")
+def beam_lm(model_and_lm):
+    model, _ = model_and_lm
+    return llama.compile_step(model, MAX_LENGTH, num_beams=3)
 
 
 def test_the_base_size_has_over_100m_parameters():
@@ -45,26 +57,101 @@ def test_generation_matches_transformers(model_and_lm, seed):
     model, lm = model_and_lm
     prompt = llama.sample_prompt(model, 3 + 3 * seed, seed)
     want_ids, want_logits = llama.reference_generate(model, prompt, NEW_TOKENS)
-    _, logits = lm.generate(prompt, NEW_TOKENS, teacher=want_ids)
+    logits = lm.generate(prompt, NEW_TOKENS, teacher=want_ids).logits
     error = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(logits, want_logits, strict=True))
     assert error <= LOGIT_TOLERANCE, f"teacher-forced logits off by {error:.2e} of the scale"
-    ids, _ = lm.generate(prompt, NEW_TOKENS)
+    ids = lm.generate(prompt, NEW_TOKENS).ids
     assert ids == want_ids
+
+
+@pytest.mark.parametrize("length", [1, 2, 31])
+def test_the_prompt_runs_in_one_prefill_call(model_and_lm, length):
+    """A prompt of two tokens or more is one prefill call writing cache rows 0 .. T - 1 (one token runs as a
+    step): the first token's logits, and every step after it reading that cache, are transformers'."""
+    model, lm = model_and_lm
+    prefill = lm.programs["prefill"].program
+    assert [s.name for s in prefill.states] == [s.name for s in lm.step.program.states] and prefill.symbols
+    prompt = llama.sample_prompt(model, length - 1, seed=length)
+    want_ids, want_logits = llama.reference_generate(model, prompt, 8)
+    logits = lm.generate(prompt, 8, teacher=want_ids).logits
+    error = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(logits, want_logits, strict=True))
+    assert error <= LOGIT_TOLERANCE, f"teacher-forced logits off by {error:.2e} of the scale"
+    assert lm.generate(prompt, 8).ids == want_ids
+
+
+@pytest.mark.parametrize("settings", [
+    {"num_return_sequences": 3},
+    {"eos": 3, "early_stopping": True, "num_return_sequences": 2},
+    {"eos": 3, "early_stopping": "never", "length_penalty": 0.6},
+    {"eos": 5, "length_penalty": 1.5, "num_return_sequences": 3},
+])
+def test_beam_search_returns_transformers_sequences_and_scores(model_and_lm, beam_lm, settings):
+    """Caches carried per beam and reordered on the GPU; the bookkeeping (decoding.BeamSearch) as transformers'.
+    `eos`: the position in greedy output of a token made EOS, so that beams end at different lengths."""
+    model, lm = model_and_lm
+    settings = dict(settings)
+    prompt = llama.sample_prompt(model, 6, seed=7)
+    if "eos" in settings:
+        settings["eos_token_id"] = lm.generate(prompt, 12).ids[settings.pop("eos")]
+    count = settings.pop("num_return_sequences", 1)
+    want, scores = llama.reference_beams(model, prompt, 12, 3, **settings)
+    got = beam_lm.generate(prompt, 12, num_beams=3, num_return_sequences=count, **settings)
+    passed, summary = reference.check_beams(got, want[:count], scores[:count], pad=-1)
+    assert passed, summary
+    assert got.ids == got.sequences[0] and len(got.sequences) == count
+
+
+@pytest.mark.parametrize("settings", [
+    {"temperature": 0.7, "top_k": 20},
+    {"top_k": 0, "top_p": 0.8, "repetition_penalty": 1.3},
+    {"temperature": 1.4, "min_p": 0.1, "top_p": 0.95, "top_k": 50},
+])
+def test_sampling_draws_from_transformers_filtered_distribution(model_and_lm, settings):
+    """Step by step: the GPU keeps transformers' token set with its probabilities, and picks the token that the
+    same uniform draw picks from transformers' distribution; the draws of another seed do not."""
+    model, lm = model_and_lm
+    prompt = llama.sample_prompt(model, 5, seed=11)
+    ids = lm.generate(prompt, 16, do_sample=True, seed=5, **settings).ids
+    assert lm.generate(prompt, 16, do_sample=True, seed=5, **settings).ids == ids  # seeded: reproducible
+    o = decoding.options(do_sample=True, seed=5, max_new_tokens=16, **settings)
+    ours = lm.generate(prompt, 16, teacher=ids).logits
+    probe = reference.probe(lm.info["vocab_size"], MAX_LENGTH)
+    passed, summary = reference.check_sampled(ids, prompt, reference.teacher_logits(model, prompt, ids), ours, o, probe)
+    assert passed, summary
+    other = decoding.options(do_sample=True, seed=6, max_new_tokens=16, **settings)
+    assert not reference.check_sampled(ids, prompt, reference.teacher_logits(model, prompt, ids), ours, other,
+                                       probe)[0]
+
+
+def test_streams_ids_and_text_and_stops_at_stop_strings(model_and_lm):
+    model, lm = model_and_lm
+    prompt = llama.sample_prompt(model, 4, seed=2)
+    ids = lm.generate(prompt, 12).ids
+    assert list(lm.stream(prompt, 12)) == ids
+    letters = lambda ids: "".join(chr(ord("a") + i % 26) for i in ids)  # noqa: E731  (a tokenizer's decode)
+    assert "".join(text_stream(lm.stream(prompt, 12), letters)) == letters(ids)
+    stop = letters(ids[5:7])
+    stopped = lm.generate(prompt, 12, stop_strings=[stop], tokenizer=letters).ids
+    assert stop in letters(stopped) and stop not in letters(stopped[:-1])
+    with pytest.raises(ValueError, match="stop_strings need a tokenizer"):
+        lm.generate(prompt, 12, stop_strings=[stop])
+    with pytest.raises(ValueError, match="beam search needs a beams program"):
+        lm.generate(prompt, 12, num_beams=2)
 
 
 def test_eos_stops_generation_a_step_late_and_a_long_request_is_refused(model_and_lm):
     model, lm = model_and_lm
     prompt = llama.sample_prompt(model, 4, 0)
-    ids, _ = lm.generate(prompt, NEW_TOKENS)
+    ids = lm.generate(prompt, NEW_TOKENS).ids
     lm.info["eos_token_id"] = ids[5]
     try:
-        stopped, _ = lm.generate(prompt, NEW_TOKENS)
+        stopped = lm.generate(prompt, NEW_TOKENS).ids
     finally:
         lm.info["eos_token_id"] = None
     assert stopped == ids[:ids.index(ids[5]) + 1]
-    assert lm.generate(prompt, NEW_TOKENS)[0] == ids  # the discarded step left nothing a later call sees
+    assert lm.generate(prompt, NEW_TOKENS).ids == ids  # the discarded step left nothing a later call sees
     longest = MAX_LENGTH - len(prompt) + 1  # the last token is never fed back: the cache's last row is its own
-    assert len(lm.generate(prompt, longest)[0]) == longest
+    assert len(lm.generate(prompt, longest).ids) == longest
     with pytest.raises(ValueError, match=f"need {MAX_LENGTH + 1} cache rows; this step's cache holds {MAX_LENGTH}"):
         lm.generate(prompt, longest + 1)
 
@@ -73,11 +160,47 @@ def test_save_load_and_the_javascript_runtime(model_and_lm, tmp_path):
     """The JavaScript runtime's tests generate from the same step and prompt and must give these ids."""
     model, lm = model_and_lm
     prompt = llama.sample_prompt(model, 5, seed=3)
-    ids, _ = lm.generate(prompt, NEW_TOKENS)
+    ids = lm.generate(prompt, NEW_TOKENS).ids
     lm.save(tmp_path)
-    assert CausalLM.load(tmp_path).generate(prompt, NEW_TOKENS)[0] == ids
-    _, logits = lm.generate(prompt, NEW_TOKENS, teacher=ids)
-    corpus.write_causal_lm("llama_tiny", lm, prompt, NEW_TOKENS, ids, logits)
+    assert CausalLM.load(tmp_path).generate(prompt, NEW_TOKENS).ids == ids
+    logits = lm.generate(prompt, NEW_TOKENS, teacher=ids).logits
+    sampled = {"do_sample": True, "temperature": 0.8, "top_k": 30, "top_p": 0.9, "repetition_penalty": 1.2, "seed": 9}
+    corpus.write_causal_lm("llama_tiny", lm, prompt, NEW_TOKENS, ids, logits,
+                           [corpus.strategy(sampled, lm.generate(prompt, NEW_TOKENS, **sampled))])
+
+
+def test_beam_search_is_written_for_the_javascript_runtime(model_and_lm, beam_lm, tmp_path):
+    model, _ = model_and_lm
+    prompt = llama.sample_prompt(model, 5, seed=3)
+    settings = {"num_beams": 3, "num_return_sequences": 3, "eos_token_id": 7, "length_penalty": 0.8}
+    beam_lm.save(tmp_path)  # save and load keep the beam programs
+    loaded = CausalLM.load(tmp_path)
+    got = loaded.generate(prompt, 14, **settings)
+    assert got.sequences == beam_lm.generate(prompt, 14, **settings).sequences
+    corpus.write_causal_lm("llama_tiny_beams", beam_lm, prompt, 14, None, None, [corpus.strategy(settings, got)])
+
+
+def test_a_chat_is_written_for_the_javascript_runtime(tmp_path):
+    """A conversation for the JavaScript chat (js/test/chat.test.js): a tiny Llama (its EOS, 2, kept) in a
+    folder with a chat tokenizer (chat_fixture.py), and each turn's request with the reply the Python runtime
+    generates for its prompt ids. The turns continue one conversation, so the chat reuses its cache; the last
+    samples."""
+    model = llama.build("tiny", seed=0)
+    lm = llama.compile_step(model, CHAT_MAX_LENGTH)
+    folder = corpus.folder() / "llama_tiny_chat"
+    lm.save(folder)
+    tokenizer = chat_fixture.write(folder, model.config.vocab_size)
+    assert tokenizer.eos_token_id in [lm.info["eos_token_id"]]  # the chat stops at either: here they are one
+    messages = [{"role": "user", "content": "Hello! How are you today?"}]
+    turns = []
+    for follow_up, settings in [(None, {}), ("Tell me more about WebGPU, please.", {}),
+                                (None, {"temperature": 0.8, "top_p": 0.9, "seed": 5})]:
+        if follow_up:
+            messages += [{"role": "assistant", "content": turns[-1]["content"]}, {"role": "user", "content": follow_up}]
+        request = {"messages": list(messages), "max_tokens": CHAT_TOKENS, "temperature": 0, **settings}
+        turns.append({"request": request, **chat_fixture.reply(lm, tokenizer, messages, CHAT_TOKENS, **settings)})
+    assert len(turns[1]["prompt_ids"]) + CHAT_TOKENS <= CHAT_MAX_LENGTH
+    (folder / "chat.json").write_text(json.dumps({"turns": turns}, indent=1) + "\n")
 
 
 def test_torchao_int4_weights_stay_packed_and_generate_as_transformers():
@@ -90,7 +213,7 @@ def test_torchao_int4_weights_stay_packed_and_generate_as_transformers():
     assert {p.bits for p in lm.step.program.packings.values()} == {4}
     prompt = llama.sample_prompt(model, 6, 0)
     want_ids, want_logits = llama.reference_generate(model, prompt, NEW_TOKENS)
-    _, logits = lm.generate(prompt, NEW_TOKENS, teacher=want_ids)
+    logits = lm.generate(prompt, NEW_TOKENS, teacher=want_ids).logits
     error = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(logits, want_logits, strict=True))
     assert error <= LOGIT_TOLERANCE, f"teacher-forced logits off by {error:.2e} of the scale"
-    assert lm.generate(prompt, NEW_TOKENS)[0] == want_ids
+    assert lm.generate(prompt, NEW_TOKENS).ids == want_ids

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import webgpu_torch
+from webgpu_torch.compiler import frontend
 from webgpu_torch.format import tree
 
 from .helpers import Fn, assert_close, reference, seeded
@@ -81,17 +82,57 @@ def test_a_class_that_is_not_loaded_gives_a_record_that_indexes_like_a_model_out
 
 
 @pytest.mark.parametrize("name", ["os.system", "builtins.eval", "collections.abc.Mapping", "antigravity.geohash",
-                                  "tests.test_outputs.Pair.low"])
+                                  "tests.test_outputs.Pair.low", "webgpu_torch.packing.Packing",
+                                  "webgpu_torch.runtime.engine.Engine", "collections.defaultdict"])
 @pytest.mark.host
 def test_a_class_name_from_a_file_never_imports_or_calls_anything_but_a_container(name):
+    """A reader refuses such a file (tree.class_problem); built anyway, the tree calls none of these."""
     loaded = set(sys.modules)
+    assert tree.class_problem(_spec(name)) and tree.class_problem(_spec(name, "tuple"))
     assert type(tree.unflatten(_spec(name), [1, 2])) is tree.Record
     assert set(sys.modules) == loaded
 
 
+class Checked(Pair):
+    def __new__(cls, *args):
+        raise AssertionError("a namedtuple's own code ran")
+
+
 @pytest.mark.host
-def test_class_names_are_module_qualified_and_resolve_to_the_class():
-    for cls in (collections.OrderedDict, collections.defaultdict, Pair, torch.return_types.max, torch.Size):
-        assert tree.loaded_class(tree.class_name(cls)) is cls
-    out = tree.unflatten(_spec(tree.class_name(collections.defaultdict)), [np.zeros(1), 2])
-    assert type(out) is collections.defaultdict and out.default_factory is None and out["hidden"] == 2
+def test_recorded_classes_are_the_allowlist_and_come_back_without_running_their_code():
+    flat = torch.utils._pytree.tree_flatten
+    named = frontend.treespec_to_json(flat(Pair(1, 2))[1])
+    assert named == {"type": "tuple", "items": [tree.LEAF] * 2, "class": "tests.test_outputs.Pair",
+                     "fields": ["low", "high"]}
+    assert tree.unflatten({**named, "class": tree.class_name(Checked)}, [1, 2]) == Checked._make([1, 2])
+    assert type(tree.unflatten(named, [1, 2])) is Pair
+    ordered = frontend.treespec_to_json(flat(collections.OrderedDict(a=1))[1])
+    assert type(tree.unflatten(ordered, [1])) is collections.OrderedDict
+    for plain in (collections.defaultdict(None, a=1), torch.Size([1])):  # recorded as their plain containers
+        assert "class" not in frontend.treespec_to_json(flat(plain)[1])
+    assert type(tree.unflatten(_spec("torch.return_types.max", "tuple"), [1, 2])) is torch.return_types.max
+    assert tree.unflatten(_spec("torch.return_types.max", "tuple") | {"items": [tree.LEAF] * 3}, [1, 2, 3]) == (1, 2, 3)
+
+
+@pytest.mark.host
+def test_a_model_output_is_built_from_its_own_fields_only(monkeypatch):
+    import dataclasses
+    import types
+
+    from transformers.modeling_outputs import BaseModelOutput, ModelOutput
+
+    @dataclasses.dataclass
+    class Strict(ModelOutput):  # ModelOutput.__post_init__ refuses a later field whose default is not None
+        first: object = None
+        second: int = 3
+
+    module = types.ModuleType("strict_outputs")
+    module.Strict, Strict.__module__, Strict.__qualname__ = Strict, module.__name__, "Strict"
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+
+    def spec(cls, *keys):
+        return {"type": "dict", "keys": list(keys), "items": [tree.LEAF] * len(keys), "class": tree.class_name(cls)}
+
+    assert type(tree.unflatten(spec(BaseModelOutput, "last_hidden_state"), [np.zeros(1)])) is BaseModelOutput
+    assert type(tree.unflatten(spec(BaseModelOutput, "bogus"), [np.zeros(1)])) is tree.Record
+    assert type(tree.unflatten(spec(Strict, "first"), [np.zeros(1)])) is tree.Record

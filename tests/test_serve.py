@@ -1,13 +1,15 @@
 """`webgpu-torch serve`: the page in headless Chromium (SwiftShader) — MiniLM's similarity heat map matching
-eager PyTorch on Python's tokens, Florence-2 and the causal LM generating the Python runtime's ids token by
-token with their times and tokens/s, any artifact run with random inputs — and the runtime's tokenizer helper,
-which the page uses, against transformers' on awkward text. Screenshots land in build/screenshots/
-(docs/serve_minilm.png is one)."""
+eager PyTorch on Python's tokens, Florence-2 generating the Python runtime's ids token by token with their
+times, the causal LM's chat (in a Web Worker) streaming the replies the Python runtime generates, in token ids
+or through a chat template, with time to first token, tokens/s and a stop button, any artifact run with random
+inputs — and the runtime's tokenizer helper, which the page uses, against transformers' on awkward text.
+Screenshots land in build/screenshots/ (docs/serve_minilm.png, docs/serve_chat.png are copies)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import torch
 from webgpu_torch.tools import cli, serve
 from webgpu_torch.tools.headless import Chromium
 
+from . import chat_fixture
 from .helpers import assert_close
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -142,34 +145,152 @@ def test_the_page_generates_florence2_tokens(tmp_path):
     result, config = page["result"], site.config
     assert len(result["ids"]) == len(result["stepMs"]) == config["maxNewTokens"]
     pixels = np.array(result["pixels"], np.float32).reshape(1, 3, config["imageSize"], config["imageSize"])
-    want, _ = Seq2Seq.load(site.model).generate(pixels, np.array([config["prompt"]]), config["maxNewTokens"])
+    want = Seq2Seq.load(site.model).generate(pixels, np.array([config["prompt"]]), config["maxNewTokens"]).ids
     assert result["ids"] == want
     assert all(str(i) in page["text"] for i in want)  # every token is on the page, with its time
     assert page["text"].count(" ms") >= len(want)
 
 
+def _chat(site: serve.Site, messages: list[str], shot: str, stop: str | None = None) -> tuple[dict, str]:
+    """Load the chat page for `site` in headless Chromium, send each message and wait for its reply; then send
+    `stop`, if given, with 64 max tokens and press Stop once its reply shows a piece. Save a screenshot;
+    window.result and the chat's text."""
+    server = serve.start(site)
+    ready = "['ready', 'error'].includes(document.body?.dataset.state) && document.body.dataset.state"
+    shown = "document.querySelector('#messages li.assistant:last-child p')?.textContent"
+    try:
+        with Chromium("swiftshader") as browser:
+            browser.open(f"http://127.0.0.1:{server.server_address[1]}/{QUERY}")
+            assert browser.wait_for(ready, timeout=600) == "ready", browser.console()
+            for i, message in enumerate([*messages, *([stop] if stop else [])]):
+                if i == len(messages):
+                    browser.evaluate("document.getElementById('max-tokens').value = 64")
+                browser.evaluate(f"document.getElementById('message').value = {json.dumps(message)}; "
+                                 "document.getElementById('send').click()")
+                if i == len(messages):
+                    browser.wait_for(shown, timeout=300, poll=0.02)
+                    browser.evaluate("document.getElementById('stop').click()")
+                state = browser.wait_for(DONE, timeout=600)
+                status = browser.evaluate("document.getElementById('status').textContent")
+                assert state == "done", f"the page says: {status}; console: {browser.console()}"
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            browser.screenshot(SHOTS / shot)
+            progress = browser.evaluate("(({value, max}) => [value, max])(document.getElementById('chat-load'))")
+            assert progress == [3, 3], f"the load's progress: {progress} (step, prefill, sampler)"
+            return browser.evaluate("window.result"), browser.evaluate("document.getElementById('chat').innerText")
+    finally:
+        server.shutdown()
+
+
+def _check_replies(replies: list[dict], text: str, wanted: list[list[int] | str]) -> None:
+    """Each reply streamed in pieces into what the page shows, with its times, and is what Python generated."""
+    for reply, want in zip(replies, wanted, strict=False):
+        assert reply["content"] == want
+        shown = want if isinstance(want, str) else " ".join(map(str, want))
+        assert reply["chunks"] > 1 and shown in text and reply["finishReason"] in ("stop", "length")
+        assert reply["firstTokenMs"] > 0 and f"{reply['tokensPerSecond']:.1f} tokens/s" in text
+
+
 @pytest.mark.parametrize("weights", ["float32", "int4"])
-def test_the_page_generates_causal_lm_tokens(tmp_path, weights):
-    """The causal LM's page, its weights float32 or packed int4 (compile option weights=)."""
+def test_the_chat_page_streams_the_causal_lms_ids_and_stops(tmp_path, weights):
+    """`serve --model llama`, its weights float32 or packed int4 (compile option weights=): the random-weights
+    LM has no tokenizer, so the chat is in token ids. Two messages get the ids the Python runtime generates for
+    the conversation's prompt (the second reusing the cache the first filled); Stop ends a third reply."""
     from webgpu_torch.runtime.generation import CausalLM
 
     site = serve.site_for_model("llama", cache=tmp_path, weights=weights)
-    page = _page(site, f"serve_llama_{weights}.png")
-    result, config = page["result"], site.config
-    assert result["prompt"] == config["prompt"]
-    assert len(result["ids"]) == len(result["stepMs"]) == config["maxNewTokens"]
+    config = site.config
+    follow_up, third = [5, 6, 7], [11, 12]
+    result, text = _chat(site, [" ".join(map(str, config["prompt"])), "5 6 7"], f"serve_llama_{weights}.png", "11 12")
+    assert result["mode"] == "ids"
     lm = CausalLM.load(site.model)
     assert {p.bits for p in lm.step.program.packings.values()} == ({4} if weights == "int4" else set())
-    want, _ = lm.generate(config["prompt"], config["maxNewTokens"])
-    assert result["ids"] == want
-    assert all(str(i) in page["text"] for i in want) and page["text"].count(" ms") >= len(want)
-    assert f"{result['tokensPerSecond']:.1f} tokens/s" in page["text"]
+    replies = result["replies"]
+    first = lm.generate(config["prompt"], config["maxNewTokens"]).ids
+    conversation = [*config["prompt"], *first, *follow_up]
+    second = lm.generate(conversation, config["maxNewTokens"]).ids
+    _check_replies(replies, text, [first, second])
+    assert replies[1]["usage"]["prompt_tokens_details"]["cached_tokens"] == len(config["prompt"]) + len(first) - 1
+    stopped = replies[2]
+    whole = lm.generate([*conversation, *second, *third], 64).ids
+    assert stopped["finishReason"] == "abort" and stopped["content"] == whole[:len(stopped["content"])]
+    assert len(stopped["content"]) < len(whole) and "abort" in text
+
+
+def test_the_chat_page_streams_text_through_the_chat_template(tmp_path):
+    """A CausalLM folder with a chat tokenizer (chat_fixture.py): two messages, rendered with its template in
+    the page's worker (@huggingface/jinja, @huggingface/tokenizers), get the text the Python runtime generates
+    for transformers' prompt ids. The screenshot is docs/serve_chat.png."""
+    from webgpu_torch.runtime.generation import CausalLM
+
+    folder = tmp_path / "chat"
+    shutil.copytree(serve.site_for_model("llama", cache=tmp_path).model, folder)
+    tokenizer = chat_fixture.write(folder, CausalLM.load(folder).info["vocab_size"])
+    site = serve.site_for_file(folder)
+    asked = ["Hello! How are you today?", "Tell me more, please."]
+    result, text = _chat(site, asked, "serve_chat.png")
+    assert result["mode"] == "text"
+    lm, tokens = CausalLM.load(folder), site.config["maxNewTokens"]
+    messages, wanted = [], []
+    for message, reply in zip(asked, result["replies"], strict=True):
+        messages.append({"role": "user", "content": message})
+        want = chat_fixture.reply(lm, tokenizer, messages, tokens)
+        assert reply["usage"]["prompt_tokens"] == len(want["prompt_ids"])
+        wanted.append(want["content"])
+        messages.append({"role": "assistant", "content": reply["content"]})
+    _check_replies(result["replies"], text, wanted)
+    assert all(m in text for m in asked)
 
 
 def test_the_page_runs_any_artifact(tmp_path):
     site = serve.site_for_file(ROOT / "tests" / "golden" / "mlp.wgpt")
     result = _page(site, "serve_program.png")["result"]
     assert [o["shape"] for o in result["outputs"]] == [[5, 3]] and result["callMs"] > 0
+
+
+def test_the_page_streams_a_large_artifact_with_a_progress_bar(tmp_path):
+    """Three 128 MiB constants (js/testkit/large.js), loaded by the page from its URL and then as a file chosen
+    in it: its progress bar ends full, the outputs show every constant arrived where it belongs, and the peak
+    host memory of Chromium's processes (each one's peak past its resident set before the load, summed: a
+    bound, since each peaks when it does) past the program's buffers (SwiftShader keeps them in the GPU
+    process's memory) stays within 1.25 times the largest constant plus the header (issue 31). Before it, the
+    page loads a small artifact: the device, the runtime and the page are warm."""
+    large = ROOT / "js" / "testkit" / "large.js"
+    f = json.loads(subprocess.run(["node", str(large), str(tmp_path / "large.wgpt"), "3", "128"], check=True,
+                                  capture_output=True, text=True).stdout)
+    subprocess.run(["node", str(large), str(tmp_path / "small.wgpt"), "1", "1"], check=True, capture_output=True)
+    site = serve.site_for_file(tmp_path / "small.wgpt")
+    server = serve.start(site)
+    mib = 2**20
+    try:
+        with Chromium("swiftshader") as browser:
+            browser.open(f"http://127.0.0.1:{server.server_address[1]}/{QUERY}")
+            assert browser.wait_for(DONE, timeout=300) == "done", browser.console()
+
+            def from_url():
+                site.config["artifact"] = "/model/large.wgpt"
+                browser.send("Page.reload", session=True)
+
+            for how, start in [("from its URL", from_url), ("as a chosen file", lambda: browser.set_file(
+                    "#file", tmp_path / "large.wgpt"))]:
+                browser.evaluate("document.body.dataset.state = 'loading'")  # not yet done
+                before = browser.memory(reset=True)
+                start()
+                state = browser.wait_for(DONE, timeout=600)
+                peaks = browser.memory()
+                status = browser.evaluate("document.getElementById('status').textContent")
+                assert state == "done", f"{how}: the page says {status}; console: {browser.console()}"
+                host = sum(peak - before.get(pid, (0, 0))[0] for pid, (_, peak) in peaks.items()) - f["buffers"]
+                print(f"Chromium, {f['size'] / mib:.1f} MiB {how}: host memory past the program's buffers "
+                      f"{host / mib:.1f} MiB (largest constant {f['largest'] / mib:.0f} MiB)")
+                assert host <= 1.25 * f["largest"] + f["header"], how
+                bar = browser.evaluate("[document.getElementById('progress').value, "
+                                       "document.getElementById('progress').max]")
+                assert bar == [f["size"], f["size"]], how
+                outputs = browser.evaluate("window.result.outputs")
+                assert [o["first"] for o in outputs] == [v[:4] for v in f["views"]], how
+    finally:
+        server.shutdown()
 
 
 def test_serve_refuses_what_it_cannot_show(tmp_path):
@@ -182,8 +303,10 @@ def test_serve_refuses_what_it_cannot_show(tmp_path):
 
 
 def test_the_runtime_link_reaches_the_js_sources():
-    """web/runtime is a link to js/src, so the page and the npm package run the same files; web/vendor links
-    to the tokenizer library the runtime imports, whose browser build the page's import map names."""
+    """web/runtime is a link to js/src, so the page and the npm package run the same files; web/vendor/NAME
+    links to each library the runtime imports, whose file the page's import map names."""
     assert (serve.WEB / "runtime" / "index.js").is_file()
-    assert serve.TOKENIZERS.is_file()
-    assert f'"./{serve.TOKENIZERS.relative_to(serve.WEB).as_posix()}"' in (serve.WEB / "index.html").read_text()
+    page = (serve.WEB / "index.html").read_text()
+    for name, file in serve.LIBRARIES.items():
+        assert (serve.WEB / "vendor" / file).is_file()
+        assert f'"{name}": "./vendor/{file}"' in page

@@ -126,3 +126,33 @@ def test_a_mutated_input_is_refused():
 
     with pytest.raises(UnsupportedError, match=r"updates .* in place; only buffers may be updated"):
         webgpu_torch.compile_module(Inc(), (torch.randn(3),))
+
+
+class Counter(torch.nn.Module):
+    """A second program over Cache's counter (the same buffer name): adds `step` each call, returns it."""
+
+    def __init__(self, step: int = 2, size: int = 1):
+        super().__init__()
+        self.step = step
+        self.register_buffer("count", torch.zeros(size, dtype=torch.int64), persistent=False)
+
+    def forward(self, x):
+        self.count.add_(self.step)
+        return self.count * 1 + x
+
+
+@pytest.mark.e2e
+def test_programs_that_share_states_see_each_others_writes(compiled):
+    """Session.share_states: a state both programs name is one buffer (a prefill and its decoder step)."""
+    cache = webgpu_torch.Session(compiled[1].program)
+    counter = webgpu_torch.compile_module(Counter(), (torch.zeros(1, dtype=torch.int64),))
+    counter.share_states(cache)
+    cache(*_inputs(1, 3))
+    assert counter(np.zeros(1, np.int64)).tolist() == [3]  # the cache's 1, then its own 2
+    cache(*_inputs(2, 5))
+    assert cache.read_state("count").tolist() == [4] and counter.read_state("count").tolist() == [4]
+    counter.reset_state()
+    assert cache.read_state("count").tolist() == [0] and np.abs(cache.read_state("cache")).max() > 0
+    wrong = webgpu_torch.compile_module(Counter(size=2), (torch.zeros(2, dtype=torch.int64),))
+    with pytest.raises(InputError, match=r"state 'count' is int64\[2\] here and int64\[1\] in the program sharing"):
+        wrong.share_states(cache)

@@ -14,7 +14,7 @@
 // each on its own device (ORT's WebGPU build makes its own, whatever env.webgpu.device says), each with its own
 // defaults: our tuning, ORT's graph optimisation.
 
-import { DeviceTensor, greedy, load } from '../src/index.js';
+import { Decoder, DeviceTensor, generate, generationOptions, load } from '../src/index.js';
 
 /** @typedef {{onnx: string, dtype: string, shape: number[], file: string}} InputFile */
 /**
@@ -149,7 +149,7 @@ async function compareDecoder(entry, env) {
 
   /** Our greedy decode (the cache is the decoder's state; generation.js's pipelined loop): the tokens and each step's ms. */
   const decodeOurs = async () => {
-    const decoded = await greedy(program, [/** @type {number} */ (entry.start)], steps, [crossOurs]);
+    const decoded = await generate(new Decoder(program), [/** @type {number} */ (entry.start)], generationOptions({ maxNewTokens: steps }), [crossOurs]);
     return { ids: decoded.ids, times: decoded.steps.map((s) => s * 1e3) };
   };
 

@@ -62,6 +62,79 @@ for (const [name, phrase] of Object.entries(manifest.bad)) {
     return ['loaded'];
   });
 }
+await test('a download that fails is refused by name', async () => {
+  try {
+    await load('/golden/missing.wgpt', { featureLevel });
+  } catch (e) {
+    return e instanceof ArtifactError && e.message.includes('HTTP 404') ? [] : [`refused with ${e}`];
+  }
+  return ['loaded'];
+});
+
+const CACHE = 'webgpu-torch-tests';
+const TINY = new URL('/golden/tiny.wgpt', location.href).href;
+
+/**
+ * What `f` says through console.warn.
+ * @param {() => Promise<unknown>} f
+ */
+async function warnings(f) {
+  /** @type {string[]} */
+  const said = [];
+  const warn = console.warn;
+  console.warn = (/** @type {unknown} */ m) => said.push(String(m));
+  try {
+    await f();
+  } finally {
+    console.warn = warn;
+  }
+  return said;
+}
+
+await test('artifactCache: a download kept whole, loaded from the cache, dropped from it once found damaged', async () => {
+  await caches.delete(CACHE);
+  const problems = await replayFile(TINY, 'tiny', { tune: false, featureLevel, artifactCache: CACHE });
+  const cache = await caches.open(CACHE);
+  const kept = await cache.match(TINY);
+  if (!kept) return [...problems, 'not kept'];
+  const bytes = new Uint8Array(await kept.arrayBuffer());
+  if (bytes.join() !== new Uint8Array(await (await fetch(TINY)).arrayBuffer()).join()) problems.push('kept other bytes');
+  bytes[bytes.length - 70] ^= 1; // a data byte: only the copy in the cache is damaged now
+  await cache.put(TINY, new Response(bytes));
+  try {
+    (await load(TINY, { tune: false, featureLevel, artifactCache: CACHE })).destroy();
+    problems.push('the damaged copy loaded: the cache was not read');
+  } catch (e) {
+    if (!(e instanceof ArtifactError && e.message.includes('tensor data is damaged'))) problems.push(`refused with ${e}`);
+  }
+  if (await cache.match(TINY)) problems.push('the damaged copy stayed in the cache');
+  await caches.delete(CACHE);
+  return problems;
+});
+
+await test('artifactCache: no room in the storage quota, the load goes on and says it kept nothing', async () => {
+  const problems = [];
+  const storage = /** @type {any} */ (navigator.storage);
+  const put = Cache.prototype.put;
+  for (const [why, full] of /** @type {[string, () => void][]} */ ([
+    ['an estimate', () => { storage.estimate = async () => ({ quota: 1000, usage: 900 }); }],
+    ['a QuotaExceededError', () => { Cache.prototype.put = async () => { throw new DOMException('no room', 'QuotaExceededError'); }; }],
+  ])) {
+    await caches.delete(CACHE);
+    full();
+    try {
+      const said = await warnings(async () => problems.push(...await replayFile(TINY, 'tiny', { tune: false, featureLevel, artifactCache: CACHE })));
+      if (!said.some((w) => w.includes('not kept in the artifact cache') && w.includes('quota'))) problems.push(`${why}: warned ${JSON.stringify(said)}`);
+    } finally {
+      delete storage.estimate;
+      Cache.prototype.put = put;
+    }
+    if (await (await caches.open(CACHE)).match(TINY)) problems.push(`${why}: kept`);
+  }
+  await caches.delete(CACHE);
+  return problems;
+});
+
 await test('the model corpus is there', async () => (manifest.models.length && manifest.generations.length ? [] : ['the model corpus is missing']));
 for (const name of manifest.models) await test(`corpus ${name}`, () => replayFile(`/corpus/${name}.wgpt`, name, { tune: false, featureLevel }));
 for (const name of manifest.generations) {

@@ -7,8 +7,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import {
-  type Dim, type HostTensor, type InputInfo, type LoadOptions, type Outputs, ArtifactError, DeviceTensor, InputError,
-  Program, type TextBatch, type Tokenizer, WebGPUTorchError, load, loadTokenizer,
+  type ChatCompletion, type ChatCompletionChunk, type Dim, type HostTensor, type InputInfo, type LoadOptions,
+  type Outputs, ArtifactError, DeviceTensor, InputError, Program, type TextBatch, type Tokenizer, WebGPUTorchError,
+  createChat, load, loadTokenizer,
 } from '@webgpu-torch/runtime';
 
 function check(ok: boolean, what: string): asserts ok {
@@ -19,7 +20,7 @@ const golden: string = process.argv[2];
 const call = JSON.parse(readFileSync(join(golden, 'mlp.json'), 'utf8')).calls[0] as { args: { data: string }[] };
 const x = new Float32Array(Uint8Array.from(Buffer.from(call.args[0].data, 'base64')).buffer);
 
-const options: LoadOptions = { tune: false, cache: false, timeout: 60 };
+const options: LoadOptions = { tune: false, cache: false, timeoutMs: 60_000 };
 const program: Program = await load(join(golden, 'mlp.wgpt'), options);
 const inputs: ReadonlyArray<InputInfo> = program.inputs;
 const first: Dim = inputs[0].shape[0];
@@ -54,6 +55,20 @@ async function tokenized(p: Program, folder: string): Promise<Float32Array> {
 }
 void tokenized;
 
+// A chat's completion is one object, or with stream: true chunks to iterate (type-checked only).
+async function chatted(folder: string): Promise<string> {
+  const chat = await createChat(folder, { tune: false });
+  const messages = [{ role: 'user', content: 'Hello!' }];
+  const reply: ChatCompletion = await chat.completions({ messages, temperature: 0, max_tokens: 8 });
+  let text = '';
+  for await (const chunk of await chat.completions({ messages, stream: true, signal: AbortSignal.timeout(1000) })) {
+    const c: ChatCompletionChunk = chunk;
+    text += c.choices[0]?.delta.content ?? '';
+  }
+  return `${reply.choices[0].message.content}${text}`;
+}
+void chatted;
+
 // What the public types refuse (never run: each line only has to fail to type-check).
 function refusedByTheTypes(p: Program, out: Outputs) {
   // @ts-expect-error the executor is internal
@@ -64,6 +79,8 @@ function refusedByTheTypes(p: Program, out: Outputs) {
   void out.data;
   // @ts-expect-error an unknown option
   void load('x.wgpt', { tunning: false });
+  // @ts-expect-error a streamed completion is not one object
+  void createChat('x').then(async (chat) => (await chat.completions({ messages: [], stream: true })).choices);
   // @ts-expect-error a dtype the runtime does not have
   void DeviceTensor.fromGpuBuffer({} as GPUBuffer, { device: p.device, dtype: 'float64', shape: [1] });
 }

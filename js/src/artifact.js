@@ -1,7 +1,10 @@
 // Reading a `.wgpt` artifact (docs/artifact.md, format 3): the container, both checksums and every rule the
-// contract lists, before anything reaches a device. The result is plain data (a ProgramSpec); the
-// constants are views over the file's bytes, not copies.
+// contract lists. The result is plain data (a ProgramSpec) that locates each constant in the data. A reader
+// that holds the file whole checks it all at once (parse); a streaming one (session.js's load) checks the
+// container and the header before anything reaches a device, and the data's length and checksum as the data
+// arrives (checkLength, checkData).
 
+import * as compileCost from './compile_cost.js';
 import { crc32 } from './crc32.js';
 import { ArtifactError } from './errors.js';
 import * as expr from './symbolic.js';
@@ -27,7 +30,11 @@ import * as tree from './tree.js';
 /** @typedef {{size: number, role: 'input' | 'constant' | 'scratch' | 'status' | 'state', name: string}} BufferSpec */
 /** @typedef {{name: string, buffer: number, shape: number[], dtype: ModelDtype}} StateSpec */
 /** @typedef {{node: string, message: string}} CheckSpec */
-/** @typedef {{dtype: DeviceDtype | 'q4' | 'q8', bytes: Uint8Array}} Constant */
+/**
+ * Where a constant's bytes lie in the data; `widen`: a float16 constant the device holds as float32 (fit.js's
+ * forDevice, without shader-f16: upload.js widens it as it writes it).
+ * @typedef {{dtype: DeviceDtype | 'q4' | 'q8', offset: number, nbytes: number, widen?: boolean}} Constant
+ */
 /** @typedef {{name: string, shape: Expr[], dtype: ModelDtype, buffer: number}} InputSpec */
 /** @typedef {{buffer: number, shape: Expr[], strides: Expr[], offset: Expr, dtype: ModelDtype}} OutputSpec */
 /** @typedef {{offset: number, type: Scalar, value: Expr}} Patch */
@@ -41,11 +48,12 @@ import * as tree from './tree.js';
  */
 /**
  * @typedef {{meta: Record<string, unknown>, requires: string[], symbols: Record<string, SymbolSpec>, sources: string[],
- *   kernels: KernelSpec[], buffers: BufferSpec[], constants: Map<number, Constant>, inputs: InputSpec[],
+ *   kernels: KernelSpec[], buffers: BufferSpec[], constants: Map<number, Constant>, dataCrc32: number, inputs: InputSpec[],
  *   outputs: OutputSpec[], inputTree: TreeSpec, outputTree: TreeSpec, dispatches: DispatchSpec[],
  *   checks: CheckSpec[], status: number | null, states: StateSpec[]}} ProgramSpec
  * `status`: the index of the "status" buffer, whose word i check i sets when it fails (docs/artifact.md, Checks).
  * `states`: the tensors the program keeps between calls, each in a "state" buffer (docs/artifact.md, State).
+ * `dataCrc32`: the CRC-32 of the data, which holds the constants' bytes.
  */
 
 export const MAGIC = LIMITS.magic;
@@ -54,60 +62,104 @@ export const FORMAT = LIMITS.format;
 export const PREAMBLE = 32;
 const ALIGN = LIMITS.align;
 const SCALARS = ['u32', 'i32', 'f32'];
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/; // an entry point's or override's name (engines cut at a NUL)
 // Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
-// finishes, deep nesting crashes some WGSL compilers): src/webgpu_torch/format/limits.json, which both readers use.
+// finishes; what a WGSL source may cost to compile: compile_cost.js): src/webgpu_torch/format/limits.json, which
+// both readers use.
 const MAX_GRID = LIMITS.max_workgroups_per_dim;
 const MAX_WORKGROUPS = LIMITS.max_workgroups;
-const MAX_SOURCE = LIMITS.max_source_chars;
-const MAX_NESTING = LIMITS.max_nesting;
 const MAX_TREE_DEPTH = LIMITS.max_tree_depth;
 const MAX_HEADER = LIMITS.max_header_bytes;
 const SCALAR_RANGE = /** @type {Record<Scalar, [number, number]>} */ (LIMITS.scalar_ranges);
 const MAX_JSON_DEPTH = LIMITS.max_json_depth; // arrays and objects nested in the header (a tree 64 deep: 131)
 const MAX_NUMBER = LIMITS.max_number; // 2^53 - 1: every number JSON.parse reads exactly
-const MAX_RANK = LIMITS.max_rank; // dimensions of an input or output
-const MAX_STATEMENT_TOKENS = LIMITS.max_statement_tokens; // between two of ; { } in a WGSL source (ours: < 150)
+const MAX_RANK = LIMITS.max_rank; // dimensions of an input, output, constant or state
 
 /**
- * Read and validate an artifact; `where` (a path, a URL, "<bytes>") begins every message.
+ * The container's fields (docs/artifact.md, Container): the header's CRC-32 and length, the data's length, and
+ * the file's, `32 + H + D`.
+ * @typedef {{headerCrc: number, headerLength: number, dataLength: number, size: number}} Container
+ */
+
+/**
+ * Read and validate an artifact held whole; `where` (a path, a URL, "<bytes>") begins every message. Its checks
+ * and their order are a streaming reader's (session.js's load): the container, the header, then the data.
  * @param {Uint8Array} raw
  * @param {string} where
  * @returns {ProgramSpec}
  */
 export function parse(raw, where) {
-  /** @param {string} msg */
-  const fail = (msg) => new ArtifactError(`${where}: ${msg}`);
+  const container = readContainer(raw.subarray(0, PREAMBLE), raw.length, where);
+  const spec = readHeader(raw.subarray(PREAMBLE, PREAMBLE + container.headerLength), container, where);
+  checkData(spec, crc32(raw.subarray(PREAMBLE + container.headerLength)), where);
+  return spec;
+}
+
+/**
+ * The preamble's fields, after its magic, version and lengths: `first` holds the file's first PREAMBLE bytes
+ * (all of a shorter file), `size` is the file's length where known before reading it (null: a download of
+ * unknown length, whose length `checkLength` checks when it ends).
+ * @param {Uint8Array} first
+ * @param {number | null} size
+ * @param {string} where
+ * @returns {Container}
+ */
+export function readContainer(first, size, where) {
   const magic = new TextEncoder().encode(MAGIC);
-  if (raw.length === 0 || raw.subarray(0, magic.length).some((b, i) => b !== magic[i])) {
-    throw fail(`not a webgpu_torch program (it does not start with ${MAGIC})`);
+  if (first.length === 0 || first.subarray(0, magic.length).some((b, i) => b !== magic[i])) {
+    throw new ArtifactError(`${where}: not a webgpu_torch program (it does not start with ${MAGIC})`);
   }
-  if (raw.length < PREAMBLE) throw fail(`truncated (${raw.length} bytes) — not a complete webgpu_torch program`);
-  const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+  if (first.length < PREAMBLE) throw new ArtifactError(`${where}: truncated (${first.length} bytes) — not a complete webgpu_torch program`);
+  const view = new DataView(first.buffer, first.byteOffset, PREAMBLE);
   const version = view.getUint32(8, true);
   if (version !== CONTAINER_VERSION) {
-    throw fail(`container version ${version}; this webgpu_torch reads version ${CONTAINER_VERSION} — recompile the model with this version`);
+    throw new ArtifactError(`${where}: container version ${version}; this webgpu_torch reads version ${CONTAINER_VERSION} — recompile the model with this version`);
   }
-  const headerCrc = view.getUint32(12, true);
-  const h = Number(view.getBigUint64(16, true));
-  const d = Number(view.getBigUint64(24, true));
-  const expected = PREAMBLE + h + d;
-  if (raw.length !== expected) {
-    const state = raw.length < expected ? 'truncated' : 'has trailing bytes';
-    throw fail(`${state}: ${count(raw.length)} bytes, the preamble says ${count(expected)}`);
-  }
-  if (h > MAX_HEADER) throw fail(`a header of ${count(h)} bytes is past the ${count(MAX_HEADER)} this reader takes`);
-  const text = raw.subarray(PREAMBLE, PREAMBLE + h);
-  if (crc32(text) !== headerCrc) throw fail('the header is damaged (checksum mismatch)');
+  const headerLength = Number(view.getBigUint64(16, true));
+  const dataLength = Number(view.getBigUint64(24, true));
+  const container = { headerCrc: view.getUint32(12, true), headerLength, dataLength, size: PREAMBLE + headerLength + dataLength };
+  if (size !== null) checkLength(size, container, where);
+  if (headerLength > MAX_HEADER) throw new ArtifactError(`${where}: a header of ${count(headerLength)} bytes is past the ${count(MAX_HEADER)} this reader takes`);
+  return container;
+}
+
+/**
+ * Refuse a file whose length is not the preamble's `32 + H + D`: `size` its length, or for a download of
+ * unknown length, what it held when it ended (a byte past the data: `Infinity`, "more than").
+ * @param {number} size
+ * @param {Container} container
+ * @param {string} where
+ */
+export function checkLength(size, container, where) {
+  if (size === container.size) return;
+  const state = size < container.size ? 'truncated' : 'has trailing bytes';
+  const held = Number.isFinite(size) ? count(size) : `more than ${count(container.size)}`;
+  throw new ArtifactError(`${where}: ${state}: ${held} bytes, the preamble says ${count(container.size)}`);
+}
+
+/**
+ * The program the header `text` describes, every rule of the contract checked, its own checksum first. Its
+ * constants are located in the data, not read: the data's checksum, `spec.dataCrc32`, is checked as it is
+ * read (checkData).
+ * @param {Uint8Array} text
+ * @param {Container} container
+ * @param {string} where
+ * @returns {ProgramSpec}
+ */
+export function readHeader(text, container, where) {
+  /** @param {string} msg */
+  const fail = (msg) => new ArtifactError(`${where}: ${msg}`);
+  if (text.length < container.headerLength) throw fail(`truncated: ${count(PREAMBLE + text.length)} bytes, the preamble says ${count(container.size)}`);
+  if (crc32(text) !== container.headerCrc) throw fail('the header is damaged (checksum mismatch)');
   let header;
   try {
     header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(text));
   } catch (e) {
     throw fail(`damaged header: ${String(/** @type {Error} */ (e).message).slice(0, 200) || 'nested too deeply'}`);
   }
-  const isObject = header !== null && typeof header === 'object' && !Array.isArray(header);
-  const data = raw.subarray(PREAMBLE + h);
-  if (isObject && crc32(data) !== header.data_crc32) throw fail('tensor data is damaged (checksum mismatch)');
-  if (!isObject) throw fail(`malformed program: the header is a JSON ${Array.isArray(header) ? 'array' : typeof header}, not an object`);
+  if (header === null || typeof header !== 'object' || Array.isArray(header)) {
+    throw fail(`malformed program: the header is a JSON ${Array.isArray(header) ? 'array' : typeof header}, not an object`);
+  }
   try {
     checkValues(header);
   } catch (e) {
@@ -117,13 +169,24 @@ export function parse(raw, where) {
   if (header.format !== FORMAT) {
     throw fail(`program format ${JSON.stringify(header.format)}; this webgpu_torch reads format ${FORMAT} — recompile the model with this version`);
   }
+  const { headerLength: h, dataLength: d } = container;
   if (h % ALIGN || d % ALIGN) throw fail(`malformed program: header length ${h} or data length ${d} is not a multiple of ${ALIGN}`);
   try {
-    return validate(header, data);
+    return validate(header, d);
   } catch (e) {
     if (e instanceof Invalid) throw fail(`malformed program: ${e.message}`);
     throw e;
   }
+}
+
+/**
+ * Refuse data whose CRC-32 (`crc`, of all D bytes) is not the header's.
+ * @param {ProgramSpec} spec
+ * @param {number} crc
+ * @param {string} where
+ */
+export function checkData(spec, crc, where) {
+  if (crc !== spec.dataCrc32) throw new ArtifactError(`${where}: tensor data is damaged (checksum mismatch)`);
 }
 
 /** A rule of the contract the header breaks (becomes an ArtifactError naming the file). */
@@ -251,10 +314,10 @@ function kind(v) {
 
 /**
  * @param {Record<string, any>} header
- * @param {Uint8Array} data
+ * @param {number} dataLength D, the data's length in bytes
  * @returns {ProgramSpec}
  */
-function validate(header, data) {
+function validate(header, dataLength) {
   const top = 'the header';
   const meta = object(optional(header, 'meta', {}), 'meta');
   const requires = list(optional(header, 'requires', []), 'requires').map((f) => str(f, 'feature'));
@@ -264,7 +327,9 @@ function validate(header, data) {
   const kernels = rawKernels.map((k, i) => readKernel(object(k, `kernel ${i}`), i, sources.length));
   kernels.forEach((k) => checkFallback(k, kernels));
   const buffers = list(field(header, 'buffers', top), 'buffers').map((b, i) => readBuffer(object(b, `buffer ${i}`), i));
-  const constants = readTensors(list(field(header, 'tensors', top), 'tensors'), buffers, data);
+  const constants = readTensors(list(field(header, 'tensors', top), 'tensors'), buffers, dataLength);
+  const dataCrc32 = field(header, 'data_crc32', top);
+  need(isInt(dataCrc32) && dataCrc32 >= 0 && dataCrc32 <= 0xffffffff, `data_crc32: ${String(JSON.stringify(dataCrc32)).slice(0, 40)} is not a CRC-32`);
   /** @param {unknown} e @param {string} what @returns {Expr} */
   const ex = (e, what) => {
     const p = expr.problem(e, symbols);
@@ -306,7 +371,7 @@ function validate(header, data) {
   const stateBuffers = buffers.flatMap((b, i) => (b.role === 'state' ? [i] : []));
   need(stated.join() === stateBuffers.join(), 'a state buffer that is not exactly one state\'s');
   need(outputs.every((t) => !stated.includes(t.buffer)), 'an output views a state buffer');
-  return { meta, requires, symbols, sources, kernels, buffers, constants, inputs, outputs, inputTree, outputTree, dispatches, checks, status, states };
+  return { meta, requires, symbols, sources, kernels, buffers, constants, dataCrc32, inputs, outputs, inputTree, outputTree, dispatches, checks, status, states };
 }
 
 /**
@@ -315,7 +380,7 @@ function validate(header, data) {
  */
 function readSymbols(j) {
   /** @type {Record<string, SymbolSpec>} */
-  const out = {};
+  const out = Object.create(null); // keyed by the file's names: `__proto__` is one like any other
   for (const [name, raw] of Object.entries(j)) {
     const what = `symbol ${name}`;
     const s = object(raw, what);
@@ -334,42 +399,9 @@ function readSymbols(j) {
  */
 function readSource(s, i) {
   const text = str(s, `source ${i}`);
-  need(text.length <= MAX_SOURCE, `source ${i}: ${count(text.length)} characters, over ${count(MAX_SOURCE)}`);
-  need(nestingOk(text), `source ${i}: brackets nested deeper than ${MAX_NESTING} or unbalanced`);
-  need(statementsOk(text), `source ${i}: a statement of more than ${count(MAX_STATEMENT_TOKENS)} tokens`);
+  const why = compileCost.problem(text);
+  need(why === null, `source ${i}: ${why}`);
   return text;
-}
-
-const LINE_COMMENT = /\/\/[^\n]*/g;
-const TOKEN = /[A-Za-z0-9_]+|[^ \t\n\v\f\rA-Za-z0-9_]/gu;
-
-/**
- * Whether every statement (the text between two of `;`, `{`, `}` outside line comments) holds at most
- * MAX_STATEMENT_TOKENS tokens: runs of ASCII letters, digits and `_`, and each other code point that is not
- * ASCII blank. Engines parse an expression recursively; one of 200,000 terms crashes some.
- * @param {string} source
- */
-function statementsOk(source) {
-  return source.replace(LINE_COMMENT, '').split(/[;{}]/).every((text) =>
-    text.length <= MAX_STATEMENT_TOKENS || (text.match(TOKEN)?.length ?? 0) <= MAX_STATEMENT_TOKENS);
-}
-
-/**
- * Whether the brackets outside line comments balance, at most MAX_NESTING deep.
- * @param {string} source
- */
-function nestingOk(source) {
-  const stack = [];
-  const opening = /** @type {Record<string, string>} */ ({ ')': '(', ']': '[', '}': '{' });
-  for (const ch of source.replace(LINE_COMMENT, '').replace(/[^()[\]{}]+/g, '')) {
-    if (ch === '(' || ch === '[' || ch === '{') {
-      stack.push(ch);
-      if (stack.length > MAX_NESTING) return false;
-    } else if (stack.pop() !== opening[ch]) {
-      return false;
-    }
-  }
-  return stack.length === 0;
 }
 
 /**
@@ -386,6 +418,8 @@ function readKernel(k, i, nSources) {
   const entry = str(field(k, 'entry', it), `${it} entry`);
   const overrides = object(optional(k, 'overrides', {}), `${it} overrides`);
   need(Object.values(overrides).every((v) => typeof v === 'number' && Number.isFinite(v)), `${it}: an override is not a number`);
+  need([entry, ...Object.keys(overrides)].every((n) => IDENTIFIER.test(n)),
+    `${it}: entry point or override name ${JSON.stringify(entry.slice(0, 40))} is not a WGSL identifier`);
   const bindings = list(field(k, 'bindings', it), `${it} bindings`);
   need(bindings.every((b) => b === 'read' || b === 'read_write' || b === 'uniform'), `${it}: unknown binding kind`);
   const uniforms = bindings.filter((b) => b === 'uniform').length;
@@ -400,7 +434,7 @@ function readKernel(k, i, nSources) {
   need(x >= 1 && y >= 1 && z >= 1 && x * y * z <= LIMITS.max_workgroup_invocations, `${it}: bad workgroup size ${JSON.stringify(workgroupSize)}`);
   const workgroupBytes = int(field(k, 'workgroup_bytes', it), 'workgroup bytes');
   need(workgroupBytes >= 0 && workgroupBytes <= LIMITS.max_workgroup_bytes, `${it}: bad workgroup memory ${workgroupBytes}`);
-  const targets = list(k.targets ?? [], `${it} targets`).map((t) => str(t, `${it} target`));
+  const targets = list(optional(k, 'targets', []), `${it} targets`).map((t) => str(t, `${it} target`));
   return { name, source, entry, overrides, bindings, uniform, requires, fallback, engineSources, workgroupSize, workgroupBytes, targets };
 }
 
@@ -483,10 +517,10 @@ function readBuffer(b, i) {
 /**
  * @param {any[]} entries
  * @param {BufferSpec[]} buffers
- * @param {Uint8Array} data
+ * @param {number} dataLength
  * @returns {Map<number, Constant>}
  */
-function readTensors(entries, buffers, data) {
+function readTensors(entries, buffers, dataLength) {
   /** @type {Map<number, Constant>} */
   const out = new Map();
   for (const raw of entries) {
@@ -496,17 +530,18 @@ function readTensors(entries, buffers, data) {
     const packed = Object.hasOwn(PACKED_BITS, dtype);
     need(Object.hasOwn(DEVICE_SIZE, dtype) || packed, `tensor for buffer ${buffer} has unknown dtype ${JSON.stringify(dtype)}`);
     const shape = list(field(t, 'shape', 'tensor'), 'tensor shape').map((n) => int(n, 'tensor shape'));
+    need(shape.length <= MAX_RANK, `tensor for buffer ${buffer}: ${shape.length} dimensions, over ${MAX_RANK}`);
     const offset = int(field(t, 'offset', 'tensor'), 'tensor offset');
     const nbytes = int(field(t, 'nbytes', 'tensor'), 'tensor nbytes');
     const size = packed ? packedSize(t, buffer, PACKED_BITS[dtype], shape)
       : shape.reduce((a, n) => a * n, 1) * DEVICE_SIZE[/** @type {DeviceDtype} */ (dtype)];
     need(nbytes === size && Math.min(0, ...shape) === 0 && offset >= 0 &&
-      offset % ALIGN === 0 && offset + nbytes <= data.length,
-    `tensor for buffer ${buffer} is mis-sized or out of bounds (shape ${JSON.stringify(shape)}, ${nbytes} bytes at ${offset}, data is ${data.length} bytes)`);
+      offset % ALIGN === 0 && offset + nbytes <= dataLength,
+    `tensor for buffer ${buffer} is mis-sized or out of bounds (shape ${JSON.stringify(shape)}, ${nbytes} bytes at ${offset}, data is ${dataLength} bytes)`);
     need(!out.has(buffer), `two tensors for buffer ${buffer}`);
     need(buffer >= 0 && buffer < buffers.length && buffers[buffer].role === 'constant', 'constant data for a buffer that is not a constant');
     need(nbytes <= buffers[buffer].size, `buffer ${buffer} (${buffers[buffer].name}): constant larger than buffer`);
-    out.set(buffer, { dtype, bytes: data.subarray(offset, offset + nbytes) });
+    out.set(buffer, { dtype, offset, nbytes });
   }
   buffers.forEach((b, i) => need(b.role !== 'constant' || out.has(i), `buffer ${i} (${b.name}): constant data is missing`));
   return out;
@@ -566,6 +601,7 @@ function readState(x, i, buffers) {
   const dtype = field(x, 'dtype', what);
   need(isModelDtype(dtype), `${what}: unknown dtype ${JSON.stringify(dtype)}`);
   const shape = list(field(x, 'shape', what), `${what} shape`).map((n) => int(n, `${what} shape`));
+  need(shape.length <= MAX_RANK, `${what}: ${shape.length} dimensions, over ${MAX_RANK}`);
   const buffer = int(field(x, 'buffer', what), `${what} buffer`);
   need(buffer >= 0 && buffer < buffers.length, `${what}: bad buffer`);
   need(buffers[buffer].role === 'state', `${what}: buffer ${buffer} is not a state buffer`);
@@ -655,7 +691,8 @@ function readTree(t, what, depth = 0) {
     need(keys.length === node.items.length && keys.every((k) => typeof k === 'string') && new Set(keys).size === keys.length,
       `${what}: a dict tree node's keys do not match its items`);
   }
-  need(node.class === undefined || typeof node.class === 'string', `${what}: a tree node's class is ${kind(node.class)}, not a string`);
+  const why = tree.classProblem(node);
+  need(why === null, `${what}: ${why}`);
   return /** @type {TreeSpec} */ (node);
 }
 

@@ -18,13 +18,15 @@ function makeTables() {
 }
 
 /**
- * The CRC-32 of `bytes`, as an unsigned 32-bit number.
+ * The CRC-32 of `bytes`, as an unsigned 32-bit number; given the CRC-32 of the bytes before them (`crc`), that
+ * of the whole, as zlib's crc32(bytes, crc): a stream's CRC is its pieces' folded in order.
  * @param {Uint8Array} bytes
+ * @param {number} [crc] the CRC-32 of what came before (0: nothing)
  * @returns {number}
  */
-export function crc32(bytes) {
+export function crc32(bytes, crc = 0) {
   const t = (tables ??= makeTables());
-  let c = 0xffffffff;
+  let c = ~crc;
   let i = 0;
   const n = bytes.length;
   for (; i + 4 <= n; i += 4) {

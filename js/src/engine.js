@@ -17,7 +17,7 @@ export const OPTIONAL_FEATURES = ['timestamp-query', 'shader-f16', 'subgroups'];
  * @property {GPUDevice} device
  * @property {string} engine the WebGPU implementation: "dawn" (Node, Chromium), "wgpu" (Firefox), "webkit"
  * @property {string} key the adapter and engine, for the tuning cache
- * @property {import('./fit.js').AdapterInfo} adapter what fitting and tuning read of the adapter (fit.adapterKind)
+ * @property {import('./fit.js').AdapterInfo} adapter what fitting, tuning and the memory cap read (fit.adapterKind)
  */
 
 /** @type {Map<string, Promise<Gpu>>} */

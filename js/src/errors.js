@@ -24,3 +24,6 @@ export class DeviceIndexError extends WebGPUTorchError {}
 
 /** No usable WebGPU adapter, or the adapter cannot hold the program. */
 export class DeviceError extends WebGPUTorchError {}
+
+/** Work did not finish in time (the device may still be running it); its program refuses further calls. */
+export class CallTimeout extends DeviceError {}

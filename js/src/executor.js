@@ -1,10 +1,11 @@
 // Running a program: everything is built once here, so a call only writes inputs, encodes and reads back.
 //
-// At construction (the spec already fitted to the device's features and tuned): checks against the
-// device's limits, buffers (constants uploaded, float16 ones widened where the device lacks shader-f16),
-// one shader module per source a dispatch uses, explicit bind group and pipeline layouts from each kernel's
-// `bindings`, one pipeline per kernel a dispatch runs, every dispatch's uniform in one uniform buffer, one
-// bind group per dispatch, and one mappable staging buffer for all outputs. A failure is a DeviceError.
+// Built in two halves around the constants' upload (session.js's load streams them in between; upload.js):
+// `allocate` checks the spec (fitted to the device's features) against the device's limits and makes its
+// buffers; `build`, for the spec tuned (the same buffers), makes one shader module per source a dispatch uses,
+// explicit bind group and pipeline layouts from each kernel's `bindings`, one pipeline per kernel a dispatch
+// runs, every dispatch's uniform in one uniform buffer, one bind group per dispatch, and one mappable staging
+// buffer for all outputs. A failure is a DeviceError, and destroys what was made.
 // A call: write the inputs, encode every dispatch into one compute pass of one command encoder, copy the
 // outputs' byte ranges into the staging buffer, submit once, map once.
 //
@@ -13,12 +14,14 @@
 // dispatches' grids and evaluates the output views; calls at the same sizes repeat nothing.
 
 import { foldGrid } from './artifact.js';
+import * as compileCost from './compile_cost.js';
 import { DeviceTensor } from './device_tensor.js';
 import { gather, ITEMSIZE } from './dtypes.js';
-import { DeviceError, DeviceIndexError } from './errors.js';
+import { CallTimeout, DeviceError, DeviceIndexError, InputError } from './errors.js';
 import { envVar, isNode } from './env.js';
 import * as expr from './symbolic.js';
 import { allocated, limitProblem, sourceFor } from './fit.js';
+import { LIMITS } from './limits.js';
 import { memoryCap } from './memory.js';
 import { MAX_UNAWAITED, stateOf } from './pool.js';
 
@@ -35,13 +38,18 @@ import { MAX_UNAWAITED, stateOf } from './pool.js';
  */
 /**
  * @typedef {object} ExecutorOptions
- * @property {number} [timeout] seconds a call may take (default: WEBGPU_TORCH_TIMEOUT, else 300)
+ * @property {number} [timeoutMs] milliseconds a call may take (default: WEBGPU_TORCH_TIMEOUT seconds, else 60 s); the
+ *   first more, for compiling its shaders (firstCallSeconds)
  * @property {number} [maxMemory] bytes of buffers a program may ask for (default: WEBGPU_TORCH_MAX_MEMORY, else
  *   32 GiB, and on a CPU adapter 3/4 of the host's available memory: memory.js)
+ * @property {import('./session.js').Program} [shareStates] a program on the same device whose states this one
+ *   uses for its states of the same names (each of the same shape and dtype): what one's calls write, the
+ *   other's read (a prefill writes the KV cache a decoder step reads; docs/artifact.md, State)
  */
 
 export const TIMEOUT_VAR = 'WEBGPU_TORCH_TIMEOUT';
-const DEFAULT_TIMEOUT = 300; // seconds; lavapipe's first run of a large kernel compiles it for tens of seconds
+const DEFAULT_TIMEOUT = LIMITS.call_timeout.seconds; // a program's first call has more: firstCallSeconds
+const COMPILE_SECONDS = LIMITS.call_timeout.first_call_seconds_per_token;
 // Dawn for Node polls for a pending map with setImmediate, keeping one core busy for the whole wait; on a CPU
 // adapter (lavapipe) that core is taken from the shader threads. So in Node a reading call naps before asking
 // for its map: NAP_FRACTION of the shortest start-to-map time of the last NAP_WINDOW reading calls (a call
@@ -94,54 +102,102 @@ export function oneLine(e) {
 }
 
 /**
- * A number from an option or an environment variable.
- * @param {number | undefined} option
- * @param {string} name
- * @param {number} fallback
- * @param {string} unit
+ * The seconds a call may take: the `timeoutMs` option's, else WEBGPU_TORCH_TIMEOUT's, else DEFAULT_TIMEOUT.
+ * @param {number | undefined} timeoutMs
  */
-function setting(option, name, fallback, unit) {
-  if (option !== undefined) return option;
-  const value = envVar(name);
-  if (!value) return fallback;
+function callTimeout(timeoutMs) {
+  if (timeoutMs !== undefined) return timeoutMs / 1000;
+  const value = envVar(TIMEOUT_VAR);
+  if (!value) return DEFAULT_TIMEOUT;
   const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new DeviceError(`${name}=${JSON.stringify(value)}: give a number of ${unit}`);
+  if (!Number.isFinite(n) || n < 0) throw new DeviceError(`${TIMEOUT_VAR}=${JSON.stringify(value)}: give a number of seconds`);
   return n;
+}
+
+/**
+ * How long a program's first reading call may take: `timeout` seconds, and COMPILE_SECONDS for each token of
+ * what the sources its dispatches run on `engine` cost to compile (compile_cost.js): lavapipe compiles a
+ * kernel at its first dispatch (src/webgpu_torch/runtime/executor.py decides alike).
+ * @param {ProgramSpec} spec
+ * @param {string} engine
+ * @param {number} timeout
+ */
+export function firstCallSeconds(spec, engine, timeout) {
+  const sources = [...new Set(spec.dispatches.map((d) => sourceFor(spec.kernels[d.kernel], engine)))];
+  return timeout + COMPILE_SECONDS * sources.reduce((sum, i) => sum + compileCost.cost(spec.sources[i]), 0);
 }
 
 export class Executor {
   /**
-   * Build everything for `spec`, whose dispatches run as written (fitted to the device and tuned).
+   * Build everything for `spec`, whose dispatches run as written (fitted to the device and tuned), over buffers
+   * whose constants are already written: `borrowed` (allocate's).
    * @param {ProgramSpec} spec
    * @param {Gpu} gpu
    * @param {ExecutorOptions} [options]
+   * @param {Map<number, GPUBuffer>} [borrowed]
    * @returns {Promise<Executor>}
    */
-  static async create(spec, gpu, options = {}) {
-    const ex = new Executor(spec, gpu, options, await memoryCap(gpu.device, options.maxMemory));
-    const { device } = gpu;
+  static async create(spec, gpu, options = {}, borrowed = new Map()) {
+    return (await Executor.allocate(spec, gpu, options, borrowed)).build(spec);
+  }
+
+  /**
+   * The first half of building: `spec` checked against the device's limits and its buffers allocated, for its
+   * constants to be written (upload.js) before `build`. `borrowed`: buffers by index that this program uses
+   * and never destroys instead of its own (a tuning probe's constants, the program's), besides those of
+   * `shareStates`.
+   * @param {ProgramSpec} spec
+   * @param {Gpu} gpu
+   * @param {ExecutorOptions} [options]
+   * @param {Map<number, GPUBuffer>} [borrowed]
+   * @returns {Promise<Executor>}
+   */
+  static async allocate(spec, gpu, options = {}, borrowed = new Map()) {
+    const ex = new Executor(spec, gpu, options, await memoryCap(gpu, options.maxMemory));
+    await ex.scoped(() => ex.buildBuffers(borrowed));
+    return ex;
+  }
+
+  /**
+   * The second half: pipelines, bind groups, the readback and the plan for `spec`, the allocated program with
+   * each group of options resolved (tuning.js: the same buffers).
+   * @param {ProgramSpec} spec
+   * @returns {Promise<Executor>}
+   */
+  async build(spec) {
+    this.spec = spec;
+    await this.scoped(async () => {
+      await this.buildPipelines();
+      this.buildBindGroups();
+      this.buildReadback();
+      this.buildPlan();
+    });
+    if (!Object.keys(spec.symbols).length) this.prepare({});
+    return this;
+  }
+
+  /**
+   * Run `step` in the device's error scopes: what the engine refuses (validation, out of memory) becomes a
+   * DeviceError, and any failure destroys the executor.
+   * @param {() => unknown} step
+   */
+  async scoped(step) {
+    const { device } = this;
     device.pushErrorScope('out-of-memory');
     device.pushErrorScope('validation');
-    let built = false;
+    let done = false;
     try {
-      ex.buildBuffers();
-      await ex.buildPipelines();
-      ex.buildBindGroups();
-      ex.buildReadback();
-      ex.buildPlan();
-      built = true;
+      await step();
+      done = true;
     } finally {
       const invalid = await device.popErrorScope();
       const oom = await device.popErrorScope();
-      if (!built) ex.destroy();
-      if (built && (invalid || oom)) {
-        ex.destroy();
+      if (!done || invalid || oom) this.destroy();
+      if (done && (invalid || oom)) {
         const why = oom ? `it is out of memory: ${oneLine(oom.message)}` : oneLine(invalid?.message);
-        throw new DeviceError(`the ${gpu.engine} engine refused this program: ${why}`);
+        throw new DeviceError(`the ${this.gpu.engine} engine refused this program: ${why}`);
       }
     }
-    if (!Object.keys(spec.symbols).length) ex.prepare({});
-    return ex;
   }
 
   /**
@@ -154,8 +210,11 @@ export class Executor {
     this.spec = spec;
     this.gpu = gpu;
     this.device = gpu.device;
-    this.timeout = setting(options.timeout, TIMEOUT_VAR, DEFAULT_TIMEOUT, 'seconds');
+    this.timeout = callTimeout(options.timeoutMs);
+    /** Seconds the next reading call may take: more until a call has been read (firstCallSeconds). */
+    this.limit = firstCallSeconds(spec, gpu.engine, this.timeout);
     this.cap = cap;
+    this.options = options;
     /** Fill scratch buffers with NaN before each call (tests: an unwritten output element cannot pass). */
     this.poisonScratch = false;
     /** Why this program refuses calls (a call that timed out); "" while usable. */
@@ -166,6 +225,8 @@ export class Executor {
     this.lastMapped = 0;
     /** @type {GPUBuffer[]} */
     this.buffers = [];
+    /** @type {Set<GPUBuffer>} the buffers of another program's states this one shares: never destroyed here */
+    this.borrowed = new Set();
     /** @type {GPUBuffer[]} */
     this.scratch = [];
     /** @type {Uint8Array | null} */
@@ -215,22 +276,18 @@ export class Executor {
     if (problem) throw new DeviceError(problem);
   }
 
-  /** Buffers, and every constant written to its own. */
-  buildBuffers() {
+  /**
+   * Every buffer, zero-filled (WebGPU's buffers start so), each of its allocated bytes (a float16 constant's
+   * buffer as fit.js's forDevice sized it: upload.js writes it widened where the device lacks shader-f16).
+   * @param {Map<number, GPUBuffer>} borrowed
+   */
+  buildBuffers(borrowed) {
     const { spec, device } = this;
     const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-    this.buffers = spec.buffers.map((b) => device.createBuffer({ size: allocated(b.size), usage, label: b.name || b.role }));
+    const shared = new Map([...borrowed, ...this.sharedStates()]);
+    this.buffers = spec.buffers.map((b, i) => shared.get(i) ?? device.createBuffer({ size: allocated(b.size), usage, label: b.name || b.role }));
+    this.borrowed = new Set(shared.values());
     this.scratch = this.buffers.filter((_, i) => spec.buffers[i].role === 'scratch');
-    for (const [i, c] of spec.constants) {
-      if (!c.bytes.length) continue;
-      let bytes = c.bytes;
-      if (bytes.length % 4) { // writes are 4-byte multiples: an odd count of float16 values gets a zero pad
-        const padded = new Uint8Array(roundUp(bytes.length, 4));
-        padded.set(bytes);
-        bytes = padded;
-      }
-      device.queue.writeBuffer(this.buffers[i], 0, bytes);
-    }
   }
 
   /** One module per source a dispatch uses, layouts from the kernels' bindings, one pipeline per kernel run. */
@@ -509,17 +566,18 @@ export class Executor {
   }
 
   /**
-   * Wait for `promise` at most `timeout` seconds; past that the program refuses further calls (the GPU
-   * work itself cannot be cancelled, and the map may still complete).
+   * Wait for `promise` at most `seconds` (the call timeout by default); past that the program refuses further
+   * calls (the GPU work itself cannot be cancelled, and the map may still complete).
    * @param {Promise<unknown>} promise
    * @param {string} what
+   * @param {number} [seconds]
    */
-  async settle(promise, what) {
+  async settle(promise, what, seconds = this.timeout) {
     /** @type {ReturnType<typeof setTimeout> | undefined} */
     let timer;
     const limit = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new DeviceError(`${what} did not finish within ${this.timeout} s (${TIMEOUT_VAR} ` +
-        'or the timeout option sets the limit); the device may still be running it')), this.timeout * 1000);
+      timer = setTimeout(() => reject(new CallTimeout(`${what} did not finish within ${seconds} s (${TIMEOUT_VAR} ` +
+        'or the timeoutMs option sets the limit); the device may still be running it')), seconds * 1000);
     });
     try {
       await Promise.race([promise, limit]);
@@ -574,6 +632,27 @@ export class Executor {
     }
   }
 
+  /**
+   * The buffers of `shareStates`' program this one uses for its states, by buffer index.
+   * @returns {Map<number, GPUBuffer>}
+   */
+  sharedStates() {
+    const other = this.options.shareStates?.executor;
+    /** @type {Map<number, GPUBuffer>} */
+    const out = new Map();
+    if (!other) return out;
+    if (other.device !== this.device) throw new InputError('a program shares states only with a program on its device');
+    for (const s of this.spec.states) {
+      const t = other.spec.states.find((x) => x.name === s.name);
+      if (!t) continue;
+      if (t.dtype !== s.dtype || t.shape.join() !== s.shape.join()) {
+        throw new InputError(`state ${JSON.stringify(s.name)} is ${s.dtype}[${s.shape}] here and ${t.dtype}[${t.shape}] in the program sharing it`);
+      }
+      out.set(s.buffer, other.buffers[t.buffer]);
+    }
+    return out;
+  }
+
   /** @param {string} name */
   state(name) {
     const s = this.spec.states.find((x) => x.name === name);
@@ -589,7 +668,7 @@ export class Executor {
 
   /** Free the program's GPU memory (DeviceTensors it returned stay valid). */
   destroy() {
-    for (const b of this.buffers) b.destroy();
+    for (const b of this.buffers) if (!this.borrowed.has(b)) b.destroy();
     this.uniforms?.destroy();
     for (const b of this.stagings) b.destroy();
     this.failed = 'it was destroyed';
@@ -636,7 +715,8 @@ export class Call {
       const napping = isNode && nap >= NAP_MIN_MS;
       if (napping) await new Promise((wake) => setTimeout(wake, nap));
       const woke = performance.now();
-      await ex.settle(staging.mapAsync(GPUMapMode.READ), 'the call');
+      await ex.settle(staging.mapAsync(GPUMapMode.READ), 'the call', ex.limit);
+      ex.limit = ex.timeout;
       const mapped = performance.now();
       // A map there at once after a nap says the nap outlasted the work: half the time is a better bound.
       const overslept = napping && mapped - woke < OVERSLEPT_MS;

@@ -6,12 +6,12 @@
 // only appears as an option may need anything, known to this runtime or not: tuning skips an option whose
 // kernel `runsOn` says no to (a feature the device lacks, a workgroup past its limits). Where the device lacks
 // shader-f16, every dispatch and option that names a kernel with a float32 `fallback` runs that instead, over
-// float32 copies of the float16 constants (exact), its float16 activations stored as float32. Strides and
+// float32 copies of the float16 constants (exact: each buffer twice the constant's bytes, marked `widen` for
+// upload.js to widen as the data streams in), its float16 activations stored as float32. Strides and
 // offsets count elements, so views and uniforms are unchanged (a group's result views of float16 activations
 // become float32 views). The fitted program must then be within the device's limits and the memory cap
 // (`limitProblem`), checked before anything is allocated.
 
-import { widenHalf } from './dtypes.js';
 import { DeviceError } from './errors.js';
 import { LIMITS } from './limits.js';
 
@@ -22,7 +22,8 @@ import { LIMITS } from './limits.js';
 /** @typedef {typeof LIMITS.webgpu_limits} Limits the device limits fitting reads (WebGPU's names) */
 /** @typedef {{adapter_type?: string, is_fallback_adapter?: boolean, architecture?: string}} AdapterInfo */
 
-export const CPU = 'cpu'; // the kind of adapter whose invocations run on CPU threads (a kernel's `targets`)
+/** The kind of adapter whose invocations run on CPU threads (a kernel's `targets`, the memory cap). */
+export const CPU = 'cpu';
 /** WebGPU's defaults, which every adapter offers: what a limit the device does not report allows. */
 const DEFAULT_LIMITS = LIMITS.webgpu_limits;
 
@@ -67,21 +68,10 @@ export function forDevice(spec, features) {
     result: d.result.map((t) => (t.dtype === 'f16' ? { ...t, dtype: /** @type {const} */ ('float32') } : t)),
   }));
   /** @type {Map<number, Constant>} */
-  const constants = new Map([...spec.constants].map(([i, c]) => [i, c.dtype === 'f16' ? widened(c) : c]));
+  const constants = new Map([...spec.constants].map(([i, c]) => [i, c.dtype === 'f16' ? { ...c, widen: true } : c]));
   const buffers = spec.buffers.map((b, i) => (spec.constants.get(i)?.dtype === 'f16' ?
-    { ...b, size: Math.max(4, /** @type {Constant} */ (constants.get(i)).bytes.length) } : b));
+    { ...b, size: Math.max(4, 2 * /** @type {Constant} */ (spec.constants.get(i)).nbytes) } : b));
   return { ...spec, dispatches, constants, buffers };
-}
-
-/**
- * A float16 constant as float32 (exact).
- * @param {Constant} c
- * @returns {Constant}
- */
-function widened(c) {
-  const aligned = c.bytes.byteOffset % 2 ? c.bytes.slice() : c.bytes;
-  const words = widenHalf(new Uint16Array(aligned.buffer, aligned.byteOffset, aligned.length / 2));
-  return { ...c, dtype: 'f32', bytes: new Uint8Array(words.buffer) };
 }
 
 /**

@@ -109,7 +109,7 @@ function dtypeOf(array, declared, wanted, name) {
  */
 export function bind(spec, values) {
   /** @type {import('./symbolic.js').Env} */
-  const env = {};
+  const env = Object.create(null); // keyed by the file's symbol names: `__proto__` is one like any other
   const symbols = Object.entries(spec.symbols);
   if (!symbols.length) return env;
   spec.inputs.forEach((x, i) => x.shape.forEach((s, k) => {

@@ -50,6 +50,35 @@ export const LIMITS = Object.freeze({
   "maxComputeInvocationsPerWorkgroup": 256,
   "maxComputeWorkgroupStorageSize": 16384
  },
+ "tree_classes": {
+  "dict": {
+   "names": [
+    "collections.OrderedDict"
+   ],
+   "modules": [
+    "transformers",
+    "transformers_modules"
+   ]
+  },
+  "tuple": {
+   "names": [],
+   "modules": [
+    "torch.return_types"
+   ]
+  }
+ },
+ "compile_cost": {
+  "max_functions": 256,
+  "max_call_depth": 32,
+  "max_function_tokens": 98304,
+  "max_source_tokens": 196608,
+  "array_element_tokens": 32,
+  "max_array_elements": 65535
+ },
+ "call_timeout": {
+  "seconds": 60,
+  "first_call_seconds_per_token": 0.0001
+ },
  "tuning": {
   "repeats": 8,
   "samples": 3,

@@ -1,19 +1,20 @@
-// A loaded program: `load(source, options)` reads and validates the artifact, opens the device, chooses
-// among dispatch options, and builds everything once; `run` and `runOnDevice` then only check inputs,
-// write, encode, submit and read.
+// A loaded program: `load(source, options)` reads and validates the artifact's header, opens the device,
+// allocates the buffers, streams the constants into them, chooses among dispatch options, and builds
+// everything else once; `run` and `runOnDevice` then only check inputs, write, encode, submit and read.
 
-import { parse } from './artifact.js';
+import { PREAMBLE, readContainer, readHeader } from './artifact.js';
 import { openDevice } from './engine.js';
 import { DeviceTensor } from './device_tensor.js';
-import { InputError } from './errors.js';
+import { ArtifactError, InputError } from './errors.js';
 import { Executor } from './executor.js';
 import * as expr from './symbolic.js';
 import { bind, checkInput, deviceForms } from './inputs.js';
 import { forDevice } from './fit.js';
-import { readSource } from './source.js';
+import { openSource } from './source.js';
 import * as timing from './timing.js';
 import * as tree from './tree.js';
 import * as tuning from './tuning.js';
+import { upload } from './upload.js';
 
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
 /** @typedef {import('./device_tensor.js').HostTensor} HostTensor */
@@ -21,10 +22,13 @@ import * as tuning from './tuning.js';
 /** @typedef {import('./inputs.js').InputValue} InputValue */
 /** @typedef {import('./source.js').Source} Source */
 /** @typedef {import('./tree.js').Const} Const */
+/** @typedef {import('./upload.js').Progress} Progress */
 /**
  * @typedef {import('./engine.js').DeviceOptions & import('./tuning.js').TuningOptions &
- *   import('./executor.js').ExecutorOptions & {disableFeatures?: string[]}} LoadOptions
+ *   import('./executor.js').ExecutorOptions & import('./source.js').SourceOptions &
+ *   {disableFeatures?: string[], onProgress?: (progress: Progress) => void}} LoadOptions
  * `disableFeatures`: run as if the device lacked these optional features ("shader-f16": the fallbacks).
+ * `onProgress`: called as the file is read, after the header and after each piece of the data.
  */
 /**
  * A call in flight (Program.start): `kept` its flat outputs kept on the GPU (undefined where not kept),
@@ -56,19 +60,42 @@ import * as tuning from './tuning.js';
 /** @typedef {{dtype: ModelDtype, shape: ReadonlyArray<Dim>}} OutputInfo an output, in the order of the output tree's leaves */
 
 /**
- * Load a program: `source` is the artifact's bytes, a URL, or (Node) a file path.
+ * Load a program: `source` is the artifact's bytes, a Blob (a File), a URL, or (Node) a file path. It is read
+ * front to back, never whole: the header is validated before anything reaches the device, then each constant
+ * is written to its buffer as its bytes arrive; data found damaged at its end (its checksum; a download's
+ * length) destroys what was written before anything is compiled or run.
  * @param {Source} source
  * @param {LoadOptions} [options]
  * @returns {Promise<Program>}
  */
 export async function load(source, options = {}) {
-  const { bytes, where } = await readSource(source);
-  const spec = parse(bytes, where);
-  const gpu = await openDevice(options);
-  const disabled = new Set(options.disableFeatures ?? []);
-  const features = new Set([...gpu.device.features].filter((f) => !disabled.has(f)));
-  const tuned = await tuning.resolve(forDevice(spec, features), gpu, features, options);
-  return Program.create(tuned, await Executor.create(tuned, gpu, options), where);
+  const reader = await openSource(source, options);
+  /** @type {import('./source.js').Verdict} */
+  let verdict = 'unknown';
+  try {
+    const container = readContainer(await reader.take(PREAMBLE), reader.size, reader.where);
+    const spec = readHeader(await reader.take(container.headerLength), container, reader.where);
+    options.onProgress?.({ bytes: reader.offset, totalBytes: container.size, tensors: 0, totalTensors: spec.constants.size, source: reader.where });
+    const gpu = await openDevice(options);
+    const disabled = new Set(options.disableFeatures ?? []);
+    const features = new Set([...gpu.device.features].filter((f) => !disabled.has(f)));
+    const fitted = forDevice(spec, features);
+    const executor = await Executor.allocate(fitted, gpu, options);
+    try {
+      await upload(reader, container, fitted, gpu.device, executor.buffers, options.onProgress);
+      verdict = 'sound';
+      const tuned = await tuning.resolve(fitted, gpu, features, options, executor.buffers);
+      return Program.create(tuned, await executor.build(tuned), reader.where);
+    } catch (e) {
+      executor.destroy();
+      throw e;
+    }
+  } catch (e) {
+    if (verdict === 'unknown' && e instanceof ArtifactError) verdict = 'damaged';
+    throw e;
+  } finally {
+    await reader.close(verdict);
+  }
 }
 
 export class Program {

@@ -1,4 +1,5 @@
-// GPU time from timestamp queries: per dispatch (what tuning compares) and per call (benchmarks).
+// GPU time from timestamp queries: per dispatch (what tuning compares) and per call (benchmarks). Every wait is
+// the executor's (Executor.settle): timed work that does not finish within its timeout fails, as a call does.
 
 /** @typedef {import('./executor.js').Executor} Executor */
 
@@ -16,10 +17,12 @@ export function median(xs) {
 /** A query set and the buffers that read it back. */
 class Timestamps {
   /**
-   * @param {GPUDevice} device
+   * @param {Executor} executor whose device it times, and whose waits it waits
    * @param {number} count
    */
-  constructor(device, count) {
+  constructor(executor, count) {
+    const { device } = executor;
+    this.executor = executor;
     this.device = device;
     this.count = count;
     this.querySet = device.createQuerySet({ type: 'timestamp', count });
@@ -47,7 +50,7 @@ class Timestamps {
     encoder.resolveQuerySet(this.querySet, 0, used, this.resolve, 0);
     encoder.copyBufferToBuffer(this.resolve, 0, this.read, 0, 8 * used);
     this.device.queue.submit([encoder.finish()]);
-    await this.read.mapAsync(GPUMapMode.READ, 0, 8 * used);
+    await this.executor.settle(this.read.mapAsync(GPUMapMode.READ, 0, 8 * used), 'timed work');
     try {
       return new BigUint64Array(this.read.getMappedRange(0, 8 * used).slice(0));
     } finally {
@@ -78,7 +81,7 @@ export async function dispatchTimes(executor, samples = 3, repeats = 1, only = u
   const n = executor.planPipelines.length;
   const timed = only ? [...new Set(only)].sort((a, b) => a - b) : [...Array(n).keys()];
   const perPass = MAX_QUERIES / 2;
-  const stamps = new Timestamps(executor.device, 2 * Math.min(Math.max(timed.length, 1), perPass));
+  const stamps = new Timestamps(executor, 2 * Math.min(Math.max(timed.length, 1), perPass));
   /** @type {number[][]} */
   const runs = Array.from({ length: n }, () => []);
   try {
@@ -134,7 +137,7 @@ export async function gpuTime(executor, repeats = 10, samples = 5) {
  */
 async function timeCalls(executor, repeats, samples) {
   const { device } = executor;
-  const stamps = device.features.has('timestamp-query') ? new Timestamps(device, 2) : null;
+  const stamps = device.features.has('timestamp-query') ? new Timestamps(executor, 2) : null;
   const perCall = [];
   try {
     for (let sample = 0; sample <= samples; sample++) {
@@ -148,7 +151,7 @@ async function timeCalls(executor, repeats, samples) {
         for (let r = 0; r < repeats; r++) executor.encode(encoder);
         const start = performance.now();
         device.queue.submit([encoder.finish()]);
-        await device.queue.onSubmittedWorkDone();
+        await executor.settle(device.queue.onSubmittedWorkDone(), 'timed work');
         seconds = (performance.now() - start) * 1e-3;
       }
       if (sample) perCall.push(seconds / repeats);

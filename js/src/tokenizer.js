@@ -1,12 +1,16 @@
 // Text to the ids a model takes, the model's own way: its tokenizer.json (and tokenizer_config.json) read by
 // @huggingface/tokenizers — pure JavaScript, the tokenizer families transformers' fast tokenizers have
 // (WordPiece, BPE, Unigram; their normalizers, pre-tokenizers and special-token templates), the files
-// transformers.js reads. The library is imported on first use: in Node from node_modules (it is a dependency
-// of this package), in a browser through the page's import map (`"@huggingface/tokenizers"` → its
-// `dist/tokenizers.min.mjs`; `webgpu-torch serve` serves one), so the runtime itself loads without it.
+// transformers.js reads — and a chat model's conversations rendered by its chat template (tokenizer_config.json's
+// `chat_template`, or chat_template.jinja) with @huggingface/jinja, as transformers' apply_chat_template does.
+// The libraries are imported on first use (libraries.js): in Node from node_modules (they are dependencies of
+// this package), in a browser through the page's import map (`"@huggingface/tokenizers"` → its
+// `dist/tokenizers.min.mjs`, `"@huggingface/jinja"` → its `dist/index.js`; `webgpu-torch serve` serves them),
+// so the runtime itself loads without them.
 
 import { ArtifactError } from './errors.js';
-import { readSource, within } from './source.js';
+import { jinja, tokenizers } from './libraries.js';
+import { readIfThere, within } from './source.js';
 
 /** @typedef {import('./device_tensor.js').HostTensor<'int64'>} Int64Tensor */
 /**
@@ -15,18 +19,54 @@ import { readSource, within } from './source.js';
  */
 
 /**
+ * A message of a conversation as chat templates take it: a role ("system", "user", "assistant", …) and its
+ * content; other keys reach the template as they are.
+ * @typedef {{role: string, content: string, [key: string]: unknown}} Message
+ */
+
+// The special tokens transformers gives a chat template by name (its special_tokens_map).
+const SPECIAL_TOKENS = ['bos_token', 'eos_token', 'unk_token', 'sep_token', 'pad_token', 'cls_token', 'mask_token'];
+
+/**
  * The tokenizer in `base`: a folder (Node) or URL holding tokenizer.json and, optionally,
- * tokenizer_config.json (special tokens, `model_max_length`).
+ * tokenizer_config.json (special tokens, `model_max_length`, `chat_template`) and chat_template.jinja (where
+ * transformers saves a chat template by itself).
  * @param {URL | string} base
  * @returns {Promise<Tokenizer>}
  */
 export async function loadTokenizer(base) {
-  const [json, config, library] = await Promise.all([
-    readJson(await within(base, 'tokenizer.json')),
-    readJson(await within(base, 'tokenizer_config.json')).catch(() => ({})),
-    import('@huggingface/tokenizers'),
+  const tokenizer = await findTokenizer(base);
+  if (!tokenizer) throw new ArtifactError(`${await within(base, 'tokenizer.json')}: no such file`);
+  return tokenizer;
+}
+
+/**
+ * The tokenizer in `base` as loadTokenizer loads it, or null where `base` has no tokenizer.json.
+ * @param {URL | string} base
+ * @returns {Promise<Tokenizer | null>}
+ */
+export async function findTokenizer(base) {
+  const json = await readJson(await within(base, 'tokenizer.json'));
+  if (json === null) return null;
+  const [config, jinjaFile, library] = await Promise.all([
+    readJson(await within(base, 'tokenizer_config.json')),
+    readIfThere(await within(base, 'chat_template.jinja')),
+    tokenizers(),
   ]);
-  return Tokenizer.create(new library.Tokenizer(json, config), json, config);
+  const source = chatTemplate(config?.chat_template) ?? (jinjaFile && new TextDecoder().decode(jinjaFile.bytes));
+  const template = source === null ? null : new (await jinja()).Template(source);
+  return Tokenizer.create(new library.Tokenizer(json, config ?? {}), json, config ?? {}, template);
+}
+
+/**
+ * tokenizer_config.json's chat template: a string, or the one named "default" of a list of named ones.
+ * @param {unknown} value
+ * @returns {string | null}
+ */
+function chatTemplate(value) {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return value.find((t) => t?.name === 'default')?.template ?? null;
+  return null;
 }
 
 export class Tokenizer {
@@ -48,14 +88,20 @@ export class Tokenizer {
    */
   lowercases;
 
+  /** @internal the chat template, compiled (null: the tokenizer has none) */
+  template;
+  /** @internal the special tokens a chat template is given by name: bos_token, eos_token, … */
+  specialTokens;
+
   /**
    * @internal
    * @param {import('@huggingface/tokenizers').Tokenizer} library
    * @param {any} json tokenizer.json
    * @param {any} config tokenizer_config.json
+   * @param {import('@huggingface/jinja').Template | null} template
    */
-  static create(library, json, config) {
-    return new Tokenizer(library, json, config);
+  static create(library, json, config, template) {
+    return new Tokenizer(library, json, config, template);
   }
 
   /**
@@ -64,9 +110,15 @@ export class Tokenizer {
    * @param {import('@huggingface/tokenizers').Tokenizer} library
    * @param {any} json
    * @param {any} config
+   * @param {import('@huggingface/jinja').Template | null} template
    */
-  constructor(library, json, config) {
+  constructor(library, json, config, template) {
     this.library = library;
+    this.template = template;
+    this.specialTokens = Object.fromEntries(SPECIAL_TOKENS.flatMap((key) => {
+      const token = typeof config[key] === 'string' ? config[key] : config[key]?.content;
+      return typeof token === 'string' ? [[key, token]] : [];
+    }));
     const pad = typeof config.pad_token === 'string' ? config.pad_token : config.pad_token?.content;
     this.padId = json.padding?.pad_id ?? (pad === undefined ? undefined : library.token_to_id(pad)) ?? 0;
     this.maxLength = Number.isSafeInteger(config.model_max_length) ? config.model_max_length : Infinity;
@@ -123,6 +175,35 @@ export class Tokenizer {
       { skip_special_tokens: skipSpecialTokens, clean_up_tokenization_spaces: this.cleanUp });
   }
 
+  /** Whether the tokenizer has a chat template (applyChatTemplate needs one). */
+  get hasChatTemplate() {
+    return this.template !== null;
+  }
+
+  /**
+   * The id of a token of the vocabulary (a special token's: "<|im_end|>"), or undefined.
+   * @param {string} token
+   * @returns {number | undefined}
+   */
+  tokenId(token) {
+    return this.library.token_to_id(token);
+  }
+
+  /**
+   * A conversation as the model's prompt ids, as transformers' `apply_chat_template(messages,
+   * add_generation_prompt=…)` gives them: the chat template rendered with the messages, the special tokens by
+   * name and `add_generation_prompt` (what starts the assistant's reply), then encoded without adding special
+   * tokens (the template writes its own).
+   * @param {Message[]} messages
+   * @param {{addGenerationPrompt?: boolean}} [options]
+   * @returns {number[]}
+   */
+  applyChatTemplate(messages, { addGenerationPrompt = true } = {}) {
+    if (!this.template) throw new RangeError('this tokenizer has no chat template (tokenizer_config.json chat_template, or chat_template.jinja)');
+    const text = this.template.render({ ...this.specialTokens, messages, add_generation_prompt: addGenerationPrompt });
+    return this.encode(text, { addSpecialTokens: false });
+  }
+
   /**
    * `texts` as a model's inputs, as transformers' `tokenizer(texts, padding=True, truncation=True)` makes
    * them: each encoded (cut to `maxLength`, default the tokenizer's), padded on the right with `padId` to
@@ -157,11 +238,14 @@ function lowercases(normalizer) {
 }
 
 /**
+ * A JSON file's value, or null where there is no such file.
  * @param {URL | string} source
  * @returns {Promise<any>}
  */
 async function readJson(source) {
-  const { bytes, where } = await readSource(source);
+  const read = await readIfThere(source);
+  if (!read) return null;
+  const { bytes, where } = read;
   try {
     return JSON.parse(new TextDecoder().decode(bytes));
   } catch (e) {

@@ -2,14 +2,47 @@
 //   {"type": "leaf"}                              a tensor, taken from / put into the flat list in order
 //   {"type": "const", "value": v}                 a value fixed at export: checked, never passed on
 //   {"type": "tuple" | "list", "items": [...]}    a JavaScript array
-//   {"type": "dict", "keys": [...], "items": [...], "class"?: name}   a plain object
-// A dict entry whose tree is a const may be left out of a call (an omitted keyword argument).
+//   {"type": "dict", "keys": [...], "items": [...]}   a plain object
+// A dict entry whose tree is a const may be left out of a call (an omitted keyword argument). A tuple or dict
+// may name the class the model returned, from an allowlist (`classProblem`); this runtime returns arrays and
+// objects whatever the class.
 
 import { InputError, InputTypeError } from './errors.js';
+import { LIMITS } from './limits.js';
 
-/** @typedef {{type: 'leaf'} | {type: 'const', value: Const} | {type: 'tuple' | 'list', items: TreeSpec[]}
+/** @typedef {{type: 'leaf'} | {type: 'const', value: Const} | {type: 'list', items: TreeSpec[]}
+ *   | {type: 'tuple', items: TreeSpec[], class?: string, fields?: string[]}
  *   | {type: 'dict', keys: string[], items: TreeSpec[], class?: string}} TreeSpec */
 /** @typedef {null | boolean | number | string} Const */
+
+const CLASSES = /** @type {Record<string, {names: string[], modules: string[]}>} */ (LIMITS.tree_classes);
+const DOTTED = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$/; // "module.Name": remote code's modules have `-`
+const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Why a tree node's `class` (and a tuple's `fields`) is not one a compiled program records, or null: an
+ * OrderedDict or a transformers ModelOutput on a dict, a torch.return_types class or a namedtuple that declares
+ * its fields (distinct names, one per item) on a tuple (src/webgpu_torch/format/tree.py decides alike).
+ * @param {Record<string, any>} node a node whose type and items (and a dict's keys) are checked
+ * @returns {string | null}
+ */
+export function classProblem(node) {
+  const fields = node.fields;
+  if (Object.hasOwn(node, 'fields') && !(node.type === 'tuple' && Object.hasOwn(node, 'class') && Array.isArray(fields) &&
+    fields.length === node.items.length && new Set(fields.map(String)).size === fields.length &&
+    fields.every((f) => typeof f === 'string' && FIELD.test(f)))) {
+    return 'a tuple node\'s fields are not distinct names, one per item, of a classed tuple';
+  }
+  if (!Object.hasOwn(node, 'class')) return null;
+  const name = node.class;
+  if (typeof name !== 'string') return `a tree node's class is ${name === null ? 'null' : typeof name}, not a string`;
+  const allowed = Object.hasOwn(CLASSES, node.type) ? CLASSES[node.type] : { names: [], modules: [] };
+  const module = name.slice(0, Math.max(0, name.lastIndexOf('.')));
+  if (DOTTED.test(name) && (allowed.names.includes(name) || Object.hasOwn(node, 'fields') ||
+    allowed.modules.some((m) => module === m || module.startsWith(`${m}.`)))) return null;
+  return `a ${node.type} node's class ${JSON.stringify(name.slice(0, 80))} is not one a compiled program records (on a dict: ` +
+    'an OrderedDict or a transformers ModelOutput; on a tuple: torch.return_types or a namedtuple with its fields)';
+}
 
 /**
  * @param {TreeSpec} spec

@@ -6,8 +6,8 @@
 //
 // At load, groups whose choice is not cached are timed, the most work first, until the time budget is spent,
 // in probes of one group first, then as many as the budget left is expected to hold (probeSize). A group runs
-// on a probe (probeSpec): copies of the buffers it binds, the constants as the file holds them, every other
-// buffer it reads filled with seeded non-zero values (seededWords). The default runs first; then each
+// on a probe (probeSpec): copies of the buffers it binds — its constants the program's own buffers, which no
+// dispatch writes — every other buffer it reads filled with seeded non-zero values (seededWords). The default runs first; then each
 // candidate is compiled, run, checked and scouted on its own, in rank order, none begun past the budget: its
 // result views (a leader's `result`) must agree with the default's within the group's `tolerance`
 // (disagreement), or it is left out with a warning, as is a candidate the engine refuses. Then only those
@@ -31,7 +31,7 @@
 // queries keeps the defaults.
 
 import { envVar, isNode } from './env.js';
-import { DeviceError } from './errors.js';
+import { CallTimeout, DeviceError } from './errors.js';
 import { Executor } from './executor.js';
 import { group, written } from './artifact.js';
 import { DEVICE_FORM, widenHalf } from './dtypes.js';
@@ -122,9 +122,10 @@ export function choose(spec, which, chosen) {
  * @param {Gpu} gpu
  * @param {Set<string>} features
  * @param {TuningOptions} options
+ * @param {GPUBuffer[]} constants the program's buffers, by index, its constants written (a probe binds them)
  * @returns {Promise<ProgramSpec>}
  */
-export async function resolve(spec, gpu, features, options = {}) {
+export async function resolve(spec, gpu, features, options, constants) {
   const which = groups(spec).filter((members) => spec.dispatches[members[0]].result.length); // the others: never tuned
   const on = options.tune ?? envVar(TUNE_VAR) !== '0';
   if (!which.length || !on || !features.has('timestamp-query')) return spec;
@@ -144,7 +145,7 @@ export async function resolve(spec, gpu, features, options = {}) {
   /** @type {Map<string, number[]>} each missing group's usable candidates, best-ranked first */
   const ranked = new Map([...missing].map(([key, members]) => [key, rank(spec, members, features, gpu.device.limits, adapterKind(gpu.adapter))]));
   if (missing.size) {
-    const timed = await measure(spec, gpu, missing, ranked, options);
+    const timed = await measure(spec, gpu, missing, ranked, options, constants);
     if (Object.keys(timed).length) {
       Object.assign(chosen, timed);
       await cache?.save(device, chosen);
@@ -163,9 +164,10 @@ export async function resolve(spec, gpu, features, options = {}) {
  * @param {Map<string, number[]>} which
  * @param {Map<string, number[]>} usable
  * @param {TuningOptions} options
+ * @param {GPUBuffer[]} constants
  * @returns {Promise<Choices>}
  */
-async function measure(spec, gpu, which, usable, options) {
+async function measure(spec, gpu, which, usable, options, constants) {
   const top = setting(options.tuneTop, TOP_VAR, LIMITS.tuning.top) || Infinity;
   const budget = setting(options.tuneBudget, BUDGET_VAR, LIMITS.tuning.budget_seconds) * 1000;
   /** @type {Choices} */
@@ -188,7 +190,7 @@ async function measure(spec, gpu, which, usable, options) {
     const keys = order.slice(timed, timed + probeSize(timed, elapsed, budget));
     progress.show(timed, spec.dispatches[members(keys[0])[0]].node, elapsed);
     for (const key of keys) {
-      const best = await fastest(spec, gpu, members(key), /** @type {number[]} */ (ranked.get(key)), deadline);
+      const best = await fastest(spec, gpu, members(key), /** @type {number[]} */ (ranked.get(key)), deadline, constants);
       if (best !== null) chosen[key] = best;
     }
     timed += keys.length;
@@ -209,9 +211,10 @@ async function measure(spec, gpu, which, usable, options) {
  * @param {number[]} members
  * @param {number[]} ranked
  * @param {number} deadline
+ * @param {GPUBuffer[]} constants
  * @returns {Promise<number | null>}
  */
-async function fastest(spec, gpu, members, ranked, deadline) {
+async function fastest(spec, gpu, members, ranked, deadline, constants) {
   /** @type {Map<number, {executor: Executor, time: number}>} */
   const scouted = new Map();
   /** @type {Candidate | null} */
@@ -219,9 +222,9 @@ async function fastest(spec, gpu, members, ranked, deadline) {
   let tried = 0;
   try {
     try {
-      reference = await Candidate.create(spec, gpu, members, 0);
+      reference = await Candidate.create(spec, gpu, members, 0, constants);
     } catch (e) {
-      if (e instanceof DeviceError) return null; // the default itself does not build: the load says so
+      if (e instanceof DeviceError && !(e instanceof CallTimeout)) return null; // the default does not build: the load says so
       throw e;
     }
     for (const c of ranked) {
@@ -230,9 +233,9 @@ async function fastest(spec, gpu, members, ranked, deadline) {
       let candidate = reference;
       if (c !== 0) {
         try {
-          candidate = await Candidate.create(spec, gpu, members, c);
+          candidate = await Candidate.create(spec, gpu, members, c, constants);
         } catch (e) {
-          if (!(e instanceof DeviceError)) throw e;
+          if (!(e instanceof DeviceError) || e instanceof CallTimeout) throw e; // the rest would queue behind it
           leaveOut(spec, members, c, `the ${gpu.engine} engine refuses it: ${e.message}`);
           continue;
         }
@@ -264,10 +267,12 @@ export class Candidate {
    * @param {Gpu} gpu
    * @param {number[]} members
    * @param {number} c
+   * @param {GPUBuffer[]} constants the program's buffers, by index, its constants written
    */
-  static async create(spec, gpu, members, c) {
+  static async create(spec, gpu, members, c, constants) {
     const probe = probeSpec(spec, members, c);
-    const executor = await Executor.create(probe.spec, gpu);
+    const borrowed = new Map([...probe.constants].map(([j, b]) => [j, constants[b]]));
+    const executor = await Executor.create(probe.spec, gpu, {}, borrowed);
     try {
       for (const j of probe.seeded) gpu.device.queue.writeBuffer(executor.buffers[j], 0, seededWords(j, probe.spec.buffers[j].size / 4 | 0));
       await executor.run([], {}, []);
@@ -573,12 +578,13 @@ class Progress {
 
 /**
  * A program of candidate `c` of the group `members` (its dispatches in order) over copies of the buffers they
- * bind, numbered in order of first binding, the constants as `spec` holds them; the buffers to fill with
- * seededWords (those the group only reads); the group's result views in these buffers.
+ * bind, numbered in order of first binding, but for its constants: `constants` maps each constant's index in
+ * the probe to the program's buffer it binds. Also the buffers to fill with seededWords (those the group only
+ * reads) and the group's result views in these buffers.
  * @param {ProgramSpec} spec
  * @param {number[]} members
  * @param {number} c
- * @returns {{spec: ProgramSpec, seeded: number[], result: import('./artifact.js').ViewSpec[]}}
+ * @returns {{spec: ProgramSpec, constants: Map<number, number>, seeded: number[], result: import('./artifact.js').ViewSpec[]}}
  */
 function probeSpec(spec, members, c) {
   /** @type {Map<number, number>} */
@@ -592,10 +598,8 @@ function probeSpec(spec, members, c) {
     return { ...d, ...candidates(d)[c], buffers, patches: [], count: null, options: [], follows: 0, result: [] };
   });
   const writes = new Set(members.flatMap((i) => written(spec.kernels, spec.dispatches[i])));
-  const constants = new Map([...used].flatMap(([b, j]) => {
-    const data = spec.constants.get(b);
-    return data ? [[j, data]] : [];
-  }));
+  const bound = [...used].filter(([b]) => spec.constants.has(b));
+  const constants = new Map(bound.map(([b, j]) => [j, /** @type {import('./artifact.js').Constant} */ (spec.constants.get(b))]));
   const seeded = [...used].flatMap(([b, j]) => (constants.has(j) || writes.has(b) ? [] : [j]));
   const at = (/** @type {number} */ b) => /** @type {number} */ (used.get(b));
   const result = spec.dispatches[members[0]].result.map((t) => ({ ...t, buffer: at(t.buffer) }));
@@ -604,6 +608,7 @@ function probeSpec(spec, members, c) {
   const buffers = [...used].map(([b, j]) => ({ size: spec.buffers[b].size, role: constants.has(j) ? 'constant' : 'scratch', name: '' }));
   return {
     spec: { ...spec, symbols: {}, constants, inputs: [], outputs: [], inputTree: empty, outputTree: empty, dispatches, checks: [], status: null, buffers },
+    constants: new Map(bound.map(([b, j]) => [j, b])),
     seeded,
     result,
   };

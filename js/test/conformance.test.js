@@ -7,14 +7,18 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { foldGrid, parse } from '../src/artifact.js';
+import { problem as sourceProblem } from '../src/compile_cost.js';
 import { isContiguous } from '../src/dtypes.js';
 import { ArtifactError } from '../src/errors.js';
-import { byteRange } from '../src/executor.js';
+import { byteRange, firstCallSeconds } from '../src/executor.js';
 import * as expr from '../src/symbolic.js';
-import { checkInfo, Seq2Seq } from '../src/generation.js';
+import { BeamSearch, completesStop, generationOptions, samplerParams, uniforms } from '../src/decoding.js';
+import { checkInfo, Seq2Seq, textStream } from '../src/generation.js';
 import { bind } from '../src/inputs.js';
 import { adapterKind, forDevice, limitProblem } from '../src/fit.js';
 import { LIMITS } from '../src/limits.js';
+import { decide } from '../src/memory.js';
+import { classProblem } from '../src/tree.js';
 import { choiceKey, groups, probeSize, rank } from '../src/tuning.js';
 import { GOLDEN, REPO } from '../testkit/io.js';
 import { problems } from '../testkit/schema.js';
@@ -73,7 +77,7 @@ test('input binding: dynamic dimensions from the shapes, ranges and shapes check
     const spec = golden(c.file);
     const values = c.shapes.map((/** @type {number[]} */ shape) => ({ shape, data: null, tensor: null }));
     if (c.error) assert.throws(() => bind(spec, values), (e) => e instanceof Error && e.message.includes(c.error), c.error);
-    else assert.deepEqual(bind(spec, values), c.env);
+    else assert.deepEqual({ ...bind(spec, values) }, c.env); // bind keys a null-prototype object by symbol name
   }
 });
 
@@ -107,6 +111,7 @@ test('generation: seq2seq.json checked, tokens forced and stopped as the rules s
     };
     // The decoder's token at step i is chosen[i] (0 past the list: a step submitted after EOS, never read).
     const decoder = {
+      inputs: [{ shape: [1, 1] }],
       start: async () => {
         const token = { data: Int32Array.of(c.chosen[step++] ?? 0), release() {} };
         return { kept: [undefined, token], host: {}, result: async () => [{ data: new Float32Array(3) }, token], discard() {} };
@@ -146,9 +151,71 @@ test('device fit: a golden file as a device runs it (features, limits, the memor
   }
 });
 
+/** @param {Record<string, unknown>} settings snake_case, as decoding.py takes them */
+const camel = (settings) => Object.fromEntries(Object.entries(settings).map(([k, v]) => [k.replace(/_([a-z])/g, (_, c) => c.toUpperCase()), v]));
+
+test('generation: draws, settings, stop strings and streamed text', async () => {
+  const v = vectors('generation');
+  for (const c of v.uniforms) {
+    const draws = uniforms(BigInt(c.seed));
+    assert.deepEqual(c.draws.map(() => draws.next().value), c.draws, c.seed);
+  }
+  for (const c of v.settings) {
+    if (c.error) assert.throws(() => generationOptions(camel(c.settings)), (e) => e instanceof RangeError && e.message.includes(c.error), c.error);
+    else assert.deepEqual([...samplerParams(generationOptions(camel(c.settings)))], c.params.map(Math.fround), JSON.stringify(c));
+  }
+  for (const c of v.stops) assert.equal(completesStop(c.text, c.before.length, c.stop_strings), c.stops, JSON.stringify(c));
+  for (const c of v.streams) {
+    const texts = c.texts.values();
+    const tokenizer = { decode: () => texts.next().value };
+    const ids = (async function* () { yield* c.texts.map((/** @type {string} */ _, /** @type {number} */ i) => i); })();
+    const pieces = [];
+    for await (const piece of textStream(ids, tokenizer)) pieces.push(piece);
+    assert.deepEqual(pieces, c.pieces, JSON.stringify(c));
+  }
+});
+
+test('generation: beam search bookkeeping', () => {
+  for (const c of vectors('generation').beams) {
+    const search = new BeamSearch({
+      numBeams: c.num_beams, vocabSize: c.vocab_size, maxNewTokens: c.max_new_tokens, eos: c.eos,
+      lengthPenalty: c.length_penalty, earlyStopping: c.early_stopping,
+    });
+    for (const step of c.steps) {
+      assert.ok(search.keep === step.indices.length && !search.done);
+      assert.deepEqual(search.step(step.values, step.indices), { tokens: step.tokens, beams: step.beams }, JSON.stringify(step));
+      assert.equal(search.done, step.done);
+    }
+    const results = search.results(c.num_beams);
+    assert.deepEqual(results.map((h) => h.tokens), c.sequences);
+    assert.deepEqual(results.map((h) => h.score), c.scores);
+  }
+});
+
 test('the header schema says of each golden header what the corpus records', () => {
   for (const c of vectors('schema').headers) {
     const { header } = splitArtifact(readFileSync(join(GOLDEN, c.file)));
     assert.equal(problems(header).length === 0, c.valid, `${c.file}: ${problems(header).join('; ')}`);
+  }
+});
+
+test('compile cost: each source refused as the Python reader refuses it, with the same message, or accepted', () => {
+  for (const c of vectors('compile_cost').cases) assert.equal(sourceProblem(c.source), c.problem, c.about);
+});
+
+test('output classes: the allowlist', () => {
+  for (const c of vectors('classes').cases) {
+    const got = classProblem(c.node);
+    assert.ok(c.problem === null ? got === null : got?.includes(c.problem), `${JSON.stringify(c.node)}: ${got}`);
+  }
+});
+
+test('the memory cap from the adapter and what the process may still take', () => {
+  for (const c of vectors('memory').cases) assert.deepEqual(decide(c.kind, c.device_local, c.rooms), c.cap, JSON.stringify(c));
+});
+
+test('a first call may take longer by what its shaders cost to compile', () => {
+  for (const c of vectors('timeouts').first_call) {
+    assert.equal(firstCallSeconds(golden(c.file), c.engine, c.timeout), c.seconds, JSON.stringify(c));
   }
 });

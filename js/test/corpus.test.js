@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { load } from '../src/index.js';
+import { IN_FLIGHT } from '../src/generation.js';
+import { load, loadCausalLM, textStream } from '../src/index.js';
 import { loadGenerator, regenerate } from '../testkit/corpus.js';
 import { CORPUS, artifacts, assertReplays, generations } from '../testkit/io.js';
 
@@ -45,3 +46,27 @@ for (const name of GENERATIONS) {
     }
   });
 }
+
+test('a CausalLM streams its ids, as text too, and stops on an AbortSignal', { skip: !GENERATIONS.includes('llama_tiny') && HOW }, async () => {
+  const record = JSON.parse(readFileSync(join(CORPUS, 'llama_tiny', 'generate.json'), 'utf8'));
+  const lm = await loadCausalLM(join(CORPUS, 'llama_tiny'), { tune: false });
+  try {
+    const options = { maxNewTokens: record.max_new_tokens };
+    const streamed = [];
+    for await (const id of lm.stream(record.prompt_ids, options)) streamed.push(id);
+    assert.deepEqual(streamed, record.ids);
+    const letters = { decode: (/** @type {number[]} */ ids) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join('') };
+    let text = '';
+    for await (const piece of textStream(lm.stream(record.prompt_ids, options), letters)) text += piece;
+    assert.equal(text, letters.decode(record.ids));
+    const stop = new AbortController();
+    const { ids } = await lm.generate(record.prompt_ids, { ...options, signal: stop.signal, onToken: (_, seconds) => {
+      assert.ok(seconds >= 0);
+      if (!stop.signal.aborted) stop.abort();
+    } });
+    assert.ok(ids.length <= 1 + IN_FLIGHT && ids.length >= 1, `${ids.length} tokens after the abort`);
+    assert.deepEqual(ids, record.ids.slice(0, ids.length));
+  } finally {
+    lm.destroy();
+  }
+});

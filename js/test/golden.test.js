@@ -1,5 +1,5 @@
 // The golden corpus (tests/golden/README.md): every valid artifact gives the outputs Python's runtime
-// recorded, and every damaged one is refused with the reason the corpus gives, before reaching a device.
+// recorded, and every damaged one is refused with the reason the corpus gives, before anything runs.
 
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';

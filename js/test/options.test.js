@@ -4,13 +4,12 @@
 // compute what the group's default computes, by the tuner's own check (src/tuning.js's Candidate).
 
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { parse } from '../src/artifact.js';
-import { openDevice } from '../src/engine.js';
-import { forDevice, runsOn } from '../src/fit.js';
+import { load } from '../src/session.js';
+import { runsOn } from '../src/fit.js';
 import { Candidate, candidates, groups } from '../src/tuning.js';
 import { CORPUS } from '../testkit/io.js';
 
@@ -27,17 +26,18 @@ test('the cross product\'s programs are there', () => {
 
 for (const file of SAMPLE) {
   test(`cross product ${file}: every candidate computes what its default computes`, async () => {
-    const gpu = await openDevice();
+    // Untuned, a program keeps its options; its buffers hold the constants a candidate's probe binds.
+    const program = await load(join(FOLDER, file), { tune: false });
+    const { spec, executor: { gpu, buffers } } = program;
     const features = new Set(gpu.device.features);
-    const spec = forDevice(parse(readFileSync(join(FOLDER, file)), file), features);
     let checked = 0;
     for (const members of groups(spec)) {
-      const reference = await Candidate.create(spec, gpu, members, 0);
+      const reference = await Candidate.create(spec, gpu, members, 0, buffers);
       try {
         for (let c = 1; c <= spec.dispatches[members[0]].options.length; c++) {
           const kernels = members.map((i) => spec.kernels[candidates(spec.dispatches[i])[c].kernel]);
           if (!kernels.every((k) => runsOn(k, features, gpu.device.limits))) continue;
-          const candidate = await Candidate.create(spec, gpu, members, c);
+          const candidate = await Candidate.create(spec, gpu, members, c, buffers);
           try {
             assert.equal(candidate.differsFrom(reference), null, kernels[0].name);
           } finally {
@@ -49,6 +49,7 @@ for (const file of SAMPLE) {
         reference.executor.destroy();
       }
     }
+    program.destroy();
     assert.ok(checked > 0, 'no candidate ran');
   });
 }

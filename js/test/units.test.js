@@ -125,11 +125,12 @@ test('the reader ignores keys it does not know and takes the optional ones as ab
   assert.doesNotThrow(() => parse(edited((h) => { delete h.meta; delete h.requires; h.unknown = 1; }), 'lenient'));
 });
 
-test('generation forces transformers\' BOS first and EOS last, when the model names them', () => {
+test('generation forces transformers\' BOS after the start token and EOS last, when the model names them', () => {
   const info = { layers: 1, heads: 1, head_dim: 1, max_length: 4, decoder_start_token_id: 2, eos_token_id: 2, forced_bos_token_id: 0, forced_eos_token_id: 2 };
   const none = /** @type {any} */ (null);
   const model = new Seq2Seq(none, none, none, info);
-  assert.deepEqual([0, 1, 2, 3].map((step) => model.forced(step, 4)), [0, null, null, 2]);
+  // the decoder's sequence so far is 1, 2, 3, 4 tokens long, of at most 5
+  assert.deepEqual([1, 2, 3, 4].map((length) => model.forced(length, 5)), [0, null, null, 2]);
   const plain = new Seq2Seq(none, none, none, { ...info, forced_bos_token_id: null, forced_eos_token_id: undefined });
-  assert.deepEqual([0, 1, 2, 3].map((step) => plain.forced(step, 4)), [null, null, null, null]);
+  assert.deepEqual([1, 2, 3, 4].map((length) => plain.forced(length, 5)), [null, null, null, null]);
 });

@@ -184,27 +184,37 @@ export async function loadGenerator(base, record, options) {
   return record.pixel_values ? loadSeq2Seq(base, options) : loadCausalLM(base, options);
 }
 
+/** @param {Record<string, unknown>} settings snake_case, as Python's generate takes them */
+const camel = (settings) => Object.fromEntries(Object.entries(settings).map(([k, v]) => [k.replace(/_([a-z])/g, (_, c) => c.toUpperCase()), v]));
+
 /**
- * Generate as a corpus generate.json recorded it (tests/corpus.py): the same ids, and with those ids as the
- * teacher, each step's logits within `tolerance` of Python's (of the step's largest magnitude); the mismatches
- * found.
+ * Generate as a corpus generate.json recorded it (tests/corpus.py): the same greedy ids, and with those ids as
+ * the teacher each step's logits within `tolerance` of Python's (of the step's largest magnitude); each
+ * strategy's sequences, and its scores within `tolerance` of their magnitude; the mismatches found.
  * @param {import('../src/generation.js').Seq2Seq | import('../src/generation.js').CausalLM} model
- * @param {any} record {pixel_values?, prompt_ids, max_new_tokens, ids, logits}
+ * @param {any} record {pixel_values?, prompt_ids, max_new_tokens, ids?, logits?, strategies}
  * @param {number} [tolerance]
  * @returns {Promise<string[]>}
  */
 export async function regenerate(model, record, tolerance = TOLERANCE) {
   const n = record.max_new_tokens;
-  /** @param {{maxNewTokens: number, teacher?: number[]}} options */
+  /** @param {import('../src/generation.js').GenerateOptions} options */
   const generate = (options) => (model instanceof Seq2Seq
-    ? model.generate(tensor(record.pixel_values), tensor(record.prompt_ids), options)
-    : model.generate(record.prompt_ids, options));
-  const { ids } = await generate({ maxNewTokens: n });
-  if (ids.join() !== record.ids.join()) return [`generated [${ids}], Python generated [${record.ids}]`];
-  const { logits } = await generate({ maxNewTokens: n, teacher: record.ids });
+    ? model.generate(tensor(record.pixel_values), tensor(record.prompt_ids), { maxNewTokens: n, ...options })
+    : model.generate(record.prompt_ids, { maxNewTokens: n, ...options }));
+  const problems = [];
+  for (const { settings, sequences, scores } of record.strategies ?? []) {
+    const got = await generate(camel(settings));
+    const what = JSON.stringify(settings);
+    if (JSON.stringify(got.sequences) !== JSON.stringify(sequences)) problems.push(`${what}: generated ${JSON.stringify(got.sequences)}, Python ${JSON.stringify(sequences)}`);
+    else if (got.scores.some((s, i) => !(Math.abs(s - scores[i]) <= tolerance * Math.max(1, Math.abs(scores[i]))))) problems.push(`${what}: scores ${got.scores}, Python ${scores}`);
+  }
+  if (!record.ids) return problems;
+  const { ids } = await generate({});
+  if (ids.join() !== record.ids.join()) return [...problems, `generated [${ids}], Python generated [${record.ids}]`];
+  const { logits } = await generate({ teacher: record.ids });
   const want = tensor(record.logits);
   const vocab = want.shape[1];
-  const problems = [];
   if (logits.length !== want.shape[0]) problems.push(`${logits.length} steps of logits for ${want.shape[0]}`);
   logits.forEach((got, step) => {
     const row = /** @type {Float32Array} */ (want.data).subarray(step * vocab, (step + 1) * vocab);

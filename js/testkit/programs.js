@@ -118,7 +118,7 @@ export function ints() {
       { buffer: 3, shape: [7], strides: [1], offset: 0, dtype: 'bool' }],
     input_tree: { type: 'tuple', items: [{ type: 'tuple', items: [LEAF] },
       { type: 'dict', keys: ['flags', 'mode'], items: [LEAF, { type: 'const', value: 'fast' }] }] },
-    output_tree: { type: 'dict', keys: ['twice', 'big', 'mode'], items: [LEAF, LEAF, { type: 'const', value: 'fast' }], class: 'Out' },
+    output_tree: { type: 'dict', keys: ['twice', 'big', 'mode'], items: [LEAF, LEAF, { type: 'const', value: 'fast' }], class: 'collections.OrderedDict' },
     dispatches: [{ kernel: 0, buffers: [0, 1, 2, 3], uniform: [7, 2, 0, 0], grid: [1, 1, 1], node: 'ints' }],
     checks: [],
   });

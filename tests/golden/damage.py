@@ -58,7 +58,7 @@ def cases(files: dict[str, bytes]) -> dict[str, tuple[bytes, str]]:
     return {**_container(files["tiny"]), **_fields(files["tiny"]), **_kernels(files["tiny"], files["weights_f16"]),
             **_dynamic(files["dynamic"]), **_structured(files["structured"]), **_groups(files["options"]),
             **_hostile(files["tiny"], files["dynamic"]), **_states(files["state"]), **_bfloat16(files["bfloat16"]),
-            **_packed(files["weights_int4"])}
+            **_packed(files["weights_int4"]), **_compile_cost(files["tiny"]), **_classes(files["tiny"])}
 
 
 def _states(raw: bytes) -> dict:
@@ -73,6 +73,7 @@ def _states(raw: bytes) -> dict:
         "state_shape": (edit(raw, at("states.0.shape.0", 10**6)), "bad shape or buffer too small"),
         "state_role_scratch": (edit(raw, at(f"buffers.{scratch}.role", "state")), "not exactly one state's"),
         "state_output": (edit(raw, lambda h: h["outputs"][0].update(buffer=state)), "an output views a state buffer"),
+        "state_rank": (edit(raw, lambda h: h["states"][0].update(shape=[1] * 17)), "17 dimensions, over 16"),
     }
 
 
@@ -109,6 +110,7 @@ def _container(raw: bytes) -> dict:
         "header_list": (pack([1, 2, 3], data), "not an object"),
         "deep_nesting": (pack(b"[" * 20_000 + b"]" * 20_000, data), "header"),
         "format_version": (edit(raw, at("format", 99)), "format 99"),
+        "data_crc32_value": (edit(raw, at("data_crc32", -1)), "is not a CRC-32"),
     }
 
 
@@ -184,9 +186,11 @@ def _fields(raw: bytes) -> dict:
                             "a scratch buffer no dispatch binds"),
         "source_index": (edit(raw, at("kernels.0.source", 99)), "bad source index"),
         "source_nesting": (edit(raw, lambda h: h["sources"].__setitem__(0, h["sources"][0] + "(" * 65 + ")" * 65)),
-                           "brackets nested deeper than 64 or unbalanced"),
+                           "brackets nested deeper than 64"),
         "source_unbalanced": (edit(raw, lambda h: h["sources"].__setitem__(0, h["sources"][0] + "}")),
-                              "brackets nested deeper than 64 or unbalanced"),
+                              "or unbalanced"),
+        "tensor_rank": (edit(raw, lambda h: h["tensors"][0].update(shape=[1] * 16 + h["tensors"][0]["shape"])),
+                        "dimensions, over 16"),
     }
 
 
@@ -222,6 +226,9 @@ def _kernels(raw: bytes, f16: bytes) -> dict:
         "f16_fallback": (edit(f16, at(f"kernels.{half}.fallback", _DELETE)), "names no fallback"),
         "fallback_requires": (edit(f16, at(f"kernels.{fallback}.requires", ["subgroups"])),
                               "requires features or differs in bindings or Params"),
+        "targets_null": (edit(raw, at("kernels.0.targets", None)), "targets: expected a list"),
+        "entry_name": (edit(raw, at("kernels.0.entry", "main\0ignored")), "is not a WGSL identifier"),
+        "override_name": (edit(raw, at("kernels.0.overrides.HAS\0BIAS", 1)), "is not a WGSL identifier"),
     }
 
 
@@ -379,4 +386,50 @@ def _packed(raw: bytes) -> dict:
         "packed_size": (edit(raw, at(f"tensors.{packed}.group", 64)), "mis-sized or out of bounds"),
         "packed_group": (edit(raw, at(f"tensors.{packed}.group", 12)), "straddles u32 words"),
         "packed_zero_points": (edit(raw, at(f"tensors.{packed}.zero_points", 1)), "zero_points is not a boolean"),
+    }
+
+
+def _compile_cost(raw: bytes) -> dict:
+    """A source past each bound of what it costs to compile (webgpu_torch/compile_cost.py), before tiny's."""
+    from ..wgsl_cost import COST, array, chain, doubling, else_ifs, functions
+
+    def prepended(wgsl: str) -> bytes:
+        return edit(raw, lambda h: h["sources"].__setitem__(0, wgsl + h["sources"][0]))
+
+    aliases = "".join(f"alias T{i + 1} = T{i};\n" for i in range(70))
+    return {
+        "source_not_ascii": (prepended("const \u00e9 = 1;\n"), "not ASCII"),
+        "source_block_comment": (prepended("/* a comment */\n"), "a block comment"),
+        "source_private": (prepended("var<private> p: f32;\n"), "a private variable"),
+        "source_else_if": (prepended(else_ifs(64)), "brackets nested deeper than 64"),
+        "source_functions": (prepended(functions(COST["max_functions"])), "functions, over 256"),
+        "source_call_depth": (prepended(chain(COST["max_call_depth"] + 1)), "calls nested more than 32 deep"),
+        "source_recursion": (prepended("fn r0() { r1(); }\nfn r1() { r0(); }\n"), "call themselves"),
+        "source_function_twice": (prepended("fn h0() {}\nfn h0() {}\n"), "function h0 declared twice"),
+        "source_function_cost": (prepended(doubling(20)), "costs more than 98,304 tokens"),
+        "source_array_cost": (prepended(array(4096)), "function h0 costs more than 98,304 tokens"),
+        "source_cost": (prepended(doubling(12, "a") + doubling(12, "b") + doubling(12, "c")),
+                        "more than 196,608 tokens"),
+        "source_array_size": (prepended("var<workgroup> w: array<f32, 65536>;\n"), "more than 65,535 elements"),
+        "source_array_count": (prepended("var<workgroup> w: array<f32, select(1u, 2u, true)>;\n"),
+                               "not a positive constant"),
+        "source_type_depth": (prepended(f"alias T0 = f32;\n{aliases}var<workgroup> w: array<T70, 4>;\n"),
+                              "nested more than 64 deep"),
+    }
+
+
+def _classes(raw: bytes) -> dict:
+    """Output classes outside the allowlist (docs/artifact.md, Trees)."""
+    two = [{"type": "leaf"}]
+
+    def output(node: dict) -> bytes:
+        return edit(raw, at("output_tree", {"items": two, **node}))
+
+    return {
+        "tree_class": (output({"type": "dict", "keys": ["x"], "class": "webgpu_torch.packing.Packing"}),
+                       "is not one a compiled program records"),
+        "tree_class_tuple": (output({"type": "tuple", "class": "collections.OrderedDict"}),
+                             "is not one a compiled program records"),
+        "tree_fields": (output({"type": "tuple", "class": "a.Pair", "fields": ["x", "y"]}),
+                        "fields are not distinct names, one per item"),
     }

@@ -302,9 +302,28 @@ def _floats_json(v) -> str:
     return json.dumps(v)
 
 
+def _proto_symbol(header: dict) -> None:
+    """The dynamic dimension renamed `__proto__`: a name like any other, though JavaScript objects treat it apart."""
+    (name,) = header["symbols"]
+    renamed = _renamed(header, name, "__proto__")
+    header.clear()
+    header.update(renamed)
+
+
+def _renamed(v, old: str, new: str):
+    if v == old:
+        return new
+    if isinstance(v, list):
+        return [_renamed(x, old, new) for x in v]
+    if isinstance(v, dict):
+        return {new if k == old else k: _renamed(x, old, new) for k, x in v.items()}
+    return v
+
+
 def write_derived() -> None:
     _derived("portable", "mlp", _future_option)
     _derived("integers_as_floats", "tiny", _AsFloats())
+    _derived("proto_symbol", "dynamic", _proto_symbol)
 
 
 def write_damaged() -> None:

@@ -585,11 +585,18 @@ def treespec_to_json(spec) -> dict:
     if spec.type is type(None):
         return {"type": "const", "value": None}
     # torch's pytree files every namedtuple under one marker type, with the class itself as the context
-    cls = tree.class_name(spec.context if isinstance(spec.context, type) else spec.type)
+    cls = spec.context if isinstance(spec.context, type) else spec.type
     keys = _context_keys(spec)
     if keys is not None and len(keys) == len(children):
-        return {"type": "dict", "keys": keys, "items": children, "class": cls}
-    return {"type": "tuple", "items": children, "class": cls}  # a namedtuple, or another sequence
+        node = {"type": "dict", "keys": keys, "items": children, "class": tree.class_name(cls)}
+    else:  # a namedtuple, or another sequence
+        node = {"type": "tuple", "items": children, "class": tree.class_name(cls)}
+        if isinstance(getattr(cls, "_fields", None), tuple):
+            node["fields"] = list(cls._fields)
+    if tree.class_problem(node):  # a class no runtime rebuilds (a defaultdict, torch.Size): its plain container
+        node.pop("class")
+        node.pop("fields", None)
+    return node
 
 
 def _children(spec) -> list:

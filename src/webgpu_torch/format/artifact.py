@@ -3,13 +3,16 @@
 One file, language-neutral, versioned, never pickled: a 32-byte preamble, a JSON header that says everything
 a runtime needs (WGSL sources, each kernel's bindings and uniform layout, buffers, inputs, outputs, trees,
 dispatches), and the constants' raw little-endian bytes at 64-byte aligned offsets. Both the header and the
-data carry a CRC-32. `load` validates every field before anything reaches a device and raises ArtifactError
-naming the first problem.
+data carry a CRC-32. `load` maps the file rather than reading it (the constants are views of the map), validates
+every field before anything reaches a device, in the order the JavaScript reader streams it (docs/artifact.md,
+Running it), and raises ArtifactError naming the first problem.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
+import os
 import struct
 import zlib
 from math import prod
@@ -18,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from . import symbolic
+from . import symbolic, tree
 from .errors import ArtifactError
 from .limits import LIMITS
 from .packing import DTYPES as PACKED_DTYPES
@@ -26,6 +29,7 @@ from .packing import Packing
 from .program import (
     F16,
     FORMAT_VERSION,
+    MAX_RANK,
     Buffer,
     Check,
     Dispatch,
@@ -153,14 +157,22 @@ def _words(data: bytes) -> list[int]:
 # -- reading -----------------------------------------------------------------------------------------------
 
 def load(path: str | Path) -> Program:
-    """Read and fully validate a saved program; raises ArtifactError naming what is wrong."""
+    """Read and fully validate a saved program; raises ArtifactError naming what is wrong. The file is mapped,
+    not read: its constants are views of the map, whose pages the OS reads as the checksum and the upload reach
+    them and may drop again (they are the file's, not this process's memory), so a program of several GB loads
+    in little more host memory than a chunk of it. The file must not shrink while the program lives."""
     path = Path(path)
     if not path.is_file():
         raise ArtifactError(f"{path}: {'not a file' if path.exists() else 'no such file'}")
-    return from_bytes(path.read_bytes(), str(path))
+    with open(path, "rb") as f:
+        raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
+    return from_bytes(raw, str(path))
 
 
-def from_bytes(raw: bytes, where: str = "artifact") -> Program:
+def from_bytes(raw: bytes | mmap.mmap, where: str = "artifact") -> Program:
+    """The program in `raw` (bytes or a map of the file), checked in the order of docs/artifact.md, Running it:
+    the container, the header's checksum and JSON, its values, format and lengths' alignment, its rules, then
+    the data's checksum."""
     header, data = _split(raw, where)
     try:
         if not isinstance(header, dict):
@@ -169,20 +181,29 @@ def from_bytes(raw: bytes, where: str = "artifact") -> Program:
         if header.get("format") != FORMAT_VERSION:
             raise ArtifactError(f"{where}: program format {header.get('format')!r}; this webgpu_torch reads format "
                                 f"{FORMAT_VERSION} — recompile the model with this version")
+        header_len, data_len = PREAMBLE.unpack_from(raw)[3:]
+        if header_len % ALIGN or data_len % ALIGN:
+            raise ValueError(f"header length {header_len} or data length {data_len} is not a multiple of {ALIGN}")
         constants, packings = _read_tensors(header, data)
         program = from_json(header, constants, packings)
         program.check()
         _check_requires(program, header)
+        data_crc = header["data_crc32"]
+        if not (_is_int(data_crc) and 0 <= data_crc <= 0xFFFFFFFF):
+            raise ValueError(f"data_crc32: {json.dumps(data_crc)[:40]} is not a CRC-32")
     except ArtifactError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, OverflowError, RecursionError) as e:
         detail = f"missing field {e}" if isinstance(e, KeyError) else str(e) or type(e).__name__
         raise ArtifactError(f"{where}: malformed program: {detail[:300]}") from None
+    if zlib.crc32(data) != data_crc:
+        raise ArtifactError(f"{where}: tensor data is damaged (checksum mismatch)")
     return program
 
 
-def _split(raw: bytes, where: str) -> tuple[Any, memoryview]:
-    """The parsed header and a view of the data, after the container's magic, version, lengths and CRCs."""
+def _split(raw: bytes | mmap.mmap, where: str) -> tuple[Any, memoryview]:
+    """The parsed header and a view of the data, after the container's magic, version, lengths and the header's
+    CRC."""
     if not raw or raw[:len(MAGIC)] != MAGIC[:len(raw)]:
         raise ArtifactError(f"{where}: not a webgpu_torch program (it does not start with {MAGIC.decode()})")
     if len(raw) < PREAMBLE.size:
@@ -204,13 +225,7 @@ def _split(raw: bytes, where: str) -> tuple[Any, memoryview]:
         header = json.loads(bytes(text), parse_int=_parse_int, parse_constant=_no_constant)
     except (ValueError, RecursionError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise ArtifactError(f"{where}: damaged header: {str(e)[:200] or 'nested too deeply'}") from None
-    data = memoryview(raw)[PREAMBLE.size + header_len:]
-    if isinstance(header, dict) and zlib.crc32(data) != header.get("data_crc32"):
-        raise ArtifactError(f"{where}: tensor data is damaged (checksum mismatch)")
-    if header_len % ALIGN or data_len % ALIGN:
-        raise ArtifactError(f"{where}: malformed program: header length {header_len} or data length {data_len} "
-                            f"is not a multiple of {ALIGN}")
-    return header, data
+    return header, memoryview(raw)[PREAMBLE.size + header_len:]
 
 
 MAX_JSON_DEPTH = LIMITS["max_json_depth"]  # arrays and objects nested in the header (a tree 64 deep: 131)
@@ -277,6 +292,8 @@ def _read_tensors(header: dict, data: memoryview) -> tuple[dict[int, np.ndarray]
         if t["dtype"] not in DTYPES and t["dtype"] not in PACKED_DTYPES.values():
             raise ValueError(f"tensor for buffer {buffer} has unknown dtype {t['dtype']!r}")
         shape = tuple(_int(s, "tensor shape") for s in _list(t["shape"], "tensor shape"))
+        if len(shape) > MAX_RANK:
+            raise ValueError(f"tensor for buffer {buffer}: {len(shape)} dimensions, over {MAX_RANK}")
         nbytes, offset = _int(t["nbytes"], "tensor nbytes"), _int(t["offset"], "tensor offset")
         if t["dtype"] in DTYPES:
             dtype, size = DTYPES[t["dtype"]], prod(shape) * DTYPES[t["dtype"]].itemsize
@@ -402,8 +419,9 @@ def _tree(t: Any, depth: int = 0) -> dict:
         if kind == "dict" and (len(_list(t["keys"], "tree keys")) != len(items)
                                or not all(isinstance(k, str) for k in t["keys"]) or len(set(t["keys"])) != len(items)):
             raise ValueError("a dict tree node's keys do not match its items")
-    if not isinstance(t.get("class", ""), str):
-        raise ValueError(f"a tree node's class is {type(t['class']).__name__}, not a string")
+    why = tree.class_problem(t)
+    if why:
+        raise ValueError(why)
     if kind == "const" and not isinstance(t.get("value"), (type(None), bool, int, float, str)):
         raise ValueError(f"a const tree node holds {type(t.get('value')).__name__}")
     return t

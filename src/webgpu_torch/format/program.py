@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes, symbolic, tree
+from . import compile_cost, dtypes, symbolic, tree
 from .limits import LIMITS
 from .packing import Packing
 
@@ -28,13 +28,11 @@ SUBGROUP_MATRIX = "chromium-experimental-subgroup-matrix"  # the matrix units (d
 FEATURES = tuple(LIMITS["features"])  # the optional WebGPU features the format defines; a file may name others
 ROLES = ("input", "constant", "scratch", "status", "state")
 WRITABLE = ("scratch", "status", "state")  # the roles a dispatch may bind read_write
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # an entry point's or override's name (engines cut at a NUL)
 # Bounds no program we compile comes near; past them a file is damaged or hostile (a grid of 65,535² never
-# finishes, deep nesting crashes some WGSL compilers).
+# finishes; what a WGSL source may cost to compile: compile_cost.py).
 MAX_WORKGROUPS = LIMITS["max_workgroups"]  # per dispatch
-MAX_SOURCE_BYTES = LIMITS["max_source_chars"]
-MAX_NESTING = LIMITS["max_nesting"]  # (), [] and {} in a WGSL source
-MAX_STATEMENT_TOKENS = LIMITS["max_statement_tokens"]  # between two of ; { } in a WGSL source (ours: < 150)
-MAX_RANK = LIMITS["max_rank"]  # dimensions of an input or output
+MAX_RANK = LIMITS["max_rank"]  # dimensions of an input, output, constant or state
 MAX_INVOCATIONS = LIMITS["max_workgroup_invocations"]
 MAX_WORKGROUP_BYTES = LIMITS["max_workgroup_bytes"]
 SYMBOL_LIMIT = LIMITS["symbol_limit"]
@@ -322,9 +320,8 @@ def _problems(p: Program):
     for name, s in p.symbols.items():
         yield f"symbol {name}: range [{s.lo}, {s.hi}] with hint {s.hint}", 0 <= s.lo <= s.hint <= s.hi < SYMBOL_LIMIT
     for i, source in enumerate(p.sources):
-        yield f"source {i}: {len(source):,} characters, over {MAX_SOURCE_BYTES:,}", len(source) <= MAX_SOURCE_BYTES
-        yield f"source {i}: brackets nested deeper than {MAX_NESTING} or unbalanced", _nesting_ok(source)
-        yield f"source {i}: a statement of more than {MAX_STATEMENT_TOKENS:,} tokens", _statements_ok(source)
+        why = compile_cost.problem(source)
+        yield f"source {i}: {why}", why is None
     for i, b in enumerate(p.buffers):
         yield f"buffer {i}: bad size {b.size!r}", _is_int(b.size) and b.size > 0
         yield f"buffer {i}: unknown role {b.role!r}", b.role in ROLES
@@ -349,6 +346,7 @@ def _problems(p: Program):
         yield f"state {s.name}: bad buffer", _is_int(s.buffer) and 0 <= s.buffer < nb
         yield f"state {s.name}: buffer {s.buffer} is not a state buffer", p.buffers[s.buffer].role == "state"
         yield f"state {s.name}: unknown dtype {s.dtype!r}", s.dtype in dtypes.DTYPES
+        yield f"state {s.name}: {len(s.shape)} dimensions, over {MAX_RANK}", len(s.shape) <= MAX_RANK
         yield f"state {s.name}: bad shape or buffer too small", all(_is_int(n) and n >= 0 for n in s.shape) and (
             max(1, prod(s.shape)) * dtypes.dtype(s.dtype).itemsize <= p.buffers[s.buffer].size)
     yield "a state buffer that is not exactly one state's", sorted(stated) == [
@@ -389,6 +387,8 @@ def _kernel_problems(p: Program, k: Kernel):
     yield f"kernel {k.name}: bad source index", _is_int(k.source) and 0 <= k.source < sources
     yield f"kernel {k.name}: bad engine source", all(_is_int(s) and 0 <= s < sources for _, s in k.engine_sources)
     yield f"kernel {k.name}: unknown binding kind", all(b in BINDING_KINDS for b in k.bindings)
+    yield f"kernel {k.name}: entry point or override name {k.entry[:40]!r} is not a WGSL identifier", all(
+        IDENTIFIER.fullmatch(n) for n in (k.entry, *(name for name, _ in k.overrides)))
     yield f"kernel {k.name}: a uniform binding needs a uniform layout, and only one", (
         k.bindings.count("uniform") == (k.uniform is not None))
     if k.uniform is not None:
@@ -505,31 +505,6 @@ def _disagreement(p: Program, t: Tensor) -> str | None:
     if stored != form:
         return f"buffer {t.buffer} holds constants stored as {stored}, not {form} ({t.dtype})"
     return None
-
-
-def _nesting_ok(source: str) -> bool:
-    """Whether the brackets outside line comments balance, at most MAX_NESTING deep."""
-    stack, opening = [], {")": "(", "]": "[", "}": "{"}
-    for ch in re.sub(r"[^()\[\]{}]+", "", _LINE_COMMENT.sub("", source)):
-        if ch in "([{":
-            stack.append(ch)
-            if len(stack) > MAX_NESTING:
-                return False
-        elif not stack or stack.pop() != opening[ch]:
-            return False
-    return not stack
-
-
-_LINE_COMMENT = re.compile(r"//[^\n]*")
-_TOKEN = re.compile(r"[A-Za-z0-9_]+|[^ \t\n\v\f\rA-Za-z0-9_]")
-
-
-def _statements_ok(source: str) -> bool:
-    """Whether every statement (the text between two of `;`, `{`, `}` outside line comments) holds at most
-    MAX_STATEMENT_TOKENS tokens: runs of ASCII letters, digits and `_`, and each other character that is not
-    ASCII blank. Engines parse an expression recursively; one of 200,000 terms crashes some."""
-    return all(len(text) <= MAX_STATEMENT_TOKENS or len(_TOKEN.findall(text)) <= MAX_STATEMENT_TOKENS
-               for text in re.split(r"[;{}]", _LINE_COMMENT.sub("", source)))
 
 
 def _within(t: Tensor, size: int) -> bool:

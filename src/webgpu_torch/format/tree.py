@@ -5,27 +5,37 @@ A spec is one of (docs/artifact.md, Trees)
   {"type": "const", "value": v}                     a non-tensor value fixed at export (None, bool, int, float,
                                                     str): a call must pass that value (or, as a keyword
                                                     argument, nothing)
-  {"type": "tuple" | "list", "items": [spec...], "class": name}
-  {"type": "dict", "keys": [k...], "items": [spec...], "class": name}
-A container of another class — a transformers ModelOutput, an OrderedDict, a namedtuple, torch's
-`torch.return_types.max` — keeps its class's
-module-qualified name ("transformers.modeling_outputs.BaseModelOutput"), and comes back as that class where
-the class is already loaded in this process (the caller imported transformers, as anyone holding a model
-has). A file's class name never causes an import: a name that resolves to nothing loaded, or to anything
-but a dict or tuple subclass or a dataclass, gives a `Record` (a named dict that also indexes by position)
-or a plain tuple. So a program compiled in this process returns exactly what the eager model
-returned, and a torch-free load returns look-alikes that index the same way.
+  {"type": "list", "items": [spec...]}
+  {"type": "tuple", "items": [spec...], "class": name, "fields": [field...]}   class and fields optional
+  {"type": "dict", "keys": [k...], "items": [spec...], "class": name}         class optional
+A container of another class keeps its module-qualified name, from an allowlist (docs/artifact.md, Trees;
+limits.json's `tree_classes`): an OrderedDict or a transformers ModelOutput on a dict, a torch.return_types
+class or a namedtuple, which declares its `fields`, on a tuple. A file naming anything else is refused
+(`class_problem`), and a class comes back only where it is already loaded in this process and is what its
+name claims (the caller imported transformers, as anyone holding such a model has): an OrderedDict, a
+ModelOutput built from its fields by name, a torch.return_types structseq, or a namedtuple made without
+calling any of its code. A file's class name never causes an import, and nothing else is ever called: in its
+place comes a `Record` (a named dict that also indexes by position) or a plain tuple. So a program compiled
+in this process returns exactly what the eager model returned, and a torch-free load returns look-alikes
+that index the same way.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import inspect
+import re
 import sys
 from typing import Any
 
 from .errors import InputError, InputTypeError
+from .limits import LIMITS
 
 LEAF = {"type": "leaf"}
+CLASSES = LIMITS["tree_classes"]  # node type -> {"names": classes by name, "modules": modules of classes}
+_DOTTED = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+")  # "module.Name": remote code's modules have `-`
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def count_leaves(spec: dict) -> int:
@@ -81,17 +91,51 @@ def _build(spec: dict, it) -> Any:
         return items
     cls = loaded_class(spec.get("class"))
     if kind == "tuple":
-        if cls is None or not issubclass(cls, tuple):
-            return tuple(items)
-        return cls(*items) if _is_namedtuple(cls) else cls(items)  # a structseq, a torch.Size: from a sequence
+        return _tuple(cls, spec.get("fields"), items)
     fields = dict(zip(spec["keys"], items, strict=True))
-    if cls is None or issubclass(cls, tuple):
-        return Record(fields) if "class" in spec else fields
-    if dataclasses.is_dataclass(cls):  # a ModelOutput: its fields by name, as transformers' pytree rebuilds it
-        return cls(**fields)
-    out = cls()  # a dict subclass; filled after construction, since a defaultdict's first argument is a factory
-    out.update(fields)
-    return out
+    if cls is collections.OrderedDict:
+        return collections.OrderedDict(fields)
+    if _is_model_output(cls) and set(fields) <= {f.name for f in dataclasses.fields(cls)}:
+        try:  # its fields by name, as transformers' pytree rebuilds it
+            return cls(**fields)
+        except (TypeError, ValueError):  # __post_init__ refuses some classes (a later field defaulting to non-None)
+            pass
+    return Record(fields) if "class" in spec else fields
+
+
+def _tuple(cls: type | None, fields: list | None, items: list) -> tuple:
+    try:
+        if fields is not None and _is_namedtuple(cls) and cls._fields == tuple(fields):
+            return tuple.__new__(cls, items)  # as namedtuple's _make: none of the class's own code runs
+        if cls is not None and cls.__module__ == "torch.return_types" and issubclass(cls, tuple):
+            return cls(items)  # a structseq (C): from a sequence
+    except TypeError:  # a tuple type of its own length (a structseq) or allocation (a C type)
+        pass
+    return tuple(items)
+
+
+def class_problem(node: dict) -> str | None:
+    """Why a tree node's `class` (and a tuple's `fields`) is not one a compiled program records, or None: an
+    OrderedDict or a transformers ModelOutput on a dict, a torch.return_types class or a namedtuple that
+    declares its fields (distinct names, one per item) on a tuple."""
+    fields = node.get("fields")
+    if "fields" in node and not (node["type"] == "tuple" and "class" in node and isinstance(fields, list)
+                                 and len(fields) == len(node["items"]) == len(set(map(str, fields)))
+                                 and all(isinstance(f, str) and _FIELD.fullmatch(f) for f in fields)):
+        return "a tuple node's fields are not distinct names, one per item, of a classed tuple"
+    if "class" not in node:
+        return None
+    name = node["class"]
+    if not isinstance(name, str):
+        return f"a tree node's class is {type(name).__name__}, not a string"
+    allowed = CLASSES.get(node["type"], {"names": [], "modules": []})
+    module = name.rpartition(".")[0]
+    if (_DOTTED.fullmatch(name) and (name in allowed["names"] or fields is not None or any(
+            module == m or module.startswith(f"{m}.") for m in allowed["modules"]))):
+        return None
+    return (f"a {node['type']} node's class {name[:80]!r} is not one a compiled program records (on a dict: "
+            "an OrderedDict or a transformers ModelOutput; on a tuple: torch.return_types or a namedtuple "
+            "with its fields)")
 
 
 def class_name(cls: type) -> str:
@@ -100,8 +144,9 @@ def class_name(cls: type) -> str:
 
 
 def loaded_class(name: str | None) -> type | None:
-    """The container class `name` (from class_name) names, if its module is loaded in this process and it is
-    a dict or tuple subclass or a dataclass; else None. Never imports."""
+    """The class `name` (from class_name) names, if its module is loaded in this process; else None. Looks
+    names up in the module's and classes' own namespaces: never imports, never runs a lazy module's
+    `__getattr__`."""
     if not name:
         return None
     module, _, path = name.rpartition(".")
@@ -110,13 +155,20 @@ def loaded_class(name: str | None) -> type | None:
         path = f"{outer}.{path}"
     obj: Any = sys.modules.get(module)
     for part in path.split("."):
-        obj = getattr(obj, part, None)
-    ok = isinstance(obj, type) and (issubclass(obj, (dict, tuple)) or dataclasses.is_dataclass(obj))
-    return obj if ok else None
+        obj = vars(obj).get(part) if hasattr(obj, "__dict__") else None
+    return obj if isinstance(obj, type) else None
 
 
-def _is_namedtuple(cls: type) -> bool:
-    return issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
+def _is_model_output(cls: type | None) -> bool:
+    """Whether `cls` is a transformers ModelOutput (a dataclass dict), transformers being loaded."""
+    generic = sys.modules.get("transformers.utils.generic")
+    base = vars(generic).get("ModelOutput") if generic else None
+    return cls is not None and isinstance(base, type) and issubclass(cls, base) and dataclasses.is_dataclass(cls)
+
+
+def _is_namedtuple(cls: type | None) -> bool:
+    return cls is not None and issubclass(cls, tuple) and isinstance(inspect.getattr_static(cls, "_fields", None),
+                                                                      tuple)
 
 
 class Record(dict):

@@ -13,8 +13,11 @@ work. Rejected: a lock per program plus one around submits and maps, which would
 Dawn's event processing and wgpu-py's promise bookkeeping racing between threads.
 
 Waiting: `wait` polls the device until a promise settles, with Python running between polls, so Ctrl-C
-interrupts a wait and a call that has not finished within `timeout()` seconds raises (the GPU work itself
-cannot be cancelled; the program that timed out refuses further calls).
+interrupts a wait and one that has not finished within its limit raises CallTimeout (the GPU work itself
+cannot be cancelled; the program that timed out refuses further calls). The limit is a session's timeout for
+its calls (runtime/executor.py), else `default_timeout()`. What the work that timed out may still use (its
+executor, and tuning's candidates) goes to `stuck`, kept for the process's life: wgpu-native's own poll
+thread then waits on that work, and releasing a pipeline waits on the poll thread.
 """
 
 from __future__ import annotations
@@ -32,11 +35,12 @@ from functools import cache
 from typing import Any
 
 from ..format.errors import DeviceError
+from ..format.limits import LIMITS
 from .pool import BufferPool
 
 ENV_VAR = "WEBGPU_TORCH_ENGINE"
 TIMEOUT_VAR = "WEBGPU_TORCH_TIMEOUT"
-DEFAULT_TIMEOUT = 300.0  # seconds; lavapipe's first run of a large kernel compiles it for tens of seconds
+DEFAULT_TIMEOUT = LIMITS["call_timeout"]["seconds"]  # a program's first call has more: executor.first_call_seconds
 SPIN = 2e-3  # seconds of polling without sleeping before a wait backs off (a short call's latency)
 MAX_UNAWAITED = 32
 MODULES = {"dawn": "wgpudawn", "wgpu": "wgpu"}
@@ -69,6 +73,7 @@ class Engine:
     lock: Any = field(default_factory=threading.RLock)  # held while using the device
     pool: BufferPool = field(default_factory=BufferPool)  # DeviceTensors' buffers
     unawaited: int = 0  # submissions since the last wait for the queue
+    stuck: list = field(default_factory=list)  # what work that timed out may still use: never released (`wait`)
 
     def submit(self, command_buffer, awaited: bool) -> None:
         """Submit; `awaited` says the caller waits for this work (maps a result). Work nobody waits for (an
@@ -96,12 +101,17 @@ class Engine:
     def limits(self) -> dict[str, int]:
         return dict(self.device.limits)
 
-    def read(self, buffer, what: str) -> None:
+    def read(self, buffer, what: str, timeout: float | None = None) -> None:
         """Map `buffer` for reading and wait for it (`wait`). Every buffer we map was last written by a copy
         in a submitted command buffer, so wgpu-native's extra empty submit before a first read map (for
         queue.write_buffer data it has not flushed) is skipped: that submit blocks in native code, beyond a
-        timeout's reach, while the queue is busy (wgpu-py's internal mode "READ_NOSYNC"; Dawn reads it as READ)."""
-        self.wait(buffer.map_async("READ_NOSYNC"), what)
+        timeout's reach, while the queue is busy (wgpu-py's internal mode "READ_NOSYNC"; Dawn reads it as READ).
+        A buffer whose map timed out is kept (`stuck`): releasing it would wait on the work before it."""
+        try:
+            self.wait(buffer.map_async("READ_NOSYNC"), what, timeout)
+        except CallTimeout:
+            self.stuck.append(buffer)
+            raise
 
     def wait(self, promise, what: str, timeout: float | None = None) -> None:
         """Block until `promise` (a map, say) settles; DeviceError naming `what` after `timeout` seconds."""
@@ -114,8 +124,8 @@ class Engine:
                 break
             elapsed = time.perf_counter() - start
             if elapsed > limit:
-                raise CallTimeout(f"{what} did not finish within {limit:g} s ({TIMEOUT_VAR} sets the limit); "
-                                  "the device may still be running it")
+                raise CallTimeout(f"{what} did not finish within {limit:g} s ({TIMEOUT_VAR}, or a session's "
+                                  "timeout for its calls, sets the limit); the device may still be running it")
             time.sleep(pause)
             pause = 0.0 if elapsed < SPIN else min(max(2 * pause, 20e-6), 1e-3)
         promise.sync_wait()

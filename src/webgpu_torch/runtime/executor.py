@@ -1,10 +1,11 @@
 """Running a Program: everything is built once here, so a call only writes inputs, encodes and reads back.
 
 At construction (the program already fitted to the device's features and tuned: runtime/session.py's
-`open_executor`, as js/src/session.js's `load`): checks against the device's limits, buffers (constants uploaded),
-one shader module per source, explicit bind-group and pipeline layouts from each kernel's declared bindings,
-one pipeline per kernel a dispatch runs, all dispatch uniforms in one uniform buffer (written once), one bind
-group per dispatch, and one mappable staging buffer for all outputs. Any failure is a one-line DeviceError.
+`open_executor`, as js/src/session.js's `load`): checks against the device's limits, buffers (constants uploaded
+a chunk at a time), one shader module per source, explicit bind-group and pipeline layouts from each kernel's
+declared bindings, one pipeline per kernel a dispatch runs, all dispatch uniforms in one uniform buffer (written
+once), one bind group per dispatch, and one mappable staging buffer for all outputs. Any failure is a one-line
+DeviceError.
 A call: write the inputs, encode every dispatch into one compute pass of one command encoder, copy the
 outputs' byte ranges into the staging buffer, submit once, map once — all under the device's lock.
 
@@ -24,15 +25,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..format import dtypes, symbolic
+from ..format import compile_cost, dtypes, symbolic
 from ..format.errors import DeviceError, DeviceIndexError, InputError
+from ..format.limits import LIMITS
 from ..format.program import Program, Tensor, contiguous_strides, fold_grid
 from . import memory, transfer
 from .device_tensor import DeviceTensor, read_view
-from .engine import Engine
+from .engine import Engine, default_timeout
 from .fit import allocated, limit_problem
 
 _BUFFER_TYPE = {"read": "read-only-storage", "read_write": "storage", "uniform": "uniform"}
+# Constants are written UPLOAD_CHUNK bytes at a time, and the queue drained after every UPLOAD_WINDOW bytes
+# (the engine keeps each write's staging copy until the queue has run it): a load holds that much host memory
+# beyond the file's map, whatever the program's size (js/src/upload.js: the same).
+UPLOAD_CHUNK = 1 << 22
+UPLOAD_WINDOW = 16 * UPLOAD_CHUNK
 
 
 def _interface(k) -> tuple[tuple[str, ...], int]:
@@ -42,6 +49,30 @@ def _interface(k) -> tuple[tuple[str, ...], int]:
 
 def _round_up(n: int, k: int) -> int:
     return -(-n // k) * k
+
+
+def _shared_states(program: Program, buffers: dict) -> dict:
+    """Which of `program`'s state buffers are `buffers` (by state name, each the size its state needs)."""
+    out = {}
+    for s in program.states:
+        if s.name in buffers:
+            need = allocated(program.buffers[s.buffer].size)
+            if buffers[s.name].size != need:
+                raise InputError(f"state {s.name!r} needs a {need}-byte buffer; the one shared is "
+                                 f"{buffers[s.name].size} bytes")
+            out[s.buffer] = buffers[s.name]
+    return out
+
+
+COMPILE_SECONDS = LIMITS["call_timeout"]["first_call_seconds_per_token"]
+
+
+def first_call_seconds(program: Program, engine: str, timeout: float) -> float:
+    """How long a program's first reading call may take: `timeout`, and COMPILE_SECONDS for each token of what
+    the sources its dispatches run on `engine` cost to compile (compile_cost.cost): lavapipe compiles a kernel
+    at its first dispatch (1.3 s for a source costing 103,610 tokens)."""
+    sources = sorted({program.kernels[d.kernel].source_for(engine) for d in program.dispatches})
+    return timeout + COMPILE_SECONDS * sum(compile_cost.cost(program.sources[i]) for i in sources)
 
 
 def readback(t: Tensor, env: dict[str, int]) -> tuple[Tensor, int, int]:
@@ -64,10 +95,16 @@ class _Readback:
 
 
 class Executor:
-    def __init__(self, program: Program, engine: Engine):
-        """Build `program`, whose dispatches run as written (fitted to `engine`'s features and tuned)."""
+    def __init__(self, program: Program, engine: Engine, states: dict | None = None, timeout: float | None = None):
+        """Build `program`, whose dispatches run as written (fitted to `engine`'s features and tuned). `states`:
+        GPU buffers by state name, another executor's on the same engine (`state_buffers`), that this program
+        uses for its states of those names instead of buffers of its own (docs/artifact.md, State). A call may
+        take `timeout` seconds (default_timeout() when None), its first reading call more (first_call_seconds)."""
         self.engine = engine
         self.program = program.checked()
+        self._shared = _shared_states(program, states or {})  # buffer index -> another executor's GPU buffer
+        self.timeout = default_timeout() if timeout is None else timeout
+        self._limit = first_call_seconds(program, engine.name, self.timeout)  # until a call has been read
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
         self._failed = ""  # why this program refuses calls (a call that timed out), "" while usable
         self._env: dict[str, int] | None = None
@@ -100,11 +137,20 @@ class Executor:
     def _build_buffers(self) -> None:
         wgpu, device = self.engine.wgpu, self.engine.device
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
-        self.buffers = [device.create_buffer(size=allocated(b.size), usage=usage) for b in self.program.buffers]
+        self.buffers = [self._shared.get(i) or device.create_buffer(size=allocated(b.size), usage=usage)
+                        for i, b in enumerate(self.program.buffers)]
+        queued = 0
         for index, data in self.program.constants.items():
-            if data.nbytes:  # writes are 4-byte multiples: an odd count of 16-bit values gets a zero pad
-                pad = -data.nbytes % 4
-                device.queue.write_buffer(self.buffers[index], 0, data.tobytes() + bytes(pad) if pad else data)
+            raw = data.reshape(-1).view(np.uint8)  # a view of the file's map, for a loaded program
+            for at in range(0, raw.nbytes, UPLOAD_CHUNK):
+                piece = raw[at:at + UPLOAD_CHUNK]
+                if piece.nbytes % 4:  # writes are 4-byte multiples: an odd count of 16-bit values gets a zero pad
+                    piece = np.concatenate([piece, np.zeros(-piece.nbytes % 4, np.uint8)])
+                device.queue.write_buffer(self.buffers[index], at, piece)
+                queued += piece.nbytes
+                if queued >= UPLOAD_WINDOW:
+                    self.engine.drain("uploading the constants")
+                    queued = 0
         self._staged = {x.buffer: transfer.StagedInput(self.engine, self.buffers[x.buffer].size)
                         for x in self.program.inputs if self.program.buffers[x.buffer].size >= transfer.STAGED_BYTES}
 
@@ -229,6 +275,10 @@ class Executor:
         self._env = dict(env)
 
     # -- state ------------------------------------------------------------------------------------------------
+    def state_buffers(self) -> dict:
+        """The GPU buffers of this program's states, by name: for another program to share (`states`)."""
+        return {s.name: self.buffers[s.buffer] for s in self.program.states}
+
     def read_state(self, name: str) -> np.ndarray:
         """The state `name` as the calls so far left it (host form)."""
         s = self._state(name)
@@ -329,10 +379,12 @@ class Executor:
     def map(self, staging=None) -> None:
         """Wait for a staging buffer (`self.staging` by default) to map: the call's work done."""
         try:
-            self.engine.read(staging or self.staging, "the call")
+            self.engine.read(staging or self.staging, "the call", self._limit)
         except BaseException as e:  # a timeout or Ctrl-C: the map may still complete; never reuse it
             self._failed = f"an earlier call was interrupted ({type(e).__name__}: {e})"
+            self.engine.stuck.append(self)
             raise
+        self._limit = self.timeout
 
     def copy_mapped(self, which: Collection[int] | None = None, staging=None) -> list[np.ndarray]:
         """The outputs staged (`which`, or all) copied out of the mapped staging buffer (`self.staging` by

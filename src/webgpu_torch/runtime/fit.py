@@ -23,7 +23,7 @@ from ..format.errors import DeviceError
 from ..format.limits import LIMITS
 from ..format.program import F16, Kernel, Program
 
-CPU = "cpu"  # the kind of adapter whose invocations run on CPU threads (Kernel.targets)
+CPU = "cpu"  # the kind of adapter whose invocations run on CPU threads (Kernel.targets, the memory cap)
 
 
 def kebab(name: str) -> str:

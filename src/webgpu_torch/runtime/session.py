@@ -26,14 +26,19 @@ from .executor import Call, Executor
 
 
 class Session:
-    def __init__(self, program: Program, engine: str | None = None):
+    def __init__(self, program: Program, engine: str | None = None, timeout: float | None = None):
+        """`engine`: "dawn" | "wgpu" | None, the default engine (runtime/engine.py); `timeout`: the seconds a
+        call may take (None: WEBGPU_TORCH_TIMEOUT, else 60), its first more, for compiling its shaders
+        (executor.first_call_seconds)."""
         self.program = program.checked()
-        self.engine = engine  # "dawn" | "wgpu" | None: the default engine (runtime/engine.py)
+        self.engine = engine
+        self.timeout = timeout
         self._executor: Executor | None = None
+        self._states_of: Session | None = None  # the session whose state buffers this one shares
 
     @staticmethod
-    def load(path: str | Path, engine: str | None = None) -> Session:
-        return Session(artifact.load(path), engine)
+    def load(path: str | Path, engine: str | None = None, timeout: float | None = None) -> Session:
+        return Session(artifact.load(path), engine, timeout)
 
     def save(self, path: str | Path) -> None:
         artifact.save(self.program, path)
@@ -43,8 +48,21 @@ class Session:
         if engine is not None and engine != self.engine:
             self.engine, self._executor = engine, None
         if self._executor is None:
-            self._executor = open_executor(self.program, self.engine)
+            shared = self._states_of.executor(self.engine).state_buffers() if self._states_of else None
+            self._executor = open_executor(self.program, self.engine, shared, self.timeout)
         return self._executor
+
+    def share_states(self, other: Session) -> None:
+        """Make the states this program and `other` both have (by name) one set of GPU buffers: what one's calls
+        write, the other's read (a prefill writes the KV cache a decoder step reads). Each such state must have
+        the same shape and dtype in both; call before this session's first call."""
+        theirs = {s.name: s for s in other.program.states}
+        for s in self.program.states:
+            t = theirs.get(s.name)
+            if t is not None and (t.shape, t.dtype) != (s.shape, s.dtype):
+                raise InputError(f"state {s.name!r} is {s.dtype}{list(s.shape)} here and {t.dtype}{list(t.shape)} "
+                                 "in the program sharing it")
+        self._states_of, self._executor = other, None
 
     def __call__(self, *args, **kwargs):
         """Run on the GPU; inputs as torch tensors, numpy arrays or DeviceTensors."""
@@ -97,14 +115,15 @@ class Session:
         return f"Session({self.program.summary()})"
 
 
-def open_executor(program: Program, engine: str | None = None) -> Executor:
+def open_executor(program: Program, engine: str | None = None, states: dict | None = None,
+                  timeout: float | None = None) -> Executor:
     """`program` built on an engine's device, as js/src/session.js's `load` does: fitted to the device's
     features (runtime/fit.py), each group of options resolved to this device's fastest
-    (runtime/tuning.py), then an Executor of the resolved program."""
+    (runtime/tuning.py), then an Executor of the resolved program (with `states` and `timeout`, Executor's)."""
     device = get_engine(engine)
     with device.lock:
         fitted = fit.for_device(program, device.device.features)
-        return Executor(tuning.resolve(fitted, device), device)
+        return Executor(tuning.resolve(fitted, device), device, states, timeout)
 
 
 class Pending:

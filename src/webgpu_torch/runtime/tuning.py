@@ -53,8 +53,7 @@ import numpy as np
 
 from ..format.errors import DeviceError, TuningWarning, warn
 from ..format.limits import LIMITS
-from ..format.program import Buffer, Dispatch, Kernel, Option, Program, Tensor, group, written
-from .device_tensor import read_device_view
+from ..format.program import Buffer, Dispatch, Kernel, Option, Program, group, written
 from .engine import CallTimeout, Engine
 from .executor import Executor
 from .fit import adapter_kind, runs_on
@@ -68,6 +67,8 @@ REPEATS = LIMITS["tuning"]["repeats"]
 SAMPLES = LIMITS["tuning"]["samples"]
 GROUPS_PER_PROBE = LIMITS["tuning"]["groups_per_probe"]
 SLOWER = LIMITS["tuning"]["slower"]  # a candidate scouted this many times slower than the fastest is not measured
+
+
 def _number(var: str, default: float) -> float:
     value = os.environ.get(var)
     try:
@@ -216,46 +217,61 @@ def repeats(run: float, left: float) -> int:
 def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], ranked: dict[str, list[int]],
              deadline: float) -> dict[str, int]:
     """Each group's fastest candidate among those that compute what its default computes (the module's
-    docstring). The default runs first on seeded inputs (`probe`); then the candidates are compiled, run on the
-    same inputs, checked against it and scouted one at a time in rank order, none begun past the deadline, so a
-    load overruns its budget by one candidate's compile, check and scout at most; a group broken off so stays
-    untimed (its default runs, and a later load, with those kernels in the shader cache, times it). A candidate
-    the engine refuses (a kernel its shader compiler rejects) or whose result differs from the default's is
-    never chosen, with a warning naming it. A call that times out ends the tuning."""
+    docstring). A call that times out ends the tuning (the device is still running the candidate: the rest
+    would queue behind it), and the group's executors are kept (Engine.stuck)."""
     chosen = {}
     for key, members in which.items():
+        built: list[Executor] = []
         try:
-            reference = Candidate(program, members, 0, engine)
-        except DeviceError:
-            continue  # the default itself does not build: the load says so
-        scouted: dict[int, tuple[Executor, float]] = {}
-        tried = 0
-        for c in ranked[key]:
-            if tried and time.perf_counter() >= deadline:
-                break
-            tried += 1
-            try:
-                candidate = reference if c == 0 else Candidate(program, members, c, engine)
-            except CallTimeout:
-                raise  # the device is still running the candidate: the rest would queue behind it
-            except DeviceError as e:
-                _leave_out(program, members, c, f"the {engine.name} engine refuses it: {e}")
-                continue
-            why = candidate.differs_from(reference)
-            if why:
-                _leave_out(program, members, c, f"its result differs from the default's: {why}")
-                continue
-            scouted[c] = candidate.executor, sum(dispatch_times(candidate.executor, samples=1, repeats=1,
-                                                                warm_up=False))
-        if tried < len(ranked[key]):
-            continue
-        if not scouted:  # every candidate timed was left out: the default
-            chosen[key] = 0
-            continue
-        order = list(scouted)
-        kept = [order[i] for i in keep([scouted[c][1] for c in order])]
-        chosen[key] = min(kept, key=_measured(scouted, kept, deadline).__getitem__)
+            chosen_candidate = _fastest_of(program, engine, members, ranked[key], deadline, built)
+        except CallTimeout:
+            engine.stuck.extend(built)
+            raise
+        if chosen_candidate is not None:
+            chosen[key] = chosen_candidate
     return chosen
+
+
+def _fastest_of(program: Program, engine: Engine, members: list[int], ranked: list[int], deadline: float,
+                built: list[Executor]) -> int | None:
+    """A group's fastest candidate, or None when the deadline cut it short (it stays untimed: its default runs,
+    and a later load, with those kernels in the shader cache, times it). The default runs first on seeded
+    inputs (`_probe`); then the candidates are compiled, run on the same inputs, checked against it and scouted
+    one at a time in rank order, none begun past the deadline, so a load overruns its budget by one candidate's
+    compile, check and scout at most. A candidate the engine refuses (a kernel its shader compiler rejects) or
+    whose result differs from the default's is never chosen, with a warning naming it; the default is chosen
+    when every one is. `built` collects the candidates' executors."""
+    try:
+        reference = Candidate(program, members, 0, engine, built)
+    except CallTimeout:
+        raise
+    except DeviceError:
+        return None  # the default itself does not build: the load says so
+    scouted: dict[int, tuple[Executor, float]] = {}
+    tried = 0
+    for c in ranked:
+        if tried and time.perf_counter() >= deadline:
+            break
+        tried += 1
+        try:
+            candidate = reference if c == 0 else Candidate(program, members, c, engine, built)
+        except CallTimeout:
+            raise
+        except DeviceError as e:
+            _leave_out(program, members, c, f"the {engine.name} engine refuses it: {e}")
+            continue
+        why = candidate.differs_from(reference)
+        if why:
+            _leave_out(program, members, c, f"its result differs from the default's: {why}")
+            continue
+        scouted[c] = candidate.executor, sum(dispatch_times(candidate.executor, samples=1, repeats=1, warm_up=False))
+    if tried < len(ranked):
+        return None
+    if not scouted:
+        return 0
+    order = list(scouted)
+    kept = [order[i] for i in keep([scouted[c][1] for c in order])]
+    return min(kept, key=_measured(scouted, kept, deadline).__getitem__)
 
 
 def _measured(scouted: dict[int, tuple[Executor, float]], kept: list[int], deadline: float) -> dict[int, float]:
@@ -328,17 +344,19 @@ class Candidate:
     """Candidate `c` of the group `members` built over a probe of its own and run once: its executor (warm, for
     scouting) and its result views as computed (device form)."""
 
-    def __init__(self, program: Program, members: list[int], c: int, engine: Engine):
+    def __init__(self, program: Program, members: list[int], c: int, engine: Engine,
+                 built: list[Executor] | None = None):
+        """`built` collects the executor as soon as it exists (what a timed-out call may still use)."""
         self.tolerance = program.dispatches[members[0]].tolerance
-        probe, seeded, result = _probe(program, members, c)
+        probe, seeded = _probe(program, members, c)
         self.executor = Executor(probe, engine)
+        if built is not None:
+            built.append(self.executor)
         with engine.lock:
             for j in seeded:
                 engine.device.queue.write_buffer(self.executor.buffers[j], 0,
                                                  seeded_words(j, probe.buffers[j].size // 4))
-        self.executor.run([])
-        self.result = [read_device_view(engine, self.executor.buffers[t.buffer], t, "a tuning check")
-                       for t in result]
+        self.result = self.executor.run([])
 
     def differs_from(self, reference: Candidate) -> str | None:
         """How this candidate's result differs from the default's `reference`, or None when it agrees."""
@@ -349,10 +367,12 @@ class Candidate:
         return None
 
 
-def _probe(program: Program, members: list[int], c: int) -> tuple[Program, list[int], list[Tensor]]:
+def _probe(program: Program, members: list[int], c: int) -> tuple[Program, list[int]]:
     """A program of candidate `c` of the group `members` (its dispatches in order) over copies of the buffers
-    they bind, numbered in order of first binding, the constants as the program holds them; the buffers to
-    fill with `seeded_words` (those the group only reads); the group's result views in these buffers."""
+    they bind, numbered in order of first binding, the constants as the program holds them, whose outputs are
+    the group's result views (read back in the run's own submit: on wgpu-native a second submit waits, beyond a
+    timeout's reach, for a run that does not end); and the buffers to fill with `seeded_words` (those the
+    group only reads)."""
     used: dict[int, int] = {}
     dispatches = []
     for i in members:
@@ -367,9 +387,9 @@ def _probe(program: Program, members: list[int], c: int) -> tuple[Program, list[
     seeded = [j for b, j in used.items() if b not in constant | writes]
     result = [replace(t, buffer=used[t.buffer]) for t in program.dispatches[members[0]].result]
     no_args = {"type": "tuple", "items": [{"type": "tuple", "items": []}, {"type": "dict", "keys": [], "items": []}]}
-    no_outputs = {"type": "tuple", "items": []}
-    return Program(program.sources, program.kernels, buffers, constants, [], [], no_args, no_outputs,
-                   dispatches), seeded, result
+    outputs = {"type": "tuple", "items": [{"type": "leaf"}] * len(result)}
+    return Program(program.sources, program.kernels, buffers, constants, [], result, no_args, outputs,
+                   dispatches), seeded
 
 
 def seeded_words(index: int, count: int) -> np.ndarray:

@@ -111,15 +111,17 @@ def _florence2(args) -> int:
 
     bits = {"int4": 4, "int8": 8}.get(args.quantize)
     ok = florence2.run(args.size, args.image_size, args.new_tokens, args.seeds, args.prompt_length, args.save,
-                       args.engine, args.precision, bits, args.group_size, args.weights)
+                       args.engine, args.precision, bits, args.group_size, args.weights, args.num_beams)
     return 0 if ok else 1
 
 
 def _llama(args) -> int:
     from .models import llama
 
+    sampling = {k: getattr(args, k) for k in ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed")}
     ok = llama.run(args.size, args.new_tokens, args.prompt_length, args.max_length, args.seeds, args.engine,
-                   args.save, args.weights, {"int4": 4, "int8": 8}.get(args.quantize), args.group_size)
+                   args.save, args.weights, {"int4": 4, "int8": 8}.get(args.quantize), args.group_size, args.num_beams,
+                   sampling if args.do_sample else None)
     return 0 if ok else 1
 
 
@@ -142,7 +144,7 @@ def _bench(args) -> int:
 
 
 def _bench_suites() -> dict:
-    """Every module of webgpu_torch.bench with a run(args) function is a suite (imported lazily: torch)."""
+    """Every module of webgpu_torch.tools.bench with a run(args) function is a suite (imported lazily: torch)."""
     import pkgutil
 
     from . import bench
@@ -209,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--group-size", type=int, default=32, help="--quantize's group along each row")
     p.add_argument("--weights", choices=["float32", "float16"], default="float32",
                    help="compile option weights= (float16: the weights left float, the vision tower's, in half)")
+    p.add_argument("--num-beams", type=int, default=1,
+                   help="beam search with N beams, compared with transformers' generate(num_beams=N)")
     p.set_defaults(fn=_florence2)
     p = sub.add_parser("llama", help="a Llama-architecture causal LM (random weights, 125 M parameters): compile "
                                       "its decoder step, generate, check against transformers, print tokens/s")
@@ -227,6 +231,16 @@ def main(argv: list[str] | None = None) -> int:
                         "transformers then runs the same quantized model")
     p.add_argument("--group-size", type=int, default=32,
                    help="the group along each row of --quantize, and of --weights int4")
+    p.add_argument("--num-beams", type=int, default=1,
+                   help="beam search with N beams, compared with transformers' generate(num_beams=N)")
+    p.add_argument("--do-sample", action="store_true",
+                   help="sample (checked step by step against transformers' logits processors) instead of greedy")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--top-k", type=int, default=50, help="0: off")
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--min-p", type=float, default=0.0)
+    p.add_argument("--repetition-penalty", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0, help="the sampler's draws (SplitMix64)")
     p.set_defaults(fn=_llama)
     p = sub.add_parser("serve", help="a page on 127.0.0.1 that runs an artifact in the browser (the JS runtime)")
     from . import serve

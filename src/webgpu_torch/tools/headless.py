@@ -1,5 +1,6 @@
 """Headless Chromium driven over the DevTools protocol on a pipe: open a page on a software adapter, evaluate
-expressions in it, wait for a state, take a screenshot. For the page's test and the side-by-side benchmark.
+expressions in it, wait for a state, choose a file, take a screenshot, measure its processes' memory. For the
+page's tests and the side-by-side benchmark.
 
 Chromium reads protocol commands from its fd 3 and writes replies and events to its fd 4, each a JSON object
 ended by a NUL byte (`--remote-debugging-pipe`): no port, no websocket, nothing but the standard library.
@@ -9,6 +10,7 @@ The flags per adapter are web/chromium.json's, shared with js/browser/chromium.j
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -125,13 +127,42 @@ class Chromium:
                 out.append(" ".join(str(a.get("value", a.get("description", ""))) for a in e.get("args", [])))
         return out
 
+    def set_file(self, selector: str, path: str | Path) -> None:
+        """Choose `path` in the page's file input `selector`, as a user would (its change event fires)."""
+        root = self.send("DOM.getDocument", session=True)["root"]["nodeId"]
+        node = self.send("DOM.querySelector", session=True, nodeId=root, selector=selector)["nodeId"]
+        self.send("DOM.setFileInputFiles", session=True, nodeId=node, files=[str(path)])
+
+    def memory(self, reset: bool = False) -> dict[int, tuple[int, int]]:
+        """Each process of this Chromium (the browser, its renderers, its GPU process: its descendants) by pid,
+        with its resident set and the most it has held since it started or its last reset, in bytes (Linux's
+        /proc/PID/status VmRSS, VmHWM); `reset` first resets each one's peak to its resident set."""
+        children: dict[int, list[int]] = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError):  # a process that ended meanwhile
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        pids, out = [self._process.pid], {}
+        while pids:
+            pid = pids.pop()
+            pids += children.get(pid, [])
+            with contextlib.suppress(OSError, KeyError):  # ended, or a zombie (no VmRSS)
+                if reset:
+                    Path(f"/proc/{pid}/clear_refs").write_text("5")
+                status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+                out[pid] = (int(status["VmRSS"].split()[0]) * 1024, int(status["VmHWM"].split()[0]) * 1024)
+        return out
+
     def screenshot(self, path: str | Path) -> None:
         data = self.send("Page.captureScreenshot", session=True, format="png")["data"]
         Path(path).write_bytes(base64.b64decode(data))
 
     def close(self) -> None:
         if self._process.poll() is None:
-            self._process.terminate()
+            # An orderly exit: its helper processes end before it does, so none still writes to the profile
+            # as it is removed (after a signal, they may). It may close the pipe before it replies.
+            with contextlib.suppress(OSError, BrowserError):
+                self.send("Browser.close")
             try:
                 self._process.wait(10)
             except subprocess.TimeoutExpired:

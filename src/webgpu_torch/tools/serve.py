@@ -8,14 +8,16 @@ The page only loads artifacts; it never compiles. What it shows depends on /conf
               as a heat map
     seq2seq   a Seq2Seq folder (Florence-2): an image (a drawn one, or one dropped on the page) and greedy
               generation, each token shown as it comes with its time
-    causal    a CausalLM folder (the Llama-architecture LM): a prompt of token ids and greedy generation, each
-              token shown as it comes with its time, and tokens/s
+    causal    a CausalLM folder (the Llama-architecture LM): a chat, the model in a Web Worker (the runtime's
+              createChatWorker) — messages typed in, each reply streamed as it comes (text, through the
+              folder's tokenizer and chat template; token ids where it has none, as the random-weights Llama),
+              its time to first token and tokens/s, and a stop button
     program   any .wgpt: seeded random inputs, the outputs' shapes and statistics, the time per call
     none      a drop zone: a .wgpt dropped on the page is loaded and run as `program`
 
 URL paths: / and /<file> are web/ (the page), /runtime/ is the JavaScript runtime (web/runtime, a link to the
-repository's js/src: one source for the npm package and the page), /vendor/ the tokenizer library the runtime
-imports (web/vendor/tokenizers, a link to its npm package in js/node_modules; the page's import map names it),
+repository's js/src: one source for the npm package and the page), /vendor/ the libraries the runtime imports
+(web/vendor/NAME, links to their npm packages in js/node_modules; the page's import map names them),
 /config.json, /model/<file> the artifact's folder. `--model` artifacts are compiled once into a cache folder
 named by a hash of this package's sources and the options, so a change to the compiler compiles them again.
 """
@@ -37,8 +39,10 @@ from urllib.parse import unquote, urlsplit
 PACKAGE = Path(__file__).resolve().parents[1]
 WEB = Path(__file__).resolve().with_name("web")
 CACHE = Path.home() / ".cache" / "webgpu_torch" / "serve"
-# @huggingface/tokenizers' browser build, which the page's import map names (web/vendor/tokenizers links to its package).
-TOKENIZERS = WEB / "vendor" / "tokenizers" / "dist" / "tokenizers.min.mjs"
+# The libraries the runtime imports by name, and the files of them the page's import map names (web/vendor/NAME
+# links to each's npm package): the tokenizer, chat templates, and the chat worker's calls.
+LIBRARIES = {"@huggingface/tokenizers": "tokenizers/dist/tokenizers.min.mjs",
+             "@huggingface/jinja": "jinja/dist/index.js", "comlink": "comlink/dist/esm/comlink.min.mjs"}
 
 MINILM_BATCH, MINILM_MAX_LENGTH = 8, 128
 # Two paraphrases first: the page's test checks they are the most similar pair.
@@ -66,6 +70,7 @@ def site_for_file(path: str | Path) -> Site:
     from where it is."""
     path = Path(path).resolve()
     if path.is_dir() and (path / "causal_lm.json").is_file():
+        _require_libraries()
         return Site({"kind": "causal", "name": path.name, "folder": "/model/", "prompt": [1],
                      "maxNewTokens": CAUSAL_NEW_TOKENS}, {"/model/": path})
     if path.is_dir():
@@ -81,10 +86,9 @@ def site_for_file(path: str | Path) -> Site:
 def site_for_model(name: str, size: str = "tiny", image_size: int = 96, new_tokens: int = 20,
                    cache: Path = CACHE, weights: str = "float32") -> Site:
     """A named model, compiled into the cache on first use."""
+    if name in ("minilm", "llama"):
+        _require_libraries()
     if name == "minilm":
-        if not TOKENIZERS.is_file():
-            raise SystemExit(f"webgpu-torch serve: the page's tokenizer library is missing ({TOKENIZERS}): "
-                             "run `npm install` in js/")
         folder = _cached(cache, "minilm", {"batch": MINILM_BATCH, "max_length": MINILM_MAX_LENGTH}, _build_minilm)
     elif name == "florence2":
         options = {"size": size, "image_size": image_size, "new_tokens": new_tokens}
@@ -95,6 +99,14 @@ def site_for_model(name: str, size: str = "tiny", image_size: int = 96, new_toke
     else:
         raise SystemExit(f"webgpu-torch serve: --model {name}: choose minilm, florence2 or llama")
     return Site(json.loads((folder / "page.json").read_text()), {"/model/": folder})
+
+
+def _require_libraries() -> None:
+    """SystemExit unless the libraries the page imports are there (js/node_modules: `npm install`)."""
+    missing = [name for name, file in LIBRARIES.items() if not (WEB / "vendor" / file).is_file()]
+    if missing:
+        raise SystemExit(f"webgpu-torch serve: the page's libraries are missing ({', '.join(missing)}): "
+                         "run `npm install` in js/")
 
 
 def _cached(cache: Path, name: str, options: dict, build) -> Path:
@@ -188,15 +200,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not parts or ".." in parts or not file.is_file():  # web/runtime is a link: no resolve() check
             return self.send_error(404)
         kind = "text/javascript" if file.suffix in (".js", ".mjs") else mimetypes.guess_type(file.name)[0]
-        self._send(file.read_bytes(), kind or "application/octet-stream")
+        with file.open("rb") as f:  # copied in pieces: an artifact of several GB is never held whole
+            self._head(kind or "application/octet-stream", file.stat().st_size)
+            shutil.copyfileobj(f, self.wfile, 1 << 22)
 
     def _send(self, body: bytes, kind: str):
+        self._head(kind, len(body))
+        self.wfile.write(body)
+
+    def _head(self, kind: str, length: int):
         self.send_response(200)
         self.send_header("content-type", kind)
-        self.send_header("content-length", str(len(body)))
+        self.send_header("content-length", str(length))
         self.send_header("cache-control", "no-store")
         self.end_headers()
-        self.wfile.write(body)
 
     def log_message(self, *args):  # quiet: the page shows what happens
         pass

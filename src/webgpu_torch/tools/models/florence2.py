@@ -2,11 +2,14 @@
 
     vision   pixel_values [1, 3, H, W]                  -> image features [1, N, d]   (static)
     encoder  image features, prompt ids [1, T]          -> cross K/V per decoder layer [1, heads, N+T, d_head]
-    decoder  token [1, 1], position [1], cross K/V      -> logits [1, 1, V], next token [1, 1]
-             state: the self-attention K/V of every layer, [1, heads, max_length, d_head], row `position`
-             written in place each step
+    decoder  tokens [B, 1], position [1], cross K/V     -> logits [B, 1, V], next token [B, 1]
+             state: the self-attention K/V of every layer, [B, heads, max_length, d_head], row `position`
+             written in place each step (B: 1, or the beams of a beam search)
+    prefill  tokens [B, P], position [1], cross K/V     -> the same for the last of a decoder prompt of P tokens
+             (optional: compile_stages' max_decoder_prompt)
 
-T (the prompt) is a dynamic dimension, so each stage is compiled once. The stages run transformers' own
+T (the prompt) is a dynamic dimension, so each stage is compiled once; the decoding programs of
+models/decoder_programs.py come with the decoder. The stages run transformers' own
 modules: the encoder stage embeds the prompt and places the image features first, as Florence2Model.forward
 does with the processor's image placeholders; the decoder stage drives BartDecoder through an
 EncoderDecoderCache of a StaticCache over the stage's own buffers (the program's state: static_cache.py) and
@@ -28,6 +31,7 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 import webgpu_torch
 
 from ...runtime.generation import Seq2Seq
+from . import decoder_programs
 from .static_cache import CacheBuffers
 from .torchao_weights import quantize_weights
 
@@ -117,27 +121,30 @@ class EncoderStage(torch.nn.Module):
 
 
 class DecoderStage(torch.nn.Module):
-    """One decoder step over a self-attention cache of `max_length` rows kept as state: the token at
-    `position` attends to rows 0 ..= position (its own K/V written to row `position` first)."""
+    """Decoder tokens [B, T] from `position` on over a self-attention cache of `max_length` rows kept as state:
+    token i attends to rows 0 ..= position + i (its own K/V written first); the logits of the last. The cross
+    K/V of the one prompt serve every beam (a broadcast view, no copy)."""
 
-    def __init__(self, model, max_length: int):
+    def __init__(self, model, max_length: int, batch: int = 1):
         super().__init__()
         self.decoder = model.model.language_model.decoder
         self.lm_head = model.lm_head
         config = self.decoder.config
         heads = config.decoder_attention_heads
-        self.cache = CacheBuffers(config, config.decoder_layers, heads, config.d_model // heads, max_length)
+        self.cache = CacheBuffers(config, config.decoder_layers, heads, config.d_model // heads, max_length, batch)
 
-    def forward(self, token, position, cross_kv):
+    def forward(self, tokens, position, cross_kv):
+        batch = tokens.shape[0]
+        cross_kv = [kv.expand(batch, -1, -1, -1) for kv in cross_kv]
         cache = EncoderDecoderCache(self.cache.cache(position), DynamicCache())
         for i in range(len(self.decoder.layers)):
             cache.cross_attention_cache.update(cross_kv[2 * i], cross_kv[2 * i + 1], i)
             cache.is_updated[i] = True
         # The cross-attention reads the cached K/V; these states only tell it that it runs (and are dead code).
-        states = cross_kv[0].new_zeros(1, cross_kv[0].shape[2], self.decoder.config.d_model)
-        out = self.decoder(input_ids=token, encoder_hidden_states=states, past_key_values=cache, use_cache=True)
-        logits = self.lm_head(out.last_hidden_state)
-        return logits, logits[:, -1:].argmax(-1)
+        states = cross_kv[0].new_zeros(batch, cross_kv[0].shape[2], self.decoder.config.d_model)
+        out = self.decoder(input_ids=tokens, encoder_hidden_states=states, past_key_values=cache, use_cache=True)
+        logits = self.lm_head(out.last_hidden_state[:, -1:])
+        return logits, logits.argmax(-1)
 
 
 class FunctionalDecoderStage(torch.nn.Module):
@@ -162,10 +169,11 @@ class FunctionalDecoderStage(torch.nn.Module):
         return logits, logits[:, -1:].argmax(-1), grown
 
 
-def compile_stages(model, image_size: int, max_prompt: int = 64, max_new_tokens: int = 128,
-                   **options) -> Seq2Seq:
-    """Export and compile the three stages (the decoder's cache holds max_new_tokens rows); `timings` holds each
-    stage's compile seconds."""
+def compile_stages(model, image_size: int, max_prompt: int = 64, max_new_tokens: int = 128, *, num_beams: int = 1,
+                   max_decoder_prompt: int = 1, **options) -> Seq2Seq:
+    """Export and compile the three stages (the decoder's cache holds max_new_tokens rows, in `num_beams` batch
+    rows), a decoder prefill for decoder prompts of up to `max_decoder_prompt` tokens where that is over 1, and
+    the decoding programs for `num_beams`; `timings` holds each stage's compile seconds."""
     text = model.config.text_config
     layers, heads = text.decoder_layers, text.decoder_attention_heads
     head_dim = text.d_model // heads
@@ -187,15 +195,24 @@ def compile_stages(model, image_size: int, max_prompt: int = 64, max_new_tokens:
     length = Dim("prompt", min=1, max=max_prompt)
     encoder = compiled("encoder", EncoderStage(model), (features, prompt), ({}, {1: length}))
     source = Dim("source", min=features.shape[1] + 1, max=features.shape[1] + max_prompt)
-    decoder = compiled("decoder", DecoderStage(model, max_new_tokens), (torch.tensor([[2]]), torch.tensor([0]), cross),
+    stage, position = DecoderStage(model, max_new_tokens, num_beams), torch.tensor([0])
+    decoder = compiled("decoder", stage, (torch.full((num_beams, 1), 2), position, cross),
                        (None, None, [{2: source}] * (2 * layers)))
+    programs = {}
+    if max_decoder_prompt > 1:
+        tokens = torch.full((num_beams, max_decoder_prompt), 2)
+        length = Dim("decoder_prompt", min=2, max=max_decoder_prompt)
+        programs["prefill"] = compiled("prefill", stage, (tokens, position, cross),
+                                       ({1: length}, None, [{2: source}] * (2 * layers)))
     gen = model.generation_config
+    programs |= decoder_programs.compile_programs(stage.cache, text.vocab_size, num_beams, max_new_tokens,
+                                                  decoder_programs.eos_count(gen.eos_token_id))
     info = {"layers": layers, "heads": heads, "head_dim": head_dim, "image_tokens": features.shape[1],
             "max_length": max_new_tokens,
             "decoder_start_token_id": gen.decoder_start_token_id or text.decoder_start_token_id,
             "eos_token_id": gen.eos_token_id, "forced_bos_token_id": gen.forced_bos_token_id,
             "forced_eos_token_id": gen.forced_eos_token_id}
-    return Seq2Seq(vision, encoder, decoder, info, timings)
+    return Seq2Seq(vision, encoder, decoder, info, timings, programs)
 
 
 def reference_generate(model, pixel_values: torch.Tensor, prompt_ids: torch.Tensor, max_new_tokens: int):
@@ -218,8 +235,10 @@ LOGIT_TOLERANCE = {"float32": 1e-3, "float16": 3e-2}
 
 def run(size: str = "base", image_size: int = 768, new_tokens: int = 20, seeds=(0, 1, 2), prompt_length: int = 8,
         save: str | None = None, engine: str | None = None, precision: str = "float32", quantized: int | None = None,
-        group_size: int = 32, weights: str = "float32") -> bool:
+        group_size: int = 32, weights: str = "float32", num_beams: int = 1) -> bool:
     """Build, compile (with `precision` and `weights`), generate and check against transformers; print timings.
+    Greedy (every requested token: no EOS) unless `num_beams` is over 1: then a beam search with the model's EOS
+    and forced EOS, as Florence-2 is used, against transformers' generate(num_beams=…) (sequences and scores).
     With `quantized` (4 or 8 bits), the language model is quantized with torchao first (`quantize`), checked
     against transformers running that same quantized model, and compared with the float32 model's stages
     compiled in the same run: artifact bytes, ms per token, GPU ms per decoder call. True when every check
@@ -229,50 +248,44 @@ def run(size: str = "base", image_size: int = 768, new_tokens: int = 20, seeds=(
     import numpy as np
 
     model = build(size)
-    model.generation_config.eos_token_id = None  # generate every requested token on both sides
-    model.generation_config.forced_eos_token_id = None
+    if num_beams == 1:  # generate every requested token on both sides
+        model.generation_config.eos_token_id = None
+        model.generation_config.forced_eos_token_id = None
     float_model = copy.deepcopy(model) if quantized else None
     if quantized:
         quantize(model, quantized, group_size)
     info = webgpu_torch.device_info(engine)
     what = f", language model int{quantized} (torchao, groups of {group_size})" if quantized else ""
-    print(f"Florence-2-{size}, random seeded weights, {image_size}² image, {new_tokens} new tokens, "
+    strategy = f"beam search ({num_beams} beams)" if num_beams > 1 else "greedy"
+    print(f"Florence-2-{size}, random seeded weights, {image_size}² image, {new_tokens} new tokens, {strategy}, "
           f"precision={precision}, weights={weights}{what}")
     print(f"device: {info['adapter']} via {info['engine_module']} ({info['backend']})")
     limits = {"max_prompt": max(16, prompt_length + 2), "max_new_tokens": new_tokens + 1}
-    stages = compile_stages(model, image_size, **limits, precision=precision, weights=weights)
+    stages = compile_stages(model, image_size, **limits, num_beams=num_beams, precision=precision, weights=weights)
     print("compile: " + ", ".join(f"{k} {v:.1f} s" for k, v in stages.timings.items()))
     start = time.perf_counter()
-    for stage in (stages.vision, stages.encoder, stages.decoder):
+    for stage in (stages.vision, stages.encoder, stages.decoder, *stages.programs.values()):
         stage.executor(engine)
     print(f"load: {time.perf_counter() - start:.1f} s (pipelines, bind groups, weights)")
     if save:
         stages.save(save)
         print(f"saved to {save}")
     ok, per_token = True, []
+    half = "float16" in (precision, weights)  # f16 activations or weights: their rounding, not ours
     for seed in seeds:
         pixels, prompt = sample_inputs(model, image_size, prompt_length, seed)
         start = time.perf_counter()
-        want_ids, want_logits = reference_generate(model, pixels, prompt, new_tokens)
-        eager = time.perf_counter() - start
-        _, logits = stages.generate(pixels.numpy(), prompt.numpy(), new_tokens, teacher=want_ids)
-        error = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(logits, want_logits, strict=True))
-        start = time.perf_counter()
-        ids, _ = stages.generate(pixels.numpy(), prompt.numpy(), new_tokens)
-        total = time.perf_counter() - start
-        agree = next((i for i, (a, b) in enumerate(zip(ids, want_ids, strict=True)) if a != b), len(ids))
-        # Ids may part only at a near-tie: where transformers' top-2 margin is within the measured error.
-        tie = agree < len(want_ids) and _margin(want_logits[agree]) <= error
-        half = "float16" in (precision, weights)  # f16 activations or weights: their rounding, not ours
-        passed = error <= LOGIT_TOLERANCE["float16" if half else "float32"] and (agree == len(want_ids) or tie)
+        check = _beams if num_beams > 1 else _greedy
+        passed, summary, ids, eager = check(model, stages, pixels, prompt, new_tokens, num_beams, half)
+        total = time.perf_counter() - start - eager
         ok &= passed
         steps, host = stages.timings["decoder steps"], stages.timings["decoder host"]
         per_token.append(float(np.median(steps[1:])))
-        print(f"seed {seed}: ids match transformers for {agree}/{len(want_ids)} tokens; teacher-forced logits "
-              f"within {error:.1e} of the scale: {'PASS' if passed else 'FAIL'}")
-        print(f"  generate: WebGPU {total * 1e3:.0f} ms ({per_token[-1] * 1e3:.2f} ms per token after the "
-              f"first), transformers eager on CPU {eager * 1e3:.0f} ms")
-        print("  host per step (median ms): " + ", ".join(f"{k} {np.median(v) * 1e3:.3f}" for k, v in host.items()))
+        print(f"seed {seed}: {summary}: {'PASS' if passed else 'FAIL'}")
+        print(f"  generate: WebGPU {total * 1e3:.0f} ms, time to first token {steps[0] * 1e3:.1f} ms, "
+              f"{per_token[-1] * 1e3:.2f} ms per token after it; transformers eager on CPU {eager * 1e3:.0f} ms")
+        print("  host per step (median ms): " + ", ".join(f"{k} {np.median(v) * 1e3:.3f}" for k, v in host.items()
+                                                          if v))
     if save and seeds:  # what js/bench/bench.js needs to generate the same way (tests/corpus.py's form)
         record = {"pixel_values": _tensor_record(pixels.numpy()), "prompt_ids": _tensor_record(prompt.numpy()),
                   "max_new_tokens": new_tokens, "ids": ids}
@@ -287,6 +300,51 @@ def run(size: str = "base", image_size: int = 768, new_tokens: int = 20, seeds=(
                          sample_inputs(model, image_size, prompt_length, seeds[0] if seeds else 0), new_tokens,
                          engine)
     return ok
+
+
+def _greedy(model, stages: Seq2Seq, pixels, prompt, new_tokens: int, _, half: bool):
+    """Greedy ids and teacher-forced logits against transformers' generate: (passed, summary, ids, the
+    reference's seconds)."""
+    import numpy as np
+
+    start = time.perf_counter()
+    want_ids, want_logits = reference_generate(model, pixels, prompt, new_tokens)
+    eager = time.perf_counter() - start
+    logits = stages.generate(pixels.numpy(), prompt.numpy(), new_tokens, teacher=want_ids).logits
+    error = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(logits, want_logits, strict=True))
+    ids = stages.generate(pixels.numpy(), prompt.numpy(), new_tokens).ids
+    agree = next((i for i, (a, b) in enumerate(zip(ids, want_ids, strict=True)) if a != b), len(ids))
+    # Ids may part only at a near-tie: where transformers' top-2 margin is within the measured error.
+    tie = agree < len(want_ids) and _margin(want_logits[agree]) <= error
+    passed = error <= LOGIT_TOLERANCE["float16" if half else "float32"] and (agree == len(want_ids) or tie)
+    return (passed, f"ids match transformers for {agree}/{len(want_ids)} tokens; teacher-forced logits within "
+                    f"{error:.1e} of the scale", ids, eager)
+
+
+def reference_beams(model, pixel_values: torch.Tensor, prompt_ids: torch.Tensor, max_new_tokens: int,
+                    num_beams: int, **settings):
+    """transformers' generate(num_beams=…) for the same inputs: every beam's sequence after the decoder start
+    token, best first, and its score."""
+    n_image = VisionStage(model)(pixel_values).shape[1]
+    input_ids = torch.cat([torch.full((1, n_image), model.config.image_token_id), prompt_ids], dim=1)
+    with torch.no_grad():
+        out = model.generate(input_ids=input_ids, pixel_values=pixel_values, max_new_tokens=max_new_tokens,
+                             do_sample=False, num_beams=num_beams, num_return_sequences=num_beams, output_scores=True,
+                             return_dict_in_generate=True, **settings)
+    return out.sequences[:, 1:].tolist(), out.sequences_scores.tolist()
+
+
+def _beams(model, stages: Seq2Seq, pixels, prompt, new_tokens: int, num_beams: int, _):
+    from .generation_reference import check_beams
+
+    start = time.perf_counter()
+    want, scores = reference_beams(model, pixels, prompt, new_tokens, num_beams)
+    eager = time.perf_counter() - start
+    for _ in range(2):  # the second timed: a CPU adapter compiles shaders at their first dispatch
+        got = stages.generate(pixels.numpy(), prompt.numpy(), new_tokens, num_beams=num_beams,
+                              num_return_sequences=num_beams)
+    passed, summary = check_beams(got, want, scores, pad=model.generation_config.pad_token_id)
+    return passed, summary, got.ids, eager
 
 
 def _tensor_record(a) -> dict:
@@ -318,7 +376,7 @@ def _against_float32(stages: Seq2Seq, floats: Seq2Seq, gpu: dict[str, float], in
     steps = {}
     for name, s in (("quantized", stages), ("float32", floats)):
         for _ in range(2):  # the second timed: a first generation after load runs slower on some GPUs
-            s.generate(pixels, prompt, new_tokens)
+            s.generate(pixels, prompt, new_tokens, num_beams=s.decoding.batch)
         steps[name] = float(np.median(s.timings["decoder steps"][1:]))
     sizes = {name: sum(len(artifact.to_bytes(getattr(s, stage).program)) for stage in ("vision", "encoder",
                                                                                       "decoder"))

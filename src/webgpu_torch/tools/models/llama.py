@@ -1,9 +1,12 @@
-"""A Llama-architecture causal LM (transformers' LlamaForCausalLM, random seeded weights) compiled as one decoder
-step over a static KV cache kept as the program's state (generation.CausalLM).
+"""A Llama-architecture causal LM (transformers' LlamaForCausalLM, random seeded weights) compiled as a decoder
+step and a prefill over a static KV cache kept as their shared state (generation.CausalLM), with the decoding
+programs of models/decoder_programs.py.
 
-    step   token [1, 1], position [1]  -> logits [1, 1, V], next token [1, 1]
-           state: every layer's keys and values, [1, kv_heads, max_length, head_dim], row `position` written
-           in place each step
+    step     tokens [B, 1], position [1]  -> logits [B, 1, V], next token [B, 1]
+             state: every layer's keys and values, [B, kv_heads, max_length, head_dim], row `position` written
+             in place each step (B: 1, or the beams of a beam search)
+    prefill  tokens [B, T], position [1]  -> the same for the last of T tokens (T dynamic, 2 .. max_length),
+             rows position .. position + T - 1 written in one call with causal attention
 
 The step runs transformers' own LlamaForCausalLM over a StaticCache of the step's buffers (static_cache.py):
 its causal mask over the cache becomes a key limit and repeat_kv grouped heads (cache_attention.py), so a
@@ -18,11 +21,13 @@ import time
 from pathlib import Path
 
 import torch
+from torch.export import Dim
 from transformers import LlamaConfig, LlamaForCausalLM
 
 import webgpu_torch
 
 from ...runtime.generation import CausalLM
+from . import decoder_programs
 from .rounded_weights import round_weights
 from .static_cache import CacheBuffers
 from .torchao_weights import quantize_weights
@@ -66,30 +71,43 @@ def parameters(model) -> int:
 
 
 class DecoderStep(torch.nn.Module):
-    """One token at `position` over a cache of `max_length` rows kept as state."""
+    """Tokens [B, T] from `position` on over a cache of `max_length` rows kept as state: the logits of the last."""
 
-    def __init__(self, model: LlamaForCausalLM, max_length: int):
+    def __init__(self, model: LlamaForCausalLM, max_length: int, batch: int = 1):
         super().__init__()
         self.model = model
         c = model.config
         head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
-        self.cache = CacheBuffers(c, c.num_hidden_layers, c.num_key_value_heads, head_dim, max_length)
+        self.cache = CacheBuffers(c, c.num_hidden_layers, c.num_key_value_heads, head_dim, max_length, batch)
 
-    def forward(self, token, position):
-        logits = self.model(input_ids=token, past_key_values=self.cache.cache(position), use_cache=True).logits
-        return logits, logits[:, -1:].argmax(-1)
+    def forward(self, tokens, position):
+        logits = self.model(input_ids=tokens, past_key_values=self.cache.cache(position), use_cache=True,
+                            logits_to_keep=1).logits
+        return logits, logits.argmax(-1)
 
 
-def compile_step(model: LlamaForCausalLM, max_length: int = 256, **options) -> CausalLM:
-    """Export and compile the step (options as for webgpu_torch.compile); `timings["compile"]` in seconds."""
+def compile_step(model: LlamaForCausalLM, max_length: int = 256, *, num_beams: int = 1, prefill: bool = True,
+                 **options) -> CausalLM:
+    """Export and compile the step, the prefill (unless `prefill` is false: the prompt then runs token by token)
+    and the decoding programs for `num_beams` (options as for webgpu_torch.compile, for step and prefill);
+    `timings["compile"]` in seconds."""
     start = time.perf_counter()
+    module, position = DecoderStep(model, max_length, num_beams), torch.tensor([0])
+    programs = {}
     with torch.no_grad():
-        session = webgpu_torch.compile_module(DecoderStep(model, max_length), (torch.tensor([[1]]), torch.tensor([0])),
+        session = webgpu_torch.compile_module(module, (torch.zeros(num_beams, 1, dtype=torch.long), position),
                                               **options)
+        if prefill:  # the example's length is the hint kernels are chosen for
+            tokens = torch.zeros(num_beams, min(64, max_length), dtype=torch.long)
+            programs["prefill"] = webgpu_torch.compile_module(
+                module, (tokens, position), dynamic_shapes=({1: Dim("prompt", min=2, max=max_length)}, None),
+                **options)
     gen = model.generation_config
+    programs |= decoder_programs.compile_programs(module.cache, model.config.vocab_size, num_beams, max_length,
+                                                  decoder_programs.eos_count(gen.eos_token_id))
     info = {"max_length": max_length, "vocab_size": model.config.vocab_size, "eos_token_id": gen.eos_token_id,
             "parameters": parameters(model)}
-    return CausalLM(session, info, {"compile": time.perf_counter() - start})
+    return CausalLM(session, info, {"compile": time.perf_counter() - start}, programs)
 
 
 def sample_prompt(model, length: int, seed: int) -> list[int]:
@@ -108,13 +126,29 @@ def reference_generate(model, prompt: list[int], max_new_tokens: int):
     return out.sequences[0, len(prompt):].tolist(), [step[0].numpy() for step in out.logits]
 
 
+def reference_beams(model, prompt: list[int], max_new_tokens: int, num_beams: int, **settings):
+    """transformers' generate(num_beams=…): every beam's sequence after the prompt, best first, and its score."""
+    with torch.no_grad():
+        out = model.generate(torch.tensor([prompt]), max_new_tokens=max_new_tokens, do_sample=False,
+                             num_beams=num_beams, num_return_sequences=num_beams, output_scores=True,
+                             return_dict_in_generate=True, attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                             **settings)
+    return out.sequences[:, len(prompt):].tolist(), out.sequences_scores.tolist()
+
+
 def run(size: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_length: int = 256,
         seeds=(0, 1), engine: str | None = None, save: str | None = None, weights: str = "float32",
-        quantized: int | None = None, group_size: int = 32) -> bool:
-    """Build, compile, generate and check against transformers; print tokens/s, wall and GPU ms per token.
-    With `quantized` (4 or 8 bits) the model is quantized with torchao first (`quantize`), and transformers
-    runs that same quantized model. With `weights` "int8" or "int4" (in groups of `group_size`) the compiler
-    rounds the float model's weights, and transformers runs them rounded the same way (round_weights)."""
+        quantized: int | None = None, group_size: int = 32, num_beams: int = 1,
+        sampling: dict | None = None) -> bool:
+    """Build, compile, generate and check against transformers; print time to first token, tokens/s, wall and
+    GPU ms per token. Greedy by default: ids and teacher-forced logits against transformers' generate, and the
+    time to first token of the prompt's prefill against feeding it token by token. With `num_beams` over 1, a
+    beam search against transformers' generate(num_beams=…) (sequences and scores); with `sampling` (decoding
+    settings: temperature, top_k, top_p, min_p, repetition_penalty, seed), sampled tokens checked step by step
+    against transformers' logits processors. With `quantized` (4 or 8 bits) the model is quantized with torchao
+    first (`quantize`), and transformers runs that same quantized model. With `weights` "int8" or "int4" (in
+    groups of `group_size`) the compiler rounds the float model's weights, and transformers runs them rounded
+    the same way (round_weights)."""
     import numpy as np
 
     from ...runtime import timing
@@ -125,18 +159,22 @@ def run(size: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
     if quantized:
         quantize(model, quantized, group_size)
     info = webgpu_torch.device_info(engine)
+    max_length = max(max_length, prompt_length + new_tokens)  # the prompt is BOS and prompt_length ids
     what = f", torchao int{quantized} in groups of {group_size}" if quantized else ""
+    strategy = f"beam search ({num_beams} beams)" if num_beams > 1 else "sampling" if sampling else "greedy"
     print(f"Llama-{size}: {count / 1e6:.1f} M parameters, random seeded weights, weights={weights}{what}, "
-          f"a cache of {max_length} tokens")
+          f"a cache of {max_length} tokens, {strategy}")
     print(f"device: {info['adapter']} via {info['engine_module']} ({info['backend']})")
     rounded = weights in ("int8", "int4")
-    lm = compile_step(model, max_length, weights=weights, **({"group_size": group_size} if rounded else {}))
+    lm = compile_step(model, max_length, num_beams=num_beams, weights=weights,
+                      **({"group_size": group_size} if rounded else {}))
     program = lm.step.program
     weight_bytes = sum(a.nbytes for a in program.constants.values())
     print(f"compile: {lm.timings['compile']:.1f} s: {len(program.dispatches)} dispatches a step, "
           f"{weight_bytes / 2**20:.0f} MiB of constants")
     start = time.perf_counter()
-    lm.step.executor(engine)
+    for session in (lm.step, *lm.programs.values()):
+        session.executor(engine)
     print(f"load: {time.perf_counter() - start:.1f} s (pipelines, bind groups, weights)")
     if save:
         lm.save(save)
@@ -145,28 +183,22 @@ def run(size: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
     if rounded:  # the program holds the float weights rounded: transformers runs them rounded alike
         round_weights(model, weights, group_size)
         reference = f"transformers over the same {weights}-rounded weights"
+    check = _beams if num_beams > 1 else _sampled if sampling else _greedy
     ok, per_token = True, []
     for seed in seeds:
         prompt = sample_prompt(model, prompt_length, seed)
-        start = time.perf_counter()
-        want_ids, want_logits = reference_generate(model, prompt, new_tokens)
-        eager = time.perf_counter() - start
-        _, logits = lm.generate(prompt, new_tokens, teacher=want_ids)
-        error = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(logits, want_logits, strict=True))
-        start = time.perf_counter()
-        ids, _ = lm.generate(prompt, new_tokens)
-        total = time.perf_counter() - start
-        agree = next((i for i, (a, b) in enumerate(zip(ids, want_ids, strict=True)) if a != b), len(ids))
-        passed = error <= 1e-3 and agree == len(want_ids)
+        passed, summary, ids = check(model, lm, prompt, new_tokens, num_beams=num_beams, settings=sampling or {})
         ok &= passed
-        steps, host = lm.timings["steps"], lm.timings["host"]
+        steps = lm.timings["steps"]
         per_token.append(float(np.median(steps[1:])))
-        print(f"seed {seed}: ids match {reference} for {agree}/{len(want_ids)} tokens; teacher-forced logits "
-              f"within {error:.1e} of the scale: {'PASS' if passed else 'FAIL'}")
-        print(f"  generate: {len(prompt)} prompt + {len(ids)} new tokens in {total * 1e3:.0f} ms, "
-              f"{per_token[-1] * 1e3:.2f} ms per new token after the first ({1 / per_token[-1]:.1f} tokens/s); "
-              f"transformers eager on CPU {eager * 1e3:.0f} ms")
-        print("  host per step (median ms): " + ", ".join(f"{k} {np.median(v) * 1e3:.3f}" for k, v in host.items()))
+        print(f"seed {seed}: {summary} ({reference}): {'PASS' if passed else 'FAIL'}")
+        by_token = lm.timings.pop("first token, token by token", None)
+        baseline = f" (the prompt token by token: {by_token * 1e3:.1f} ms)" if by_token else ""
+        print(f"  generate: {len(prompt)} prompt + {len(ids)} new tokens: time to first token "
+              f"{steps[0] * 1e3:.1f} ms{baseline}, {per_token[-1] * 1e3:.2f} ms per token after it "
+              f"({1 / per_token[-1]:.1f} tokens/s)")
+        print("  host per step (median ms): " + ", ".join(f"{k} {np.median(v) * 1e3:.3f}"
+                                                          for k, v in lm.timings["host"].items() if v))
     if save and seeds:  # what js/bench/bench.js needs to generate the same way (tests/corpus.py's form, without logits)
         record = {"prompt_ids": prompt, "max_new_tokens": new_tokens, "ids": ids}
         (Path(save) / "generate.json").write_text(json.dumps(record) + "\n")
@@ -175,3 +207,43 @@ def run(size: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
     print(f"decode: wall {wall * 1e3:.2f} ms/token, step GPU {gpu * 1e3:.2f} ms/token: {wall / gpu:.2f}x; "
           f"{1 / wall:.1f} tokens/s")
     return ok
+
+
+def _greedy(model, lm: CausalLM, prompt: list[int], new_tokens: int, **_) -> tuple[bool, str, list[int]]:
+    """Greedy ids and teacher-forced logits against transformers; the time to first token fed token by token."""
+    import numpy as np
+
+    want_ids, want_logits = reference_generate(model, prompt, new_tokens)
+    logits = lm.generate(prompt, new_tokens, teacher=want_ids).logits
+    error = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(logits, want_logits, strict=True))
+    by_token = CausalLM(lm.step, lm.info).generate(prompt, new_tokens).first_token  # the same step, no prefill
+    ids = lm.generate(prompt, new_tokens).ids
+    lm.timings["first token, token by token"] = by_token
+    agree = next((i for i, (a, b) in enumerate(zip(ids, want_ids, strict=True)) if a != b), len(ids))
+    return (error <= 1e-3 and agree == len(want_ids),
+            f"ids match for {agree}/{len(want_ids)} tokens; teacher-forced logits within {error:.1e} of the scale", ids)
+
+
+def _beams(model, lm: CausalLM, prompt: list[int], new_tokens: int, num_beams: int, **_):
+    from .generation_reference import check_beams
+
+    want, scores = reference_beams(model, prompt, new_tokens, num_beams)
+    for _ in range(2):  # the second timed: a CPU adapter compiles shaders at their first dispatch
+        got = lm.generate(prompt, new_tokens, num_beams=num_beams, num_return_sequences=num_beams)
+    passed, summary = check_beams(got, want, scores, pad=-1)
+    return passed, summary, got.ids
+
+
+def _sampled(model, lm: CausalLM, prompt: list[int], new_tokens: int, settings: dict, **_):
+    from ...runtime import decoding
+    from . import generation_reference as ref
+
+    o = decoding.options(**settings, do_sample=True, max_new_tokens=new_tokens)
+    for _ in range(2):  # the second timed: a CPU adapter compiles shaders at their first dispatch
+        ids = lm.generate(prompt, new_tokens, do_sample=True, **settings).ids
+    timings = dict(lm.timings)
+    ours = lm.generate(prompt, new_tokens, teacher=ids).logits
+    lm.timings.update(timings)
+    probe = ref.probe(lm.info["vocab_size"], lm.info["max_length"])
+    passed, summary = ref.check_sampled(ids, prompt, ref.teacher_logits(model, prompt, ids), ours, o, probe)
+    return passed, summary, ids

@@ -17,18 +17,19 @@ from transformers.cache_utils import StaticCache
 
 
 class CacheBuffers(torch.nn.Module):
-    """Keys and values of `layers` layers, each [1, heads, length, head_dim], zero (a program's state starts so)."""
+    """Keys and values of `layers` layers, each [batch, heads, length, head_dim], zero (a program's state starts
+    so); batch: 1, or the beams of a beam search."""
 
-    def __init__(self, config, layers: int, heads: int, head_dim: int, length: int):
+    def __init__(self, config, layers: int, heads: int, head_dim: int, length: int, batch: int = 1):
         super().__init__()
         self.config, self.layers, self.length = config, layers, length
         for i in range(layers):
-            self.register_buffer(f"key_cache_{i}", torch.zeros(1, heads, length, head_dim), persistent=False)
-            self.register_buffer(f"value_cache_{i}", torch.zeros(1, heads, length, head_dim), persistent=False)
+            self.register_buffer(f"key_cache_{i}", torch.zeros(batch, heads, length, head_dim), persistent=False)
+            self.register_buffer(f"value_cache_{i}", torch.zeros(batch, heads, length, head_dim), persistent=False)
 
     def cache(self, position: torch.Tensor) -> StaticCache:
-        """A StaticCache over these buffers holding `position` tokens (a 1-element int64 tensor): the step's
-        keys and values go to rows position, position + 1, …, and attention sees rows 0 ..= position + i."""
+        """A StaticCache over these buffers holding `position` tokens (a 1-element int64 tensor): the call's
+        keys and values go to rows position, position + 1, …, and its token i sees rows 0 ..= position + i."""
         cache = StaticCache(config=self.config, max_cache_len=self.length)
         for i, layer in enumerate(cache.layers[:self.layers]):
             keys, values = getattr(self, f"key_cache_{i}"), getattr(self, f"value_cache_{i}")

@@ -1,20 +1,23 @@
-// The page `webgpu-torch serve` shows (serve.py says what each /config.json kind is). It only loads artifacts:
-// the JavaScript runtime (./runtime/, the repository's js/src) validates them, builds their pipelines and runs
-// them on this browser's WebGPU adapter. `?featureLevel=compatibility` asks for a compatibility-mode adapter;
-// `?tune=0` runs every dispatch's default kernel instead of timing the options first; `?repeat=N` times N
-// calls after the first (default 5).
+// The page `webgpu-torch serve` shows (serve.py says what each /config.json kind is; a CausalLM folder's chat
+// is chat.js). It only loads artifacts: the JavaScript runtime (./runtime/, the repository's js/src) validates
+// them, builds their pipelines and runs them on this browser's WebGPU adapter. `?featureLevel=compatibility`
+// asks for a compatibility-mode adapter; `?tune=0` runs every dispatch's default kernel instead of timing the
+// options first; `?repeat=N` times N calls after the first (default 5).
 //
 // For a test driving the page: body[data-state] goes loading → ready → running → done (or error), and
-// `window.result` holds what the page last computed.
+// `window.result` holds what the page last computed. While artifacts load, a progress bar under the status
+// line shows the bytes read of them all (the runtime's onProgress), its value left at the end.
 
+import { chatPage } from './chat.js';
 import { halfArray, halfValues, isHalf } from './runtime/dtypes.js';
-import { load, loadCausalLM, loadSeq2Seq, loadTokenizer, openDevice } from './runtime/index.js';
+import { load, loadSeq2Seq, loadTokenizer, openDevice } from './runtime/index.js';
 import { countLeaves, unflatten } from './runtime/tree.js';
 
 const params = new URLSearchParams(location.search);
 const options = {
   featureLevel: /** @type {'core' | 'compatibility'} */ (params.get('featureLevel') ?? 'core'),
   tune: params.get('tune') !== '0',
+  onProgress: showProgress,
 };
 const REPEAT = Number(params.get('repeat') ?? 5);
 /** @param {string} id */
@@ -28,6 +31,36 @@ const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 function status(state, text) {
   document.body.dataset.state = state;
   $('status').textContent = text;
+  $('progress').hidden = state !== 'loading';
+  if (state === 'loading') loading.clear();
+}
+
+/** @type {Map<string, import('./runtime/index.js').Progress>} the last report of each file loading, by name */
+const loading = new Map();
+
+/**
+ * The progress bar: the bytes read of every file loading (a folder's programs load together), and in the
+ * status line, those and the constants uploaded.
+ * @param {import('./runtime/index.js').Progress} p
+ */
+function showProgress(p) {
+  loading.set(p.source, p);
+  let bytes = 0;
+  let total = 0;
+  let tensors = 0;
+  let totalTensors = 0;
+  for (const q of loading.values()) {
+    bytes += q.bytes;
+    total += q.totalBytes;
+    tensors += q.tensors;
+    totalTensors += q.totalTensors;
+  }
+  const bar = /** @type {HTMLProgressElement} */ ($('progress'));
+  bar.max = total;
+  bar.value = bytes;
+  const mib = (/** @type {number} */ n) => (n / 2 ** 20).toFixed(n < 10 * 2 ** 20 ? 2 : 0);
+  $('status').textContent = `loading ${[...loading.keys()].map((k) => k.replace(/^.*\//, '')).join(', ')}: ` +
+    `${mib(bytes)} of ${mib(total)} MiB, ${tensors} of ${totalTensors} constants`;
 }
 
 /** @param {unknown} e */
@@ -86,7 +119,7 @@ function showAdapter(device) {
 
 /** @param {string} id the section to show; the others hide */
 function show(id) {
-  for (const s of ['minilm', 'seq2seq', 'causal', 'program']) $(s).hidden = s !== id;
+  for (const s of ['minilm', 'seq2seq', 'chat', 'program']) $(s).hidden = s !== id;
 }
 
 // ---- MiniLM: sentences, embeddings, their similarity as a heat map ------------------------------------
@@ -209,50 +242,6 @@ async function seq2seq(config) {
   await generate();
 }
 
-// ---- A causal LM: a prompt of ids, greedy generation token by token, tokens/s -------------------------
-
-/** @param {any} config */
-async function causal(config) {
-  show('causal');
-  const [model, loadMs] = await timed(() => loadCausalLM(new URL(config.folder, location.href), options));
-  timing('load (the step program)', ms(loadMs));
-  const input = /** @type {HTMLInputElement} */ ($('prompt'));
-  input.value = config.prompt.join(' ');
-  const button = /** @type {HTMLButtonElement} */ ($('continue'));
-  const generate = async () => {
-    button.disabled = true;
-    status('running', 'generating…');
-    const prompt = input.value.split(/\s+/).filter(Boolean).map(Number);
-    const bad = prompt.find((id) => !Number.isInteger(id) || id < 0 || id >= model.info.vocab_size);
-    if (bad !== undefined || !prompt.length) throw new RangeError(`the prompt needs ids in [0, ${model.info.vocab_size}), got ${bad ?? 'none'}`);
-    const list = $('continuation');
-    list.replaceChildren();
-    let arrived = 0;
-    const [{ ids }, totalMs] = await timed(() => model.generate(prompt, {
-      maxNewTokens: config.maxNewTokens ?? 32,
-      onToken: (id, seconds) => {
-        const li = list.appendChild(document.createElement('li'));
-        li.innerHTML = `<b>${id}</b><span>${(seconds * 1e3).toFixed(1)} ms</span>`;
-        arrived += seconds;
-        $('rate').textContent = `${(list.childElementCount / arrived).toFixed(1)} tokens/s`;
-      },
-    }));
-    const steps = (model.timings.steps ?? []).map((s) => s * 1e3);
-    const perToken = median(steps.slice(1));
-    timing(`generate (${prompt.length} prompt + ${ids.length} new tokens)`, ms(totalMs));
-    timing('first token (after the prompt)', ms(steps[0]));
-    timing('per token after the first (median)', ms(perToken));
-    timing('tokens/s after the first', (1e3 / perToken).toFixed(1));
-    $('rate').textContent = `${(1e3 / perToken).toFixed(1)} tokens/s`;
-    /** @type {any} */ (window).result = { prompt, ids, stepMs: steps, totalMs, tokensPerSecond: 1e3 / perToken };
-    status('done', `${ids.length} tokens generated on WebGPU`);
-    button.disabled = false;
-  };
-  button.onclick = () => generate().catch(fail);
-  status('ready', 'loaded');
-  await generate();
-}
-
 /** A deterministic picture: a sky, a sun and a hill. @param {HTMLCanvasElement} canvas */
 function drawDefaultImage(canvas) {
   const g = /** @type {CanvasRenderingContext2D} */ (canvas.getContext('2d'));
@@ -315,15 +304,19 @@ async function anyProgram(program, name) {
     const times = [];
     for (let i = 0; i < REPEAT; i++) times.push((await timed(() => program.run({ args, kwargs })))[1]);
     const outputs = tensors(out);
-    rows($('outputs'), ['output', 'dtype', 'shape', 'mean', 'std', 'first values'], outputs.map(([path, t]) => {
-      const xs = Array.from(isHalf(t.dtype) ? halfValues(t.data, t.dtype) : t.data, Number); // 16-bit floats: their values
+    const values = outputs.map(([, t]) => Array.from(isHalf(t.dtype) ? halfValues(t.data, t.dtype) : t.data, Number)); // 16-bit floats: their values
+    rows($('outputs'), ['output', 'dtype', 'shape', 'mean', 'std', 'first values'], outputs.map(([path, t], i) => {
+      const xs = values[i];
       const mean = xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
       const std = Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, xs.length));
       return [path, t.dtype, `[${t.shape}]`, mean.toPrecision(4), std.toPrecision(4), xs.slice(0, 4).map((v) => +v.toPrecision(4)).join(', ')];
     }));
     timing('first call', ms(firstMs));
     if (times.length) timing(`per call (median of ${times.length})`, ms(median(times)));
-    /** @type {any} */ (window).result = { outputs: outputs.map(([path, t]) => ({ path, dtype: t.dtype, shape: t.shape })), callMs: median([firstMs, ...times]) };
+    /** @type {any} */ (window).result = {
+      outputs: outputs.map(([path, t], i) => ({ path, dtype: t.dtype, shape: t.shape, first: values[i].slice(0, 4) })),
+      callMs: median([firstMs, ...times]),
+    };
     const n = countLeaves(spec.outputTree);
     status('done', `${spec.dispatches.length} dispatches, ${n} output${n === 1 ? '' : 's'}`);
     button.disabled = false;
@@ -384,7 +377,7 @@ async function open(file) {
   if (file.type.startsWith('image/') && onDroppedImage) return onDroppedImage(file);
   if (!file.name.endsWith('.wgpt')) throw new Error(`${file.name}: drop a .wgpt file${onDroppedImage ? ' or an image' : ''}`);
   status('loading', `loading ${file.name}…`);
-  const [program, loadMs] = await timed(async () => load(new Uint8Array(await file.arrayBuffer()), options));
+  const [program, loadMs] = await timed(() => load(file, options)); // read in pieces, never whole
   $('timings').querySelector('tbody')?.replaceChildren();
   onDroppedImage = null;
   timing('load (validate, pipelines)', ms(loadMs));
@@ -416,7 +409,7 @@ async function main() {
   status('loading', `loading ${config.name ?? ''}…`);
   if (config.kind === 'minilm') await minilm(config);
   else if (config.kind === 'seq2seq') await seq2seq(config);
-  else if (config.kind === 'causal') await causal(config);
+  else if (config.kind === 'causal') await chatPage(config, { status, timing, show, options });
   else if (config.kind === 'program') await anyProgram(await timedLoad(config.artifact), config.name);
   else status('ready', 'drop a .wgpt file on the page');
 }

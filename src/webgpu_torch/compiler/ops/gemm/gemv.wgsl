@@ -63,17 +63,20 @@ fn a_vec(z: u32, m: u32, k: u32) -> vec4<f32> {
 
 // dot_k's sums over packed weights for the COLS columns n0 .. n0+COLS-1 (those past N read column N-1, and
 // are not stored), sums[m * COLS + c] for row m and column n0 + c: the lane's chunks of each row are 16 bytes,
-// TEAM apart; every word holds PACKED_PER_WORD values of one group (packed.wgsl), decoded four at a time, each
-// four used for every row, and each four of A for every column (so A is read once per COLS columns: at 4 bits
-// a value, A's floats are 8x the weights' bytes, and reading them per column, not HBM, bounds the kernel). A
-// group's scales and zero points are read once for the words it spans in a row.
+// TEAM apart; every word holds PACKED_PER_WORD values of one group (packed.wgsl). Decoding, not reading, bounds
+// this loop on a GPU (a 16-byte chunk is 32 int4 values), so per word of each column it sums code · a and, once
+// for all columns, a alone, and applies the group's scale and zero point to the word's sum:
+// Σ (code − zero) · scale · a = scale · (Σ code · a − zero · Σ a). A code becomes a float by its bits: OR-ed
+// into the mantissa of 2^23, less 2^23, exactly (no integer-to-float conversion, a quarter-rate instruction).
+// Each float of A is read once for the COLS columns, each code once for the ROWS rows.
 fn packed_sums(z: u32, n0: u32, lane: u32) -> array<f32, ROWS * COLS> {
   const SPAN: u32 = 4u * PACKED_PER_WORD;  // values per chunk
+  const TWO_23: f32 = 8388608.0;
   var sums: array<f32, ROWS * COLS>;
-  var at = 0xffffffffu;  // the group `groups` hold
-  var groups: array<vec2<u32>, COLS>;
+  var at = 0xffffffffu;  // the group `scales` and `zeros` hold
+  var scales: array<f32, COLS>;
+  var zeros: array<f32, COLS>;
   var words: array<vec4<u32>, COLS>;
-  var w: array<vec4<f32>, COLS>;
   let K = k_steps();
   for (var k0 = lane * SPAN; k0 < K; k0 += TEAM * SPAN) {
     for (var c = 0u; c < COLS; c++) {
@@ -82,25 +85,38 @@ fn packed_sums(z: u32, n0: u32, lane: u32) -> array<f32, ROWS * COLS> {
     for (var j = 0u; j < 4u; j++) {
       let kw = k0 + j * PACKED_PER_WORD;
       if (kw >= K) {
-        break;
+        continue;
       }
       if (kw / p.packed.y != at) {
         at = kw / p.packed.y;
         for (var c = 0u; c < COLS; c++) {
-          groups[c] = packed_group(p.packed, min(n0 + c, p.N - 1u), kw);
+          let group = packed_group(p.packed, min(n0 + c, p.N - 1u), kw);
+          scales[c] = bitcast<f32>(group.x);
+          zeros[c] = select(PACKED_MIDPOINT, bitcast<f32>(group.y), PACKED_ZERO_POINTS);
         }
       }
-      for (var i = 0u; i < PACKED_PER_WORD && kw + i < K; i += 4u) {
-        for (var c = 0u; c < COLS; c++) {
-          w[c] = packed_values(words[c][j], kw + i, groups[c]);
-        }
-        for (var m = 0u; m < ROWS; m++) {
-          if (m < p.M) {
-            let av = a_vec(z, m, kw + i);
-            for (var c = 0u; c < COLS; c++) {
-              sums[m * COLS + c] += dot(av, w[c]);
+      // Σ code · a and Σ a over this word, zeroed by their initializers: a declaration without one, in a loop,
+      // was not zeroed each time round by Dawn's compiler (on lavapipe), as WGSL says it should be.
+      var dots = array<f32, ROWS * COLS>();
+      var a_sums = array<f32, ROWS>();
+      for (var i = 0u; i < PACKED_PER_WORD; i += 4u) {
+        if (kw + i < K) {
+          let shifts = (vec4<u32>(0u, 1u, 2u, 3u) + (kw + i) % PACKED_PER_WORD) * PACKED_BITS;
+          for (var m = 0u; m < ROWS; m++) {
+            if (m < p.M) {
+              let av = a_vec(z, m, kw + i);
+              a_sums[m] += dot(av, vec4<f32>(1.0));
+              for (var c = 0u; c < COLS; c++) {
+                let bits = ((vec4<u32>(words[c][j]) >> shifts) & vec4<u32>(PACKED_MASK)) | vec4<u32>(0x4b000000u);
+                dots[m * COLS + c] += dot(bitcast<vec4<f32>>(bits) - TWO_23, av);
+              }
             }
           }
+        }
+      }
+      for (var m = 0u; m < ROWS; m++) {
+        for (var c = 0u; c < COLS; c++) {
+          sums[m * COLS + c] += scales[c] * (dots[m * COLS + c] - zeros[c] * a_sums[m]);
         }
       }
     }
