@@ -121,13 +121,21 @@ def test_torchao_int4_keeps_the_tied_table_tied_packed_once(arch):
 
 
 def test_rounded_int4_weights_store_the_tied_table_once():
-    """weights="int4": the compiler quantizes the one float table once for the embedding and the LM head."""
+    """weights="int4": the compiler quantizes the one float table once for the embedding and the LM head, also
+    where the float table is over the binding limit but its packed words are not (64 KiB here: 257 rows of 64
+    floats; a real model's vocabulary at 128 MiB): the same constants, not the LM head's in row chunks too."""
     model = _model("llama-3.2-tiny")
     lm = llama.compile_step(model, MAX_LENGTH, weights="int4", group_size=32)
     assert len(_tables(lm.step.program, model.config.vocab_size)) == 1
+    limited = llama.compile_step(model, MAX_LENGTH, prefill=False, weights="int4", group_size=32,
+                                 max_binding_size=2**16)
+    assert model.get_input_embeddings().weight.nbytes > 2**16
+    stored = [sorted(a.nbytes for a in p.constants.values()) for p in (lm.step.program, limited.step.program)]
+    assert stored[0] == stored[1]
     round_weights(model, "int4", 32)
     with torch.no_grad():
         _check(model, lm)
+        _check(model, limited)
 
 
 @pytest.mark.host
