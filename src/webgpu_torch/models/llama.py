@@ -28,6 +28,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedModel
 
 import webgpu_torch
 
+from .. import packing
 from ..builder import DEFAULT_MAX_BINDING
 from ..generation import CausalLM
 from . import decoder_programs
@@ -115,7 +116,7 @@ def compile_step(model: PreTrainedModel, max_length: int = 256, *, num_beams: in
     start = time.perf_counter()
     module, position = DecoderStep(model, max_length, num_beams), torch.tensor([0])
     programs = {}
-    with torch.no_grad():
+    with torch.no_grad(), packing.quantizing_once():
         session = webgpu_torch.compile_module(module, (torch.zeros(num_beams, 1, dtype=torch.long), position),
                                               **options)
         if prefill:  # the example's length is the hint kernels are chosen for
