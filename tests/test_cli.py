@@ -65,6 +65,16 @@ def test_llama_with_rounded_weights_is_checked_against_the_same_rounding(weights
     assert line.endswith("PASS") and "FAIL" not in r.stdout
 
 
+def test_llama_builds_a_published_architecture_by_name():
+    """A tied Qwen2 in int4 (its shapes scaled down: models/archs.py); a name it does not know lists those it does."""
+    r = cli("llama", "--arch", "qwen2.5-tiny", "--weights", "int4", "--seeds", "0", "--new-tokens", "8")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("qwen2.5-tiny (qwen2): 0.1 M parameters, tied embeddings"), r.stdout
+    assert "seed 0: ids match for 8/8 tokens" in r.stdout and "PASS" in r.stdout and "FAIL" not in r.stdout
+    r = cli("llama", "--arch", "llama-3.2-8b")
+    assert r.returncode == 2 and "llama-3.2-1b" in r.stderr and "qwen2.5-0.5b" in r.stderr, r.stderr
+
+
 def test_bench_conv_compares_im2col_with_direct_per_shape():
     r = cli("bench", "conv", "--shapes", "resnet18.layer4.down", "davit.cpe4", "--scale", "7", "--repeat", "1")
     assert r.returncode == 0, r.stderr

@@ -43,9 +43,9 @@ def test_the_base_size_has_over_100m_parameters():
 def test_the_step_keeps_its_cache_as_state_and_reads_the_live_prefix(model_and_lm):
     _, lm = model_and_lm
     program = lm.step.program
-    assert len(program.states) == 2 * llama.SIZES["tiny"]["num_hidden_layers"]
+    assert len(program.states) == 2 * llama.ARCHS["tiny"]["num_hidden_layers"]
     kernels = [program.kernels[d.kernel].name for d in program.dispatches]
-    assert sum(k.startswith("attention_split[") for k in kernels) == llama.SIZES["tiny"]["num_hidden_layers"]
+    assert sum(k.startswith("attention_split[") for k in kernels) == llama.ARCHS["tiny"]["num_hidden_layers"]
     assert not any(k.startswith("softmax") for k in kernels)  # no unfused attention over the whole cache
     states = {s.buffer for s in program.states}
     readers = {k for k, d in zip(kernels, program.dispatches, strict=True) if states & set(d.buffers)}

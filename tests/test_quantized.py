@@ -67,6 +67,18 @@ def test_round_to_nearest_error_bound(bits):
 
 
 @pytest.mark.host
+def test_quantizing_once_packs_a_matrix_once_and_only_the_same_memory():
+    w = np.random.default_rng(0).standard_normal((37, 96)).astype(np.float32)
+    with packing.quantizing_once():
+        first = packing.quantize(w, 4, 32)
+        assert packing.quantize(w.reshape(37, 96), 4, 32) is first  # a view of the same memory
+        other = packing.quantize(w.copy(), 4, 32)
+        assert other is not first and np.array_equal(other[0], first[0])
+        assert packing.quantize(w, 8, 32) is not first
+    assert packing.quantize(w, 4, 32) is not first
+
+
+@pytest.mark.host
 def test_a_group_that_straddles_words_is_refused():
     with pytest.raises(ValueError, match="straddles"):
         Packing(4, 3, 64, 12, False)

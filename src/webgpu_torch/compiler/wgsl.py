@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 from ..format.program import F16, FEATURES, SUBGROUP_MATRIX, Patch, UniformField, UniformLayout
@@ -175,6 +175,13 @@ class EntryPoint:
 def entry_point(source: str, entry: str, overrides: dict[str, float]) -> EntryPoint:
     """`entry`'s @workgroup_size and the bytes of the workgroup variables the functions it calls use, each
     size evaluated from the module's const and override declarations with the pipeline's override values."""
+    return _entry_point(source, entry, tuple(sorted(overrides.items())))
+
+
+@lru_cache(maxsize=4096)
+def _entry_point(source: str, entry: str, overrides: tuple[tuple[str, float], ...]) -> EntryPoint:
+    """entry_point, once per kernel: a model's GEMMs and their tuning options share a few sources."""
+    overrides = dict(overrides)
     source = re.sub(r"//[^\n]*", "", source)
     sizes = {name: args for args, name in _WORKGROUP_SIZE.findall(source)}
     if entry not in sizes:

@@ -9,6 +9,9 @@ bytes; then per group its f32 scale and, with `zero_points`, its f32 zero point.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,11 +123,37 @@ def dequantize(words: np.ndarray, packing: Packing) -> np.ndarray:
     return (codes.astype(np.float32) - zeros[:, per_element]) * scales[:, per_element]
 
 
+# (data address, shape, strides, dtype, bits, group) -> (the matrix, kept alive so its address stays its own,
+# quantize's result), while `quantizing_once` is in force.
+_ONCE: ContextVar[dict | None] = ContextVar("quantized_once", default=None)
+
+
+@contextmanager
+def quantizing_once() -> Iterator[None]:
+    """Within it, quantize packs each weight matrix once (the same memory, the same view): the programs one
+    model compiles to (a decoder step and its prefill) share their packed weights' words."""
+    token = _ONCE.set({})
+    try:
+        yield
+    finally:
+        _ONCE.reset(token)
+
+
 def quantize(w: np.ndarray, bits: int, group: int) -> tuple[np.ndarray, Packing]:
     """Round-to-nearest symmetric quantization of a float matrix [rows, cols] along its rows: each group's
     scale is its largest magnitude / (2^(bits−1) − 1), each code round(w / scale) + 2^(bits−1), so an
     element's error is at most half its group's scale, max|w_group| / (2^bits − 2). Returns the packed words
     and their Packing (no zero points)."""
+    once = _ONCE.get()
+    if once is None:
+        return _quantize(w, bits, group)
+    key = (w.__array_interface__["data"][0], w.shape, w.strides, w.dtype.str, bits, group)
+    if key not in once:
+        once[key] = w, _quantize(w, bits, group)
+    return once[key][1]
+
+
+def _quantize(w: np.ndarray, bits: int, group: int) -> tuple[np.ndarray, Packing]:
     w = np.asarray(w, np.float64)
     rows, cols = w.shape
     packing = Packing(bits, rows, cols, min(group, cols), False)

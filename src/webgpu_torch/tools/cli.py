@@ -118,10 +118,13 @@ def _florence2(args) -> int:
 def _llama(args) -> int:
     from .models import llama
 
+    if args.arch not in llama.ARCHS:
+        raise UsageError(f"llama --arch {args.arch}: choose one of {', '.join(llama.ARCHS)}")
     sampling = {k: getattr(args, k) for k in ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed")}
-    ok = llama.run(args.size, args.new_tokens, args.prompt_length, args.max_length, args.seeds, args.engine,
+    ok = llama.run(args.arch, args.new_tokens, args.prompt_length, args.max_length, args.seeds, args.engine,
                    args.save, args.weights, {"int4": 4, "int8": 8}.get(args.quantize), args.group_size, args.num_beams,
-                   sampling if args.do_sample else None)
+                   sampling if args.do_sample else None, dtype=args.dtype, precision=args.precision,
+                   checkpoint=args.checkpoint)
     return 0 if ok else 1
 
 
@@ -214,12 +217,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-beams", type=int, default=1,
                    help="beam search with N beams, compared with transformers' generate(num_beams=N)")
     p.set_defaults(fn=_florence2)
-    p = sub.add_parser("llama", help="a Llama-architecture causal LM (random weights, 125 M parameters): compile "
-                                      "its decoder step, generate, check against transformers, print tokens/s")
-    p.add_argument("--size", choices=["base", "tiny"], default="base")
+    p = sub.add_parser("llama", help="a Llama-architecture causal LM (Llama, Qwen2; random weights or a local "
+                                      "checkpoint): compile its decoder step, generate, check against transformers, "
+                                      "print tokens/s")
+    p.add_argument("--arch", "--size", default="base",
+                   help="base (124.7 M parameters, Llama-2-like), tiny, or a published model's shapes with random "
+                        "weights: llama-3.2-1b, qwen2.5-0.5b, … (models/archs.py; a wrong name lists them)")
+    p.add_argument("--checkpoint", metavar="DIR", help="a local folder of config.json and weights (from_pretrained)")
+    p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32",
+                   help="the model's dtype (16-bit weights stay 16-bit; arithmetic in float32)")
+    p.add_argument("--precision", choices=["float32", "float16"], default="float32",
+                   help="compile option precision= (float16: activations stored in half where the device can)")
     p.add_argument("--new-tokens", type=int, default=32)
     p.add_argument("--prompt-length", type=int, default=8)
-    p.add_argument("--max-length", type=int, default=256, help="the KV cache's rows (prompt and new tokens)")
+    p.add_argument("--max-length", "--cache", type=int, default=256, help="the KV cache's rows (prompt and new tokens)")
     p.add_argument("--seeds", type=int, nargs="*", default=[0, 1])
     p.add_argument("--save", metavar="DIR", help="also save the compiled step there, with the last seed's prompt "
                                                  "and ids as generate.json (what js/bench/bench.js replays)")

@@ -14,7 +14,9 @@ Recognised, each over constants (codes of 8 bits or fewer, float scales, integer
 Codes are stored unsigned (`q − qlo`, qlo = −2^(b−1) for a signed range) in 4 bits where the range allows,
 else 8; the zero point becomes `zero − qlo`, so each value is computed as torch computes it: (q − zero)·scale,
 one rounding. A dequantization that matches none of these (a non-constant input, codes wider than 8 bits, a
-block shape other than rows or row groups) is left as it is, and lowering refuses it by name.
+block shape other than rows or row groups) is left as it is, and lowering refuses it by name. Two
+dequantizations of the same constants with the same arguments are one (a tied embedding and LM head, which
+torch.export lifts as one weight read by two dequantize nodes): the table is packed and stored once.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ def rewrite(graph: Graph, options: Options) -> Graph:
         d = _recognise(graph, node)
         if d is not None:
             found[node.name] = d
+    _merge_duplicates(graph, found)
     _cast_chains(graph, found)
     _fold_output_scales(graph, found)
     graph.nodes = drop_dead([_packed_node(graph, n, found[n.name]) if n.name in found else n
@@ -134,6 +137,27 @@ def _grouped(codes: np.ndarray, scale, zero, block: list[int], quant_range) -> D
     hi = int(codes.max()) if quant_range[1] is None else quant_range[1]
     return Dequant(codes.reshape(rows, cols).astype(np.int64), scale.reshape(rows, groups).astype(np.float32),
                    zeros, group, shape, (lo, hi))
+
+
+def _merge_duplicates(graph: Graph, found: dict[str, Dequant]) -> None:
+    """Every recognised dequantization that repeats an earlier one (same op, same arguments: the same constants
+    and block) read through the earlier one's result instead, and dropped. The earlier one comes first in the
+    graph, so before every reader of the later."""
+    first: dict[tuple[str, str], str] = {}
+    replaced: dict[Ref, Ref] = {}
+    for node in graph.nodes:
+        if node.name in found:
+            key = (node.target, repr(node.args))
+            if key in first:
+                replaced[Ref(node.name)] = Ref(first[key])
+                del found[node.name]
+            else:
+                first[key] = node.name
+    if replaced:
+        graph.nodes = [n for n in graph.nodes if Ref(n.name) not in replaced]
+        for node in graph.nodes:
+            node.args = map_refs(node.args, lambda r: replaced.get(r, r))
+        graph.outputs = [replaced.get(r, r) for r in graph.outputs]
 
 
 def _cast_chains(graph: Graph, found: dict[str, Dequant]) -> None:

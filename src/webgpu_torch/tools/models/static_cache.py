@@ -17,15 +17,17 @@ from transformers.cache_utils import StaticCache
 
 
 class CacheBuffers(torch.nn.Module):
-    """Keys and values of `layers` layers, each [batch, heads, length, head_dim], zero (a program's state starts
-    so); batch: 1, or the beams of a beam search."""
+    """Keys and values of `layers` layers, each [batch, heads, length, head_dim] of the model's `dtype` (what
+    its attention reads), zero (a program's state starts so); batch: 1, or the beams of a beam search."""
 
-    def __init__(self, config, layers: int, heads: int, head_dim: int, length: int, batch: int = 1):
+    def __init__(self, config, layers: int, heads: int, head_dim: int, length: int, batch: int = 1,
+                 dtype: torch.dtype = torch.float32):
         super().__init__()
         self.config, self.layers, self.length = config, layers, length
+        shape = (batch, heads, length, head_dim)
         for i in range(layers):
-            self.register_buffer(f"key_cache_{i}", torch.zeros(batch, heads, length, head_dim), persistent=False)
-            self.register_buffer(f"value_cache_{i}", torch.zeros(batch, heads, length, head_dim), persistent=False)
+            self.register_buffer(f"key_cache_{i}", torch.zeros(shape, dtype=dtype), persistent=False)
+            self.register_buffer(f"value_cache_{i}", torch.zeros(shape, dtype=dtype), persistent=False)
 
     def cache(self, position: torch.Tensor) -> StaticCache:
         """A StaticCache over these buffers holding `position` tokens (a 1-element int64 tensor): the call's

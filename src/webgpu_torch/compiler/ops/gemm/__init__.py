@@ -24,6 +24,7 @@ from numbers import Number
 from typing import ClassVar
 
 from ....format import dtypes, symbolic
+from ....format.packing import Packing
 from ....format.program import F16, SUBGROUP_MATRIX, Tensor
 from ... import layout, wgsl
 from ...builder import Builder, KernelSpec, Packed
@@ -719,7 +720,7 @@ def linear(ctx: Builder, node: NodeView) -> Tensor:
     rows = x.numel // k if k else 0
     x2 = ctx.reshaped(x, (rows, k))
     residual = epilogue.residual(node)
-    if not ctx.too_large(w):
+    if not ctx.too_large(w) or _packs_within_limit(ctx, w):
         return gemm(ctx, x2, layout.permute(w, [1, 0]), bias, out_shape=node.out.shape, ep=node.epilogue,
                     residual=residual, out_dtype=node.storage())
     # A weight over the binding limit (a tied vocabulary projection): one GEMM per chunk of its rows, each
@@ -733,6 +734,18 @@ def linear(ctx: Builder, node: NodeView) -> Tensor:
                     residual=part_res)
         copy(ctx, part, out=layout.slice_(out2, 1, lo, hi, 1))
     return out
+
+
+def _packs_within_limit(ctx: Builder, w: Tensor) -> bool:
+    """Whether weights="int8" | "int4" packs float32 constant weight `w` [N, K] (its whole buffer) into words
+    within the binding limit. Such a weight is not split into row chunks, so a tied vocabulary table is packed
+    once, for the LM head and the embedding (which gathers from the whole table) alike."""
+    weights = ctx.options.weights
+    if (not weights.packed or w.dtype != "float32" or ctx.buffers[w.buffer].role != "constant"
+            or not w.is_contiguous() or w.numel != ctx.constants[w.buffer].size):
+        return False
+    n, k = w.shape
+    return Packing(weights.bits, n, k, min(weights.group_along(k), k), False).nbytes <= ctx.options.max_binding
 
 
 def cases() -> list[OpCase]:
