@@ -385,7 +385,9 @@ def _probe(program: Program, members: list[int], c: int) -> tuple[Program, list[
     buffers = [Buffer(program.buffers[b].size, "constant" if b in constant else "scratch") for b in used]
     constants = {used[b]: program.constants[b] for b in constant}
     seeded = [j for b, j in used.items() if b not in constant | writes]
-    result = [replace(t, buffer=used[t.buffer]) for t in program.dispatches[members[0]].result]
+    # An f16 activation view reads back as the float16 values its storage holds.
+    result = [replace(t, buffer=used[t.buffer], dtype="float16" if t.dtype == "f16" else t.dtype)
+              for t in program.dispatches[members[0]].result]
     no_args = {"type": "tuple", "items": [{"type": "tuple", "items": []}, {"type": "dict", "keys": [], "items": []}]}
     outputs = {"type": "tuple", "items": [{"type": "leaf"}] * len(result)}
     return Program(program.sources, program.kernels, buffers, constants, [], result, no_args, outputs,
