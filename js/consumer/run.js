@@ -31,7 +31,7 @@ const tmp = mkdtempSync(join(tmpdir(), 'webgpu-torch-package-'));
 try {
   const [packed] = JSON.parse(run('npm', ['pack', '--json', '--silent', '--pack-destination', tmp], js));
   const files = packed.files.map((/** @type {{path: string}} */ f) => f.path);
-  for (const f of ['package.json', 'README.md', 'LICENSE', 'src/index.js', 'types/index.d.ts', 'types/program.d.ts', 'ts5/index.d.ts']) {
+  for (const f of ['package.json', 'README.md', 'LICENSE', 'src/index.js', 'types/index.d.ts', 'types/session.d.ts', 'ts5/index.d.ts']) {
     assert.ok(files.includes(f), `the tarball lacks ${f}`);
   }
   const stray = files.filter((/** @type {string} */ f) => !/^(package\.json|README\.md|LICENSE|src\/|types\/|ts5\/)/.test(f));
