@@ -2,8 +2,9 @@
 // a prompt of token ids evaluated, then greedy decoding, timed as the Python runtime's generate is: time to
 // first token (the prompt's evaluation and the first sampled token), then the median wall time between tokens.
 //
-//   GGML_VK_VISIBLE_DEVICES=0 node bench/llm.js MODEL.gguf --prompt 1,5,9 --tokens 32 [--runs 3]
+//   GGML_VK_VISIBLE_DEVICES=0 node bench/llm.js MODEL.gguf --prompt 1,5,9 --tokens 32 [--runs 3] [--kv-cache F32]
 //
+// --kv-cache: the type of the keys and values cached (llama.cpp's default F16, or F32).
 // Prints one JSON line: the Vulkan device's name, the layers offloaded, each run's timings and the ids of the
 // last run. The layers must all be on the GPU (gpuLayers "max"), and the script fails where llama.cpp found
 // no Vulkan device: without GGML_VK_VISIBLE_DEVICES ggml-vulkan skips CPU devices (lavapipe), and
@@ -20,7 +21,8 @@ const { version } = JSON.parse(readFileSync(new URL('package.json', nodeLlamaCpp
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { prompt: { type: 'string' }, tokens: { type: 'string', default: '32' }, runs: { type: 'string', default: '3' } },
+  options: { prompt: { type: 'string' }, tokens: { type: 'string', default: '32' }, runs: { type: 'string', default: '3' },
+    'kv-cache': { type: 'string', default: 'F16' } },
 });
 const prompt = (values.prompt ?? '').split(',').map(Number);
 const tokens = Number(values.tokens);
@@ -37,8 +39,9 @@ if (llama.gpu !== 'vulkan' || devices.length === 0) {
   throw new Error(`llama.cpp found no Vulkan device (gpu: ${llama.gpu}); set GGML_VK_VISIBLE_DEVICES for a CPU one`);
 }
 const model = await llama.loadModel({ modelPath: positionals[0], gpuLayers: 'max' });
+const kvCache = values['kv-cache'];
 const context = await model.createContext({ contextSize: prompt.length + tokens + 1, batchSize: prompt.length,
-  sequences: 1 });
+  sequences: 1, experimentalKvCacheKeyType: kvCache, experimentalKvCacheValueType: kvCache });
 const sequence = context.getSequence();
 
 /** One greedy generation from an empty cache: seconds to the first token, then between tokens; the ids. */
@@ -61,7 +64,7 @@ await generate(); // warm-up: Vulkan pipelines are created at their first use
 const runs = [];
 for (let i = 0; i < Number(values.runs); i++) runs.push(await generate());
 console.log(JSON.stringify({
-  device: devices.join(', '), gpuLayers: model.gpuLayers, layers: model.fileInsights.totalLayers,
+  device: devices.join(', '), kvCache, gpuLayers: model.gpuLayers, layers: model.fileInsights.totalLayers,
   version,
   firstToken: median(runs.map((r) => r.steps[0])),
   perToken: median(runs.map((r) => median(r.steps.slice(1)))),

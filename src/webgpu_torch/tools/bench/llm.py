@@ -9,9 +9,10 @@ largest magnitude over -8, ours over 7, so the int4 rows' ids are not expected t
 Both sides evaluate the same prompt ids and then decode greedily, from an empty cache each generation, timed
 by the wall clock: the time to the first token (the prompt's evaluation and one token), then the median time
 between tokens; the median over --runs generations after a warm-up one. Ours also shows the step's GPU time
-(timestamp queries). `ids` compares each side's greedy ids with transformers' over the same float16 weights
-in float32, up to the first difference (a near tie between two logits may order differently in float16
-arithmetic, which llama.cpp's Vulkan matrix products use).
+(timestamp queries); with --node, ours also in the JS runtime (the compiled folder through js/bench/bench.js,
+tuned at load as the Python runtime is). `ids` compares each side's greedy ids with transformers' over the
+same float16 weights in float32, up to the first difference: llama.cpp caches keys and values in float16 by
+default (--kv-cache F32 for float32, as ours are), and a near tie between two logits may order differently.
 Needs node and `npm ci --ignore-scripts` in js/bench/llama-cpp/ (NODE_LLAMA_CPP_SKIP_DOWNLOAD=true), and the
 `gguf` package (the bench extra). On a CPU Vulkan device (lavapipe) llama.cpp needs GGML_VK_VISIBLE_DEVICES
 (--vulkan-device sets it): without it ggml-vulkan skips CPU devices and node-llama-cpp falls back to its CPU
@@ -47,15 +48,22 @@ def add_arguments(parser) -> None:
     parser.add_argument("--prompt-length", type=int, default=32, help="prompt ids after BOS")
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3, help="timed generations a side, after a warm-up one")
+    parser.add_argument("--kv-cache", choices=["F16", "F32"], default="F16",
+                        help="the type of llama.cpp's cached keys and values (its default F16; ours are float32)")
     parser.add_argument("--vulkan-device", default="0",
                         help="llama.cpp's GGML_VK_VISIBLE_DEVICES where the environment sets none")
-    parser.add_argument("--folder", default=str(REPO / "build" / "bench-llm"), help="where the GGUF files go")
+    parser.add_argument("--folder", default=str(REPO / "build" / "bench-llm"),
+                        help="where the GGUF files (and --node's compiled folders) go")
+    parser.add_argument("--node", action="store_true",
+                        help="ours in Node too: the compiled folder through js/bench/bench.js (JS runtime, Dawn)")
 
 
 def run(args) -> tuple[list[dict], dict]:
     if not (PACKAGE / "node_modules" / "node-llama-cpp").is_dir() or shutil.which("node") is None:
         raise SystemExit(f"bench llm: needs node and node-llama-cpp: cd {PACKAGE} && "
                          "NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --ignore-scripts")
+    if args.node and not (REPO / "js" / "node_modules" / "webgpu").is_dir():
+        raise SystemExit("bench llm --node: needs the JS runtime's packages (Dawn for Node): npm ci in js/")
     model = llama.build(args.arch)
     if why := _gguf.refusal(model.config):
         raise SystemExit(f"bench llm --arch {args.arch}: {why}")
@@ -68,21 +76,33 @@ def run(args) -> tuple[list[dict], dict]:
     folder.mkdir(parents=True, exist_ok=True)
     rows, peers = [], set()
     for fmt in args.formats:
-        peer = _llama_cpp(_gguf.write(model, folder / f"{args.arch}-{fmt}.gguf", fmt), prompt, args)
+        weights = OURS[fmt]
+        peer = _node([SCRIPT, _gguf.write(model, folder / f"{args.arch}-{fmt}.gguf", fmt), "--prompt",
+                      ",".join(map(str, prompt)), "--tokens", args.new_tokens, "--runs", args.runs,
+                      "--kv-cache", args.kv_cache],
+                     {"GGML_VK_VISIBLE_DEVICES": args.vulkan_device} | dict(os.environ))
         peers.add(f"node-llama-cpp {peer['version']} on {peer['device']} ({peer['gpuLayers']} of "
-                  f"{peer['layers']} layers offloaded)")
-        ours = _ours(model, prompt, OURS[fmt], args)
-        first, per_token, ids, gpu = ours
-        rows.append(_row("llama.cpp (Vulkan)", fmt, peer["firstToken"], peer["perToken"], peer["ids"], prompt, want))
-        rows.append(_row("ours", OURS[fmt], first, per_token, ids, prompt, want, gpu, peer["perToken"] / per_token))
+                  f"{peer['layers']} layers offloaded, {peer['kvCache']} KV cache)")
+        rows.append(_row("llama.cpp (Vulkan)", fmt, peer, prompt, want))
+        lm, ours = _ours(model, prompt, weights, args)
+        rows.append(_row("ours", weights, ours, prompt, want, peer))
+        if args.node:  # the same compiled folder in the JS runtime
+            saved = folder / f"{args.arch}-{weights}"
+            lm.save(saved)
+            record = {"prompt_ids": prompt, "max_new_tokens": args.new_tokens, "ids": ours["ids"]}
+            (saved / "generate.json").write_text(json.dumps(record) + "\n")
+            js = _node([REPO / "js" / "bench" / "bench.js", "--json", "--tune", "--calls", 4 * args.runs, saved],
+                       dict(os.environ))
+            rows.append(_row("ours (Node)", weights, js, prompt, want, peer))
     return rows, {"title": f"Llama decoding, --arch {args.arch} ({llama.parameters(model) / 1e6:.2f} M parameters),"
                            f" {len(prompt)} prompt ids, {args.new_tokens} greedy tokens",
                   "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']})",
                   "baseline": "; ".join(sorted(peers)) + " (wall clock on both sides)"}
 
 
-def _ours(model, prompt: list[int], weights: str, args) -> tuple:
-    """Seconds to the first token, then per token (medians over --runs), the greedy ids, the step's GPU time."""
+def _ours(model, prompt: list[int], weights: str, args):
+    """The compiled model, and its figures as llm.js reports llama.cpp's: seconds to the first token and per
+    token after it (medians over --runs), the last greedy ids; and the step's GPU seconds."""
     options = {"weights": weights} | ({"group_size": 32} if weights == "int4" else {})
     lm = llama.compile_step(model, len(prompt) + args.new_tokens + 1, **options)
     lm.generate(prompt, args.new_tokens)  # warm-up: a CPU adapter compiles shaders at their first dispatch
@@ -92,24 +112,22 @@ def _ours(model, prompt: list[int], weights: str, args) -> tuple:
         firsts.append(out.first_token)
         steps.append(statistics.median(out.steps[1:]))
     gpu = timing.gpu_time(lm.step.executor(args.engine), repeats=2, samples=3).seconds
-    return statistics.median(firsts), statistics.median(steps), out.ids, gpu
+    return lm, {"firstToken": statistics.median(firsts), "perToken": statistics.median(steps), "ids": out.ids,
+                "stepGpu": gpu}
 
 
-def _llama_cpp(path: Path, prompt: list[int], args) -> dict:
-    env = {"GGML_VK_VISIBLE_DEVICES": args.vulkan_device} | dict(os.environ)
-    out = subprocess.run(["node", str(SCRIPT), str(path), "--prompt", ",".join(map(str, prompt)),
-                          "--tokens", str(args.new_tokens), "--runs", str(args.runs)],
-                         capture_output=True, text=True, env=env, cwd=REPO / "js")
+def _node(argv: list, env: dict) -> dict:
+    """The JSON line a Node bench script prints last."""
+    out = subprocess.run(["node", *map(str, argv)], capture_output=True, text=True, env=env, cwd=REPO / "js")
     if out.returncode:
-        raise SystemExit(f"bench llm: js/bench/llm.js failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
+        raise SystemExit(f"bench llm: node {argv[0]} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _row(side: str, weights: str, first: float, per_token: float, ids: list[int], prompt: list[int],
-         want: list[int], gpu: float | None = None, vs: float | None = None) -> dict:
-    agree = next((i for i, (a, b) in enumerate(zip(ids, want, strict=True)) if a != b), len(want))
-    return {"side": side, "weights": weights, "first token ms": first * 1e3, "prompt tok/s": len(prompt) / first,
-            "decode ms/token": per_token * 1e3, "decode tok/s": 1 / per_token,
-            "step GPU ms": "n/a" if gpu is None else gpu * 1e3,
-            "decode vs llama.cpp": "1 (baseline)" if vs is None else f"{vs:.2f}x", "ids vs transformers":
-            f"{agree}/{len(want)}"}
+def _row(side: str, weights: str, r: dict, prompt: list[int], want: list[int], baseline: dict | None = None) -> dict:
+    agree = next((i for i, (a, b) in enumerate(zip(r["ids"], want, strict=True)) if a != b), len(want))
+    vs = "1 (baseline)" if baseline is None else f"{baseline['perToken'] / r['perToken']:.2f}x"
+    return {"side": side, "weights": weights, "first token ms": r["firstToken"] * 1e3,
+            "prompt tok/s": len(prompt) / r["firstToken"], "decode ms/token": r["perToken"] * 1e3,
+            "decode tok/s": 1 / r["perToken"], "step GPU ms": r["stepGpu"] * 1e3 if "stepGpu" in r else "n/a",
+            "decode vs llama.cpp": vs, "ids vs transformers": f"{agree}/{len(want)}"}
