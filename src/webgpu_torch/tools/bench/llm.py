@@ -1,0 +1,133 @@
+"""Llama decoding: ours against llama.cpp's Vulkan backend on the same device, weights, prompt ids and tokens.
+
+One seeded Llama-architecture model (`webgpu-torch llama --arch`; llama.cpp's llama graph: default rope, no
+biases) with its weights rounded to float16, so that both sides hold the same values: written as GGUF
+(_gguf.py) F16 and Q4_0 for llama.cpp, which runs it through the npm node-llama-cpp's prebuilt Vulkan build
+(js/bench/llm.js, every layer offloaded), and compiled by us with weights="float16" and weights="int4"
+(groups of 32, as Q4_0's blocks, though each side rounds to 4 bits its own way: Q4_0's scale is the block's
+largest magnitude over -8, ours over 7, so the int4 rows' ids are not expected to agree).
+Both sides evaluate the same prompt ids and then decode greedily, from an empty cache each generation, timed
+by the wall clock: the time to the first token (the prompt's evaluation and one token), then the median time
+between tokens; the median over --runs generations after a warm-up one. Ours also shows the step's GPU time
+(timestamp queries); with --node, ours also in the JS runtime (the compiled folder through js/bench/bench.js,
+tuned at load as the Python runtime is). `ids` compares each side's greedy ids with transformers' over the
+same float16 weights in float32, up to the first difference: llama.cpp caches keys and values in float16 by
+default (--kv-cache F32 for float32, as ours are), and a near tie between two logits may order differently.
+Needs node and `npm ci --ignore-scripts` in js/bench/llama-cpp/ (NODE_LLAMA_CPP_SKIP_DOWNLOAD=true), and the
+`gguf` package (the bench extra). On a CPU Vulkan device (lavapipe) llama.cpp needs GGML_VK_VISIBLE_DEVICES
+(--vulkan-device sets it): without it ggml-vulkan skips CPU devices and node-llama-cpp falls back to its CPU
+backend, which llm.js refuses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+from pathlib import Path
+
+import webgpu_torch
+
+from ...runtime import timing
+from ..models import llama
+from . import _gguf
+
+REPO = Path(__file__).resolve().parents[4]
+SCRIPT = REPO / "js" / "bench" / "llm.js"
+PACKAGE = REPO / "js" / "bench" / "llama-cpp"
+OURS = {"F16": "float16", "Q4_0": "int4"}  # GGUF format -> our weights= for the same kind of storage
+COLUMNS = ["side", "weights", "first token ms", "prompt tok/s", "decode ms/token", "decode tok/s",
+           "step GPU ms", "decode vs llama.cpp", "ids vs transformers"]
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--arch", default="tiny", help="a Llama architecture of models/archs.py (tiny, base, …)")
+    parser.add_argument("--formats", nargs="*", default=list(OURS), choices=list(OURS))
+    parser.add_argument("--prompt-length", type=int, default=32, help="prompt ids after BOS")
+    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--runs", type=int, default=3, help="timed generations a side, after a warm-up one")
+    parser.add_argument("--kv-cache", choices=["F16", "F32"], default="F16",
+                        help="the type of llama.cpp's cached keys and values (its default F16; ours are float32)")
+    parser.add_argument("--vulkan-device", default="0",
+                        help="llama.cpp's GGML_VK_VISIBLE_DEVICES where the environment sets none")
+    parser.add_argument("--folder", default=str(REPO / "build" / "bench-llm"),
+                        help="where the GGUF files (and --node's compiled folders) go")
+    parser.add_argument("--node", action="store_true",
+                        help="ours in Node too: the compiled folder through js/bench/bench.js (JS runtime, Dawn)")
+
+
+def run(args) -> tuple[list[dict], dict]:
+    if not (PACKAGE / "node_modules" / "node-llama-cpp").is_dir() or shutil.which("node") is None:
+        raise SystemExit(f"bench llm: needs node and node-llama-cpp: cd {PACKAGE} && "
+                         "NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --ignore-scripts")
+    if args.node and not (REPO / "js" / "node_modules" / "webgpu").is_dir():
+        raise SystemExit("bench llm --node: needs the JS runtime's packages (Dawn for Node): npm ci in js/")
+    model = llama.build(args.arch)
+    if why := _gguf.refusal(model.config):
+        raise SystemExit(f"bench llm --arch {args.arch}: {why}")
+    model = model.half().float()  # float16 values held exactly by both sides' 16-bit storage
+    model.generation_config.eos_token_id = None  # every requested token on both sides
+    prompt = llama.sample_prompt(model, args.prompt_length, seed=0)
+    want, _ = llama.reference_generate(model, prompt, args.new_tokens)
+    info = webgpu_torch.device_info(args.engine)
+    folder = Path(args.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    rows, peers = [], set()
+    for fmt in args.formats:
+        weights = OURS[fmt]
+        peer = _node([SCRIPT, _gguf.write(model, folder / f"{args.arch}-{fmt}.gguf", fmt), "--prompt",
+                      ",".join(map(str, prompt)), "--tokens", args.new_tokens, "--runs", args.runs,
+                      "--kv-cache", args.kv_cache],
+                     {"GGML_VK_VISIBLE_DEVICES": args.vulkan_device} | dict(os.environ))
+        peers.add(f"node-llama-cpp {peer['version']} on {peer['device']} ({peer['gpuLayers']} of "
+                  f"{peer['layers']} layers offloaded, {peer['kvCache']} KV cache)")
+        rows.append(_row("llama.cpp (Vulkan)", fmt, peer, prompt, want))
+        lm, ours = _ours(model, prompt, weights, args)
+        rows.append(_row("ours", weights, ours, prompt, want, peer))
+        if args.node:  # the same compiled folder in the JS runtime
+            saved = folder / f"{args.arch}-{weights}"
+            lm.save(saved)
+            record = {"prompt_ids": prompt, "max_new_tokens": args.new_tokens, "ids": ours["ids"]}
+            (saved / "generate.json").write_text(json.dumps(record) + "\n")
+            js = _node([REPO / "js" / "bench" / "bench.js", "--json", "--tune", "--calls", 4 * args.runs, saved],
+                       dict(os.environ))
+            rows.append(_row("ours (Node)", weights, js, prompt, want, peer))
+    return rows, {"title": f"Llama decoding, --arch {args.arch} ({llama.parameters(model) / 1e6:.2f} M parameters),"
+                           f" {len(prompt)} prompt ids, {args.new_tokens} greedy tokens",
+                  "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']})",
+                  "baseline": "; ".join(sorted(peers)) + " (wall clock on both sides)"}
+
+
+def _ours(model, prompt: list[int], weights: str, args):
+    """The compiled model, and its figures as llm.js reports llama.cpp's: seconds to the first token and per
+    token after it (medians over --runs), the last greedy ids; and the step's GPU seconds."""
+    options = {"weights": weights} | ({"group_size": 32} if weights == "int4" else {})
+    lm = llama.compile_step(model, len(prompt) + args.new_tokens + 1, **options)
+    lm.generate(prompt, args.new_tokens)  # warm-up: a CPU adapter compiles shaders at their first dispatch
+    firsts, steps = [], []
+    for _ in range(args.runs):
+        out = lm.generate(prompt, args.new_tokens)
+        firsts.append(out.first_token)
+        steps.append(statistics.median(out.steps[1:]))
+    gpu = timing.gpu_time(lm.step.executor(args.engine), repeats=2, samples=3).seconds
+    return lm, {"firstToken": statistics.median(firsts), "perToken": statistics.median(steps), "ids": out.ids,
+                "stepGpu": gpu}
+
+
+def _node(argv: list, env: dict) -> dict:
+    """The JSON line a Node bench script prints last."""
+    out = subprocess.run(["node", *map(str, argv)], capture_output=True, text=True, env=env, cwd=REPO / "js")
+    if out.returncode:
+        raise SystemExit(f"bench llm: node {argv[0]} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _row(side: str, weights: str, r: dict, prompt: list[int], want: list[int], baseline: dict | None = None) -> dict:
+    agree = next((i for i, (a, b) in enumerate(zip(r["ids"], want, strict=True)) if a != b), len(want))
+    vs = "1 (baseline)" if baseline is None else f"{baseline['perToken'] / r['perToken']:.2f}x"
+    return {"side": side, "weights": weights, "first token ms": r["firstToken"] * 1e3,
+            "prompt tok/s": len(prompt) / r["firstToken"], "decode ms/token": r["perToken"] * 1e3,
+            "decode tok/s": 1 / r["perToken"], "step GPU ms": r["stepGpu"] * 1e3 if "stepGpu" in r else "n/a",
+            "decode vs llama.cpp": vs, "ids vs transformers": f"{agree}/{len(want)}"}
