@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .format.errors import ArtifactError, DeviceError, DeviceIndexError, UnsupportedError, WebGPUTorchError
+from .format.errors import ArtifactError, CallTimeout, DeviceError, DeviceIndexError, UnsupportedError, WebGPUTorchError
 from .format.program import Program
 from .runtime.device_tensor import DeviceTensor
 from .runtime.engine import device_info
@@ -32,5 +32,5 @@ def __getattr__(name: str) -> Any:
 
 __version__ = "0.1.0"
 
-__all__ = ["ArtifactError", "DeviceError", "DeviceIndexError", "DeviceTensor", "Program", "Session", "UnsupportedError",
-           "WebGPUTorchError", "compile", "compile_module", "device_info", "load"]
+__all__ = ["ArtifactError", "CallTimeout", "DeviceError", "DeviceIndexError", "DeviceTensor", "Program", "Session",
+           "UnsupportedError", "WebGPUTorchError", "compile", "compile_module", "device_info", "load"]

@@ -40,6 +40,10 @@ class DeviceError(WebGPUTorchError):
     """No usable WebGPU adapter, or the adapter cannot hold the program."""
 
 
+class CallTimeout(DeviceError):
+    """Work did not finish in time (the device may still be running it); its program refuses further calls."""
+
+
 class TuningWarning(RuntimeWarning):
     """Tuning left a kernel out: it does not compile on this device, or computes other numbers than the
     compiler's default. The load goes on without it."""

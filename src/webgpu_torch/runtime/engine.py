@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from ..format.errors import DeviceError
+from ..format.errors import CallTimeout, DeviceError
 from ..format.limits import LIMITS
 from .pool import BufferPool
 
@@ -129,10 +129,6 @@ class Engine:
             time.sleep(pause)
             pause = 0.0 if elapsed < SPIN else min(max(2 * pause, 20e-6), 1e-3)
         promise.sync_wait()
-
-
-class CallTimeout(DeviceError):
-    """A call did not finish in time; its program refuses further calls."""
 
 
 def default_timeout() -> float:
