@@ -9,12 +9,15 @@ import json
 import numpy as np
 import pytest
 
+from webgpu_torch.format import artifact
+from webgpu_torch.format.errors import ArtifactError
 from webgpu_torch.runtime import decoding
 from webgpu_torch.runtime.generation import CausalLM, text_stream
 from webgpu_torch.tools.models import generation_reference as reference
 from webgpu_torch.tools.models import llama
 
 from . import chat_fixture, corpus
+from .golden import damage
 
 pytestmark = pytest.mark.e2e
 
@@ -167,6 +170,25 @@ def test_save_load_and_the_javascript_runtime(model_and_lm, tmp_path):
     sampled = {"do_sample": True, "temperature": 0.8, "top_k": 30, "top_p": 0.9, "repetition_penalty": 1.2, "seed": 9}
     corpus.write_causal_lm("llama_tiny", lm, prompt, NEW_TOKENS, ids, logits,
                            [corpus.strategy(sampled, lm.generate(prompt, NEW_TOKENS, **sampled))])
+
+
+def test_a_saved_prefill_refers_to_the_steps_weights_and_uses_its_buffers(model_and_lm, tmp_path):
+    """The folder holds the weights once (in step.wgpt); loaded, the prefill's constants are the step's GPU
+    buffers; a step saved again with other weights, or the prefill read without its folder, is refused."""
+    _, lm = model_and_lm
+    lm.save(tmp_path)
+    header, data = damage.parts((tmp_path / "prefill.wgpt").read_bytes())
+    assert {t["external"]["file"] for t in header["tensors"]} == {"step.wgpt"} and len(data) == 0
+    loaded = CausalLM.load(tmp_path)
+    step, prefill = loaded.step.executor(), loaded.programs["prefill"].executor()
+    constants = [i for i, b in enumerate(prefill.program.buffers) if b.role == "constant"]
+    assert len(constants) > 10 and all(any(prefill.buffers[i] is b for b in step.buffers) for i in constants)
+    with pytest.raises(ArtifactError, match=r"is stored in step\.wgpt: load this file from its folder"):
+        artifact.from_bytes((tmp_path / "prefill.wgpt").read_bytes())
+    other = llama.compile_step(llama.build("tiny", seed=1), MAX_LENGTH)
+    other.step.save(tmp_path / "step.wgpt")
+    with pytest.raises(ArtifactError, match="has been saved again since"):
+        CausalLM.load(tmp_path)
 
 
 def test_beam_search_is_written_for_the_javascript_runtime(model_and_lm, beam_lm, tmp_path):

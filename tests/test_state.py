@@ -143,10 +143,10 @@ class Counter(torch.nn.Module):
 
 @pytest.mark.e2e
 def test_programs_that_share_states_see_each_others_writes(compiled):
-    """Session.share_states: a state both programs name is one buffer (a prefill and its decoder step)."""
+    """Session.share: a state both programs name is one buffer (a prefill and its decoder step)."""
     cache = webgpu_torch.Session(compiled[1].program)
     counter = webgpu_torch.compile_module(Counter(), (torch.zeros(1, dtype=torch.int64),))
-    counter.share_states(cache)
+    counter.share(cache)
     cache(*_inputs(1, 3))
     assert counter(np.zeros(1, np.int64)).tolist() == [3]  # the cache's 1, then its own 2
     cache(*_inputs(2, 5))
@@ -155,4 +155,4 @@ def test_programs_that_share_states_see_each_others_writes(compiled):
     assert cache.read_state("count").tolist() == [0] and np.abs(cache.read_state("cache")).max() > 0
     wrong = webgpu_torch.compile_module(Counter(size=2), (torch.zeros(2, dtype=torch.int64),))
     with pytest.raises(InputError, match=r"state 'count' is int64\[2\] here and int64\[1\] in the program sharing"):
-        wrong.share_states(cache)
+        wrong.share(cache)

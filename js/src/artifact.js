@@ -31,10 +31,13 @@ import * as tree from './tree.js';
 /** @typedef {{name: string, buffer: number, shape: number[], dtype: ModelDtype}} StateSpec */
 /** @typedef {{node: string, message: string}} CheckSpec */
 /**
- * Where a constant's bytes lie in the data; `widen`: a float16 constant the device holds as float32 (fit.js's
- * forDevice, without shader-f16: upload.js widens it as it writes it).
- * @typedef {{dtype: DeviceDtype | 'q4' | 'q8', offset: number, nbytes: number, widen?: boolean}} Constant
+ * Where a constant's bytes lie in the data (`offset`, -1 when `external`: in another file of the folder);
+ * `layout`: its dtype, shape and packing, as a key; `widen`: a float16 constant the device holds as float32
+ * (fit.js's forDevice, without shader-f16: upload.js widens it as it writes it).
+ * @typedef {{dtype: DeviceDtype | 'q4' | 'q8', offset: number, nbytes: number, layout: string, widen?: boolean,
+ *   external?: External}} Constant
  */
+/** @typedef {{file: string, dataCrc32: number}} External a constant's file and that file's data CRC-32 */
 /** @typedef {{name: string, shape: Expr[], dtype: ModelDtype, buffer: number}} InputSpec */
 /** @typedef {{buffer: number, shape: Expr[], strides: Expr[], offset: Expr, dtype: ModelDtype}} OutputSpec */
 /** @typedef {{offset: number, type: Scalar, value: Expr}} Patch */
@@ -74,6 +77,7 @@ const SCALAR_RANGE = /** @type {Record<Scalar, [number, number]>} */ (LIMITS.sca
 const MAX_JSON_DEPTH = LIMITS.max_json_depth; // arrays and objects nested in the header (a tree 64 deep: 131)
 const MAX_NUMBER = LIMITS.max_number; // 2^53 - 1: every number JSON.parse reads exactly
 const MAX_RANK = LIMITS.max_rank; // dimensions of an input, output, constant or state
+const EXTERNAL_FILE = new RegExp(`^(?:${LIMITS.external_file})$`); // a file of the same folder, by its whole name
 
 /**
  * The container's fields (docs/artifact.md, Container): the header's CRC-32 and length, the data's length, and
@@ -531,20 +535,39 @@ function readTensors(entries, buffers, dataLength) {
     need(Object.hasOwn(DEVICE_SIZE, dtype) || packed, `tensor for buffer ${buffer} has unknown dtype ${JSON.stringify(dtype)}`);
     const shape = list(field(t, 'shape', 'tensor'), 'tensor shape').map((n) => int(n, 'tensor shape'));
     need(shape.length <= MAX_RANK, `tensor for buffer ${buffer}: ${shape.length} dimensions, over ${MAX_RANK}`);
-    const offset = int(field(t, 'offset', 'tensor'), 'tensor offset');
     const nbytes = int(field(t, 'nbytes', 'tensor'), 'tensor nbytes');
     const size = packed ? packedSize(t, buffer, PACKED_BITS[dtype], shape)
       : shape.reduce((a, n) => a * n, 1) * DEVICE_SIZE[/** @type {DeviceDtype} */ (dtype)];
-    need(nbytes === size && Math.min(0, ...shape) === 0 && offset >= 0 &&
-      offset % ALIGN === 0 && offset + nbytes <= dataLength,
-    `tensor for buffer ${buffer} is mis-sized or out of bounds (shape ${JSON.stringify(shape)}, ${nbytes} bytes at ${offset}, data is ${dataLength} bytes)`);
+    const layout = JSON.stringify(packed ? [dtype, shape, t.group, t.zero_points] : [dtype, shape]);
     need(!out.has(buffer), `two tensors for buffer ${buffer}`);
+    need(Object.hasOwn(t, 'offset') !== Object.hasOwn(t, 'external'), `tensor for buffer ${buffer} needs exactly one of offset and external`);
+    const external = Object.hasOwn(t, 'external') ? readExternal(t.external, buffer) : undefined;
+    const offset = external ? -1 : int(t.offset, 'tensor offset');
+    need(nbytes === size && Math.min(0, ...shape) === 0 && (external !== undefined ||
+      (offset >= 0 && offset % ALIGN === 0 && offset + nbytes <= dataLength)),
+    `tensor for buffer ${buffer} is mis-sized or out of bounds (shape ${JSON.stringify(shape)}, ${nbytes} bytes at ${offset}, data is ${dataLength} bytes)`);
     need(buffer >= 0 && buffer < buffers.length && buffers[buffer].role === 'constant', 'constant data for a buffer that is not a constant');
     need(nbytes <= buffers[buffer].size, `buffer ${buffer} (${buffers[buffer].name}): constant larger than buffer`);
-    out.set(buffer, { dtype, offset, nbytes });
+    out.set(buffer, external ? { dtype, offset, nbytes, layout, external } : { dtype, offset, nbytes, layout });
   }
   buffers.forEach((b, i) => need(b.role !== 'constant' || out.has(i), `buffer ${i} (${b.name}): constant data is missing`));
   return out;
+}
+
+/**
+ * A tensor entry's `external`: the file of the folder whose constant of the same name holds its bytes, and the
+ * CRC-32 of that file's data (docs/artifact.md, Shared constants).
+ * @param {unknown} raw
+ * @param {number} buffer
+ * @returns {External}
+ */
+function readExternal(raw, buffer) {
+  const e = object(raw, `tensor for buffer ${buffer}: external`);
+  const file = str(field(e, 'file', 'external'), 'external file');
+  need(EXTERNAL_FILE.test(file), `tensor for buffer ${buffer}: external file ${JSON.stringify(file).slice(0, 80)} is not a .wgpt file name of this folder`);
+  const dataCrc32 = field(e, 'data_crc32', 'external');
+  need(Number.isInteger(dataCrc32) && dataCrc32 >= 0 && dataCrc32 <= 0xffffffff, `tensor for buffer ${buffer}: external data_crc32 is not a CRC-32`);
+  return { file, dataCrc32 };
 }
 
 /**

@@ -17,7 +17,7 @@ import { foldGrid } from './artifact.js';
 import * as compileCost from './compile_cost.js';
 import { DeviceTensor } from './device_tensor.js';
 import { gather, ITEMSIZE } from './dtypes.js';
-import { CallTimeout, DeviceError, DeviceIndexError, InputError } from './errors.js';
+import { ArtifactError, CallTimeout, DeviceError, DeviceIndexError, InputError } from './errors.js';
 import { envVar, isNode } from './env.js';
 import * as expr from './symbolic.js';
 import { allocated, limitProblem, sourceFor } from './fit.js';
@@ -42,9 +42,10 @@ import { MAX_UNAWAITED, stateOf } from './pool.js';
  *   first more, for compiling its shaders (firstCallSeconds)
  * @property {number} [maxMemory] bytes of buffers a program may ask for (default: WEBGPU_TORCH_MAX_MEMORY, else
  *   32 GiB, and on a CPU adapter 3/4 of the host's available memory: memory.js)
- * @property {import('./session.js').Program} [shareStates] a program on the same device whose states this one
- *   uses for its states of the same names (each of the same shape and dtype): what one's calls write, the
- *   other's read (a prefill writes the KV cache a decoder step reads; docs/artifact.md, State)
+ * @property {import('./session.js').Program} [share] a program on the same device whose buffers this one uses:
+ *   its states of the same names (each of the same shape and dtype), what one's calls write the other's read (a
+ *   prefill writes the KV cache a decoder step reads; docs/artifact.md, State), and the constants this
+ *   program's file refers to in that program's file (a prefill's weights; Shared constants)
  */
 
 export const TIMEOUT_VAR = 'WEBGPU_TORCH_TIMEOUT';
@@ -127,6 +128,32 @@ export function firstCallSeconds(spec, engine, timeout) {
   return timeout + COMPILE_SECONDS * sources.reduce((sum, i) => sum + compileCost.cost(spec.sources[i]), 0);
 }
 
+/**
+ * The buffer of `other` (the executor of the program `share` names) holding constant `index` of `spec`, which
+ * `external` places in another file: that program must be the file's as saved (its data's CRC-32) and hold a
+ * constant of the same name and layout with bytes of its own, in a buffer of the size this one needs.
+ * @param {ProgramSpec} spec
+ * @param {number} index
+ * @param {import('./artifact.js').External} external
+ * @param {Executor | undefined} other
+ * @returns {GPUBuffer}
+ */
+function externalBuffer(spec, index, external, other) {
+  const name = spec.buffers[index].name;
+  const what = `constant ${JSON.stringify(name)} is stored in ${external.file}`;
+  if (!other) throw new ArtifactError(`${what}: load this program sharing that file's (the option share)`);
+  if (other.spec.dataCrc32 !== external.dataCrc32) {
+    throw new ArtifactError(`${what} as it was saved before; the program shared is not that file as saved (its data checksum differs): save the folder again`);
+  }
+  const j = other.spec.buffers.findIndex((b, k) => b.role === 'constant' && b.name === name && !other.spec.constants.get(k)?.external);
+  const theirs = other.spec.constants.get(j);
+  const mine = /** @type {import('./artifact.js').Constant} */ (spec.constants.get(index));
+  if (!theirs || theirs.layout !== mine.layout || allocated(other.spec.buffers[j].size) !== allocated(spec.buffers[index].size)) {
+    throw new ArtifactError(`constant ${JSON.stringify(name)} is not in ${external.file} as this file describes it`);
+  }
+  return other.buffers[j];
+}
+
 export class Executor {
   /**
    * Build everything for `spec`, whose dispatches run as written (fitted to the device and tuned), over buffers
@@ -145,7 +172,7 @@ export class Executor {
    * The first half of building: `spec` checked against the device's limits and its buffers allocated, for its
    * constants to be written (upload.js) before `build`. `borrowed`: buffers by index that this program uses
    * and never destroys instead of its own (a tuning probe's constants, the program's), besides those of
-   * `shareStates`.
+   * `share`.
    * @param {ProgramSpec} spec
    * @param {Gpu} gpu
    * @param {ExecutorOptions} [options]
@@ -215,6 +242,8 @@ export class Executor {
     this.limit = firstCallSeconds(spec, gpu.engine, this.timeout);
     this.cap = cap;
     this.options = options;
+    /** @type {Map<number, GPUBuffer>} the buffers of `share`'s program this one uses, by buffer index */
+    this.shared = this.sharedBuffers();
     /** Fill scratch buffers with NaN before each call (tests: an unwritten output element cannot pass). */
     this.poisonScratch = false;
     /** Why this program refuses calls (a call that timed out); "" while usable. */
@@ -272,7 +301,7 @@ export class Executor {
 
   /** Refuse by name, before anything is allocated, what this device cannot hold or run. */
   checkDevice() {
-    const problem = limitProblem(this.spec, this.device.limits, this.cap);
+    const problem = limitProblem(this.spec, this.device.limits, this.cap, new Set(this.shared.keys()));
     if (problem) throw new DeviceError(problem);
   }
 
@@ -284,7 +313,7 @@ export class Executor {
   buildBuffers(borrowed) {
     const { spec, device } = this;
     const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-    const shared = new Map([...borrowed, ...this.sharedStates()]);
+    const shared = new Map([...borrowed, ...this.shared]);
     this.buffers = spec.buffers.map((b, i) => shared.get(i) ?? device.createBuffer({ size: allocated(b.size), usage, label: b.name || b.role }));
     this.borrowed = new Set(shared.values());
     this.scratch = this.buffers.filter((_, i) => spec.buffers[i].role === 'scratch');
@@ -633,15 +662,20 @@ export class Executor {
   }
 
   /**
-   * The buffers of `shareStates`' program this one uses for its states, by buffer index.
+   * The buffers of `share`'s program this one uses, by buffer index: its states of the same names, and the
+   * constants this program's file places in that program's file (ArtifactError when that program is not the
+   * file's, as saved, or is not given).
    * @returns {Map<number, GPUBuffer>}
    */
-  sharedStates() {
-    const other = this.options.shareStates?.executor;
+  sharedBuffers() {
+    const other = this.options.share?.executor;
     /** @type {Map<number, GPUBuffer>} */
     const out = new Map();
+    if (other && other.device !== this.device) throw new InputError('a program shares buffers only with a program on its device');
+    for (const [i, c] of this.spec.constants) {
+      if (c.external) out.set(i, externalBuffer(this.spec, i, c.external, other));
+    }
     if (!other) return out;
-    if (other.device !== this.device) throw new InputError('a program shares states only with a program on its device');
     for (const s of this.spec.states) {
       const t = other.spec.states.find((x) => x.name === s.name);
       if (!t) continue;

@@ -87,14 +87,16 @@ const count = (n) => n.toLocaleString('en');
 
 /**
  * Why a device with `limits` (WebGPU's defaults where absent) and the memory cap `cap` (memory.js) cannot
- * hold `spec` as fitted, or null: every buffer within one binding and one buffer, all of them within the cap,
- * and each kernel a dispatch runs within a shader stage's storage bindings, uniform size and workgroup limits.
+ * hold `spec` as fitted, or null: every buffer within one binding and one buffer, all of them but those
+ * `shared` with a program already loaded within the cap, and each kernel a dispatch runs within a shader
+ * stage's storage bindings, uniform size and workgroup limits.
  * @param {ProgramSpec} spec
  * @param {Partial<Limits>} limits
  * @param {Cap} cap
+ * @param {Set<number>} [shared] buffer indices
  * @returns {string | null}
  */
-export function limitProblem(spec, limits, cap) {
+export function limitProblem(spec, limits, cap, shared = new Set()) {
   const lim = withDefaults(limits);
   const binding = lim.maxStorageBufferBindingSize;
   const largest = lim.maxBufferSize;
@@ -105,7 +107,7 @@ export function limitProblem(spec, limits, cap) {
         `(maxStorageBufferBindingSize; maxBufferSize ${count(largest)})`;
     }
   }
-  const total = spec.buffers.reduce((n, b) => n + allocated(b.size), 0);
+  const total = spec.buffers.reduce((n, b, i) => n + (shared.has(i) ? 0 : allocated(b.size)), 0);
   if (total > cap.bytes) {
     return `the program needs ${(total / 2 ** 30).toFixed(2)} GiB of buffers, over the ` +
       `${(cap.bytes / 2 ** 30).toFixed(2)} GiB this process allows: ${cap.why}`;

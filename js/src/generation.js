@@ -1,7 +1,7 @@
 // Generation with compiled decoder programs whose KV caches are the programs' state (generation.py in Python:
 // the same loops and rules).
 //
-// A decoder's programs (`Decoder`; docs/artifact.md, "Decoding programs") share one KV cache (`shareStates`):
+// A decoder's programs (`Decoder`; docs/artifact.md, "Decoding programs") share one KV cache (the option `share`):
 // `step` (tokens [B, 1], position [1], ...context → logits [B, 1, V], the greedy next token [B, 1]), `prefill`
 // (tokens [B, T] from position on → the same for the last of T, T dynamic), `sampler`, `beams` and `reorder`
 // (sampling, beam search, the cache reorder). B is 1, or the beams of a beam search. A generation runs the prompt
@@ -56,7 +56,7 @@ import { ArtifactError } from './errors.js';
 
 export const STAGES = /** @type {const} */ (['vision', 'encoder', 'decoder']);
 export const PROGRAMS = /** @type {const} */ (['prefill', 'sampler', 'beams', 'reorder']);
-const SHARING = new Set(['prefill', 'reorder']); // programs that write the step's cache
+const SHARING = new Set(['prefill', 'reorder']); // programs that use the step's buffers: its cache, the weights a prefill holds too
 const CALL_OPTIONS = new Set(['teacher', 'onToken', 'tokenizer', 'signal']);
 export const IN_FLIGHT = 2; // decoder steps submitted and not yet read back
 
@@ -397,7 +397,7 @@ export async function loadCausalLM(base, options = {}) {
  */
 async function loadPrograms(base, names = [], step, options, done = () => {}) {
   const loaded = await Promise.all(names.map(async (name) => {
-    const program = await load(await within(base, `${name}.wgpt`), SHARING.has(name) ? { ...options, shareStates: step } : options);
+    const program = await load(await within(base, `${name}.wgpt`), SHARING.has(name) ? { ...options, share: step } : options);
     done(`${name}.wgpt`);
     return program;
   }));

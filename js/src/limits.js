@@ -16,6 +16,7 @@ export const LIMITS = Object.freeze({
  "max_tree_depth": 64,
  "max_statement_tokens": 1024,
  "max_rank": 16,
+ "external_file": "[A-Za-z0-9_][A-Za-z0-9._-]{0,250}\\.wgpt",
  "max_json_depth": 256,
  "max_number": 9007199254740991,
  "max_expression_depth": 32,

@@ -75,7 +75,7 @@ export async function load(source, options = {}) {
   try {
     const container = readContainer(await reader.take(PREAMBLE), reader.size, reader.where);
     const spec = readHeader(await reader.take(container.headerLength), container, reader.where);
-    options.onProgress?.({ bytes: reader.offset, totalBytes: container.size, tensors: 0, totalTensors: spec.constants.size, source: reader.where });
+    options.onProgress?.({ bytes: reader.offset, totalBytes: container.size, tensors: 0, totalTensors: [...spec.constants.values()].filter((c) => !c.external).length, source: reader.where });
     const gpu = await openDevice(options);
     const disabled = new Set(options.disableFeatures ?? []);
     const features = new Set([...gpu.device.features].filter((f) => !disabled.has(f)));

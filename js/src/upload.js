@@ -34,7 +34,7 @@ export const WINDOW = 16 * CHUNK;
 
 /**
  * Read the data from `reader` (just past the header) into the constant buffers `buffers` of `spec` (fitted to
- * the device: forDevice), reporting each chunk to `onProgress`; ArtifactError when the data is not the length the
+ * the device: forDevice) but those in another file (`external`: another program's buffers), reporting each chunk to `onProgress`; ArtifactError when the data is not the length the
  * preamble says or not what its checksum says.
  * @param {Reader} reader
  * @param {Container} container
@@ -45,7 +45,8 @@ export const WINDOW = 16 * CHUNK;
  */
 export async function upload(reader, container, spec, device, buffers, onProgress) {
   /** @type {Pending[]} in order of offset */
-  const waiting = [...spec.constants].map(([buffer, c]) => ({ buffer, offset: c.offset, nbytes: c.nbytes, wide: c.widen === true }))
+  const waiting = [...spec.constants].filter(([, c]) => !c.external)
+    .map(([buffer, c]) => ({ buffer, offset: c.offset, nbytes: c.nbytes, wide: c.widen === true }))
     .sort((a, b) => a.offset - b.offset);
   const total = waiting.length;
   /** @type {Pending[]} the constants begun and not finished (overlapping ones: several) */

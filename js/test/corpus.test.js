@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { IN_FLIGHT } from '../src/generation.js';
-import { load, loadCausalLM, textStream } from '../src/index.js';
+import { ArtifactError, load, loadCausalLM, textStream } from '../src/index.js';
 import { loadGenerator, regenerate } from '../testkit/corpus.js';
 import { CORPUS, artifacts, assertReplays, generations } from '../testkit/io.js';
 
@@ -68,5 +68,25 @@ test('a CausalLM streams its ids, as text too, and stops on an AbortSignal', { s
     assert.deepEqual(ids, record.ids.slice(0, ids.length));
   } finally {
     lm.destroy();
+  }
+});
+
+test('a prefill saved beside its step uses the step\'s weights, and is refused without them', { skip: !GENERATIONS.includes('llama_tiny') && HOW }, async () => {
+  const folder = join(CORPUS, 'llama_tiny');
+  const lm = await loadCausalLM(folder, { tune: false });
+  const other = await load(join(CORPUS, 'cnn_forms.wgpt'), { tune: false }); // not the step's file
+  try {
+    const { step, prefill } = lm.decoder;
+    assert.ok(prefill, 'the folder has a prefill');
+    const external = [...prefill.spec.constants].filter(([, c]) => c.external?.file === 'step.wgpt');
+    assert.ok(external.length >= 10, `${external.length} constants refer to step.wgpt`);
+    const stepBuffers = new Set(step.executor.buffers);
+    for (const [i] of external) assert.ok(stepBuffers.has(prefill.executor.buffers[i]), `constant ${i} is the step's buffer`);
+    const path = join(folder, 'prefill.wgpt');
+    await assert.rejects(load(path, { tune: false }), (e) => e instanceof ArtifactError && /is stored in step\.wgpt: load this program sharing/.test(e.message));
+    await assert.rejects(load(path, { tune: false, share: other }), (e) => e instanceof ArtifactError && /the program shared is not that file as saved/.test(e.message));
+  } finally {
+    lm.destroy();
+    other.destroy();
   }
 });

@@ -58,7 +58,28 @@ def cases(files: dict[str, bytes]) -> dict[str, tuple[bytes, str]]:
     return {**_container(files["tiny"]), **_fields(files["tiny"]), **_kernels(files["tiny"], files["weights_f16"]),
             **_dynamic(files["dynamic"]), **_structured(files["structured"]), **_groups(files["options"]),
             **_hostile(files["tiny"], files["dynamic"]), **_states(files["state"]), **_bfloat16(files["bfloat16"]),
-            **_packed(files["weights_int4"]), **_compile_cost(files["tiny"]), **_classes(files["tiny"])}
+            **_packed(files["weights_int4"]), **_compile_cost(files["tiny"]), **_classes(files["tiny"]),
+            **_external(files["tiny"])}
+
+
+def _external(raw: bytes) -> dict:
+    """A constant whose bytes another file of the folder holds (docs/artifact.md, Shared constants), named
+    wrongly. (One named rightly is refused where the program it needs is not given: a runtime's own tests.)"""
+
+    def external(file, crc=0, keep_offset=False) -> Callable[[dict], None]:
+        def change(h):
+            h["tensors"][0]["external"] = {"file": file, "data_crc32": crc}
+            if not keep_offset:
+                del h["tensors"][0]["offset"]
+        return change
+
+    return {
+        "external_path": (edit(raw, external("../tiny.wgpt")), "is not a .wgpt file name of this folder"),
+        "external_hidden": (edit(raw, external(".step.wgpt")), "is not a .wgpt file name of this folder"),
+        "external_and_offset": (edit(raw, external("step.wgpt", keep_offset=True)),
+                                "needs exactly one of offset and external"),
+        "external_crc": (edit(raw, external("step.wgpt", crc=-1)), "external data_crc32 is not a CRC-32"),
+    }
 
 
 def _states(raw: bytes) -> dict:

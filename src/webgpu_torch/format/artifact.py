@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import re
 import struct
 import zlib
+from dataclasses import dataclass
+from functools import cached_property
 from math import prod
 from pathlib import Path
 from typing import Any
@@ -60,20 +63,18 @@ def _pad(n: int) -> int:
 
 # -- writing -----------------------------------------------------------------------------------------------
 
-def to_bytes(program: Program) -> bytes:
+def to_bytes(program: Program, beside: Beside | None = None) -> bytes:
+    """The file's bytes. With `beside` (a program saved in the same folder), each constant whose name, layout and
+    bytes that program's constant of the same name has is written as a reference to it (`external`), not again."""
     program.checked()
     tensors, chunks, offset = [], [], 0
-    names = {v: k for k, v in DTYPES.items()}
     for buffer, array in sorted(program.constants.items()):
+        entry = _tensor_entry(program, buffer, array)
+        if beside is not None and beside.holds(program, buffer):
+            tensors.append({**entry, "external": {"file": beside.file, "data_crc32": beside.data_crc32}})
+            continue
         data = np.ascontiguousarray(array).tobytes()
-        packing = program.packings.get(buffer)
-        if packing is None:
-            tensors.append({"buffer": buffer, "dtype": names[array.dtype], "shape": list(array.shape),
-                            "offset": offset, "nbytes": len(data)})
-        else:
-            tensors.append({"buffer": buffer, "dtype": packing.dtype, "shape": [packing.rows, packing.cols],
-                            "group": packing.group, "zero_points": packing.zero_points, "offset": offset,
-                            "nbytes": len(data)})
+        tensors.append({**entry, "offset": offset})
         chunks.append(data + b"\0" * (_pad(len(data)) - len(data)))
         offset += _pad(len(data))
     blob = b"".join(chunks)
@@ -83,8 +84,51 @@ def to_bytes(program: Program) -> bytes:
     return PREAMBLE.pack(MAGIC, CONTAINER_VERSION, zlib.crc32(text), len(text), len(blob)) + text + blob
 
 
-def save(program: Program, path: str | Path) -> None:
-    Path(path).write_bytes(to_bytes(program))
+def _tensor_entry(program: Program, buffer: int, array: np.ndarray) -> dict:
+    """A constant's `tensors` entry but where its bytes are."""
+    packing = program.packings.get(buffer)
+    if packing is None:
+        names = {v: k for k, v in DTYPES.items()}
+        return {"buffer": buffer, "dtype": names[array.dtype], "shape": list(array.shape), "nbytes": array.nbytes}
+    return {"buffer": buffer, "dtype": packing.dtype, "shape": [packing.rows, packing.cols], "group": packing.group,
+            "zero_points": packing.zero_points, "nbytes": array.nbytes}
+
+
+def save(program: Program, path: str | Path, beside: str | Path | None = None) -> None:
+    """Write `program` to `path`; with `beside`, the path of a program saved in the same folder, the constants
+    both hold are written once, there (docs/artifact.md, Shared constants)."""
+    path = Path(path)
+    near = None
+    if beside is not None:
+        beside = Path(beside)
+        if beside.parent.resolve() != path.parent.resolve() or beside.name == path.name:
+            raise ValueError(f"{beside} is not another file of {path}'s folder")
+        near = Beside(beside.name, *_load(beside, 1))
+    path.write_bytes(to_bytes(program, near))
+
+
+@dataclass(frozen=True)
+class Beside:
+    """A saved program whose constants another file of its folder refers to: its file name, the program and
+    the CRC-32 of its data (what the reference records, so that a file saved again is not taken for it)."""
+
+    file: str
+    program: Program
+    data_crc32: int
+
+    def holds(self, program: Program, buffer: int) -> bool:
+        """Whether this program holds `program`'s constant `buffer`: a constant of the same name, layout and
+        bytes."""
+        j = self._constants.get(program.buffers[buffer].name)
+        if j is None or program.packings.get(buffer) != self.program.packings.get(j):
+            return False
+        mine, other = program.constants[buffer], self.program.constants[j]
+        return (mine.dtype == other.dtype and mine.shape == other.shape
+                and np.array_equal(mine.reshape(-1).view(np.uint8), other.reshape(-1).view(np.uint8)))
+
+    @cached_property
+    def _constants(self) -> dict[str, int]:
+        return {b.name: i for i, b in enumerate(self.program.buffers) if b.role == "constant"}
 
 
 def to_json(p: Program) -> dict:
@@ -161,18 +205,27 @@ def load(path: str | Path) -> Program:
     not read: its constants are views of the map, whose pages the OS reads as the checksum and the upload reach
     them and may drop again (they are the file's, not this process's memory), so a program of several GB loads
     in little more host memory than a chunk of it. The file must not shrink while the program lives."""
-    path = Path(path)
+    return _load(Path(path), 0)[0]
+
+
+def _load(path: Path, depth: int) -> tuple[Program, int]:
+    """`load`, and the CRC-32 of the file's data; `depth`: 1 for a file another refers to."""
     if not path.is_file():
         raise ArtifactError(f"{path}: {'not a file' if path.exists() else 'no such file'}")
     with open(path, "rb") as f:
         raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
-    return from_bytes(raw, str(path))
+    return _from_bytes(raw, str(path), path, depth)
 
 
-def from_bytes(raw: bytes | mmap.mmap, where: str = "artifact") -> Program:
+def from_bytes(raw: bytes | mmap.mmap, where: str = "artifact", path: Path | None = None) -> Program:
     """The program in `raw` (bytes or a map of the file), checked in the order of docs/artifact.md, Running it:
     the container, the header's checksum and JSON, its values, format and lengths' alignment, its rules, then
-    the data's checksum."""
+    the data's checksum. Constants it refers to in another file (Shared constants) are read from `path`'s
+    folder, that file loaded and checked whole."""
+    return _from_bytes(raw, where, path, 0)[0]
+
+
+def _from_bytes(raw: bytes | mmap.mmap, where: str, path: Path | None, depth: int) -> tuple[Program, int]:
     header, data = _split(raw, where)
     try:
         if not isinstance(header, dict):
@@ -184,8 +237,9 @@ def from_bytes(raw: bytes | mmap.mmap, where: str = "artifact") -> Program:
         header_len, data_len = PREAMBLE.unpack_from(raw)[3:]
         if header_len % ALIGN or data_len % ALIGN:
             raise ValueError(f"header length {header_len} or data length {data_len} is not a multiple of {ALIGN}")
-        constants, packings = _read_tensors(header, data)
+        constants, packings, external = _read_tensors(header, data)
         program = from_json(header, constants, packings)
+        _take_external(program, external, path, where, depth)
         program.check()
         _check_requires(program, header)
         data_crc = header["data_crc32"]
@@ -198,7 +252,7 @@ def from_bytes(raw: bytes | mmap.mmap, where: str = "artifact") -> Program:
         raise ArtifactError(f"{where}: malformed program: {detail[:300]}") from None
     if zlib.crc32(data) != data_crc:
         raise ArtifactError(f"{where}: tensor data is damaged (checksum mismatch)")
-    return program
+    return program, data_crc
 
 
 def _split(raw: bytes | mmap.mmap, where: str) -> tuple[Any, memoryview]:
@@ -285,8 +339,10 @@ def _check_requires(program: Program, header: dict) -> None:
         raise ValueError(f"the file requires {', '.join(unneeded)}, which no dispatch needs")
 
 
-def _read_tensors(header: dict, data: memoryview) -> tuple[dict[int, np.ndarray], dict[int, Packing]]:
-    out, packings = {}, {}
+def _read_tensors(header: dict, data: memoryview) -> tuple[dict[int, np.ndarray], dict[int, Packing], dict]:
+    """The constants in this file's data, the packed ones' layouts, and the entries whose bytes are in another
+    file (buffer -> External)."""
+    out, packings, external = {}, {}, {}
     for t in _list(header["tensors"], "tensors"):
         buffer = _int(t["buffer"], "tensor buffer")
         if t["dtype"] not in DTYPES and t["dtype"] not in PACKED_DTYPES.values():
@@ -294,20 +350,83 @@ def _read_tensors(header: dict, data: memoryview) -> tuple[dict[int, np.ndarray]
         shape = tuple(_int(s, "tensor shape") for s in _list(t["shape"], "tensor shape"))
         if len(shape) > MAX_RANK:
             raise ValueError(f"tensor for buffer {buffer}: {len(shape)} dimensions, over {MAX_RANK}")
-        nbytes, offset = _int(t["nbytes"], "tensor nbytes"), _int(t["offset"], "tensor offset")
         if t["dtype"] in DTYPES:
             dtype, size = DTYPES[t["dtype"]], prod(shape) * DTYPES[t["dtype"]].itemsize
         else:
             packings[buffer] = _packing(t, buffer, shape)
             dtype, size, shape = np.dtype("<u4"), packings[buffer].nbytes, (packings[buffer].words,)
-        if (nbytes != size or min(shape, default=0) < 0 or offset < 0 or offset % ALIGN
-                or offset + nbytes > len(data)):
+        nbytes = _int(t["nbytes"], "tensor nbytes")
+        if buffer in out or buffer in external:
+            raise ValueError(f"two tensors for buffer {buffer}")
+        if ("offset" in t) == ("external" in t):
+            raise ValueError(f"tensor for buffer {buffer} needs exactly one of offset and external")
+        e = External.of(t["external"], dtype, shape, buffer) if "external" in t else None
+        offset = -1 if e else _int(t["offset"], "tensor offset")
+        if nbytes != size or min(shape, default=0) < 0 or (not e and (
+                offset < 0 or offset % ALIGN or offset + nbytes > len(data))):
             raise ValueError(f"tensor for buffer {buffer} is mis-sized or out of bounds (shape {list(shape)}, "
                              f"{nbytes} bytes at {offset}, data is {len(data)} bytes)")
-        if buffer in out:
-            raise ValueError(f"two tensors for buffer {buffer}")
-        out[buffer] = np.frombuffer(data, dtype, prod(shape), offset).reshape(shape)
-    return out, packings
+        if e:
+            external[buffer] = e
+        else:
+            out[buffer] = np.frombuffer(data, dtype, prod(shape), offset).reshape(shape)
+    return out, packings, external
+
+
+@dataclass(frozen=True)
+class External:
+    """A constant whose bytes another file of the folder holds: the constant of the same name there, whose
+    layout is `dtype` and `shape` (as this file's array would be) and whose file's data has CRC `data_crc32`."""
+
+    file: str
+    data_crc32: int
+    dtype: np.dtype
+    shape: tuple[int, ...]
+
+    @staticmethod
+    def of(entry: Any, dtype: np.dtype, shape: tuple[int, ...], buffer: int) -> External:
+        e = _dict(entry, f"tensor for buffer {buffer}: external")
+        file, crc = _str(e["file"], "external file"), e["data_crc32"]
+        if not FILE_NAME.fullmatch(file):
+            raise ValueError(f"tensor for buffer {buffer}: external file {json.dumps(file)[:80]} is not a .wgpt "
+                             "file name of this folder")
+        if not (_is_int(crc) and 0 <= crc <= 0xFFFFFFFF):
+            raise ValueError(f"tensor for buffer {buffer}: external data_crc32 is not a CRC-32")
+        return External(file, crc, dtype, shape)
+
+
+# A file an `external` entry names (the whole name): in the same folder, so no separator, and not hidden.
+FILE_NAME = re.compile(LIMITS["external_file"])
+
+
+def _take_external(program: Program, external: dict[int, External], path: Path | None, where: str,
+                   depth: int) -> None:
+    """Fill `program`'s constants that `external` places in other files of `path`'s folder from those files,
+    each loaded whole (its own checks), refusing a reference its file does not answer. A file referred to
+    refers to none itself (`depth` 1)."""
+    files: dict[str, Program] = {}
+    for buffer, e in external.items():
+        name = program.buffers[buffer].name if 0 <= buffer < len(program.buffers) else ""
+        if depth:
+            raise ArtifactError(f"{where}: constant {name!r} is in {e.file}, and this file's own constants are "
+                                "referred to: a file refers to one that holds all of its own")
+        if path is None or e.file == path.name:
+            raise ArtifactError(f"{where}: constant {name!r} is stored in {e.file}: load this file from its folder")
+        if e.file not in files:
+            if not (path.parent / e.file).is_file():
+                raise ArtifactError(f"{where}: constant {name!r} is stored in {e.file}, which is not in its folder")
+            other, crc = _load(path.parent / e.file, depth + 1)
+            if crc != e.data_crc32:
+                raise ArtifactError(f"{where}: constant {name!r} is in {e.file} as it was saved before; that file "
+                                    "has been saved again since (its data checksum differs): save the folder again")
+            files[e.file] = other
+        other = files[e.file]
+        j = next((i for i, b in enumerate(other.buffers) if b.role == "constant" and b.name == name), None)
+        array = None if j is None else other.constants[j]
+        if array is None or (array.dtype, array.shape) != (e.dtype, e.shape) or \
+                other.packings.get(j) != program.packings.get(buffer):
+            raise ArtifactError(f"{where}: constant {name!r} is not in {e.file} as this file describes it")
+        program.constants[buffer] = array
 
 
 def _packing(t: dict, buffer: int, shape: tuple[int, ...]) -> Packing:

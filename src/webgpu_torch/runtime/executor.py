@@ -51,17 +51,34 @@ def _round_up(n: int, k: int) -> int:
     return -(-n // k) * k
 
 
-def _shared_states(program: Program, buffers: dict) -> dict:
-    """Which of `program`'s state buffers are `buffers` (by state name, each the size its state needs)."""
+def _shared(program: Program, other: Executor | None) -> dict:
+    """The buffers of `other` (an executor on the same engine) that `program` uses instead of its own, by buffer
+    index (docs/artifact.md, State and Shared constants): its states of the same names (each must need a buffer
+    of the same size), and its constants of the same names whose layout and bytes are the same."""
+    if other is None:
+        return {}
+    theirs = {b.name: j for j, b in enumerate(other.program.buffers) if b.role == "constant"}
     out = {}
+    for i, b in enumerate(program.buffers):
+        j = theirs.get(b.name) if b.role == "constant" else None
+        if j is not None and _same(program, i, other.program, j):
+            out[i] = other.buffers[j]
+    states = {s.name: s.buffer for s in other.program.states}
     for s in program.states:
-        if s.name in buffers:
-            need = allocated(program.buffers[s.buffer].size)
-            if buffers[s.name].size != need:
-                raise InputError(f"state {s.name!r} needs a {need}-byte buffer; the one shared is "
-                                 f"{buffers[s.name].size} bytes")
-            out[s.buffer] = buffers[s.name]
+        if s.name in states:
+            need, have = allocated(program.buffers[s.buffer].size), other.buffers[states[s.name]].size
+            if have != need:
+                raise InputError(f"state {s.name!r} needs a {need}-byte buffer; the one shared is {have} bytes")
+            out[s.buffer] = other.buffers[states[s.name]]
     return out
+
+
+def _same(a: Program, i: int, b: Program, j: int) -> bool:
+    """Whether constant buffer `i` of `a` holds what constant buffer `j` of `b` does, in the same layout."""
+    x, y = a.constants[i], b.constants[j]
+    return (a.buffers[i].size == b.buffers[j].size and a.packings.get(i) == b.packings.get(j)
+            and (x.dtype, x.shape) == (y.dtype, y.shape)
+            and (x is y or np.array_equal(x.reshape(-1).view(np.uint8), y.reshape(-1).view(np.uint8))))
 
 
 COMPILE_SECONDS = LIMITS["call_timeout"]["first_call_seconds_per_token"]
@@ -95,14 +112,17 @@ class _Readback:
 
 
 class Executor:
-    def __init__(self, program: Program, engine: Engine, states: dict | None = None, timeout: float | None = None):
-        """Build `program`, whose dispatches run as written (fitted to `engine`'s features and tuned). `states`:
-        GPU buffers by state name, another executor's on the same engine (`state_buffers`), that this program
-        uses for its states of those names instead of buffers of its own (docs/artifact.md, State). A call may
-        take `timeout` seconds (default_timeout() when None), its first reading call more (first_call_seconds)."""
+    def __init__(self, program: Program, engine: Engine, share: Executor | None = None,
+                 timeout: float | None = None):
+        """Build `program`, whose dispatches run as written (fitted to `engine`'s features and tuned). `share`:
+        another executor on the same engine whose states of the same names, and whose constants this program
+        holds too, this program uses instead of buffers of its own (_shared). A call may take `timeout` seconds
+        (default_timeout() when None), its first reading call more (first_call_seconds)."""
+        if share is not None and share.engine is not engine:
+            raise InputError("a program shares buffers only with a program on its engine's device")
         self.engine = engine
         self.program = program.checked()
-        self._shared = _shared_states(program, states or {})  # buffer index -> another executor's GPU buffer
+        self._shared = _shared(program, share)  # buffer index -> another executor's GPU buffer
         self.timeout = default_timeout() if timeout is None else timeout
         self._limit = first_call_seconds(program, engine.name, self.timeout)  # until a call has been read
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
@@ -130,7 +150,7 @@ class Executor:
     # -- load time --------------------------------------------------------------------------------------------
     def _check_limits(self) -> None:
         """Refuse, naming it, what this device cannot hold: before anything is allocated or compiled."""
-        problem = limit_problem(self.program, self.engine.limits, memory.cap(self.engine))
+        problem = limit_problem(self.program, self.engine.limits, memory.cap(self.engine), set(self._shared))
         if problem:
             raise DeviceError(problem)
 
@@ -141,6 +161,8 @@ class Executor:
                         for i, b in enumerate(self.program.buffers)]
         queued = 0
         for index, data in self.program.constants.items():
+            if index in self._shared:
+                continue
             raw = data.reshape(-1).view(np.uint8)  # a view of the file's map, for a loaded program
             for at in range(0, raw.nbytes, UPLOAD_CHUNK):
                 piece = raw[at:at + UPLOAD_CHUNK]
@@ -275,10 +297,6 @@ class Executor:
         self._env = dict(env)
 
     # -- state ------------------------------------------------------------------------------------------------
-    def state_buffers(self) -> dict:
-        """The GPU buffers of this program's states, by name: for another program to share (`states`)."""
-        return {s.name: self.buffers[s.buffer] for s in self.program.states}
-
     def read_state(self, name: str) -> np.ndarray:
         """The state `name` as the calls so far left it (host form)."""
         s = self._state(name)

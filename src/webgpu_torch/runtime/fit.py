@@ -14,6 +14,7 @@ limits and the memory cap (`limit_problem`), checked before anything is allocate
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 
 import numpy as np
@@ -65,11 +66,11 @@ def allocated(size: int) -> int:
     return -(-size // 16) * 16
 
 
-def limit_problem(program: Program, limits: dict[str, int], cap) -> str | None:
+def limit_problem(program: Program, limits: dict[str, int], cap, shared: Collection[int] = ()) -> str | None:
     """Why a device with `limits` (as wgpu-py spells them; WebGPU's defaults where absent) and the memory cap
     `cap` (runtime/memory.py's Cap) cannot hold `program` as fitted, or None: every buffer within one binding
-    and one buffer, all of them within the cap, and each kernel a dispatch runs within a shader stage's
-    storage bindings, uniform size and workgroup limits."""
+    and one buffer, all of them but those `shared` with a program already loaded within the cap, and each
+    kernel a dispatch runs within a shader stage's storage bindings, uniform size and workgroup limits."""
     lim = {**DEFAULT_LIMITS, **limits}
     binding, largest = lim["max-storage-buffer-binding-size"], lim["max-buffer-size"]
     for i, b in enumerate(program.buffers):
@@ -77,7 +78,7 @@ def limit_problem(program: Program, limits: dict[str, int], cap) -> str | None:
             what = f"{b.role} buffer {i}" + (f" ({b.name})" if b.name else "")
             return (f"{what} needs {allocated(b.size):,} bytes; this adapter binds at most {binding:,} "
                     f"(maxStorageBufferBindingSize; maxBufferSize {largest:,})")
-    total = sum(allocated(b.size) for b in program.buffers)
+    total = sum(allocated(b.size) for i, b in enumerate(program.buffers) if i not in shared)
     if total > cap.bytes:
         return (f"the program needs {total / 2**30:.2f} GiB of buffers, over the {cap.bytes / 2**30:.2f} GiB this "
                 f"process allows: {cap.why}")

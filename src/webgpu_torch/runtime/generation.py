@@ -1,6 +1,6 @@
 """Generation with compiled decoder programs whose KV caches are the programs' state. No torch.
 
-A decoder's programs (`Decoder`; docs/artifact.md, "Decoding programs") share one KV cache (Session.share_states):
+A decoder's programs (`Decoder`; docs/artifact.md, "Decoding programs") share one KV cache (Session.share):
 
     step     tokens [B, 1], position [1], *context -> logits [B, 1, V], the greedy next token [B, 1]; writes row
              `position` of the cache, attends to rows 0 ..= position
@@ -39,6 +39,7 @@ from .session import Session
 
 STAGES = ("vision", "encoder", "decoder")
 PROGRAMS = ("prefill", "sampler", "beams", "reorder")  # a folder's optional decoding programs
+SHARING = ("prefill", "reorder")  # those that use the step's buffers: its cache, and the weights a prefill holds too
 REQUIRED = ("layers", "heads", "head_dim", "decoder_start_token_id")  # integers
 # Integers, null or absent; max_length: the decoder's cache rows (a longer generation is refused by name).
 OPTIONAL = ("forced_bos_token_id", "forced_eos_token_id", "max_length")
@@ -97,9 +98,9 @@ class Decoder:
     reorder: Session | None = None
 
     def __post_init__(self):
-        for program in (self.prefill, self.reorder):
-            if program is not None:
-                program.share_states(self.step)
+        for name in SHARING:
+            if getattr(self, name) is not None:
+                getattr(self, name).share(self.step)
 
     @property
     def batch(self) -> int:
@@ -304,9 +305,11 @@ def _programs(folder: Path, info: dict) -> dict[str, Session]:
     return {name: Session.load(folder / f"{name}.wgpt") for name in info.get("programs", [])}
 
 
-def _save_programs(folder: Path, programs: dict[str, Session], info: dict) -> dict:
+def _save_programs(folder: Path, programs: dict[str, Session], info: dict, step: str) -> dict:
+    """Each decoding program saved beside the step's file `step`: those sharing its buffers refer to the
+    constants it holds rather than holding them again."""
     for name, session in programs.items():
-        session.save(folder / f"{name}.wgpt")
+        session.save(folder / f"{name}.wgpt", beside=folder / step if name in SHARING else None)
     return {**info, "programs": [p for p in PROGRAMS if p in programs]}
 
 
@@ -360,7 +363,7 @@ class CausalLM:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         self.step.save(folder / STEP)
-        info = _save_programs(folder, self.programs, self.info)
+        info = _save_programs(folder, self.programs, self.info, STEP)
         (folder / "causal_lm.json").write_text(json.dumps(info, indent=2))
 
     @staticmethod
@@ -419,7 +422,7 @@ class Seq2Seq:
         folder.mkdir(parents=True, exist_ok=True)
         for name in STAGES:
             getattr(self, name).save(folder / f"{name}.wgpt")
-        info = _save_programs(folder, self.programs, self.info)
+        info = _save_programs(folder, self.programs, self.info, "decoder.wgpt")
         (folder / "seq2seq.json").write_text(json.dumps(info, indent=2))
 
     @staticmethod

@@ -34,35 +34,38 @@ class Session:
         self.engine = engine
         self.timeout = timeout
         self._executor: Executor | None = None
-        self._states_of: Session | None = None  # the session whose state buffers this one shares
+        self._shares: Session | None = None  # the session whose states and constants this one uses (share)
 
     @staticmethod
     def load(path: str | Path, engine: str | None = None, timeout: float | None = None) -> Session:
         return Session(artifact.load(path), engine, timeout)
 
-    def save(self, path: str | Path) -> None:
-        artifact.save(self.program, path)
+    def save(self, path: str | Path, beside: str | Path | None = None) -> None:
+        """Write the program to `path`; with `beside`, a program's file in the same folder, the constants that
+        one holds too are not written again but referred to (a prefill beside its decoder step)."""
+        artifact.save(self.program, path, beside)
 
     def executor(self, engine: str | None = None) -> Executor:
         """Pipelines, bind groups and buffers on the device, built on first use (again for another engine)."""
         if engine is not None and engine != self.engine:
             self.engine, self._executor = engine, None
         if self._executor is None:
-            shared = self._states_of.executor(self.engine).state_buffers() if self._states_of else None
-            self._executor = open_executor(self.program, self.engine, shared, self.timeout)
+            other = self._shares.executor(self.engine) if self._shares else None
+            self._executor = open_executor(self.program, self.engine, other, self.timeout)
         return self._executor
 
-    def share_states(self, other: Session) -> None:
+    def share(self, other: Session) -> None:
         """Make the states this program and `other` both have (by name) one set of GPU buffers: what one's calls
         write, the other's read (a prefill writes the KV cache a decoder step reads). Each such state must have
-        the same shape and dtype in both; call before this session's first call."""
+        the same shape and dtype in both. The constants both hold (by name, with the same layout and bytes: a
+        decoder's weights) are `other`'s buffers too, uploaded once. Call before this session's first call."""
         theirs = {s.name: s for s in other.program.states}
         for s in self.program.states:
             t = theirs.get(s.name)
             if t is not None and (t.shape, t.dtype) != (s.shape, s.dtype):
                 raise InputError(f"state {s.name!r} is {s.dtype}{list(s.shape)} here and {t.dtype}{list(t.shape)} "
                                  "in the program sharing it")
-        self._states_of, self._executor = other, None
+        self._shares, self._executor = other, None
 
     def __call__(self, *args, **kwargs):
         """Run on the GPU; inputs as torch tensors, numpy arrays or DeviceTensors."""
@@ -115,15 +118,15 @@ class Session:
         return f"Session({self.program.summary()})"
 
 
-def open_executor(program: Program, engine: str | None = None, states: dict | None = None,
+def open_executor(program: Program, engine: str | None = None, share: Executor | None = None,
                   timeout: float | None = None) -> Executor:
     """`program` built on an engine's device, as js/src/session.js's `load` does: fitted to the device's
     features (runtime/fit.py), each group of options resolved to this device's fastest
-    (runtime/tuning.py), then an Executor of the resolved program (with `states` and `timeout`, Executor's)."""
+    (runtime/tuning.py), then an Executor of the resolved program (with `share` and `timeout`, Executor's)."""
     device = get_engine(engine)
     with device.lock:
         fitted = fit.for_device(program, device.device.features)
-        return Executor(tuning.resolve(fitted, device), device, states, timeout)
+        return Executor(tuning.resolve(fitted, device), device, share, timeout)
 
 
 class Pending:

@@ -239,7 +239,7 @@ def run(arch: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
     wall = float(np.median(per_token))
     print(f"decode: wall {wall * 1e3:.2f} ms/token, step GPU {gpu * 1e3:.2f} ms/token: {wall / gpu:.2f}x; "
           f"{1 / wall:.1f} tokens/s")
-    held = device_bytes(lm)
+    held = device_bytes(lm, engine)
     print("memory: device buffers " + ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in held.items()) +
           f"; this process's peak resident {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB "
           "(torch and the reference model included)")
@@ -255,21 +255,19 @@ def _binding_limit(info: dict) -> int:
     return max(DEFAULT_MAX_BINDING, device // 16 * 16)
 
 
-def device_bytes(lm: CausalLM) -> dict[str, int]:
-    """Bytes of device buffers the compiled LM's programs hold, by role (constants: weights; state: the KV
-    cache, shared by the programs, counted once; scratch: everything else, per program)."""
+def device_bytes(lm: CausalLM, engine: str | None = None) -> dict[str, int]:
+    """Bytes of the device buffers the LM's programs hold, by role, each buffer once: the KV cache and the
+    weights a prefill shares with the step count once (constants: weights; state: the KV cache; scratch:
+    everything else)."""
     held: dict[str, int] = {}
-    states = set()
+    seen = set()
     for session in (lm.step, *lm.programs.values()):
-        program = session.program
-        for s in program.states:
-            if s.name not in states:
-                states.add(s.name)
-                held["state"] = held.get("state", 0) + program.buffers[s.buffer].size
-        for i, b in enumerate(program.buffers):
-            role = "constants" if b.role == "constant" else "scratch" if b.role != "state" else None
-            if role and (role == "scratch" or i in program.constants):
-                held[role] = held.get(role, 0) + b.size
+        executor = session.executor(engine)
+        for buffer, spec in zip(executor.buffers, executor.program.buffers, strict=True):
+            if id(buffer) not in seen:
+                seen.add(id(buffer))
+                role = {"constant": "constants", "state": "state"}.get(spec.role, "scratch")
+                held[role] = held.get(role, 0) + buffer.size
     return held
 
 
