@@ -115,9 +115,10 @@ def test_damaged_artifacts_are_refused_with_the_recorded_reason(name):
 
 
 @pytest.mark.gemm
-@pytest.mark.parametrize("name", ["portable", "precision_f16"])
+@pytest.mark.parametrize("name", ["portable", "precision_f16", "dynamic"])
 def test_tuned_a_file_whose_options_need_unknown_or_missing_features_runs(name, monkeypatch, tmp_path):
-    """Tuning skips the options this device cannot run (a feature no runtime knows, one the device lacks)."""
+    """Tuning skips the options this device cannot run (a feature no runtime knows, one the device lacks), and
+    times a dynamic dispatch's options at the hint: whichever wins gives the outputs at every size."""
     monkeypatch.setenv(tuning.TUNE_VAR, "1")
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     test_valid_artifacts_give_the_recorded_outputs(name)

@@ -17,7 +17,7 @@ import torch
 
 import webgpu_torch
 from webgpu_torch.compiler.ops import gemm
-from webgpu_torch.format import artifact
+from webgpu_torch.format import artifact, packing
 from webgpu_torch.format.errors import TuningWarning
 from webgpu_torch.runtime import fit, tuning
 from webgpu_torch.runtime.engine import get_engine
@@ -402,3 +402,53 @@ def test_no_candidate_is_begun_past_the_budget(monkeypatch, tmp_path):
     ex = Session(program).executor()
     assert calls == [(1, 1, False)] and not cache.exists()
     assert ex.program.dispatches[0].kernel == program.dispatches[0].kernel
+
+
+DYNAMIC_STORAGES = {"float32": {}, "int4": {"weights": "int4"}, "f16 activations": {"precision": "float16"}}
+
+
+def _dynamic_linear(**options):
+    """A Linear over a dynamic number of rows (hint 67): its GEMM's options carry their own patches and count."""
+    g = seeded("dynamic tuning")
+    linear = torch.nn.Linear(36, 44).eval()
+    with torch.no_grad():
+        linear.weight.copy_(torch.randn(44, 36, generator=g))
+    x = torch.randn(67, 36, generator=g)
+    rows = torch.export.Dim("rows", min=1, max=160)
+    program = webgpu_torch.compile_module(linear, (x,), dynamic_shapes={"input": {0: rows}}, **options).program
+    return program, linear, g
+
+
+@pytest.mark.host
+def test_a_dynamic_gemm_offers_options_sized_as_it_is():
+    program, _, _ = _dynamic_linear()
+    (d,) = [d for d in program.dispatches if d.options]
+    assert d.count is not None and all(o.count is not None and o.patches for o in d.options)
+    assert [t.shape for t in d.result] == [(67, 44)]  # the result views at the hint: what the probe compares
+    again = artifact.from_bytes(artifact.to_bytes(program))
+    assert again.dispatches == program.dispatches
+
+
+@pytest.mark.parametrize("storage", DYNAMIC_STORAGES)
+def test_every_candidate_of_a_dynamic_gemm_computes_the_same_at_every_size(storage, monkeypatch, tmp_path):
+    """Each candidate this device runs forced through the cache, at sizes on both sides of its tiles' edges,
+    against the float64 reference of the weights the program holds (int4: rounded as it packs them)."""
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    program, linear, g = _dynamic_linear(**DYNAMIC_STORAGES[storage])
+    engine = get_engine()
+    leader = next(i for i, d in enumerate(program.dispatches) if d.options)
+    key, device = tuning.choice_key(program, [leader], engine.name), tuning.device_key(engine)
+    weight = linear.weight.double()
+    if storage == "int4":
+        ((buffer, layout),) = program.packings.items()
+        weight = torch.from_numpy(packing.dequantize(program.constants[buffer], layout)).double()
+    tolerance = 2e-3 if storage == "f16 activations" else 1e-5  # activations stored in float16 between kernels
+    for c in tuning.usable(program, [leader], engine.device.features, engine.limits):
+        (tmp_path / "cache.json").write_text(json.dumps({device: {key: c}}))
+        session = Session(program)
+        chosen = session.executor().program.dispatches[leader]
+        assert chosen.kernel == tuning.candidates(program.dispatches[leader])[c].kernel
+        for rows in (1, 31, 67, 97, 160):
+            x = torch.randn(rows, 36, generator=g)
+            want = torch.nn.functional.linear(x.double(), weight, linear.bias.double())
+            assert_close(session(x), want, tolerance, what=f"candidate {c}, {rows} rows")

@@ -41,7 +41,11 @@ import * as tree from './tree.js';
 /** @typedef {{name: string, shape: Expr[], dtype: ModelDtype, buffer: number}} InputSpec */
 /** @typedef {{buffer: number, shape: Expr[], strides: Expr[], offset: Expr, dtype: ModelDtype}} OutputSpec */
 /** @typedef {{offset: number, type: Scalar, value: Expr}} Patch */
-/** @typedef {{kernel: number, uniform: Uint32Array, grid: Grid}} Option */
+/**
+ * What a dispatch runs, or might run instead: its kernel, Params words and grid, and with dynamic sizes the
+ * words to fill in per call and the workgroup count (`grid` then the count's largest value folded).
+ * @typedef {{kernel: number, uniform: Uint32Array, grid: Grid, patches: Patch[], count: Expr | null}} Option
+ */
 /** @typedef {{buffer: number, shape: number[], strides: number[], offset: number, dtype: ModelDtype | 'f16'}} ViewSpec */
 /**
  * @typedef {{kernel: number, buffers: number[], uniform: Uint32Array, grid: Grid, node: string,
@@ -750,6 +754,42 @@ function readDispatch(x, i, kernels, buffers, ex, symbols) {
   const words = Math.max(1, Math.floor([...new Set(written)].reduce((a, b) => a + buffers[b].size, 0) / 4));
   const grid = readGrid(field(x, 'grid', it), it);
   need(grid[0] * grid[1] * grid[2] <= words, `${it}: ${count(grid[0] * grid[1] * grid[2])} workgroups for ${count(words)} words written`);
+  const { patches, count: workgroups } = readSizing(x, it, uniform, grid, ex, symbols);
+  const options = list(optional(x, 'options', []), `${it} options`).map((raw, j) => {
+    const o = object(raw, `${it} option ${j}`);
+    const ok = isInt(o.kernel) && o.kernel >= 0 && o.kernel < kernels.length;
+    need(ok, `${it}: bad option`);
+    const alt = kernels[o.kernel];
+    const optionWords = readWords(field(o, 'uniform', `${it} option`), it);
+    need(sameInterface(alt, k) && optionWords.length === uniform.length, `${it}: option ${alt.name} differs in bindings or Params`);
+    const optionGrid = readGrid(field(o, 'grid', `${it} option`), it);
+    const n = optionGrid[0] * optionGrid[1] * optionGrid[2];
+    need(n <= words, `${it}: an option of ${count(n)} workgroups for ${count(words)} words written`);
+    const sizing = readSizing(o, `${it} option ${alt.name}`, optionWords, optionGrid, ex, symbols);
+    need((sizing.count === null) === (workgroups === null), `${it}: option ${alt.name} is not sized as the dispatch is (a workgroup count where it has one)`);
+    return { kernel: o.kernel, uniform: optionWords, grid: optionGrid, ...sizing };
+  });
+  const follows = int(optional(x, 'follows', 0), `${it} follows`);
+  need(follows >= 0, `${it}: follows no group leader with as many options`);
+  const result = list(optional(x, 'result', []), `${it} result`).map((v) => readView(object(v, `${it} result`), it, buffers));
+  const tolerance = optional(x, 'tolerance', 0);
+  need(typeof tolerance === 'number', `${it} tolerance: ${String(JSON.stringify(tolerance)).slice(0, 40)} is not a number`);
+  need(tolerance >= 0 && tolerance <= 1, `${it}: tolerance ${tolerance} is not a number in [0, 1]`);
+  return { kernel, buffers: bound, uniform, grid, node, patches, count: workgroups, options, follows, result, tolerance };
+}
+
+/**
+ * A dispatch's or an option's dynamic sizing: each patch a word of its Params whose values fit its type; its
+ * grid the workgroup count's largest value folded.
+ * @param {Record<string, any>} x
+ * @param {string} it
+ * @param {Uint32Array} uniform
+ * @param {Grid} grid
+ * @param {(e: unknown, what: string) => Expr} ex
+ * @param {Record<string, SymbolSpec>} symbols
+ * @returns {{patches: Patch[], count: Expr | null}}
+ */
+function readSizing(x, it, uniform, grid, ex, symbols) {
   const patches = list(optional(x, 'patches', []), `${it} patches`).map((p) => {
     need(Array.isArray(p) && p.length === 3, `${it}: a uniform patch is not [offset, type, expression]`);
     const value = ex(p[2], `${it} patch`);
@@ -766,26 +806,7 @@ function readDispatch(x, i, kernels, buffers, ex, symbols) {
     need(lo >= 0 && largest <= MAX_GRID * MAX_GRID && foldGrid(largest).every((n, k) => n === grid[k]),
       `${it}: its grid is not its workgroup count's largest value folded`);
   }
-  const options = list(optional(x, 'options', []), `${it} options`).map((raw, j) => {
-    const o = object(raw, `${it} option ${j}`);
-    const ok = isInt(o.kernel) && o.kernel >= 0 && o.kernel < kernels.length;
-    need(ok, `${it}: bad option`);
-    const alt = kernels[o.kernel];
-    const optionWords = readWords(field(o, 'uniform', `${it} option`), it);
-    need(sameInterface(alt, k) && optionWords.length === uniform.length, `${it}: option ${alt.name} differs in bindings or Params`);
-    const optionGrid = readGrid(field(o, 'grid', `${it} option`), it);
-    const n = optionGrid[0] * optionGrid[1] * optionGrid[2];
-    need(n <= words, `${it}: an option of ${count(n)} workgroups for ${count(words)} words written`);
-    return { kernel: o.kernel, uniform: optionWords, grid: optionGrid };
-  });
-  need(!options.length || (workgroups === null && !patches.length), `${it}: a dynamic one has options`);
-  const follows = int(optional(x, 'follows', 0), `${it} follows`);
-  need(follows >= 0, `${it}: follows no group leader with as many options`);
-  const result = list(optional(x, 'result', []), `${it} result`).map((v) => readView(object(v, `${it} result`), it, buffers));
-  const tolerance = optional(x, 'tolerance', 0);
-  need(typeof tolerance === 'number', `${it} tolerance: ${String(JSON.stringify(tolerance)).slice(0, 40)} is not a number`);
-  need(tolerance >= 0 && tolerance <= 1, `${it}: tolerance ${tolerance} is not a number in [0, 1]`);
-  return { kernel, buffers: bound, uniform, grid, node, patches, count: workgroups, options, follows, result, tolerance };
+  return { patches, count: workgroups };
 }
 
 /**

@@ -33,10 +33,11 @@
 import { envVar, isNode } from './env.js';
 import { CallTimeout, DeviceError } from './errors.js';
 import { Executor } from './executor.js';
-import { group, written } from './artifact.js';
+import { foldGrid, group, written } from './artifact.js';
 import { DEVICE_FORM, widenHalf } from './dtypes.js';
 import { adapterKind, runsOn, sourceFor } from './fit.js';
 import { LIMITS } from './limits.js';
+import * as expr from './symbolic.js';
 import { dispatchTimes, median } from './timing.js';
 
 /** @typedef {import('./artifact.js').ProgramSpec} ProgramSpec */
@@ -84,7 +85,33 @@ function setting(option, name, fallback) {
  * @returns {Option[]} the dispatch as written first, then its options
  */
 export function candidates(d) {
-  return [{ kernel: d.kernel, uniform: d.uniform, grid: d.grid }, ...d.options];
+  return [{ kernel: d.kernel, uniform: d.uniform, grid: d.grid, patches: d.patches, count: d.count }, ...d.options];
+}
+
+/**
+ * The dynamic sizes tuning runs candidates at: each symbol's hint (the size the model was exported at).
+ * @param {ProgramSpec} spec
+ * @returns {Record<string, number>}
+ */
+export function hints(spec) {
+  return Object.fromEntries(Object.entries(spec.symbols).map(([name, s]) => [name, s.hint]));
+}
+
+/**
+ * The Params and grid candidate `o` runs with at the dynamic sizes `env` (its patched words filled in, its
+ * count folded): what a tuning probe runs.
+ * @param {Option} o
+ * @param {Record<string, number>} env
+ * @returns {{uniform: Uint32Array, grid: import('./artifact.js').Grid}}
+ */
+export function launchAt(o, env) {
+  const uniform = o.uniform.slice();
+  for (const p of o.patches) {
+    const value = expr.evaluate(p.value, env);
+    if (p.type === 'f32') new Float32Array(uniform.buffer)[p.offset / 4] = value;
+    else new Int32Array(uniform.buffer)[p.offset / 4] = value; // u32 and i32 alike: the value's low 32 bits
+  }
+  return { uniform, grid: o.count === null ? o.grid : foldGrid(expr.evaluate(o.count, env)) };
 }
 
 /**
@@ -533,7 +560,9 @@ export function usable(spec, members, features, limits) {
 export function rank(spec, members, features, limits, kind = 'gpu') {
   const leader = candidates(spec.dispatches[members[0]]);
   const runnable = new Set(usable(spec, members, features, limits));
-  const order = candidateOrder(leader.map((o) => o.grid[0] * o.grid[1] * o.grid[2]), leader.map((o) => spec.kernels[o.kernel].targets), kind);
+  const env = hints(spec);
+  const grids = leader.map((o) => launchAt(o, env).grid);
+  const order = candidateOrder(grids.map((g) => g[0] * g[1] * g[2]), leader.map((o) => spec.kernels[o.kernel].targets), kind);
   return order.filter((c) => runnable.has(c));
 }
 
@@ -589,13 +618,15 @@ class Progress {
 function probeSpec(spec, members, c) {
   /** @type {Map<number, number>} */
   const used = new Map();
+  const env = hints(spec);
   const dispatches = members.map((i) => {
     const d = spec.dispatches[i];
     const buffers = d.buffers.map((b) => {
       if (!used.has(b)) used.set(b, used.size);
       return /** @type {number} */ (used.get(b));
     });
-    return { ...d, ...candidates(d)[c], buffers, patches: [], count: null, options: [], follows: 0, result: [] };
+    const o = candidates(d)[c];
+    return { ...d, kernel: o.kernel, ...launchAt(o, env), buffers, patches: [], count: null, options: [], follows: 0, result: [] };
   });
   const writes = new Set(members.flatMap((i) => written(spec.kernels, spec.dispatches[i])));
   const bound = [...used].filter(([b]) => spec.constants.has(b));
@@ -623,12 +654,14 @@ function probeSpec(spec, members, c) {
  */
 export async function choiceKey(spec, members, engine) {
   const parts = [];
+  const env = hints(spec);
   for (const i of members) {
     for (const o of candidates(spec.dispatches[i])) {
       const k = spec.kernels[o.kernel];
       const source = await sha1(spec.sources[sourceFor(k, engine)]);
       const overrides = Object.keys(k.overrides).sort(byCodePoint).map((name) => [name, overrideJson(k.overrides[name])]);
-      parts.push([source, k.entry, overrides, [...k.requires].sort(byCodePoint), Array.from(o.uniform), o.grid]);
+      const { uniform, grid } = launchAt(o, env);
+      parts.push([source, k.entry, overrides, [...k.requires].sort(byCodePoint), Array.from(uniform), grid]);
     }
   }
   return sha1(JSON.stringify(parts));

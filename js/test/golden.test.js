@@ -47,8 +47,9 @@ for (const name of ['weights_f16', 'float16', 'activations_f16'].filter((n) => V
     check(name, { tune: false, disableFeatures: ['shader-f16'] }));
 }
 
-// portable: an option needs a feature no runtime knows; precision_f16: options need subgroup matrices.
-for (const name of ['options', 'mlp', 'portable', 'precision_f16'].filter((n) => VALID.includes(n))) {
+// portable: an option needs a feature no runtime knows; precision_f16: options need subgroup matrices;
+// dynamic: options timed at the hint, run at every size.
+for (const name of ['options', 'mlp', 'portable', 'precision_f16', 'dynamic'].filter((n) => VALID.includes(n))) {
   test(`golden ${name}, tuned: whichever candidates win give the same outputs`, () => check(name, { tune: true, cache: false }));
 }
 

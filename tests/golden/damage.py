@@ -262,7 +262,7 @@ def _dynamic(raw: bytes) -> dict:
     def unsized(h):
         h["symbols"]["t"] = {"lo": 1, "hi": 4, "hint": 2}
 
-    def option(h):
+    def option(h):  # an option without the dispatch's count
         d = h["dispatches"][counted]
         d["options"] = [{"kernel": d["kernel"], "uniform": d["uniform"], "grid": d["grid"]}]
 
@@ -283,7 +283,7 @@ def _dynamic(raw: bytes) -> dict:
                            "its grid is not its workgroup count's largest value folded"),
         "count_large": (edit(raw, at(f"dispatches.{counted}.count", ["*", name, 10**8])),
                         "its grid is not its workgroup count's largest value folded"),
-        "dynamic_options": (edit(raw, option), "a dynamic one has options"),
+        "dynamic_options": (edit(raw, option), "is not sized as the dispatch is"),
         "output_symbol_view": (edit(raw, at("outputs.0.shape.0", ["+", name, 1])), "reaches past its buffer"),
     }
 

@@ -100,9 +100,9 @@ class Emitter:
         count = workgroups if isinstance(workgroups, symbolic.Expr) else None
         grid = fold_grid(symbolic.bound(workgroups) if count is not None else workgroups)
         # A kernel whose helpers have subgroup twins offers its twin, for tuning to time where the device has
-        # subgroups (static sizes only, as every option).
-        twin = self._subgroup_twin(spec) if not (patches or count is not None) else None
-        options = (Option(twin, uniform, grid),) if twin is not None else ()
+        # subgroups.
+        twin = self._subgroup_twin(spec)
+        options = (Option(twin, uniform, grid, patches, count),) if twin is not None else ()
         self.dispatches.append(Dispatch(kernel, tuple(t.buffer for t in tensors), uniform, grid, self.node, patches,
                                         count, options))
         if options:  # the twin computes what the kernel writes
@@ -115,8 +115,8 @@ class Emitter:
         (runtime/tuning.py): each computes `result` (the views its dispatches write that the program reads
         on) into the same tensors, in as many dispatches, each binding the buffers its counterpart binds
         (GEMM tile configurations; a split of K or none). A group of several dispatches is chosen as a whole:
-        its later dispatches `follow` its first. With dynamic sizes (patched uniforms) the first emitter's
-        dispatches run, offering nothing."""
+        its later dispatches `follow` its first. With dynamic sizes each option has its own patches and count;
+        tuning runs the candidates at the sizes' hints, so `result` is the views there."""
         runs = []
         for emit in emitters:
             start = len(self.dispatches)
@@ -129,10 +129,9 @@ class Emitter:
         for other in runs[1:]:
             if [d.buffers for d in other] != [d.buffers for d in default]:
                 raise RuntimeError(f"{self.node}: alternatives differ in their dispatches or buffers")
-        dynamic = any(d.patches or d.count is not None for run in runs for d in run)
-        others = [] if dynamic else runs[1:]
+        others = runs[1:]
         for j, d in enumerate(default):
-            options = tuple(Option(run[j].kernel, run[j].uniform, run[j].grid) for run in others)
+            options = tuple(run[j].launch for run in others)
             self.dispatches.append(replace(d, options=options, follows=j if options else 0))
         if others and default:
             kernels = [d.kernel for run in runs for d in run]
@@ -142,7 +141,7 @@ class Emitter:
         """Give the group `leader` leads its result and the tolerance its candidates must agree within:
         AGREE_HALF where any of `kernels` multiplies or stores in float16, or a result is a 16-bit float,
         else AGREE."""
-        views = (result,) if isinstance(result, Tensor) else tuple(result)
+        views = tuple(_at_hints(t) for t in ((result,) if isinstance(result, Tensor) else result))
         half = any(F16 in self.kernels[k].requires or SUBGROUP_MATRIX in self.kernels[k].requires for k in kernels)
         half = half or any(t.dtype in SIXTEEN_BITS for t in views)
         self.dispatches[leader] = replace(self.dispatches[leader], result=views,
@@ -220,3 +219,10 @@ def _workgroup(spec: KernelSpec, sources: list[str]) -> dict:
         raise RuntimeError(f"{spec.name}: its engine sources differ in workgroup size")
     return {"workgroup_size": next(iter(points)).workgroup_size,
             "workgroup_bytes": max(p.workgroup_bytes for p in points)}
+
+
+def _at_hints(t: Tensor) -> Tensor:
+    """View `t` at the hints of the dynamic sizes it depends on (itself when static)."""
+    values = [*t.shape, *t.strides, t.offset]
+    symbols = {s for v in values if isinstance(v, symbolic.Expr) for s in v.symbols()}
+    return t.at({s.name: s.hint for s in symbols}) if symbols else t

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
 
-from ..format.program import F16, FEATURES, SUBGROUP_MATRIX, Patch, UniformField, UniformLayout
+from ..format.program import F16, FEATURES, SCALAR_FORMAT, SUBGROUP_MATRIX, Patch, UniformField, UniformLayout
 from ..format.symbolic import Expr
 
 _CONST = re.compile(r"\bconst\s+(\w+)\s*:\s*(\w+)\s*=\s*[^;]+;")
@@ -380,8 +380,6 @@ def pack(layout: UniformLayout, values: dict[str, object]) -> tuple[bytes, tuple
             if isinstance(x, Expr):
                 patches.append(Patch(f.offset + 4 * i, f.scalar, x))
                 items[i] = 0
-        struct.pack_into(f"<{f.count}{SCALAR_FORMAT[f.scalar]}", buf, f.offset, *items)
+        struct.pack_into("<" + SCALAR_FORMAT[f.scalar][1] * f.count, buf, f.offset, *items)
     return bytes(buf), tuple(patches)
 
-
-SCALAR_FORMAT = {"u32": "I", "i32": "i", "f32": "f"}

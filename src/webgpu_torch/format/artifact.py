@@ -178,19 +178,24 @@ def _tensor_json(t: Tensor) -> dict:
 
 
 def _dispatch_json(d: Dispatch) -> dict:
-    out = {"kernel": d.kernel, "buffers": list(d.buffers), "uniform": _words(d.uniform), "grid": list(d.grid),
-           "node": d.node}
-    if d.patches:
-        out["patches"] = [[q.offset, q.scalar, symbolic.to_json(q.value)] for q in d.patches]
-    if d.count is not None:
-        out["count"] = symbolic.to_json(d.count)
+    out = {"kernel": d.kernel, "buffers": list(d.buffers), **_launch_json(d.launch), "node": d.node}
     if d.options:
-        out["options"] = [{"kernel": o.kernel, "uniform": _words(o.uniform), "grid": list(o.grid)} for o in d.options]
+        out["options"] = [_launch_json(o) for o in d.options]
     if d.follows:
         out["follows"] = d.follows
     if d.result:
         out["result"] = [_tensor_json(t) for t in d.result]
         out["tolerance"] = d.tolerance
+    return out
+
+
+def _launch_json(o: Option) -> dict:
+    """A dispatch's or an option's kernel, Params, grid, and with dynamic sizes its patches and count."""
+    out = {"kernel": o.kernel, "uniform": _words(o.uniform), "grid": list(o.grid)}
+    if o.patches:
+        out["patches"] = [[q.offset, q.scalar, symbolic.to_json(q.value)] for q in o.patches]
+    if o.count is not None:
+        out["count"] = symbolic.to_json(o.count)
     return out
 
 
@@ -510,17 +515,23 @@ def _tensor(t: dict, expr) -> Tensor:
 
 
 def _dispatch(x: dict, expr) -> Dispatch:
+    launch = _launch(x, expr, "dispatch kernel")
+    options = tuple(_launch(_dict(o, "option"), expr, "option kernel") for o in _list(x.get("options", []), "options"))
+    buffers = tuple(_int(b, "buffer") for b in _list(x["buffers"], "buffers"))
+    result = tuple(_tensor(t, lambda v: _int(v, "result view")) for t in _list(x.get("result", []), "result"))
+    return Dispatch(launch.kernel, buffers, launch.uniform, launch.grid, _str(x["node"], "node"), launch.patches,
+                    launch.count, options, _int(x.get("follows", 0), "follows"), result,
+                    _number(x.get("tolerance", 0), "tolerance"))
+
+
+def _launch(x: dict, expr, what: str) -> Option:
+    """A dispatch's or an option's kernel, Params, grid, patches and count."""
     patches = tuple(Patch(_int(q[0], "patch offset"), _str(q[1], "patch type"), expr(q[2]))
                     for q in _list(x.get("patches", []), "patches") if len(_list(q, "patch")) == 3)
     if len(patches) != len(x.get("patches", [])):
         raise ValueError("a uniform patch is not [offset, type, expression]")
-    options = tuple(Option(_int(o["kernel"], "option kernel"), _bytes(o["uniform"]), _grid(o["grid"]))
-                    for o in _list(x.get("options", []), "options"))
-    buffers = tuple(_int(b, "buffer") for b in _list(x["buffers"], "buffers"))
-    result = tuple(_tensor(t, lambda v: _int(v, "result view")) for t in _list(x.get("result", []), "result"))
-    return Dispatch(_int(x["kernel"], "dispatch kernel"), buffers, _bytes(x["uniform"]), _grid(x["grid"]),
-                    _str(x["node"], "node"), patches, expr(x["count"]) if "count" in x else None, options,
-                    _int(x.get("follows", 0), "follows"), result, _number(x.get("tolerance", 0), "tolerance"))
+    return Option(_int(x["kernel"], what), _bytes(x["uniform"]), _grid(x["grid"]), patches,
+                  expr(x["count"]) if "count" in x else None)
 
 
 TREE_TYPES = ("leaf", "const", "tuple", "list", "dict")

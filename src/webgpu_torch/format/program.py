@@ -10,6 +10,7 @@ one (docs/artifact.md is the format).
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Any
@@ -23,6 +24,7 @@ from .packing import Packing
 FORMAT_VERSION = LIMITS["format"]
 BINDING_KINDS = ("read", "read_write", "uniform")
 SCALARS = ("u32", "i32", "f32")
+SCALAR_FORMAT = {"u32": "<I", "i32": "<i", "f32": "<f"}  # a Params word of each scalar type, for struct
 F16 = "shader-f16"
 SUBGROUP_MATRIX = "chromium-experimental-subgroup-matrix"  # the matrix units (docs/artifact.md, "requires")
 FEATURES = tuple(LIMITS["features"])  # the optional WebGPU features the format defines; a file may name others
@@ -204,11 +206,23 @@ class Check:
 class Option:
     """Another kernel that computes a dispatch's result from the same buffers (a different GEMM tile
     configuration, or another split of K): the runtime may time the options on its device and run the
-    fastest (runtime/tuning.py)."""
+    fastest (runtime/tuning.py). With dynamic sizes, its own patches and workgroup count, as a dispatch's."""
 
     kernel: int
     uniform: bytes
     grid: tuple[int, int, int]
+    patches: tuple[Patch, ...] = ()
+    count: Any = None  # Expr | None
+
+    def at(self, env: dict[str, int]) -> tuple[bytes, tuple[int, int, int]]:
+        """The Params and grid it runs with at the dynamic sizes `env` (the uniform's patched words filled in,
+        the count folded): what a tuning probe runs."""
+        words = bytearray(self.uniform)
+        for q in self.patches:
+            value = symbolic.evaluate(q.value, env)
+            struct.pack_into(SCALAR_FORMAT[q.scalar], words, q.offset, float(value) if q.scalar == "f32" else value)
+        grid = fold_grid(symbolic.evaluate(self.count, env)) if self.count is not None else self.grid
+        return bytes(words), grid
 
 
 @dataclass(frozen=True)
@@ -222,7 +236,7 @@ class Dispatch:
     # (`grid` is then the grid for the largest sizes).
     patches: tuple[Patch, ...] = ()
     count: Any = None  # Expr | None
-    options: tuple[Option, ...] = ()  # equivalent alternatives (static dispatches only); this one is the default
+    options: tuple[Option, ...] = ()  # equivalent alternatives; this one is the default
     # > 0: the dispatch `follows` places earlier leads a group chosen as a whole (a split GEMM and the
     # reduction of its slices): this one has as many options and runs option i when the leader does.
     follows: int = 0
@@ -232,9 +246,15 @@ class Dispatch:
     result: tuple[Tensor, ...] = ()
     tolerance: float = 0.0
 
+    @property
+    def launch(self) -> Option:
+        """What this dispatch runs (its kernel, Params, grid, patches and count), as an option would say it."""
+        return Option(self.kernel, self.uniform, self.grid, self.patches, self.count)
+
     def choose(self, option: Option) -> Dispatch:
         """This dispatch running `option` instead (and offering no options)."""
-        return Dispatch(option.kernel, self.buffers, option.uniform, option.grid, self.node)
+        return Dispatch(option.kernel, self.buffers, option.uniform, option.grid, self.node, option.patches,
+                        option.count)
 
 
 @dataclass
@@ -427,15 +447,7 @@ def _dispatch_problems(p: Program, i: int, d: Dispatch):
     words = max(1, sum(p.buffers[b].size for b in writes) // 4)
     yield f"dispatch {i}: bad grid", _grid_ok(d.grid)
     yield f"dispatch {i}: {prod(d.grid):,} workgroups for {words:,} words written", prod(d.grid) <= words
-    yield f"dispatch {i}: bad uniform patch", all(
-        _is_int(q.offset) and 0 <= q.offset <= len(d.uniform) - 4 and q.offset % 4 == 0 and q.scalar in SCALARS
-        and SCALAR_RANGE[q.scalar][0] <= symbolic.bounds(q.value)[0] <= symbolic.bound(q.value)
-        <= SCALAR_RANGE[q.scalar][1] for q in d.patches)
-    if d.count is not None:
-        lo, hi = symbolic.bounds(d.count)
-        yield f"dispatch {i}: its grid is not its workgroup count's largest value folded", (
-            lo >= 0 and hi <= MAX_WORKGROUPS_PER_DIM**2 and fold_grid(max(1, hi)) == tuple(d.grid))
-    yield f"dispatch {i}: a dynamic one has options", not d.options or (d.count is None and not d.patches)
+    yield from _sizing_problems(f"dispatch {i}", d.launch)
     for o in d.options:
         yield f"dispatch {i}: bad option", _is_int(o.kernel) and 0 <= o.kernel < len(p.kernels)
         yield f"dispatch {i}: bad grid {list(o.grid)} in an option", _grid_ok(o.grid)
@@ -444,11 +456,27 @@ def _dispatch_problems(p: Program, i: int, d: Dispatch):
         alt = p.kernels[o.kernel]
         yield f"dispatch {i}: option {alt.name} differs in bindings or Params", (
             alt.bindings == k.bindings and alt.uniform == k.uniform and len(o.uniform) == len(d.uniform))
+        yield f"dispatch {i}: option {alt.name} is not sized as the dispatch is (a workgroup count where it has one)", (
+            (o.count is None) == (d.count is None))
+        yield from _sizing_problems(f"dispatch {i} option {alt.name}", o)
     if d.follows:
         lead = p.dispatches[i - d.follows] if 0 < d.follows <= i else None
         yield f"dispatch {i}: follows no group leader with as many options", (
             lead is not None and not lead.follows and len(lead.options) == len(d.options) > 0
             and all(p.dispatches[i - j].follows == d.follows - j for j in range(1, d.follows)))
+
+
+def _sizing_problems(what: str, o: Option):
+    """A dispatch's or an option's dynamic sizing: each patch a word of its Params whose values fit its
+    type; its grid the workgroup count's largest value folded."""
+    yield f"{what}: bad uniform patch", all(
+        _is_int(q.offset) and 0 <= q.offset <= len(o.uniform) - 4 and q.offset % 4 == 0 and q.scalar in SCALARS
+        and SCALAR_RANGE[q.scalar][0] <= symbolic.bounds(q.value)[0] <= symbolic.bound(q.value)
+        <= SCALAR_RANGE[q.scalar][1] for q in o.patches)
+    if o.count is not None:
+        lo, hi = symbolic.bounds(o.count)
+        yield f"{what}: its grid is not its workgroup count's largest value folded", (
+            lo >= 0 and hi <= MAX_WORKGROUPS_PER_DIM**2 and fold_grid(max(1, hi)) == tuple(o.grid))
 
 
 def group(dispatches: list[Dispatch], leader: int) -> list[int]:

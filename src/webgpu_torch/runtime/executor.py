@@ -28,7 +28,7 @@ import numpy as np
 from ..format import compile_cost, dtypes, symbolic
 from ..format.errors import DeviceError, DeviceIndexError, InputError
 from ..format.limits import LIMITS
-from ..format.program import Program, Tensor, contiguous_strides, fold_grid
+from ..format.program import SCALAR_FORMAT, Program, Tensor, contiguous_strides, fold_grid
 from . import memory, transfer
 from .device_tensor import DeviceTensor, read_view
 from .engine import Engine, default_timeout
@@ -236,7 +236,7 @@ class Executor:
         device.queue.write_buffer(self.uniforms, 0, bytes(blob))
         self._uniform_blob = blob  # the uniform buffer's contents, patched in place per dynamic sizes
         # Each dynamic uniform word: (its byte offset in the buffer, struct format, value as a function).
-        self._patches = [(off + q.offset, _SCALAR_FORMAT[q.scalar], symbolic.compiled(q.value), q.scalar == "f32")
+        self._patches = [(off + q.offset, SCALAR_FORMAT[q.scalar], symbolic.compiled(q.value), q.scalar == "f32")
                          for off, d in zip(offsets, self.program.dispatches, strict=True) for q in d.patches]
         self._counts = [symbolic.compiled(d.count) if d.count is not None else None for d in self.program.dispatches]
         self.bind_groups = []
@@ -499,7 +499,6 @@ class Call:
             self._staging = None
 
 
-_SCALAR_FORMAT = {"u32": "<I", "i32": "<i", "f32": "<f"}
 def one_line(e: BaseException) -> str:
     """An engine's error as one line: its first line, with a count of the lines left out (compiler output)."""
     lines = [line for line in str(e).splitlines() if line.strip()] or [type(e).__name__]

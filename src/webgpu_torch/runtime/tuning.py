@@ -95,7 +95,12 @@ def device_key(engine: Engine) -> str:
 
 def candidates(d: Dispatch) -> list[Option]:
     """The dispatch's own kernel first, then its options."""
-    return [Option(d.kernel, d.uniform, d.grid), *d.options]
+    return [d.launch, *d.options]
+
+
+def hints(program: Program) -> dict[str, int]:
+    """The dynamic sizes tuning runs candidates at: each symbol's hint (the size the model was exported at)."""
+    return {name: s.hint for name, s in program.symbols.items()}
 
 
 def groups(program: Program) -> list[list[int]]:
@@ -106,14 +111,15 @@ def groups(program: Program) -> list[list[int]]:
 def choice_key(program: Program, members: list[int], engine: str) -> str:
     """What a group's candidates are on `engine`, independent of buffer numbering: equal keys time alike
     (docs/artifact.md, "Tuning": the Python and JavaScript runtimes compute the same key)."""
-    parts = []
+    parts, env = [], hints(program)
     for i in members:
         for o in candidates(program.dispatches[i]):
             k = program.kernels[o.kernel]
             source = hashlib.sha1(program.sources[k.source_for(engine)].encode()).hexdigest()
             overrides = [[name, _override_json(v)] for name, v in sorted(k.overrides)]
-            words = list(struct.unpack(f"<{len(o.uniform) // 4}I", o.uniform))
-            parts.append([source, k.entry, overrides, sorted(k.requires), words, list(o.grid)])
+            uniform, grid = o.at(env)
+            words = list(struct.unpack(f"<{len(uniform) // 4}I", uniform))
+            parts.append([source, k.entry, overrides, sorted(k.requires), words, list(grid)])
     text = json.dumps(parts, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha1(text.encode()).hexdigest()
 
@@ -303,7 +309,8 @@ def ranked_candidates(program: Program, members: list[int], features, limits: di
     """The group's candidates this device can run, as `candidate_order` orders them on `kind` of adapter."""
     leader = candidates(program.dispatches[members[0]])
     runnable = set(usable(program, members, features, limits))
-    order = candidate_order([math.prod(o.grid) for o in leader],
+    env = hints(program)
+    order = candidate_order([math.prod(o.at(env)[1]) for o in leader],
                             [list(program.kernels[o.kernel].targets) for o in leader], kind)
     return [c for c in order if c in runnable]
 
@@ -368,18 +375,19 @@ class Candidate:
 
 
 def _probe(program: Program, members: list[int], c: int) -> tuple[Program, list[int]]:
-    """A program of candidate `c` of the group `members` (its dispatches in order) over copies of the buffers
+    """A program of candidate `c` of the group `members` (its dispatches in order, at the dynamic sizes'
+    hints) over copies of the buffers
     they bind, numbered in order of first binding, the constants as the program holds them, whose outputs are
     the group's result views (read back in the run's own submit: on wgpu-native a second submit waits, beyond a
     timeout's reach, for a run that does not end); and the buffers to fill with `seeded_words` (those the
     group only reads)."""
     used: dict[int, int] = {}
-    dispatches = []
+    dispatches, env = [], hints(program)
     for i in members:
         d = program.dispatches[i]
         o = candidates(d)[c]
         buffers = tuple(used.setdefault(b, len(used)) for b in d.buffers)
-        dispatches.append(Dispatch(o.kernel, buffers, o.uniform, o.grid, d.node))
+        dispatches.append(Dispatch(o.kernel, buffers, *o.at(env), d.node))
     writes = set().union(*(written(program, program.dispatches[i]) for i in members))
     constant = {b for b in used if program.buffers[b].role == "constant"}
     buffers = [Buffer(program.buffers[b].size, "constant" if b in constant else "scratch") for b in used]
