@@ -191,20 +191,23 @@ def _check_replies(replies: list[dict], text: str, wanted: list[list[int] | str]
         assert reply["firstTokenMs"] > 0 and f"{reply['tokensPerSecond']:.1f} tokens/s" in text
 
 
-@pytest.mark.parametrize("weights", ["float32", "int4"])
-def test_the_chat_page_streams_the_causal_lms_ids_and_stops(tmp_path, weights):
-    """`serve --model llama`, its weights float32 or packed int4 (compile option weights=): the random-weights
-    LM has no tokenizer, so the chat is in token ids. Two messages get the ids the Python runtime generates for
-    the conversation's prompt (the second reusing the cache the first filled); Stop ends a third reply."""
+@pytest.mark.parametrize(("model", "weights"), [("llama", "float32"), ("llama-3.2-tiny", "int4")])
+def test_the_chat_page_streams_the_causal_lms_ids_and_stops(tmp_path, model, weights):
+    """`serve --model llama` with float32 weights, and `--model llama-3.2-tiny --weights int4` (Llama-3.2-1B's
+    structure at a CPU adapter's size: tied embeddings, llama3 rope; packed int4): the random-weights LM has no
+    tokenizer, so the chat is in token ids. Two messages get the ids the Python runtime generates for the
+    conversation's prompt (the second reusing the cache the first filled); Stop ends a third reply. The page
+    shows the device memory the model holds, as the Python runtime counts it for the same folder."""
     from webgpu_torch.runtime.generation import CausalLM
 
-    site = serve.site_for_model("llama", cache=tmp_path, weights=weights)
+    site = serve.site_for_model(model, cache=tmp_path, weights=weights)
     config = site.config
     follow_up, third = [5, 6, 7], [11, 12]
-    result, text = _chat(site, [" ".join(map(str, config["prompt"])), "5 6 7"], f"serve_llama_{weights}.png", "11 12")
+    result, text = _chat(site, [" ".join(map(str, config["prompt"])), "5 6 7"], f"serve_{model}_{weights}.png", "11 12")
     assert result["mode"] == "ids"
     lm = CausalLM.load(site.model)
     assert {p.bits for p in lm.step.program.packings.values()} == ({4} if weights == "int4" else set())
+    assert result["memory"] == lm.decoder.device_bytes() and result["memory"]["weights"] > 0
     replies = result["replies"]
     first = lm.generate(config["prompt"], config["maxNewTokens"]).ids
     conversation = [*config["prompt"], *first, *follow_up]

@@ -68,9 +68,11 @@ import { findTokenizer } from './tokenizer.js';
  *   usage?: Usage}} ChatCompletionChunk
  */
 /**
- * What both chats have: the model's name, `mode` ("text"; "ids" without a tokenizer) and `maxLength` (the
- * cache's rows: the most tokens a prompt may have, its reply's but the last included).
- * @typedef {{model: string, mode: 'text' | 'ids', maxLength: number}} ChatInfo
+ * What both chats have: the model's name, `mode` ("text"; "ids" without a tokenizer), `maxLength` (the
+ * cache's rows: the most tokens a prompt may have, its reply's but the last included) and `memory`, the bytes
+ * of device buffers the model holds (Decoder.deviceBytes: weights, cache, scratch).
+ * @typedef {{model: string, mode: 'text' | 'ids', maxLength: number,
+ *   memory: {weights: number, cache: number, scratch: number}}} ChatInfo
  */
 
 const REQUEST = new Set(['messages', 'stream', 'stream_options', 'temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty',
@@ -113,6 +115,8 @@ export class Chat {
     /** @type {ChatInfo['mode']} */
     this.mode = tokenizer ? 'text' : 'ids';
     this.maxLength = lm.info.max_length;
+    /** @type {ChatInfo['memory']} */
+    this.memory = lm.decoder.deviceBytes();
     const end = tokenizer?.specialTokens.eos_token;
     const endId = end === undefined ? undefined : tokenizer?.tokenId(end);
     /** the ids that end a reply: the model's EOS ids and the tokenizer's EOS token's */
@@ -433,6 +437,7 @@ export class WorkerChat {
     this.model = info.model;
     this.mode = info.mode;
     this.maxLength = info.maxLength;
+    this.memory = info.memory;
   }
 
   /**

@@ -27,7 +27,7 @@ export class ChatHost {
   async open(folder, options, onLoaded, onProgress) {
     const chat = await createChat(folder, { ...options, onLoaded, onProgress });
     this.chat = chat;
-    return { model: chat.model, mode: chat.mode, maxLength: chat.maxLength };
+    return { model: chat.model, mode: chat.mode, maxLength: chat.maxLength, memory: chat.memory };
   }
 
   /**

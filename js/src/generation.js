@@ -80,6 +80,27 @@ export class Decoder {
   }
 
   /**
+   * Bytes of the device buffers the programs hold, by role, each buffer once (the KV cache, and the weights
+   * a prefill takes from the step, count once): `weights` (constants), `cache` (states), `scratch` (the rest).
+   * @returns {{weights: number, cache: number, scratch: number}}
+   */
+  deviceBytes() {
+    const held = { weights: 0, cache: 0, scratch: 0 };
+    const seen = new Set();
+    for (const program of [this.step, this.prefill, this.sampler, this.beams, this.reorder]) {
+      if (!program) continue;
+      const { buffers, spec } = program.executor;
+      buffers.forEach((buffer, i) => {
+        if (seen.has(buffer)) return;
+        seen.add(buffer);
+        const role = spec.buffers[i].role;
+        held[role === 'constant' ? 'weights' : role === 'state' ? 'cache' : 'scratch'] += buffer.size;
+      });
+    }
+    return held;
+  }
+
+  /**
    * Submit the prompt (in every batch row) at positions `from` .. T - 1, its first `from` tokens' rows being in
    * the cache already (from < T): one prefill call where there is a prefill and two tokens or more remain, else
    * one step per token; the call whose outputs are the last token's.

@@ -106,6 +106,21 @@ class Decoder:
     def batch(self) -> int:
         return self.step.program.inputs[0].shape[0]
 
+    def device_bytes(self, engine: str | None = None) -> dict[str, int]:
+        """Bytes of the device buffers the programs hold, by role, each buffer once (the KV cache, and the
+        weights a prefill takes from the step, count once): weights (constants), cache (states), scratch (the
+        rest). js/src/generation.js's deviceBytes is its twin."""
+        held, seen = {"weights": 0, "cache": 0, "scratch": 0}, set()
+        for session in (self.step, self.prefill, self.sampler, self.beams, self.reorder):
+            if session is None:
+                continue
+            executor = session.executor(engine)
+            for buffer, spec in zip(executor.buffers, executor.program.buffers, strict=True):
+                if id(buffer) not in seen:
+                    seen.add(id(buffer))
+                    held[{"constant": "weights", "state": "cache"}.get(spec.role, "scratch")] += buffer.size
+        return held
+
     def start_prompt(self, prompt: list[int], context: tuple, keep, read):
         """Submit the prompt (in every batch row) at positions 0 .. T - 1: one prefill call where there is a
         prefill, else one step per token; the call whose outputs are the last token's."""

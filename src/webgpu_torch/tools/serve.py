@@ -86,18 +86,22 @@ def site_for_file(path: str | Path) -> Site:
 def site_for_model(name: str, size: str = "tiny", image_size: int = 96, new_tokens: int = 20,
                    cache: Path = CACHE, weights: str = "float32") -> Site:
     """A named model, compiled into the cache on first use."""
-    if name in ("minilm", "llama"):
+    from .models.archs import ARCHS
+
+    if name in ("minilm", "llama", *ARCHS):
         _require_libraries()
     if name == "minilm":
         folder = _cached(cache, "minilm", {"batch": MINILM_BATCH, "max_length": MINILM_MAX_LENGTH}, _build_minilm)
     elif name == "florence2":
         options = {"size": size, "image_size": image_size, "new_tokens": new_tokens}
         folder = _cached(cache, f"florence2-{size}", options, _build_florence2)
-    elif name == "llama":
-        options = {"size": size, "new_tokens": new_tokens, "weights": weights}
-        folder = _cached(cache, f"llama-{size}-{weights}", options, _build_llama)
+    elif name == "llama" or name in ARCHS:
+        arch = size if name == "llama" else name
+        options = {"arch": arch, "new_tokens": new_tokens, "weights": weights}
+        folder = _cached(cache, f"{f'llama-{arch}' if name == 'llama' else arch}-{weights}", options, _build_llama)
     else:
-        raise SystemExit(f"webgpu-torch serve: --model {name}: choose minilm, florence2 or llama")
+        raise SystemExit(f"webgpu-torch serve: --model {name}: choose minilm, florence2, llama or a causal LM "
+                         f"architecture ({', '.join(ARCHS)})")
     return Site(json.loads((folder / "page.json").read_text()), {"/model/": folder})
 
 
@@ -165,18 +169,23 @@ def _build_florence2(folder: Path, size: str, image_size: int, new_tokens: int) 
             "mean": IMAGE_MEAN, "std": IMAGE_STD}
 
 
-def _build_llama(folder: Path, size: str, new_tokens: int, weights: str) -> dict:
-    """The Llama-architecture causal LM (random seeded weights) as a CausalLM folder, with a seeded prompt of
-    ids (no tokenizer offline for random weights: the page shows ids)."""
+def _build_llama(folder: Path, arch: str, new_tokens: int, weights: str) -> dict:
+    """A causal LM of architecture `arch` (models/archs.py; random seeded weights) as a CausalLM folder, with a
+    seeded prompt of ids (no tokenizer offline for random weights: the page shows ids). Its bindings may be as
+    large as this machine's device binds (a 1B model's packed vocabulary is over WebGPU's 128 MiB)."""
+    import webgpu_torch
+
     from .models import llama
 
-    model = llama.build(size)
+    model = llama.build(arch)
     prompt = llama.sample_prompt(model, 8, seed=0)
-    options = {"weights": weights} if weights != "float32" else {}
+    options = {"max_binding_size": llama.binding_limit(webgpu_torch.device_info())}
+    options |= {"weights": weights} if weights != "float32" else {}
     lm = llama.compile_step(model, max(CAUSAL_MAX_LENGTH, len(prompt) + new_tokens), **options)
     lm.save(folder)
     millions = llama.parameters(model) / 1e6
-    return {"kind": "causal", "name": f"Llama-{size}, {millions:.1f} M parameters (random seeded weights, {weights})",
+    name = f"Llama-{arch}" if arch in ("tiny", "base") else arch
+    return {"kind": "causal", "name": f"{name}, {millions:.1f} M parameters (random seeded weights, {weights})",
             "folder": "/model/", "prompt": prompt, "maxNewTokens": new_tokens}
 
 
@@ -252,11 +261,11 @@ def main(args) -> int:
 
 def add_arguments(parser) -> None:
     parser.add_argument("file", nargs="?", help="a .wgpt, or a Seq2Seq or CausalLM folder")
-    parser.add_argument("--model", choices=["minilm", "florence2", "llama"],
-                        help="minilm: all-MiniLM-L6-v2 (real weights); florence2: Florence-2, random weights; "
-                             "llama: a Llama-architecture causal LM, random weights")
+    parser.add_argument("--model", help="minilm: all-MiniLM-L6-v2 (real weights); florence2: Florence-2, random "
+                        "weights; llama: a Llama-architecture causal LM of --size, random weights; or a causal LM "
+                        "architecture with random weights: llama-3.2-1b, qwen2.5-0.5b, … (models/archs.py)")
     parser.add_argument("--size", choices=["tiny", "base"], default="tiny",
-                        help="Florence-2's or the causal LM's size (llama base: 124.7 M parameters)")
+                        help="Florence-2's or --model llama's size (llama base: 124.7 M parameters)")
     parser.add_argument("--image-size", type=int, default=96, help="Florence-2's image side (base: 768)")
     parser.add_argument("--new-tokens", type=int, default=20, help="tokens per generation")
     parser.add_argument("--weights", default="float32", help="compile option weights= for the causal LM")

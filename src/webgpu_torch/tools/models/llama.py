@@ -193,7 +193,7 @@ def run(arch: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
           f"{dtype}, weights={weights}{what}, precision={precision}, a cache of {max_length} tokens, {strategy}")
     print(f"device: {info['adapter']} via {info['engine_module']} ({info['backend']})")
     rounded = weights in ("int8", "int4")
-    options = {"weights": weights, "precision": precision, "max_binding_size": _binding_limit(info)}
+    options = {"weights": weights, "precision": precision, "max_binding_size": binding_limit(info)}
     lm = compile_step(model, max_length, num_beams=num_beams, **options,
                       **({"group_size": group_size} if rounded else {}))
     program = lm.step.program
@@ -239,36 +239,20 @@ def run(arch: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
     wall = float(np.median(per_token))
     print(f"decode: wall {wall * 1e3:.2f} ms/token, step GPU {gpu * 1e3:.2f} ms/token: {wall / gpu:.2f}x; "
           f"{1 / wall:.1f} tokens/s")
-    held = device_bytes(lm, engine)
+    held = lm.decoder.device_bytes(engine)
     print("memory: device buffers " + ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in held.items()) +
           f"; this process's peak resident {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB "
           "(torch and the reference model included)")
     return ok
 
 
-def _binding_limit(info: dict) -> int:
+def binding_limit(info: dict) -> int:
     """The compile option max_binding_size for this device: WebGPU's guaranteed 128 MiB, or the device's own
     larger limit, which a packed table over 128 MiB (a 1B model's int4 vocabulary) needs: such a program runs
     only where a device binds as much (packed tables are not split into row chunks)."""
     limits = info.get("limits", {})
     device = min(limits.get("max-storage-buffer-binding-size", 0), limits.get("max-buffer-size", 0))
     return max(DEFAULT_MAX_BINDING, device // 16 * 16)
-
-
-def device_bytes(lm: CausalLM, engine: str | None = None) -> dict[str, int]:
-    """Bytes of the device buffers the LM's programs hold, by role, each buffer once: the KV cache and the
-    weights a prefill shares with the step count once (constants: weights; state: the KV cache; scratch:
-    everything else)."""
-    held: dict[str, int] = {}
-    seen = set()
-    for session in (lm.step, *lm.programs.values()):
-        executor = session.executor(engine)
-        for buffer, spec in zip(executor.buffers, executor.program.buffers, strict=True):
-            if id(buffer) not in seen:
-                seen.add(id(buffer))
-                role = {"constant": "constants", "state": "state"}.get(spec.role, "scratch")
-                held[role] = held.get(role, 0) + buffer.size
-    return held
 
 
 def _greedy(model, lm: CausalLM, prompt: list[int], new_tokens: int, tolerance: float = 1e-3,

@@ -50,6 +50,9 @@ export async function chatPage(config, page) {
   }
   page.timing('load (in a Web Worker)', ms(performance.now() - loading));
   page.timing('context (the cache\'s rows)', `${chat.maxLength} tokens`);
+  const mib = (/** @type {number} */ n) => `${(n / 2 ** 20).toFixed(n < 10 * 2 ** 20 ? 1 : 0)} MiB`;
+  const { weights, cache, scratch } = chat.memory;
+  page.timing('device memory', `${mib(weights + cache + scratch)}: weights ${mib(weights)}, KV cache ${mib(cache)}, scratch ${mib(scratch)}`);
   const ids = chat.mode === 'ids';
   document.body.dataset.mode = chat.mode;
   $('chat-note').textContent = ids ? 'in token ids: this model has no tokenizer' : 'through its tokenizer\'s chat template';
@@ -63,7 +66,7 @@ export async function chatPage(config, page) {
   const messages = [];
   /** @type {Reply[]} */
   const replies = [];
-  /** @type {any} */ (window).result = { mode: chat.mode, replies };
+  /** @type {any} */ (window).result = { mode: chat.mode, memory: chat.memory, replies };
   /** @type {AbortController | null} */
   let running = null;
   const shown = (/** @type {string | number[]} */ content) => (Array.isArray(content) ? content.join(' ') : content);
