@@ -56,6 +56,31 @@ def quantize_matmuls(path: str | Path, out: str | Path, bits: int = 4, block_siz
     quantizer.model.save_model_to_file(str(out), use_external_data_format=False)
 
 
+def export_llm(model, path: str | Path, max_length: int) -> dict:
+    """A Llama-architecture causal LM (transformers) as ONNX at `path`: its FunctionalStep (models/llama.py),
+    tokens and past lengths dynamic up to `max_length`, so that one graph evaluates a prompt from empty caches
+    and then one token a step. Attention is exported as transformers' eager attention (matmul, mask, softmax):
+    torch.onnx writes sdpa's with an IsNaN over the softmax, which ORT's WebGPU EP leaves on the CPU. The
+    cache's shape (kv heads, head_dim) and the graph's input and output names."""
+    from torch.export import Dim
+
+    from ..models import llama
+
+    c = model.config
+    head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    past = [torch.zeros(1, c.num_key_value_heads, 3, head_dim) for _ in range(2 * c.num_hidden_layers)]
+    tokens = Dim("tokens", min=1, max=max_length)
+    dynamic = ({1: tokens}, [{2: Dim("past", min=0, max=max_length)}] * len(past))
+    saved, c._attn_implementation = c._attn_implementation, "eager"
+    try:
+        with torch.no_grad():
+            inputs, outputs = export(llama.FunctionalStep(model), (torch.tensor([[1, 2, 3, 4]]), past), path,
+                                     dynamic_shapes=dynamic)
+    finally:
+        c._attn_implementation = saved
+    return {"cache": [c.num_key_value_heads, head_dim], "inputs": inputs, "outputs": outputs}
+
+
 class OrtModel:
     def __init__(self, module: torch.nn.Module, args: tuple):
         import onnxruntime as ort

@@ -1,4 +1,5 @@
-"""Llama decoding: ours against llama.cpp's Vulkan backend on the same device, weights, prompt ids and tokens.
+"""Llama decoding: ours against llama.cpp's Vulkan backend (and onnxruntime-web's WebGPU EP) on the same device,
+weights, prompt ids and tokens.
 
 One seeded Llama-architecture model (`webgpu-torch llama --arch`; llama.cpp's llama graph: default rope, no
 biases) with its weights rounded to float16, so that both sides hold the same values: written as GGUF
@@ -13,8 +14,15 @@ between tokens; the median over --runs generations after a warm-up one. Ours als
 tuned at load as the Python runtime is). `ids` compares each side's greedy ids with transformers' over the
 same float16 weights in float32, up to the first difference: llama.cpp caches keys and values in float16 by
 default (--kv-cache F32 for float32, as ours are), and a near tie between two logits may order differently.
+With --ort, onnxruntime-web's WebGPU EP too (js/bench/llm_ort.js, ORT's WebGPU build on Dawn for Node, the
+same adapter as ours): the same float16-rounded model exported by torch.onnx as one functional step (caches in,
+grown caches out: the prompt in one call from empty caches, then a call a token, the caches kept on the GPU;
+_ort.export_llm), its weights float32 beside F16 (the same values), and quantized beside Q4_0 by onnxruntime's
+MatMulNBits quantizer (q4, symmetric, blocks of 32: its own rounding again, so its ids are not expected to
+agree either). llm_ort.js refuses a model any of whose float work ORT placed off its WebGPU EP.
 Needs node and `npm ci --ignore-scripts` in js/bench/llama-cpp/ (NODE_LLAMA_CPP_SKIP_DOWNLOAD=true), and the
-`gguf` package (the bench extra). On a CPU Vulkan device (lavapipe) llama.cpp needs GGML_VK_VISIBLE_DEVICES
+`gguf` package (the bench extra); --ort also `npm ci` in js/ and js/bench/ort/, torch.onnx's exporter (the bench
+extra) and onnxruntime (its quantizer). On a CPU Vulkan device (lavapipe) llama.cpp needs GGML_VK_VISIBLE_DEVICES
 (--vulkan-device sets it): without it ggml-vulkan skips CPU devices and node-llama-cpp falls back to its CPU
 backend, which llm.js refuses.
 """
@@ -32,14 +40,18 @@ import webgpu_torch
 
 from ...runtime import timing
 from ..models import llama
-from . import _gguf
+from . import _gguf, _ort
 
 REPO = Path(__file__).resolve().parents[4]
 SCRIPT = REPO / "js" / "bench" / "llm.js"
 PACKAGE = REPO / "js" / "bench" / "llama-cpp"
+ORT_SCRIPT = REPO / "js" / "bench" / "llm_ort.js"
+ORT_DIST = REPO / "js" / "bench" / "ort" / "node_modules" / "onnxruntime-web" / "dist"
+# GGUF format -> ORT's weights of the same kind: (row label, whether MatMulNBits quantizes the float export)
+ORT_WEIGHTS = {"F16": ("float32 (F16 values)", False), "Q4_0": ("MatMulNBits q4", True)}
 OURS = {"F16": "float16", "Q4_0": "int4"}  # GGUF format -> our weights= for the same kind of storage
 COLUMNS = ["side", "weights", "first token ms", "prompt tok/s", "decode ms/token", "decode tok/s",
-           "step GPU ms", "decode vs llama.cpp", "ids vs transformers"]
+           "step GPU ms", "decode vs llama.cpp", "decode vs ORT-web", "ids vs transformers"]
 
 
 def add_arguments(parser) -> None:
@@ -56,14 +68,19 @@ def add_arguments(parser) -> None:
                         help="where the GGUF files (and --node's compiled folders) go")
     parser.add_argument("--node", action="store_true",
                         help="ours in Node too: the compiled folder through js/bench/bench.js (JS runtime, Dawn)")
+    parser.add_argument("--ort", action="store_true",
+                        help="onnxruntime-web's WebGPU EP too (js/bench/llm_ort.js): the model as ONNX, float and "
+                             "MatMulNBits q4")
 
 
 def run(args) -> tuple[list[dict], dict]:
     if not (PACKAGE / "node_modules" / "node-llama-cpp").is_dir() or shutil.which("node") is None:
         raise SystemExit(f"bench llm: needs node and node-llama-cpp: cd {PACKAGE} && "
                          "NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --ignore-scripts")
-    if args.node and not (REPO / "js" / "node_modules" / "webgpu").is_dir():
-        raise SystemExit("bench llm --node: needs the JS runtime's packages (Dawn for Node): npm ci in js/")
+    if (args.node or args.ort) and not (REPO / "js" / "node_modules" / "webgpu").is_dir():
+        raise SystemExit("bench llm --node/--ort: needs the JS runtime's packages (Dawn for Node): npm ci in js/")
+    if args.ort and not ORT_DIST.is_dir():
+        raise SystemExit(f"bench llm --ort: no onnxruntime-web in {ORT_DIST}: npm ci in js/bench/ort")
     model = llama.build(args.arch)
     if why := _gguf.refusal(model.config):
         raise SystemExit(f"bench llm --arch {args.arch}: {why}")
@@ -75,6 +92,10 @@ def run(args) -> tuple[list[dict], dict]:
     folder = Path(args.folder)
     folder.mkdir(parents=True, exist_ok=True)
     rows, peers = [], set()
+    onnx = None
+    if args.ort:  # one export: the float side runs it, the q4 side quantizes it
+        onnx = {"path": folder / f"{args.arch}.onnx"}
+        onnx |= _ort.export_llm(model, onnx["path"], len(prompt) + args.new_tokens + 1)
     for fmt in args.formats:
         weights = OURS[fmt]
         peer = _node([SCRIPT, _gguf.write(model, folder / f"{args.arch}-{fmt}.gguf", fmt), "--prompt",
@@ -84,8 +105,15 @@ def run(args) -> tuple[list[dict], dict]:
         peers.add(f"node-llama-cpp {peer['version']} on {peer['device']} ({peer['gpuLayers']} of "
                   f"{peer['layers']} layers offloaded, {peer['kvCache']} KV cache)")
         rows.append(_row("llama.cpp (Vulkan)", fmt, peer, prompt, want))
+        ort = None
+        if onnx:
+            label, quantized = ORT_WEIGHTS[fmt]
+            ort = _ort_side(onnx, folder / f"{args.arch}-q4.onnx" if quantized else None, prompt, args)
+            peers.add(f"onnxruntime-web {ort['version']} (WebGPU EP) on {ort['device']} (on its CPU EP: "
+                      f"{sum(ort['placed'].get('CPUExecutionProvider', {}).values())} shape nodes)")
+            rows.append(_row("onnxruntime-web (WebGPU)", label, ort, prompt, want, peer))
         lm, ours = _ours(model, prompt, weights, args)
-        rows.append(_row("ours", weights, ours, prompt, want, peer))
+        rows.append(_row("ours", weights, ours, prompt, want, peer, ort))
         if args.node:  # the same compiled folder in the JS runtime
             saved = folder / f"{args.arch}-{weights}"
             lm.save(saved)
@@ -93,7 +121,7 @@ def run(args) -> tuple[list[dict], dict]:
             (saved / "generate.json").write_text(json.dumps(record) + "\n")
             js = _node([REPO / "js" / "bench" / "bench.js", "--json", "--tune", "--calls", 4 * args.runs, saved],
                        dict(os.environ))
-            rows.append(_row("ours (Node)", weights, js, prompt, want, peer))
+            rows.append(_row("ours (Node)", weights, js, prompt, want, peer, ort))
     return rows, {"title": f"Llama decoding, --arch {args.arch} ({llama.parameters(model) / 1e6:.2f} M parameters),"
                            f" {len(prompt)} prompt ids, {args.new_tokens} greedy tokens",
                   "device": f"{info['adapter']} via {info['engine_module']} ({info['backend']})",
@@ -116,6 +144,17 @@ def _ours(model, prompt: list[int], weights: str, args):
                 "stepGpu": gpu}
 
 
+def _ort_side(onnx: dict, quantized: Path | None, prompt: list[int], args) -> dict:
+    """onnxruntime-web's figures (llm_ort.js) over the float export, or with `quantized` (a path) over the
+    export's MatMuls quantized there as MatMulNBits q4 (symmetric, blocks of 32, as Q4_0's)."""
+    path = onnx["path"]
+    if quantized is not None:
+        _ort.quantize_matmuls(path, quantized, bits=4, block_size=32)
+        path = quantized
+    return _node([ORT_SCRIPT, path, "--prompt", ",".join(map(str, prompt)), "--tokens", args.new_tokens,
+                  "--runs", args.runs, "--cache", ",".join(map(str, onnx["cache"]))], dict(os.environ))
+
+
 def _node(argv: list, env: dict) -> dict:
     """The JSON line a Node bench script prints last."""
     out = subprocess.run(["node", *map(str, argv)], capture_output=True, text=True, env=env, cwd=REPO / "js")
@@ -124,10 +163,12 @@ def _node(argv: list, env: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _row(side: str, weights: str, r: dict, prompt: list[int], want: list[int], baseline: dict | None = None) -> dict:
+def _row(side: str, weights: str, r: dict, prompt: list[int], want: list[int], baseline: dict | None = None,
+         ort: dict | None = None) -> dict:
     agree = next((i for i, (a, b) in enumerate(zip(r["ids"], want, strict=True)) if a != b), len(want))
     vs = "1 (baseline)" if baseline is None else f"{baseline['perToken'] / r['perToken']:.2f}x"
     return {"side": side, "weights": weights, "first token ms": r["firstToken"] * 1e3,
             "prompt tok/s": len(prompt) / r["firstToken"], "decode ms/token": r["perToken"] * 1e3,
             "decode tok/s": 1 / r["perToken"], "step GPU ms": r["stepGpu"] * 1e3 if "stepGpu" in r else "n/a",
-            "decode vs llama.cpp": vs, "ids vs transformers": f"{agree}/{len(want)}"}
+            "decode vs llama.cpp": vs, "decode vs ORT-web": f"{ort['perToken'] / r['perToken']:.2f}x" if ort else "",
+            "ids vs transformers": f"{agree}/{len(want)}"}

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 from torch.export import Dim
-from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedModel
+from transformers import AutoConfig, AutoModelForCausalLM, DynamicCache, PreTrainedModel
 
 import webgpu_torch
 
@@ -106,6 +106,24 @@ class DecoderStep(torch.nn.Module):
         logits = self.model(input_ids=tokens, past_key_values=self.cache.cache(position), use_cache=True,
                             logits_to_keep=1).logits.float()
         return logits, logits.argmax(-1)
+
+
+class FunctionalStep(torch.nn.Module):
+    """Tokens [1, T] after every layer's past keys and values [1, kv_heads, P, head_dim] (keys, values, layer by
+    layer): the last token's logits [1, 1, V], its greedy id [1, 1] and the caches grown to P + T, in that
+    order. The prompt from empty caches (P = 0) and one token a step are the same graph: for exporters without
+    state (ONNX, for onnxruntime-web's side of `bench llm`)."""
+
+    def __init__(self, model: PreTrainedModel):
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens, past):
+        cache = DynamicCache(config=self.model.config)
+        for i in range(len(past) // 2):
+            cache.update(past[2 * i], past[2 * i + 1], i)
+        logits = self.model(input_ids=tokens, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+        return logits, logits.argmax(-1), [t for layer in cache.layers for t in (layer.keys, layer.values)]
 
 
 def compile_step(model: PreTrainedModel, max_length: int = 256, *, num_beams: int = 1, prefill: bool = True,
