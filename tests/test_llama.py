@@ -5,6 +5,7 @@ own generate and logits processors (random seeded weights)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -172,14 +173,23 @@ def test_save_load_and_the_javascript_runtime(model_and_lm, tmp_path):
                            [corpus.strategy(sampled, lm.generate(prompt, NEW_TOKENS, **sampled))])
 
 
-def test_a_saved_prefill_refers_to_the_steps_weights_and_uses_its_buffers(model_and_lm, tmp_path):
-    """The folder holds the weights once (in step.wgpt); loaded, the prefill's constants are the step's GPU
-    buffers; a step saved again with other weights, or the prefill read without its folder, is refused."""
+def test_a_saved_prefill_refers_to_the_steps_weights_and_uses_its_buffers(model_and_lm, tmp_path, monkeypatch):
+    """The folder holds the weights once (in step.wgpt), read once; loaded, the prefill's constants are the
+    step's GPU buffers; a step saved again with other weights, or the prefill read without its folder, is
+    refused."""
     _, lm = model_and_lm
     lm.save(tmp_path)
     header, data = damage.parts((tmp_path / "prefill.wgpt").read_bytes())
     assert {t["external"]["file"] for t in header["tensors"]} == {"step.wgpt"} and len(data) == 0
+    read, parse = [], artifact._from_bytes
+
+    def recorded(raw, where, *rest):
+        read.append(Path(where).name)
+        return parse(raw, where, *rest)
+
+    monkeypatch.setattr(artifact, "_from_bytes", recorded)
     loaded = CausalLM.load(tmp_path)
+    assert sorted(read) == ["prefill.wgpt", "sampler.wgpt", "step.wgpt"]  # each file read once
     step, prefill = loaded.step.executor(), loaded.programs["prefill"].executor()
     constants = [i for i, b in enumerate(prefill.program.buffers) if b.role == "constant"]
     assert len(constants) > 10 and all(any(prefill.buffers[i] is b for b in step.buffers) for i in constants)

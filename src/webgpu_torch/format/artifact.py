@@ -16,6 +16,7 @@ import os
 import re
 import struct
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from math import prod
@@ -103,7 +104,7 @@ def save(program: Program, path: str | Path, beside: str | Path | None = None) -
         beside = Path(beside)
         if beside.parent.resolve() != path.parent.resolve() or beside.name == path.name:
             raise ValueError(f"{beside} is not another file of {path}'s folder")
-        near = Beside(beside.name, *_load(beside, 1))
+        near = Beside(beside.name, *_load(beside, 1, {}))
     path.write_bytes(to_bytes(program, near))
 
 
@@ -205,21 +206,36 @@ def _words(data: bytes) -> list[int]:
 
 # -- reading -----------------------------------------------------------------------------------------------
 
-def load(path: str | Path) -> Program:
+def load(path: str | Path, beside: Mapping[str, Program] | None = None) -> Program:
     """Read and fully validate a saved program; raises ArtifactError naming what is wrong. The file is mapped,
     not read: its constants are views of the map, whose pages the OS reads as the checksum and the upload reach
     them and may drop again (they are the file's, not this process's memory), so a program of several GB loads
-    in little more host memory than a chunk of it. The file must not shrink while the program lives."""
-    return _load(Path(path), 0)[0]
+    in little more host memory than a chunk of it. The file must not shrink while the program lives.
+    Constants stored in another file of the folder (Shared constants) are read from it, unless `beside` holds
+    the program already loaded from that file (by file name): then only that file's header is read."""
+    return _load(Path(path), 0, beside or {})[0]
 
 
-def _load(path: Path, depth: int) -> tuple[Program, int]:
+def _load(path: Path, depth: int, beside: Mapping[str, Program]) -> tuple[Program, int]:
     """`load`, and the CRC-32 of the file's data; `depth`: 1 for a file another refers to."""
+    return _from_bytes(_map(path), str(path), path, depth, beside)
+
+
+def _map(path: Path) -> bytes | mmap.mmap:
+    """The file's bytes as a read-only map (nothing read until touched)."""
     if not path.is_file():
         raise ArtifactError(f"{path}: {'not a file' if path.exists() else 'no such file'}")
     with open(path, "rb") as f:
-        raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
-    return _from_bytes(raw, str(path), path, depth)
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
+
+
+def _data_crc32(path: Path) -> int:
+    """The data CRC-32 a program file's header records (its container and header checked, its data not read)."""
+    header, _ = _split(_map(path), str(path))
+    crc = header.get("data_crc32") if isinstance(header, dict) else None
+    if not (_is_int(crc) and 0 <= crc <= 0xFFFFFFFF):
+        raise ArtifactError(f"{path}: data_crc32 is not a CRC-32")
+    return crc
 
 
 def from_bytes(raw: bytes | mmap.mmap, where: str = "artifact", path: Path | None = None) -> Program:
@@ -227,10 +243,11 @@ def from_bytes(raw: bytes | mmap.mmap, where: str = "artifact", path: Path | Non
     the container, the header's checksum and JSON, its values, format and lengths' alignment, its rules, then
     the data's checksum. Constants it refers to in another file (Shared constants) are read from `path`'s
     folder, that file loaded and checked whole."""
-    return _from_bytes(raw, where, path, 0)[0]
+    return _from_bytes(raw, where, path, 0, {})[0]
 
 
-def _from_bytes(raw: bytes | mmap.mmap, where: str, path: Path | None, depth: int) -> tuple[Program, int]:
+def _from_bytes(raw: bytes | mmap.mmap, where: str, path: Path | None, depth: int,
+                beside: Mapping[str, Program]) -> tuple[Program, int]:
     header, data = _split(raw, where)
     try:
         if not isinstance(header, dict):
@@ -244,7 +261,7 @@ def _from_bytes(raw: bytes | mmap.mmap, where: str, path: Path | None, depth: in
             raise ValueError(f"header length {header_len} or data length {data_len} is not a multiple of {ALIGN}")
         constants, packings, external = _read_tensors(header, data)
         program = from_json(header, constants, packings)
-        _take_external(program, external, path, where, depth)
+        _take_external(program, external, path, where, depth, beside)
         program.check()
         _check_requires(program, header)
         data_crc = header["data_crc32"]
@@ -405,10 +422,10 @@ FILE_NAME = re.compile(LIMITS["external_file"])
 
 
 def _take_external(program: Program, external: dict[int, External], path: Path | None, where: str,
-                   depth: int) -> None:
+                   depth: int, beside: Mapping[str, Program]) -> None:
     """Fill `program`'s constants that `external` places in other files of `path`'s folder from those files,
-    each loaded whole (its own checks), refusing a reference its file does not answer. A file referred to
-    refers to none itself (`depth` 1)."""
+    each loaded whole (its own checks) unless `beside` holds it, refusing a reference its file does not answer.
+    A file referred to refers to none itself (`depth` 1)."""
     files: dict[str, Program] = {}
     for buffer, e in external.items():
         name = program.buffers[buffer].name if 0 <= buffer < len(program.buffers) else ""
@@ -420,7 +437,9 @@ def _take_external(program: Program, external: dict[int, External], path: Path |
         if e.file not in files:
             if not (path.parent / e.file).is_file():
                 raise ArtifactError(f"{where}: constant {name!r} is stored in {e.file}, which is not in its folder")
-            other, crc = _load(path.parent / e.file, depth + 1)
+            sibling = path.parent / e.file
+            other, crc = ((beside[e.file], _data_crc32(sibling)) if e.file in beside
+                          else _load(sibling, depth + 1, {}))
             if crc != e.data_crc32:
                 raise ArtifactError(f"{where}: constant {name!r} is in {e.file} as it was saved before; that file "
                                     "has been saved again since (its data checksum differs): save the folder again")

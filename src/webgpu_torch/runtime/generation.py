@@ -316,8 +316,11 @@ def _settings(info: dict, settings: dict) -> decoding.Options:
     return decoding.options(**settings)
 
 
-def _programs(folder: Path, info: dict) -> dict[str, Session]:
-    return {name: Session.load(folder / f"{name}.wgpt") for name in info.get("programs", [])}
+def _programs(folder: Path, info: dict, step: Session) -> dict[str, Session]:
+    """The folder's decoding programs, those sharing the step's buffers read beside it (its weights not read
+    from its file again)."""
+    return {name: Session.load(folder / f"{name}.wgpt", beside=step if name in SHARING else None)
+            for name in info.get("programs", [])}
 
 
 def _save_programs(folder: Path, programs: dict[str, Session], info: dict, step: str) -> dict:
@@ -385,7 +388,8 @@ class CausalLM:
     def load(folder: str | Path) -> CausalLM:
         folder = Path(folder)
         info = _read_info(folder / "causal_lm.json", ("max_length", "vocab_size"), ())
-        return CausalLM(Session.load(folder / STEP), info, programs=_programs(folder, info))
+        step = Session.load(folder / STEP)
+        return CausalLM(step, info, programs=_programs(folder, info, step))
 
 
 @dataclass
@@ -444,5 +448,5 @@ class Seq2Seq:
     def load(folder: str | Path) -> Seq2Seq:
         folder = Path(folder)
         info = _read_info(folder / "seq2seq.json")
-        stages = (Session.load(folder / f"{name}.wgpt") for name in STAGES)
-        return Seq2Seq(*stages, info, programs=_programs(folder, info))
+        vision, encoder, decoder = (Session.load(folder / f"{name}.wgpt") for name in STAGES)
+        return Seq2Seq(vision, encoder, decoder, info, programs=_programs(folder, info, decoder))
