@@ -220,7 +220,7 @@ export class Executor {
     this.poisonScratch = false;
     /** Why this program refuses calls (a call that timed out); "" while usable. */
     this.failed = '';
-    /** Start-to-map milliseconds of the last NAP_WINDOW reading calls (Node: how long the next one naps). */
+    /** Start-to-map milliseconds of the last NAP_WINDOW reading calls and timed runs (Node: how long the next naps). */
     this.waits = /** @type {number[]} */ ([]);
     /** performance.now() when the last reading call's map completed */
     this.lastMapped = 0;
@@ -567,6 +567,15 @@ export class Executor {
   }
 
   /**
+   * Record `ms` from the start of a reading call (or of timed work: timing.js, tuning.js) to its map: what
+   * the next naps go by (NAP_*, above).
+   * @param {number} ms
+   */
+  waited(ms) {
+    this.waits = [...this.waits.slice(1 - NAP_WINDOW), ms];
+  }
+
+  /**
    * Wait for `promise` at most `seconds` (the call timeout by default); past that the program refuses further
    * calls (the GPU work itself cannot be cancelled, and the map may still complete).
    * @param {Promise<unknown>} promise
@@ -730,7 +739,7 @@ export class Call {
       const mapped = performance.now();
       // A map there at once after a nap says the nap outlasted the work: half the time is a better bound.
       const overslept = napping && mapped - woke < OVERSLEPT_MS;
-      ex.waits = [...ex.waits.slice(1 - NAP_WINDOW), (mapped - begun) * (overslept ? 0.5 : 1)];
+      ex.waited((mapped - begun) * (overslept ? 0.5 : 1));
       ex.lastMapped = mapped;
       stateOf(ex.device).unawaited = 0;
       const { spec } = ex;

@@ -91,8 +91,9 @@ export async function dispatchTimes(executor, samples = 3, repeats = 1, only = u
   const stamps = new Timestamps(executor, 2 * Math.min(Math.max(timed.length, 1), perPass));
   /** @type {number[][]} */
   const runs = Array.from({ length: n }, () => []);
+  const whole = timed.length === n && n <= perPass; // one pass of every dispatch: a run's time, repeated
   /** @type {number[]} per pass of dispatches, its last sample's milliseconds from first begin to last end */
-  const spans = [timed.length === n && n <= perPass ? perRun(executor) * repeats : 0];
+  const spans = [whole ? perRun(executor) * repeats : 0];
   try {
     for (let sample = warmUp ? 0 : 1; sample <= samples; sample++) { // sample 0 is the warm-up
       for (let first = 0; first < timed.length; first += perPass) {
@@ -109,6 +110,7 @@ export async function dispatchTimes(executor, samples = 3, repeats = 1, only = u
         }
         const t = await stamps.finish(encoder, 2 * count, spans[first / perPass] ?? 0);
         spans[first / perPass] = Number(t[2 * count - 1] - t[0]) * 1e-6;
+        if (whole) executor.waited(spans[0] / repeats);
         if (sample) for (let j = 0; j < count; j++) runs[timed[first + j]].push(Number(t[2 * j + 1] - t[2 * j]) * 1e-9 / repeats);
       }
     }
