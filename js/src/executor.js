@@ -567,7 +567,7 @@ export class Executor {
   }
 
   /**
-   * Record `ms` from the start of a reading call (or of timed work: timing.js, tuning.js) to its map: what
+   * Record `ms` from the start of a reading call (or of a timed run: timing.js) to its map: what
    * the next naps go by (NAP_*, above).
    * @param {number} ms
    */

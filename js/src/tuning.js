@@ -278,11 +278,8 @@ export class Candidate {
     const executor = await Executor.create(probe.spec, gpu, {}, borrowed);
     try {
       for (const j of probe.seeded) gpu.device.queue.writeBuffer(executor.buffers[j], 0, seededWords(j, probe.spec.buffers[j].size / 4 | 0));
-      const begun = performance.now();
       await executor.run([], {}, []);
-      const result = await readViews(executor, probe.result);
-      executor.waited(performance.now() - begun); // what the scout naps through (timing.js)
-      return new Candidate(executor, result, spec.dispatches[members[0]].tolerance);
+      return new Candidate(executor, await readViews(executor, probe.result), spec.dispatches[members[0]].tolerance);
     } catch (e) {
       executor.destroy();
       throw e;
