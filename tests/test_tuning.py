@@ -295,7 +295,7 @@ def test_decision_keep(case):
 @pytest.mark.host
 @pytest.mark.parametrize("case", DECISIONS["repeats"], ids=str)
 def test_decision_repeats(case):
-    assert tuning.repeats(case["run"], case["left"]) == case["repeats"]
+    assert tuning.repeats(case["run"], case["fastest"], case["left"]) == case["repeats"]
 
 
 @pytest.mark.host
@@ -363,12 +363,26 @@ def test_a_slow_candidate_is_scouted_once_and_never_measured(monkeypatch, tmp_pa
     program, _, _ = _linear_program()
     kernels = [o.kernel for o in tuning.candidates(program.dispatches[0])]
     slow, fast = kernels[0], kernels[-1]
-    calls = _scripted_times(monkeypatch, lambda k: 10.0 if k == slow else 1e-3 if k == fast else 2e-3)
+    calls = _scripted_times(monkeypatch, lambda k: 10.0 if k == slow else 1e-4 if k == fast else 2e-4)
     ex = Session(program).executor()
     n = len(kernels)
     assert calls[:n] == [(1, 1, False)] * n  # the scouts, one candidate at a time, warm from their checks
     assert calls[n:] == [(1, tuning.REPEATS, False)] * (tuning.SAMPLES * (n - 1))  # all but the slow one
     assert ex.program.dispatches[0].kernel == fast
+
+
+def test_candidates_past_the_span_are_measured_without_repeats(monkeypatch, tmp_path):
+    """Repeats resolve runs shorter than a timestamp's quantum: when the fastest kept candidate's run alone
+    spans tuning.SPAN, each sample runs every candidate once (a vocabulary projection on a CPU adapter spent
+    half the budget on 8 repeats), whatever the budget left."""
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    monkeypatch.setenv(tuning.BUDGET_VAR, "1000")
+    program, _, _ = _linear_program()
+    top = [tuning.candidates(program.dispatches[0])[c].kernel for c in _ranked(program, [0])[:4]]
+    calls = _scripted_times(monkeypatch, lambda k: tuning.SPAN * (2 + top.index(k)))  # within SLOWER
+    ex = Session(program).executor()
+    assert calls == [(1, 1, False)] * 4 + [(1, 1, False)] * (tuning.SAMPLES * 4)
+    assert ex.program.dispatches[0].kernel == top[0]
 
 
 def test_a_probe_the_budget_cannot_measure_is_decided_by_its_scout(monkeypatch, tmp_path):

@@ -57,8 +57,9 @@ const COMPILE_SECONDS = LIMITS.call_timeout.first_call_seconds_per_token;
 // starts at its submit, or when the reading call before it mapped, whichever is later; each time is at least
 // the GPU's, and a nap that outlasts the work — its map there within OVERSLEPT_MS of waking — counts half its
 // time, so a long call, such as a first decoder step waiting for its encoder, does not hold later naps long). Naps under
-// NAP_MIN_MS are skipped: there a timer's granularity costs more than the poll.
-const NAP_FRACTION = 0.9;
+// NAP_MIN_MS are skipped: there a timer's granularity costs more than the poll. Timed work (timing.js) naps too:
+// the polling core slowed the GPU time it measured by 1.3-2.2x on lavapipe over 2 shared cores (issue 31).
+export const NAP_FRACTION = 0.9;
 const NAP_WINDOW = 8;
 const NAP_MIN_MS = 20;
 const OVERSLEPT_MS = 1;
@@ -248,7 +249,7 @@ export class Executor {
     this.poisonScratch = false;
     /** Why this program refuses calls (a call that timed out); "" while usable. */
     this.failed = '';
-    /** Start-to-map milliseconds of the last NAP_WINDOW reading calls (Node: how long the next one naps). */
+    /** Start-to-map milliseconds of the last NAP_WINDOW reading calls and timed runs (Node: how long the next naps). */
     this.waits = /** @type {number[]} */ ([]);
     /** performance.now() when the last reading call's map completed */
     this.lastMapped = 0;
@@ -595,6 +596,15 @@ export class Executor {
   }
 
   /**
+   * Record `ms` from the start of a reading call (or of a timed run: timing.js) to its map: what
+   * the next naps go by (NAP_*, above).
+   * @param {number} ms
+   */
+  waited(ms) {
+    this.waits = [...this.waits.slice(1 - NAP_WINDOW), ms];
+  }
+
+  /**
    * Wait for `promise` at most `seconds` (the call timeout by default); past that the program refuses further
    * calls (the GPU work itself cannot be cancelled, and the map may still complete).
    * @param {Promise<unknown>} promise
@@ -710,6 +720,17 @@ export class Executor {
 }
 
 /**
+ * Node: sleep `ms` milliseconds, the most of the GPU's remaining work, before asking for a map (NAP_*, above);
+ * whether it slept (not for less than NAP_MIN_MS, nor outside Node).
+ * @param {number} ms
+ */
+export async function nap(ms) {
+  if (!isNode || ms < NAP_MIN_MS) return false;
+  await new Promise((wake) => setTimeout(wake, ms));
+  return true;
+}
+
+/**
  * A submitted call (Executor.start): `kept` its outputs kept on the device, at once; `result()` waits for the
  * outputs it reads and resolves to every output in order (one both kept and read comes back read; one neither
  * as undefined). Its staging buffer goes back to the executor with result() or discard(). `host`: seconds of
@@ -745,16 +766,14 @@ export class Call {
       // Node: nap through most of the GPU's time rather than poll for it (NAP_*, above). The GPU starts a
       // call at its submit or when the call before it finished, whichever is later (calls in flight together).
       const begun = Math.max(this.submitted, ex.lastMapped);
-      const nap = ex.waits.length ? NAP_FRACTION * Math.min(...ex.waits) - (start - begun) : 0;
-      const napping = isNode && nap >= NAP_MIN_MS;
-      if (napping) await new Promise((wake) => setTimeout(wake, nap));
+      const napping = await nap(ex.waits.length ? NAP_FRACTION * Math.min(...ex.waits) - (start - begun) : 0);
       const woke = performance.now();
       await ex.settle(staging.mapAsync(GPUMapMode.READ), 'the call', ex.limit);
       ex.limit = ex.timeout;
       const mapped = performance.now();
       // A map there at once after a nap says the nap outlasted the work: half the time is a better bound.
       const overslept = napping && mapped - woke < OVERSLEPT_MS;
-      ex.waits = [...ex.waits.slice(1 - NAP_WINDOW), (mapped - begun) * (overslept ? 0.5 : 1)];
+      ex.waited((mapped - begun) * (overslept ? 0.5 : 1));
       ex.lastMapped = mapped;
       stateOf(ex.device).unawaited = 0;
       const { spec } = ex;

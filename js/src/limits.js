@@ -82,6 +82,7 @@ export const LIMITS = Object.freeze({
  },
  "tuning": {
   "repeats": 8,
+  "span_seconds": 0.002,
   "samples": 3,
   "slower": 4,
   "groups_per_probe": 8,

@@ -1,5 +1,9 @@
 // GPU time from timestamp queries: per dispatch (what tuning compares) and per call (benchmarks). Every wait is
 // the executor's (Executor.settle): timed work that does not finish within its timeout fails, as a call does.
+// In Node each wait first naps through most of the work it expects (executor.js, nap): Dawn's polling for a
+// map would take a core from a CPU adapter's shader threads, and the timestamps would time that contention.
+
+import { NAP_FRACTION, nap } from './executor.js';
 
 /** @typedef {import('./executor.js').Executor} Executor */
 
@@ -41,15 +45,18 @@ class Timestamps {
   }
 
   /**
-   * Resolve the first `used` queries, submit `encoder` and return the timestamps in nanoseconds.
+   * Resolve the first `used` queries, submit `encoder` and return the timestamps in nanoseconds, napping
+   * through most of the `expected` milliseconds the work should take (0: unknown).
    * @param {GPUCommandEncoder} encoder
    * @param {number} used
+   * @param {number} expected
    * @returns {Promise<BigUint64Array>}
    */
-  async finish(encoder, used = this.count) {
+  async finish(encoder, used = this.count, expected = 0) {
     encoder.resolveQuerySet(this.querySet, 0, used, this.resolve, 0);
     encoder.copyBufferToBuffer(this.resolve, 0, this.read, 0, 8 * used);
     this.device.queue.submit([encoder.finish()]);
+    await nap(NAP_FRACTION * expected);
     await this.executor.settle(this.read.mapAsync(GPUMapMode.READ, 0, 8 * used), 'timed work');
     try {
       return new BigUint64Array(this.read.getMappedRange(0, 8 * used).slice(0));
@@ -84,6 +91,9 @@ export async function dispatchTimes(executor, samples = 3, repeats = 1, only = u
   const stamps = new Timestamps(executor, 2 * Math.min(Math.max(timed.length, 1), perPass));
   /** @type {number[][]} */
   const runs = Array.from({ length: n }, () => []);
+  const whole = timed.length === n && n <= perPass; // one pass of every dispatch: a run's time, repeated
+  /** @type {number[]} per pass of dispatches, its last sample's milliseconds from first begin to last end */
+  const spans = [whole ? perRun(executor) * repeats : 0];
   try {
     for (let sample = warmUp ? 0 : 1; sample <= samples; sample++) { // sample 0 is the warm-up
       for (let first = 0; first < timed.length; first += perPass) {
@@ -98,7 +108,9 @@ export async function dispatchTimes(executor, samples = 3, repeats = 1, only = u
           if (g[0]) for (let r = 0; r < repeats; r++) pass.dispatchWorkgroups(g[0], g[1], g[2]);
           pass.end();
         }
-        const t = await stamps.finish(encoder, 2 * count);
+        const t = await stamps.finish(encoder, 2 * count, spans[first / perPass] ?? 0);
+        spans[first / perPass] = Number(t[2 * count - 1] - t[0]) * 1e-6;
+        if (whole) executor.waited(spans[0] / repeats);
         if (sample) for (let j = 0; j < count; j++) runs[timed[first + j]].push(Number(t[2 * j + 1] - t[2 * j]) * 1e-9 / repeats);
       }
     }
@@ -106,6 +118,15 @@ export async function dispatchTimes(executor, samples = 3, repeats = 1, only = u
     stamps.destroy();
   }
   return runs.map((r) => (r.length ? median(r) : NaN));
+}
+
+/**
+ * Milliseconds one call of `executor` is expected to take: the shortest start-to-map time of its recent
+ * reading calls (the naps' own estimate; executor.js), 0 before its first.
+ * @param {Executor} executor
+ */
+function perRun(executor) {
+  return executor.waits.length ? Math.min(...executor.waits) : 0;
 }
 
 /** Seconds a timed submit should last: timestamps are quantised (Dawn: to 65.5 µs on some GPUs). */
@@ -139,14 +160,16 @@ async function timeCalls(executor, repeats, samples) {
   const { device } = executor;
   const stamps = device.features.has('timestamp-query') ? new Timestamps(executor, 2) : null;
   const perCall = [];
+  let expected = perRun(executor) * repeats;
   try {
     for (let sample = 0; sample <= samples; sample++) {
       const encoder = device.createCommandEncoder();
       let seconds;
       if (stamps) {
         for (let r = 0; r < repeats; r++) executor.encode(encoder, stamps.writes(r === 0 ? 0 : undefined, r === repeats - 1 ? 1 : undefined));
-        const t = await stamps.finish(encoder);
+        const t = await stamps.finish(encoder, 2, expected);
         seconds = Number(t[1] - t[0]) * 1e-9;
+        expected = seconds * 1e3;
       } else {
         for (let r = 0; r < repeats; r++) executor.encode(encoder);
         const start = performance.now();

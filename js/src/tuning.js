@@ -12,10 +12,12 @@
 // result views (a leader's `result`) must agree with the default's within the group's `tolerance`
 // (disagreement), or it is left out with a warning, as is a candidate the engine refuses. Then only those
 // within SLOWER times the fastest are measured (keep), REPEATS times in a compute pass of their own, in up to
-// SAMPLES interleaved samples, with as many repeats as the budget left holds for all of them (repeats; none
-// when not even one fits, and the scout decides), and no sample begun past the budget. So a load overruns
-// its budget by one candidate's compile, check and scout and one sample at most; a group broken off by the
-// budget stays untimed and runs its default. In each group only the `top` best-ranked candidates are timed
+// SAMPLES interleaved samples, with no more repeats than make the fastest one's repeated runs span SPAN (a long
+// kernel needs none to resolve its time: on lavapipe a vocabulary projection's 8 repeats spent the budget the
+// other groups needed) nor than the budget left holds for all of them (repeats; none when not even one fits,
+// and the scout decides), and no sample begun past the budget. So a load overruns its budget by one
+// candidate's compile, check and scout and one sample at most; a group broken off by the budget stays untimed
+// and runs its default. In each group only the `top` best-ranked candidates are timed
 // (compiling a candidate is most of the cost on a software adapter): candidateOrder puts the options whose
 // kernels target this kind of adapter first (a kernel's `targets`; "cpu" where fit.js's adapterKind finds one), then
 // the default, then the others by how close their grids are to its grid. A candidate whose kernel the device
@@ -54,6 +56,7 @@ export const TOP_VAR = 'WEBGPU_TORCH_TUNE_TOP';
 const REPEATS = LIMITS.tuning.repeats;
 const SAMPLES = LIMITS.tuning.samples;
 const GROUPS_PER_PROBE = LIMITS.tuning.groups_per_probe;
+const SPAN = LIMITS.tuning.span_seconds; // a measuring pass this long needs no repeats to resolve its time
 const SLOWER = LIMITS.tuning.slower; // a candidate scouted this many times slower than its group's fastest is not measured
 
 /**
@@ -196,7 +199,7 @@ export async function resolve(spec, gpu, features, options, constants) {
  */
 async function measure(spec, gpu, which, usable, options, constants) {
   const top = setting(options.tuneTop, TOP_VAR, LIMITS.tuning.top) || Infinity;
-  const budget = setting(options.tuneBudget, BUDGET_VAR, LIMITS.tuning.budget_seconds) * 1000;
+  const budget = setting(options.tuneBudget, BUDGET_VAR, LIMITS.tuning.budget_seconds);
   /** @type {Choices} */
   const chosen = {};
   /** @type {Map<string, number[]>} */
@@ -208,12 +211,12 @@ async function measure(spec, gpu, which, usable, options, constants) {
   }
   const members = (/** @type {string} */ key) => /** @type {number[]} */ (which.get(key));
   const order = [...ranked.keys()].sort((a, b) => work(spec, members(b)) - work(spec, members(a)));
-  const start = performance.now();
+  const start = seconds();
   const deadline = start + budget;
   const progress = new Progress(order.length);
   let timed = 0;
   let elapsed = 0;
-  while (timed < order.length && (elapsed = performance.now() - start) < budget) {
+  while (timed < order.length && (elapsed = seconds() - start) < budget) {
     const keys = order.slice(timed, timed + probeSize(timed, elapsed, budget));
     progress.show(timed, spec.dispatches[members(keys[0])[0]].node, elapsed);
     for (const key of keys) {
@@ -222,7 +225,7 @@ async function measure(spec, gpu, which, usable, options, constants) {
     }
     timed += keys.length;
   }
-  progress.done(order.filter((key) => key in chosen).length, order.length, performance.now() - start);
+  progress.done(order.filter((key) => key in chosen).length, order.length, seconds() - start);
   return chosen;
 }
 
@@ -237,7 +240,7 @@ async function measure(spec, gpu, which, usable, options, constants) {
  * @param {Gpu} gpu
  * @param {number[]} members
  * @param {number[]} ranked
- * @param {number} deadline
+ * @param {number} deadline in seconds (the clock `seconds` reads)
  * @param {GPUBuffer[]} constants
  * @returns {Promise<number | null>}
  */
@@ -255,7 +258,7 @@ async function fastest(spec, gpu, members, ranked, deadline, constants) {
       throw e;
     }
     for (const c of ranked) {
-      if (tried && performance.now() >= deadline) break;
+      if (tried && seconds() >= deadline) break;
       tried++;
       let candidate = reference;
       if (c !== 0) {
@@ -457,22 +460,28 @@ export function disagreement(reference, candidate, tolerance) {
  * interleaved, none begun past the deadline; the scout's own time where not one sample fits the budget.
  * @param {Map<number, {executor: Executor, time: number}>} scouted
  * @param {number[]} kept
- * @param {number} deadline
+ * @param {number} deadline in seconds (the clock `seconds` reads)
  * @returns {Promise<Map<number, number>>}
  */
 async function measured(scouted, kept, deadline) {
   const scout = (/** @type {number} */ c) => /** @type {{executor: Executor, time: number}} */ (scouted.get(c));
-  const reps = kept.length > 1 ? repeats(kept.reduce((t, c) => t + scout(c).time, 0), deadline - performance.now()) : 0;
+  const times = kept.map((c) => scout(c).time);
+  const reps = kept.length > 1 ? repeats(sum(times), Math.min(...times), deadline - seconds()) : 0;
   if (!reps) return new Map(kept.map((c) => [c, scout(c).time]));
   /** @type {Map<number, number[]>} */
   const samples = new Map(kept.map((c) => [c, []]));
   const count = () => /** @type {number[]} */ (samples.get(kept[0])).length;
-  while (count() < SAMPLES && (!count() || performance.now() < deadline)) {
+  while (count() < SAMPLES && (!count() || seconds() < deadline)) {
     for (const c of kept) { // the scout warmed them up
       /** @type {number[]} */ (samples.get(c)).push(sum(await dispatchTimes(scout(c).executor, 1, reps, undefined, false)));
     }
   }
   return new Map([...samples].map(([c, t]) => [c, median(t)]));
+}
+
+/** The clock tuning reads, in seconds: the unit of its budget, deadlines and GPU times alike. */
+function seconds() {
+  return performance.now() / 1000;
 }
 
 /** @param {number[]} xs */
@@ -492,15 +501,19 @@ export function keep(scouted) {
 }
 
 /**
- * How many times each measured dispatch repeats in its pass when one run of all of them takes `run` and
- * `left` of the budget remains (any one unit): REPEATS, or as many as SAMPLES passes of them fit (0: none
- * fits, the scout decides).
+ * How many times each measured dispatch repeats in its pass when one run of all of them takes `run` seconds,
+ * the fastest of them `fastest`, and `left` seconds of budget remain: REPEATS, but no more than make the
+ * fastest one's repeated runs span SPAN (repeats resolve runs shorter than a timestamp's quantum; past that
+ * they only spend the budget later groups need), nor than SAMPLES passes of them fit (0: none fits, the scout
+ * decides).
  * @param {number} run
+ * @param {number} fastest
  * @param {number} left
  */
-export function repeats(run, left) {
+export function repeats(run, fastest, left) {
   if (run <= 0) return REPEATS;
-  return Math.max(0, Math.min(REPEATS, Math.floor(left / (SAMPLES * run))));
+  const spanning = fastest > 0 ? Math.ceil(SPAN / fastest) : REPEATS;
+  return Math.max(0, Math.min(REPEATS, spanning, Math.floor(left / (SAMPLES * run))));
 }
 
 /**
@@ -586,21 +599,21 @@ class Progress {
   /**
    * @param {number} done
    * @param {string} node
-   * @param {number} elapsed milliseconds
+   * @param {number} elapsed seconds
    */
   show(done, node, elapsed) {
-    if (this.live) process.stderr.write(`\rtuning ${done}/${this.groups} groups of dispatches (${(elapsed / 1000).toFixed(1)} s): timing the kernels for ${node}\x1b[K`);
+    if (this.live) process.stderr.write(`\rtuning ${done}/${this.groups} groups of dispatches (${elapsed.toFixed(1)} s): timing the kernels for ${node}\x1b[K`);
   }
 
   /**
    * @param {number} timed
    * @param {number} groups
-   * @param {number} elapsed milliseconds
+   * @param {number} elapsed seconds
    */
   done(timed, groups, elapsed) {
-    if (!isNode || !(this.live || elapsed > 10000) || !groups) return;
+    if (!isNode || !(this.live || elapsed > 10) || !groups) return;
     const left = timed < groups ? `; ${groups - timed} left at their defaults (${BUDGET_VAR})` : '';
-    const line = `tuned ${timed}/${groups} groups of dispatches in ${(elapsed / 1000).toFixed(1)} s${left}`;
+    const line = `tuned ${timed}/${groups} groups of dispatches in ${elapsed.toFixed(1)} s${left}`;
     process.stderr.write(this.live ? `\r${line}\x1b[K\n` : `${line}\n`);
   }
 }

@@ -113,7 +113,7 @@ test('tuning decides as tests/conformance/tuning_rules.json says', () => {
   for (const c of rules.rank) assert.deepEqual(candidateOrder(c.workgroups, c.targets, c.kind), c.order, JSON.stringify(c));
   for (const c of rules.probe_size) assert.equal(probeSize(c.timed, c.elapsed, c.budget), c.size, JSON.stringify(c));
   for (const c of rules.keep) assert.deepEqual(keep(c.scouted), c.kept, JSON.stringify(c));
-  for (const c of rules.repeats) assert.equal(repeats(c.run, c.left), c.repeats, JSON.stringify(c));
+  for (const c of rules.repeats) assert.equal(repeats(c.run, c.fastest, c.left), c.repeats, JSON.stringify(c));
   for (const c of rules.seeded_words) assert.deepEqual(Array.from(seededWords(c.index, c.count)), c.words, JSON.stringify(c));
   for (const c of rules.disagreement) {
     const values = (/** @type {(number | string)[]} */ v) => (c.dtype === 'int32' ? Int32Array : Float32Array).from(v.map(Number));

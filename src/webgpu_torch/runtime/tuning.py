@@ -12,8 +12,10 @@ candidate is compiled, run, checked and scouted on its own, in rank order, none 
 result views (`Dispatch.result`) must agree with the default's within the group's tolerance (`disagreement`),
 or it is left out with a warning, as is a candidate the engine refuses to compile. Then only those within
 `SLOWER` times the fastest scout are measured (`keep`), `REPEATS` times in a compute pass of their own, in up
-to `SAMPLES` interleaved samples — with as many repeats as the budget left holds for all the samples
-(`repeats`; none when not even one fits, and the scout decides), and no sample begun past the budget. So a
+to `SAMPLES` interleaved samples — with no more repeats than make the fastest one's repeated runs span `SPAN`
+(a long kernel needs none to resolve its time: on lavapipe a vocabulary projection's 8 repeats spent half the
+budget and more, leaving the other groups at their defaults), nor than the budget left holds for all the
+samples (`repeats`; none when not even one fits, and the scout decides), and no sample begun past the budget. So a
 load overruns its budget by one candidate's compile, check and scout and one sample at most, however slow a
 candidate is to compile (lavapipe's LLVM) or to run (a 128 x 128 tile over a one-row product on a CPU adapter
 runs for seconds); a group broken off by the budget stays untimed and runs its default. In each group only the
@@ -66,6 +68,7 @@ TOP_VAR = "WEBGPU_TORCH_TUNE_TOP"
 REPEATS = LIMITS["tuning"]["repeats"]
 SAMPLES = LIMITS["tuning"]["samples"]
 GROUPS_PER_PROBE = LIMITS["tuning"]["groups_per_probe"]
+SPAN = LIMITS["tuning"]["span_seconds"]  # a measuring pass this long needs no repeats to resolve its time
 SLOWER = LIMITS["tuning"]["slower"]  # a candidate scouted this many times slower than the fastest is not measured
 
 
@@ -211,13 +214,16 @@ def keep(scouted: list[float]) -> list[int]:
     return [c for c, t in enumerate(scouted) if t <= SLOWER * best]
 
 
-def repeats(run: float, left: float) -> int:
+def repeats(run: float, fastest: float, left: float) -> int:
     """How many times each measured dispatch repeats in its pass when one run of all of them takes `run`
-    seconds and `left` seconds of budget remain: REPEATS, or as many as SAMPLES passes of them fit (0: none
-    fits, the scout decides)."""
+    seconds, the fastest of them `fastest`, and `left` seconds of budget remain: REPEATS, but no more than make
+    the fastest one's repeated runs span SPAN (repeats resolve runs shorter than a timestamp's quantum; past
+    that they only spend the budget later groups need), nor than SAMPLES passes of them fit (0: none fits, the
+    scout decides)."""
     if run <= 0:
         return REPEATS
-    return max(0, min(REPEATS, int(left / (SAMPLES * run))))
+    spanning = math.ceil(SPAN / fastest) if fastest > 0 else REPEATS
+    return max(0, min(REPEATS, spanning, int(left / (SAMPLES * run))))
 
 
 def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], ranked: dict[str, list[int]],
@@ -283,7 +289,8 @@ def _fastest_of(program: Program, engine: Engine, members: list[int], ranked: li
 def _measured(scouted: dict[int, tuple[Executor, float]], kept: list[int], deadline: float) -> dict[int, float]:
     """Seconds per run of each kept candidate: the median of up to SAMPLES samples of `repeats` runs each,
     interleaved, none begun past the deadline; the scout's own time where not one sample fits the budget."""
-    reps = repeats(sum(scouted[c][1] for c in kept), deadline - time.perf_counter()) if len(kept) > 1 else 0
+    times = [scouted[c][1] for c in kept]
+    reps = repeats(sum(times), min(times), deadline - time.perf_counter()) if len(kept) > 1 else 0
     if not reps:
         return {c: scouted[c][1] for c in kept}
     samples: dict[int, list[float]] = {c: [] for c in kept}
