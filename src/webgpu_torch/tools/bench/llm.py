@@ -1,9 +1,10 @@
 """Llama decoding: ours against llama.cpp's Vulkan backend (and onnxruntime-web's WebGPU EP) on the same device,
 weights, prompt ids and tokens.
 
-One seeded Llama-architecture model (`webgpu-torch llama --arch`; llama.cpp's llama graph: default rope, no
-biases) with its weights rounded to float16, so that both sides hold the same values: written as GGUF
-(_gguf.py) F16 and Q4_0 for llama.cpp, which runs it through the npm node-llama-cpp's prebuilt Vulkan build
+One seeded causal LM of `webgpu-torch llama --arch` (Llama, Llama 3.2's or Qwen2.5's architecture, or their tiny
+twins: llama.cpp's llama or qwen2 graph; _gguf.refusal names what neither reads) with its weights rounded to
+float16, so that both sides hold the same values: written as GGUF (_gguf.py) F16 and Q4_0 for llama.cpp, which
+runs it through the npm node-llama-cpp's prebuilt Vulkan build
 (js/bench/llm.js, every layer offloaded), and compiled by us with weights="float16" and weights="int4"
 (groups of 32, as Q4_0's blocks, though each side rounds to 4 bits its own way: Q4_0's scale is the block's
 largest magnitude over -8, ours over 7, so the int4 rows' ids are not expected to agree).
@@ -55,7 +56,7 @@ COLUMNS = ["side", "weights", "first token ms", "prompt tok/s", "decode ms/token
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--arch", default="tiny", help="a Llama architecture of models/archs.py (tiny, base, …)")
+    parser.add_argument("--arch", default="tiny", help="a model of models/archs.py (tiny, base, qwen2.5-tiny, …)")
     parser.add_argument("--formats", nargs="*", default=list(OURS), choices=list(OURS))
     parser.add_argument("--prompt-length", type=int, default=32, help="prompt ids after BOS")
     parser.add_argument("--new-tokens", type=int, default=32)
