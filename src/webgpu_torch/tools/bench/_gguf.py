@@ -94,13 +94,14 @@ def write(model, path: str | Path, fmt: str = "F16") -> Path:
     names = gguf.TensorNameMap(arch, c.num_hidden_layers)
     qtype = gguf.GGMLQuantizationType[fmt]
     tied = model.lm_head.weight is model.get_input_embeddings().weight
+    pairwise = ARCHS[c.model_type]  # GGML's NORM rope: query and key rows permuted
     for name, p in model.state_dict().items():
         if tied and name == "lm_head.weight":  # llama.cpp reads token_embd as the output when output is absent
             continue
         array = p.detach().float().numpy()
-        if ARCHS[c.model_type] and name.endswith("self_attn.q_proj.weight"):
+        if pairwise and name.endswith("self_attn.q_proj.weight"):
             array = permute(array, c.num_attention_heads)
-        elif ARCHS[c.model_type] and name.endswith("self_attn.k_proj.weight"):
+        elif pairwise and name.endswith("self_attn.k_proj.weight"):
             array = permute(array, c.num_key_value_heads)
         target = names.get_name(name, try_suffixes=(".weight", ".bias"))
         if target is None:
