@@ -68,8 +68,8 @@ def test_tensors_read_back(model, tmp_path, fmt):
         if want.ndim == 1:
             assert t.tensor_type == gguf.GGMLQuantizationType.F32
             np.testing.assert_array_equal(t.data, want)
-        elif fmt == "F16":  # the model's values are float16 already: held exactly
-            assert t.tensor_type == gguf.GGMLQuantizationType.F16
+        elif fmt in ("F16", "F32"):  # the model's values are float16 already: held exactly by either
+            assert t.tensor_type == gguf.GGMLQuantizationType[fmt]
             np.testing.assert_array_equal(t.data.astype(np.float32), want)
         else:  # Q4_0: blocks of 32 along a row, steps of (largest magnitude / 8) from -8 to 7 of them: within
             # half a step, but for the magnitude opposite the largest, clipped at 7, a step

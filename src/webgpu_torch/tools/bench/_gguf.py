@@ -6,9 +6,10 @@ weights: GGUF's tensor names (gguf.TensorNameMap) under the architecture `llama`
 to GGML's pairwise one (`permute`; llama.cpp ropes qwen2 in NEOX mode, rotate-half's own pairing, unpermuted).
 Llama 3's rope scaling is the `rope_freqs` tensor of per-frequency divisors (`rope_freqs`); Qwen2's query, key
 and value biases are `blk.N.attn_{q,k,v}.bias`; a tied LM head is left out (llama.cpp's output is then
-token_embd). 1-D tensors (norms, biases, rope_freqs) stay float32; matrices are F16 or Q4_0 (gguf.quants: blocks
-of 32 along a row, one float16 scale each). The vocabulary is placeholders of the model's size (SentencePiece
-"llama": <unk> 0, <s> 1, </s> 2): the bench feeds and reads token ids only.
+token_embd). 1-D tensors (norms, biases, rope_freqs) stay float32; matrices are F16, Q4_0 (gguf.quants: blocks
+of 32 along a row, one float16 scale each) or F32 (llama.cpp's float32 arithmetic then: a parity check). The
+vocabulary is placeholders of the model's size (SentencePiece "llama": <unk> 0, <s> 1, </s> 2): the bench feeds
+and reads token ids only.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-FORMATS = ("F16", "Q4_0")
+FORMATS = ("F16", "Q4_0", "F32")
 # transformers model_type -> whether its query and key rows are permuted: the GGUF architecture of the same
 # name ropes pairs (2i, 2i + 1) (llama.cpp's NORM rope: llama) or (i, i + d/2) (NEOX: qwen2, as transformers)
 ARCHS = {"llama": True, "qwen2": False}
@@ -87,7 +88,8 @@ def write(model, path: str | Path, fmt: str = "F16") -> Path:
     w.add_rope_freq_base(float(c.rope_parameters["rope_theta"]))
     w.add_layer_norm_rms_eps(c.rms_norm_eps)
     w.add_vocab_size(c.vocab_size)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if fmt == "F16" else gguf.LlamaFileType.MOSTLY_Q4_0)
+    w.add_file_type({"F16": gguf.LlamaFileType.MOSTLY_F16, "Q4_0": gguf.LlamaFileType.MOSTLY_Q4_0,
+                     "F32": gguf.LlamaFileType.ALL_F32}[fmt])
     _vocabulary(w, c.vocab_size)
     if (factors := rope_freqs(c)) is not None:  # one tensor, read by every layer
         w.add_tensor(gguf.TENSOR_NAMES[gguf.MODEL_TENSOR.ROPE_FREQS] + ".weight", factors)

@@ -49,15 +49,17 @@ PACKAGE = REPO / "js" / "bench" / "llama-cpp"
 ORT_SCRIPT = REPO / "js" / "bench" / "llm_ort.js"
 ORT_DIST = REPO / "js" / "bench" / "ort" / "node_modules" / "onnxruntime-web" / "dist"
 # GGUF format -> ORT's weights of the same kind: (row label, whether MatMulNBits quantizes the float export)
-ORT_WEIGHTS = {"F16": ("float32 (F16 values)", False), "Q4_0": ("MatMulNBits q4", True)}
-OURS = {"F16": "float16", "Q4_0": "int4"}  # GGUF format -> our weights= for the same kind of storage
+ORT_WEIGHTS = {"F16": ("float32 (F16 values)", False), "Q4_0": ("MatMulNBits q4", True),
+               "F32": ("float32", False)}
+# GGUF format -> our weights= for the same kind of storage; F32 (llama.cpp's float32 arithmetic) on request only
+OURS = {"F16": "float16", "Q4_0": "int4", "F32": "float32"}
 COLUMNS = ["side", "weights", "first token ms", "prompt tok/s", "decode ms/token", "decode tok/s",
            "step GPU ms", "decode vs llama.cpp", "decode vs ORT-web", "ids vs transformers"]
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--arch", default="tiny", help="a model of models/archs.py (tiny, base, qwen2.5-tiny, …)")
-    parser.add_argument("--formats", nargs="*", default=list(OURS), choices=list(OURS))
+    parser.add_argument("--formats", nargs="*", default=["F16", "Q4_0"], choices=list(OURS))
     parser.add_argument("--prompt-length", type=int, default=32, help="prompt ids after BOS")
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3, help="timed generations a side, after a warm-up one")
