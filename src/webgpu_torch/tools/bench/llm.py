@@ -7,7 +7,8 @@ float16, so that both sides hold the same values: written as GGUF (_gguf.py) F16
 runs it through the npm node-llama-cpp's prebuilt Vulkan build
 (js/bench/llm.js, every layer offloaded), and compiled by us with weights="float16" and weights="int4"
 (groups of 32, as Q4_0's blocks, though each side rounds to 4 bits its own way: Q4_0's scale is the block's
-largest magnitude over -8, ours over 7, so the int4 rows' ids are not expected to agree).
+largest magnitude over -8, ours over 7, so the int4 rows' ids are not expected to agree). --formats F32: float32
+matrices beside our weights="float32", the parity check at real sizes (F16's kernels round further).
 Both sides evaluate the same prompt ids and then decode greedily, from an empty cache each generation, timed
 by the wall clock: the time to the first token (the prompt's evaluation and one token), then the median time
 between tokens; the median over --runs generations after a warm-up one. Ours also shows the step's GPU time
