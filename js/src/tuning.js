@@ -643,7 +643,9 @@ function probeSpec(spec, members, c) {
   });
   const writes = new Set(members.flatMap((i) => written(spec.kernels, spec.dispatches[i])));
   const bound = [...used].filter(([b]) => spec.constants.has(b));
-  const constants = new Map(bound.map(([b, j]) => [j, /** @type {import('./artifact.js').Constant} */ (spec.constants.get(b))]));
+  // The probe borrows every constant it binds from the program's buffers (Candidate.create), one another file
+  // holds (`external`, shared with that file's program) too: the probe itself never resolves where one lives.
+  const constants = new Map(bound.map(([b, j]) => [j, { .../** @type {import('./artifact.js').Constant} */ (spec.constants.get(b)), external: undefined }]));
   const seeded = [...used].flatMap(([b, j]) => (constants.has(j) || writes.has(b) ? [] : [j]));
   const at = (/** @type {number} */ b) => /** @type {number} */ (used.get(b));
   const result = spec.dispatches[members[0]].result.map((t) => ({ ...t, buffer: at(t.buffer) }));

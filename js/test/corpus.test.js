@@ -90,3 +90,14 @@ test('a prefill saved beside its step uses the step\'s weights, and is refused w
     other.destroy();
   }
 });
+
+test('a prefill sharing the step\'s weights is tuned at load: its probes borrow the shared constants', { skip: !GENERATIONS.includes('llama_tiny') && HOW }, async () => {
+  const folder = join(CORPUS, 'llama_tiny');
+  const record = JSON.parse(readFileSync(join(folder, 'generate.json'), 'utf8'));
+  const lm = await loadCausalLM(folder, { tune: true, cache: false }); // every group probed at this load
+  try {
+    assert.deepEqual(await regenerate(lm, record), []);
+  } finally {
+    lm.destroy();
+  }
+});

@@ -1,12 +1,14 @@
 """Llama decoding: ours against llama.cpp's Vulkan backend (and onnxruntime-web's WebGPU EP) on the same device,
 weights, prompt ids and tokens.
 
-One seeded Llama-architecture model (`webgpu-torch llama --arch`; llama.cpp's llama graph: default rope, no
-biases) with its weights rounded to float16, so that both sides hold the same values: written as GGUF
-(_gguf.py) F16 and Q4_0 for llama.cpp, which runs it through the npm node-llama-cpp's prebuilt Vulkan build
+One seeded causal LM of `webgpu-torch llama --arch` (Llama, Llama 3.2's or Qwen2.5's architecture, or their tiny
+twins: llama.cpp's llama or qwen2 graph; _gguf.refusal names what neither reads) with its weights rounded to
+float16, so that both sides hold the same values: written as GGUF (_gguf.py) F16 and Q4_0 for llama.cpp, which
+runs it through the npm node-llama-cpp's prebuilt Vulkan build
 (js/bench/llm.js, every layer offloaded), and compiled by us with weights="float16" and weights="int4"
 (groups of 32, as Q4_0's blocks, though each side rounds to 4 bits its own way: Q4_0's scale is the block's
-largest magnitude over -8, ours over 7, so the int4 rows' ids are not expected to agree).
+largest magnitude over -8, ours over 7, so the int4 rows' ids are not expected to agree). --formats F32: float32
+matrices beside our weights="float32", the parity check at real sizes (F16's kernels round further).
 Both sides evaluate the same prompt ids and then decode greedily, from an empty cache each generation, timed
 by the wall clock: the time to the first token (the prompt's evaluation and one token), then the median time
 between tokens; the median over --runs generations after a warm-up one. Ours also shows the step's GPU time
@@ -48,15 +50,17 @@ PACKAGE = REPO / "js" / "bench" / "llama-cpp"
 ORT_SCRIPT = REPO / "js" / "bench" / "llm_ort.js"
 ORT_DIST = REPO / "js" / "bench" / "ort" / "node_modules" / "onnxruntime-web" / "dist"
 # GGUF format -> ORT's weights of the same kind: (row label, whether MatMulNBits quantizes the float export)
-ORT_WEIGHTS = {"F16": ("float32 (F16 values)", False), "Q4_0": ("MatMulNBits q4", True)}
-OURS = {"F16": "float16", "Q4_0": "int4"}  # GGUF format -> our weights= for the same kind of storage
+ORT_WEIGHTS = {"F16": ("float32 (F16 values)", False), "Q4_0": ("MatMulNBits q4", True),
+               "F32": ("float32", False)}
+# GGUF format -> our weights= for the same kind of storage; F32 (llama.cpp's float32 arithmetic) on request only
+OURS = {"F16": "float16", "Q4_0": "int4", "F32": "float32"}
 COLUMNS = ["side", "weights", "first token ms", "prompt tok/s", "decode ms/token", "decode tok/s",
            "step GPU ms", "decode vs llama.cpp", "decode vs ORT-web", "ids vs transformers"]
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--arch", default="tiny", help="a Llama architecture of models/archs.py (tiny, base, …)")
-    parser.add_argument("--formats", nargs="*", default=list(OURS), choices=list(OURS))
+    parser.add_argument("--arch", default="tiny", help="a model of models/archs.py (tiny, base, qwen2.5-tiny, …)")
+    parser.add_argument("--formats", nargs="*", default=["F16", "Q4_0"], choices=list(OURS))
     parser.add_argument("--prompt-length", type=int, default=32, help="prompt ids after BOS")
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3, help="timed generations a side, after a warm-up one")
