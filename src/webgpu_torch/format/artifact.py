@@ -426,7 +426,7 @@ def _take_external(program: Program, external: dict[int, External], path: Path |
     """Fill `program`'s constants that `external` places in other files of `path`'s folder from those files,
     each loaded whole (its own checks) unless `beside` holds it, refusing a reference its file does not answer.
     A file referred to refers to none itself (`depth` 1)."""
-    files: dict[str, Program] = {}
+    files: dict[str, tuple[Program, dict[str, int]]] = {}  # file -> its program, its constants by name
     for buffer, e in external.items():
         name = program.buffers[buffer].name if 0 <= buffer < len(program.buffers) else ""
         if depth:
@@ -435,17 +435,17 @@ def _take_external(program: Program, external: dict[int, External], path: Path |
         if path is None or e.file == path.name:
             raise ArtifactError(f"{where}: constant {name!r} is stored in {e.file}: load this file from its folder")
         if e.file not in files:
-            if not (path.parent / e.file).is_file():
-                raise ArtifactError(f"{where}: constant {name!r} is stored in {e.file}, which is not in its folder")
             sibling = path.parent / e.file
+            if not sibling.is_file():
+                raise ArtifactError(f"{where}: constant {name!r} is stored in {e.file}, which is not in its folder")
             other, crc = ((beside[e.file], _data_crc32(sibling)) if e.file in beside
                           else _load(sibling, depth + 1, {}))
             if crc != e.data_crc32:
                 raise ArtifactError(f"{where}: constant {name!r} is in {e.file} as it was saved before; that file "
                                     "has been saved again since (its data checksum differs): save the folder again")
-            files[e.file] = other
-        other = files[e.file]
-        j = next((i for i, b in enumerate(other.buffers) if b.role == "constant" and b.name == name), None)
+            files[e.file] = other, {b.name: i for i, b in enumerate(other.buffers) if b.role == "constant"}
+        other, names = files[e.file]
+        j = names.get(name)
         array = None if j is None else other.constants[j]
         if array is None or (array.dtype, array.shape) != (e.dtype, e.shape) or \
                 other.packings.get(j) != program.packings.get(buffer):

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..format import artifact
 from ..format.errors import ArtifactError
 from . import decoding
 from .session import Session
@@ -44,6 +45,7 @@ REQUIRED = ("layers", "heads", "head_dim", "decoder_start_token_id")  # integers
 # Integers, null or absent; max_length: the decoder's cache rows (a longer generation is refused by name).
 OPTIONAL = ("forced_bos_token_id", "forced_eos_token_id", "max_length")
 STEP = "step.wgpt"
+DECODER = "decoder.wgpt"  # a Seq2Seq folder's decoder step
 IN_FLIGHT = 2  # decoder steps submitted and not yet read back
 
 
@@ -316,10 +318,11 @@ def _settings(info: dict, settings: dict) -> decoding.Options:
     return decoding.options(**settings)
 
 
-def _programs(folder: Path, info: dict, step: Session) -> dict[str, Session]:
-    """The folder's decoding programs, those sharing the step's buffers read beside it (its weights not read
-    from its file again)."""
-    return {name: Session.load(folder / f"{name}.wgpt", beside=step if name in SHARING else None)
+def _programs(folder: Path, info: dict, step_file: str, step: Session) -> dict[str, Session]:
+    """The folder's decoding programs; those sharing the step's buffers take the weights they refer to from
+    the loaded step (its file's header checked, its data not read again)."""
+    loaded = {step_file: step.program}
+    return {name: Session(artifact.load(folder / f"{name}.wgpt", loaded if name in SHARING else None))
             for name in info.get("programs", [])}
 
 
@@ -389,7 +392,7 @@ class CausalLM:
         folder = Path(folder)
         info = _read_info(folder / "causal_lm.json", ("max_length", "vocab_size"), ())
         step = Session.load(folder / STEP)
-        return CausalLM(step, info, programs=_programs(folder, info, step))
+        return CausalLM(step, info, programs=_programs(folder, info, STEP, step))
 
 
 @dataclass
@@ -441,7 +444,7 @@ class Seq2Seq:
         folder.mkdir(parents=True, exist_ok=True)
         for name in STAGES:
             getattr(self, name).save(folder / f"{name}.wgpt")
-        info = _save_programs(folder, self.programs, self.info, "decoder.wgpt")
+        info = _save_programs(folder, self.programs, self.info, DECODER)
         (folder / "seq2seq.json").write_text(json.dumps(info, indent=2))
 
     @staticmethod
@@ -449,4 +452,4 @@ class Seq2Seq:
         folder = Path(folder)
         info = _read_info(folder / "seq2seq.json")
         vision, encoder, decoder = (Session.load(folder / f"{name}.wgpt") for name in STAGES)
-        return Seq2Seq(vision, encoder, decoder, info, programs=_programs(folder, info, decoder))
+        return Seq2Seq(vision, encoder, decoder, info, programs=_programs(folder, info, DECODER, decoder))

@@ -35,17 +35,10 @@ class Session:
         self.timeout = timeout
         self._executor: Executor | None = None
         self._shares: Session | None = None  # the session whose states and constants this one uses (share)
-        self.path: Path | None = None  # the file it was loaded from
 
     @staticmethod
-    def load(path: str | Path, engine: str | None = None, timeout: float | None = None,
-             beside: Session | None = None) -> Session:
-        """The program saved at `path`; `beside`: a session loaded from another file of its folder, whose
-        constants the file may refer to (artifact.load's `beside`)."""
-        others = {} if beside is None or beside.path is None else {beside.path.name: beside.program}
-        session = Session(artifact.load(path, others), engine, timeout)
-        session.path = Path(path)
-        return session
+    def load(path: str | Path, engine: str | None = None, timeout: float | None = None) -> Session:
+        return Session(artifact.load(path), engine, timeout)
 
     def save(self, path: str | Path, beside: str | Path | None = None) -> None:
         """Write the program to `path`; with `beside`, a program's file in the same folder, the constants that

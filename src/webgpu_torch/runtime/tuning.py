@@ -383,11 +383,10 @@ class Candidate:
 
 def _probe(program: Program, members: list[int], c: int) -> tuple[Program, list[int]]:
     """A program of candidate `c` of the group `members` (its dispatches in order, at the dynamic sizes'
-    hints) over copies of the buffers
-    they bind, numbered in order of first binding, the constants as the program holds them, whose outputs are
-    the group's result views (read back in the run's own submit: on wgpu-native a second submit waits, beyond a
-    timeout's reach, for a run that does not end); and the buffers to fill with `seeded_words` (those the
-    group only reads)."""
+    hints) over copies of the buffers they bind, numbered in order of first binding, the constants as the
+    program holds them, whose outputs are the group's result views (read back in the run's own submit: on
+    wgpu-native a second submit waits, beyond a timeout's reach, for a run that does not end); and the buffers
+    to fill with `seeded_words` (those the group only reads)."""
     used: dict[int, int] = {}
     dispatches, env = [], hints(program)
     for i in members:
