@@ -142,7 +142,7 @@ export function firstCallSeconds(spec, engine, timeout) {
 function externalBuffer(spec, index, external, other) {
   const name = spec.buffers[index].name;
   const what = `constant ${JSON.stringify(name)} is stored in ${external.file}`;
-  if (!other) throw new ArtifactError(`${what}: load this program sharing that file's (the option share)`);
+  if (!other) throw new ArtifactError(`${what}: load it with the option share set to the program loaded from that file (loadCausalLM and loadSeq2Seq do)`);
   if (other.spec.dataCrc32 !== external.dataCrc32) {
     throw new ArtifactError(`${what} as it was saved before; the program shared is not that file as saved (its data checksum differs): save the folder again`);
   }

@@ -80,7 +80,10 @@ export async function load(source, options = {}) {
     const disabled = new Set(options.disableFeatures ?? []);
     const features = new Set([...gpu.device.features].filter((f) => !disabled.has(f)));
     const fitted = forDevice(spec, features);
-    const executor = await Executor.allocate(fitted, gpu, options);
+    // The file's references to another's constants are checked here (ArtifactError: named with its file).
+    const executor = await Executor.allocate(fitted, gpu, options).catch((e) => {
+      throw e instanceof ArtifactError ? new ArtifactError(`${reader.where}: ${e.message}`) : e;
+    });
     try {
       await upload(reader, container, fitted, gpu.device, executor.buffers, options.onProgress);
       verdict = 'sound';
