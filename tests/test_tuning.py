@@ -418,18 +418,23 @@ def test_no_candidate_is_begun_past_the_budget(monkeypatch, tmp_path):
     assert ex.program.dispatches[0].kernel == program.dispatches[0].kernel
 
 
-DYNAMIC_STORAGES = {"float32": {}, "int4": {"weights": "int4"}, "f16 activations": {"precision": "float16"}}
+DYNAMIC_STORAGES = {"float32": {}, "f16 weights": {"weights": "float16"}, "int8": {"weights": "int8"},
+                    "int4": {"weights": "int4"}, "f16 activations": {"precision": "float16"},
+                    "int4, gelu epilogue": {"weights": "int4", "gelu": True}}
 
 
-def _dynamic_linear(**options):
-    """A Linear over a dynamic number of rows (hint 67): its GEMM's options carry their own patches and count."""
+def _dynamic_linear(gelu: bool = False, **options):
+    """A Linear (then GELU, fused as the GEMM's epilogue, with `gelu`) over a dynamic number of rows (hint 67):
+    its GEMM's options carry their own patches and count."""
     g = seeded("dynamic tuning")
     linear = torch.nn.Linear(36, 44).eval()
     with torch.no_grad():
         linear.weight.copy_(torch.randn(44, 36, generator=g))
+    module = torch.nn.Sequential(linear, torch.nn.GELU()).eval() if gelu else linear
     x = torch.randn(67, 36, generator=g)
     rows = torch.export.Dim("rows", min=1, max=160)
-    program = webgpu_torch.compile_module(linear, (x,), dynamic_shapes={"input": {0: rows}}, **options).program
+    shapes = {"input": {0: rows}}
+    program = webgpu_torch.compile_module(module, (x,), dynamic_shapes=shapes, **options).program
     return program, linear, g
 
 
@@ -446,14 +451,16 @@ def test_a_dynamic_gemm_offers_options_sized_as_it_is():
 @pytest.mark.parametrize("storage", DYNAMIC_STORAGES)
 def test_every_candidate_of_a_dynamic_gemm_computes_the_same_at_every_size(storage, monkeypatch, tmp_path):
     """Each candidate this device runs forced through the cache, at sizes on both sides of its tiles' edges,
-    against the float64 reference of the weights the program holds (int4: rounded as it packs them)."""
+    against the float64 reference of the weights the program holds (packed: rounded as it packs them; float16:
+    rounded to half)."""
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
-    program, linear, g = _dynamic_linear(**DYNAMIC_STORAGES[storage])
+    options = DYNAMIC_STORAGES[storage]
+    program, linear, g = _dynamic_linear(**options)
     engine = get_engine()
     leader = next(i for i, d in enumerate(program.dispatches) if d.options)
     key, device = tuning.choice_key(program, [leader], engine.name), tuning.device_key(engine)
-    weight = linear.weight.double()
-    if storage == "int4":
+    weight = linear.weight.half().double() if options.get("weights") == "float16" else linear.weight.double()
+    if program.packings:
         ((buffer, layout),) = program.packings.items()
         weight = torch.from_numpy(packing.dequantize(program.constants[buffer], layout)).double()
     tolerance = 2e-3 if storage == "f16 activations" else 1e-5  # activations stored in float16 between kernels
@@ -465,4 +472,5 @@ def test_every_candidate_of_a_dynamic_gemm_computes_the_same_at_every_size(stora
         for rows in (1, 31, 67, 97, 160):
             x = torch.randn(rows, 36, generator=g)
             want = torch.nn.functional.linear(x.double(), weight, linear.bias.double())
+            want = torch.nn.functional.gelu(want) if options.get("gelu") else want
             assert_close(session(x), want, tolerance, what=f"candidate {c}, {rows} rows")
