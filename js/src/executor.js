@@ -615,7 +615,7 @@ export class Executor {
     /** @type {ReturnType<typeof setTimeout> | undefined} */
     let timer;
     const limit = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new CallTimeout(`${what} did not finish within ${seconds} s (${TIMEOUT_VAR} ` +
+      timer = setTimeout(() => reject(new CallTimeout(`${what} did not finish within ${Math.round(seconds * 10) / 10} s (${TIMEOUT_VAR} ` +
         'or the timeoutMs option sets the limit); the device may still be running it')), seconds * 1000);
     });
     try {

@@ -124,7 +124,7 @@ class Engine:
                 break
             elapsed = time.perf_counter() - start
             if elapsed > limit:
-                raise CallTimeout(f"{what} did not finish within {limit:g} s ({TIMEOUT_VAR}, or a session's "
+                raise CallTimeout(f"{what} did not finish within {round(limit, 1):g} s ({TIMEOUT_VAR}, or a session's "
                                   "timeout for its calls, sets the limit); the device may still be running it")
             time.sleep(pause)
             pause = 0.0 if elapsed < SPIN else min(max(2 * pause, 20e-6), 1e-3)

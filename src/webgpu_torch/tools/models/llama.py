@@ -258,7 +258,7 @@ def run(arch: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
     print(f"decode: wall {wall * 1e3:.2f} ms/token, step GPU {gpu * 1e3:.2f} ms/token: {wall / gpu:.2f}x; "
           f"{1 / wall:.1f} tokens/s")
     held = lm.decoder.device_bytes(engine)
-    print("memory: device buffers " + ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in held.items()) +
+    print("memory: device buffers " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in held.items()) +
           f"; this process's peak resident {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB "
           "(torch and the reference model included)")
     return ok
