@@ -23,6 +23,7 @@ from webgpu_torch.runtime import timing, tuning
 from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.fit import runs_on
 from webgpu_torch.runtime.session import Session
+from webgpu_torch.tools.bench.profile import copy_bandwidth
 
 # Llama-3.2-1B's decode: q/o (2048 x 2048), the MLP's up/gate (8192 x 2048) and down (2048 x 8192), the LM head.
 SHAPES = [(2048, 2048), (8192, 2048), (2048, 8192), (128256, 2048)]
@@ -35,23 +36,6 @@ class _Linear(torch.nn.Module):
 
     def forward(self, x):
         return torch.nn.functional.linear(x, self.w)
-
-
-def copy_bandwidth() -> float | None:
-    """Bytes a device-to-device copy of 1 GiB moves per second (read + written), by torch, or None without CUDA."""
-    if not torch.cuda.is_available():
-        return None
-    src = torch.empty(2**28, dtype=torch.float32, device="cuda")
-    dst = torch.empty_like(src)
-    for _ in range(3):
-        dst.copy_(src)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(10):
-        dst.copy_(src)
-    end.record()
-    torch.cuda.synchronize()
-    return 2 * src.nbytes * 10 / (start.elapsed_time(end) / 1e3)
 
 
 def candidates(n: int, k: int, weights: str) -> list[dict]:

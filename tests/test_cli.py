@@ -56,7 +56,7 @@ def test_demo_passes_and_prints_its_own_lines_only(model):
     assert r.stderr == ""
 
 
-@pytest.mark.parametrize("weights", ["int8", "int4"])
+@pytest.mark.parametrize("weights", ["float16", "int8", "int4"])
 def test_llama_with_rounded_weights_is_checked_against_the_same_rounding(weights):
     r = cli("llama", "--size", "tiny", "--weights", weights, "--seeds", "0", "--new-tokens", "8")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -79,6 +79,21 @@ def test_bench_conv_compares_im2col_with_direct_per_shape():
     r = cli("bench", "conv", "--shapes", "resnet18.layer4.down", "davit.cpe4", "--scale", "7", "--repeat", "1")
     assert r.returncode == 0, r.stderr
     assert "im2col vs direct" in r.stdout and "conv[im2col,pr]" in r.stdout and "davit.cpe4" in r.stdout
+
+
+def test_bench_profile_gives_each_kernel_its_weight_rate_against_a_peak(tmp_path):
+    """A Linear(97, 61): its one dispatch reads 23,912 bytes of constants (weight and bias); the rate and its
+    fraction of --peak follow from the time shown."""
+    path = tmp_path / "m.wgpt"
+    webgpu_torch.compile_module(torch.nn.Linear(97, 61), (torch.randn(1, 97),)).save(path)
+    r = cli("bench", "profile", "--file", str(path), "--by", "kernel", "--peak", "1", "--repeat", "1")
+    assert r.returncode == 0, r.stderr
+    header, row = (line.split() for line in r.stdout.splitlines()[1:3])
+    assert header[-6:] == ["share", "weights", "MB", "GB/s", "of", "peak"], header
+    microseconds, megabytes, rate, percent = float(row[-5]), float(row[-3]), float(row[-2]), int(row[-1][:-1])
+    assert megabytes == pytest.approx(0.023912, rel=1e-3)
+    assert rate == pytest.approx(1e3 * megabytes / microseconds, rel=0.02)  # MB/µs = 1,000 GB/s
+    assert abs(percent - 100 * rate) <= 1
 
 
 def test_run_with_a_wrong_input_or_a_missing_file_says_what_is_wrong(tmp_path):

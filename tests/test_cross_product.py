@@ -6,7 +6,8 @@ teams) in each operand layout (linear's Wᵀ read along K, a row-major B read al
 activations, a convolution's implicit im2col A) with each epilogue (bias, a fused residual, an activation),
 the attention layouts, the subgroup twins of the row kernels — compiled over every storage (float32; float16
 and bfloat16 models; float16 weights; float16 activations, alone and over int4 weights; int8 per row and int4
-in groups of 32, 64 and 128, round to nearest or torchao's, with and without zero points).
+in groups of 16 (two a 16-byte chunk of codes), 32, 64 and 128, round to nearest or torchao's, with and
+without zero points).
 
 Host tier: every program compiles, and each GEMM configuration either is a candidate of each of its GEMMs
 (its kernel built) or is refused there at compile time with a reason (`gemm.refusals`). GPU tier: every
@@ -144,6 +145,7 @@ STORAGES = {
     "float16_activations": (_same, {"precision": "float16"}),
     "float16_activations_int4": (_same, {"precision": "float16", "weights": "int4"}),
     "int8_per_row": (_same, {"weights": "int8"}),
+    "int4_group16": (_same, {"weights": "int4", "group_size": 16}),  # two groups a GEMV chunk (gemv.wgsl)
     "int4_group32": (_same, {"weights": "int4", "group_size": 32}),
     "int4_group64": (_same, {"weights": "int4", "group_size": 64}),
     "int4_group128": (_same, {"weights": "int4", "group_size": 128}),

@@ -1,5 +1,8 @@
 """Where a program's GPU time goes: each dispatch timed with timestamp queries, summed per ATen node and per
-kernel, the largest first. Runs a saved program (`--file`), a demo model or a `bench models` model (`--model`).
+kernel, the largest first, with the rate each reads its constants (weights) at and, given a peak bandwidth
+(`--peak`, or a device-to-device copy timed by torch where CUDA is present), that rate's fraction of it: what a
+memory-bound kernel (a decode step's GEMV) is judged by. Runs a saved program (`--file`), a demo model or a
+`bench models` model (`--model`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import webgpu_torch
 from ...format import symbolic
 from ...runtime import timing
 
-COLUMNS = ["rank", "node", "kernel", "dispatches", "µs", "share"]
+COLUMNS = ["rank", "node", "kernel", "dispatches", "µs", "share", "weights MB", "GB/s", "of peak"]
 
 
 def add_arguments(parser) -> None:
@@ -24,6 +27,27 @@ def add_arguments(parser) -> None:
                         help="sum per ATen node (and its kernel), or per kernel over all its nodes")
     parser.add_argument("--dispatch-repeats", type=int, default=16,
                         help="times each dispatch runs in its timed pass (resolves short ones)")
+    parser.add_argument("--peak", type=float, help="the device's memory bandwidth in GB/s (default: a copy timed by "
+                                                   "torch where CUDA is present)")
+
+
+def copy_bandwidth() -> float | None:
+    """Bytes per second a device-to-device copy of 1 GiB moves (read + written), by torch, or None without CUDA."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    src = torch.empty(2**28, dtype=torch.float32, device="cuda")
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(10):
+        dst.copy_(src)
+    end.record()
+    torch.cuda.synchronize()
+    return 2 * src.nbytes * 10 / (start.elapsed_time(end) / 1e3)
 
 
 def _session(args):
@@ -53,19 +77,29 @@ def run(args) -> tuple[list[dict], dict]:
     ex = session.executor(args.engine)
     session(*call_args, **call_kwargs)
     times = timing.dispatch_times(ex, samples=args.repeat, repeats=args.dispatch_repeats)
-    per_node: dict[tuple[str, str], list[float]] = defaultdict(list)
+    program = ex.program  # as tuned for this device
+    per_row: dict[tuple[str, str], list[tuple[float, int]]] = defaultdict(list)  # (seconds, constant bytes)
     nodes: dict[str, set[str]] = defaultdict(set)  # kernel -> the nodes it ran for
-    for d, t in zip(ex.program.dispatches, times, strict=True):  # as tuned for this device
-        kernel = ex.program.kernels[d.kernel].name
+    for d, t in zip(program.dispatches, times, strict=True):
+        kernel = program.kernels[d.kernel].name
         nodes[kernel].add(d.node)
-        per_node[(d.node if args.by == "node" else kernel, kernel)].append(t)
+        read = sum(program.buffers[b].size for b in set(d.buffers) if program.buffers[b].role == "constant")
+        per_row[(d.node if args.by == "node" else kernel, kernel)].append((t, read))
     if args.by == "kernel":
-        per_node = {(f"{len(nodes[k])} nodes", k): ts for (_, k), ts in per_node.items()}
+        per_row = {(f"{len(nodes[k])} nodes", k): ts for (_, k), ts in per_row.items()}
     total = sum(times)
-    ranked = sorted(per_node.items(), key=lambda kv: -sum(kv[1]))[: args.top]
-    rows = [{"rank": i + 1, "node": node, "kernel": kernel, "dispatches": len(ts), "µs": sum(ts) * 1e6,
-             "share": f"{sum(ts) / total:.1%}"} for i, ((node, kernel), ts) in enumerate(ranked)]
+    peak = args.peak * 1e9 if args.peak else copy_bandwidth()
+    ranked = sorted(per_row.items(), key=lambda kv: -sum(t for t, _ in kv[1]))[: args.top]
+    rows = []
+    for i, ((node, kernel), runs) in enumerate(ranked):
+        seconds, read = sum(t for t, _ in runs), sum(b for _, b in runs)
+        rate = read / seconds if seconds and read else None
+        rows.append({"rank": i + 1, "node": node, "kernel": kernel, "dispatches": len(runs), "µs": seconds * 1e6,
+                     "share": f"{seconds / total:.1%}", "weights MB": read / 1e6 if read else "-",
+                     "GB/s": rate / 1e9 if rate else "-",
+                     "of peak": f"{rate / peak:.0%}" if rate and peak else "-"})
     info = webgpu_torch.device_info(args.engine)
     return rows, {"title": f"GPU time per {args.by} ({len(ex.program.dispatches)} dispatches, {total * 1e3:.3f} ms "
-                           f"summed; each dispatch {args.dispatch_repeats}× in its own pass)",
+                           f"summed; each dispatch {args.dispatch_repeats}× in its own pass"
+                           + (f"; peak {peak / 1e9:.0f} GB/s" if peak else "") + ")",
                   "baseline": "none", "device": f"{info['adapter']} via {info['engine_module']}"}

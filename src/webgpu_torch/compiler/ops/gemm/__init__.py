@@ -18,6 +18,7 @@ thread, 8×8 threads, k-steps of 32), kept so other configurations are measured 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import partial
 from numbers import Number
@@ -543,8 +544,10 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
 GEMV_TEAMS = ((32, 1), (1, 1))
 # Over packed weights a row is 4-8x fewer bytes than A's floats for it (768 q4 values: 24 chunks of 16 bytes,
 # fewer than 32 lanes), so teams of 8 lanes (four times the columns per workgroup) are offered too, and teams
-# of 4 columns, which read each float of A once for the 4 (gemv.wgsl's packed_sums).
-PACKED_GEMV_TEAMS = ((32, 1), (8, 1), (1, 1), (32, 4), (8, 4), (1, 4))
+# of 4 columns, which read each float of A once for the 4 (gemv.wgsl's packed_sums); 128 lanes over 4 columns
+# for a long K over few columns (a 1B LM's 2048 x 8192: 2x the 32-lane team on the H100), 16 lanes over 4 for
+# a short K over many (its 128256 x 2048 LM head).
+PACKED_GEMV_TEAMS = ((32, 1), (8, 1), (1, 1), (32, 4), (8, 4), (1, 4), (128, 4), (16, 4))
 
 
 def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None, alpha: float,
@@ -571,14 +574,24 @@ def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, r
     entry = "dot_k" if b_k_contiguous else "sweep_n"
     b_type, b_overrides, b_label, b_needs = _stored_types(a3, b3, out, res3)
     team_label = (f",team{team}" if team != GEMV_TEAMS[0][0] else "") + (f"x{cols}" if cols > 1 else "")
+    group_words = _group_words(b3.packing) if isinstance(b3, Packed) else 4
+    team_label += f",groups of {group_words} words" if group_words != 4 else ""
     spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}{team_label}]{epilogue.suffix(ep)}",
-                         entry=entry, consts={"ROWS": rows, "COLS": cols, **b_type}, requires=b_needs,
+                         entry=entry, consts={"ROWS": rows, "COLS": cols, "GROUP_WORDS": group_words, **b_type},
+                         requires=b_needs,
                          overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep), **b_overrides,
                                     **({"TEAM": team} if b_k_contiguous else {})},
                          targets=("cpu",) if team == 1 else ())
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 1, "tiles_n": blocks_n, "splits": 1,
               "k_part": k, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}
     ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out, res3 or ctx.dummy()], params, blocks_n * batch)
+
+
+def _group_words(packing) -> int:
+    """gemv.wgsl's GROUP_WORDS: how many consecutive words of a 16-byte chunk (4 words, starting on a multiple
+    of 4) always share a group: groups span whole words, so this is gcd(4, words per group), or 4 for a
+    group a row."""
+    return 4 if packing.group >= packing.cols else math.gcd(4, packing.group // packing.per_word)
 
 
 def _addend_overrides(bias3: Tensor | None, res3: Tensor | None) -> dict[str, bool]:
