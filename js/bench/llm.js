@@ -8,8 +8,9 @@
 // Prints one JSON line: the Vulkan device's name, the layers offloaded, each run's timings and the ids of the
 // last run. The layers must all be on the GPU (gpuLayers "max"), and the script fails where llama.cpp found
 // no Vulkan device: without GGML_VK_VISIBLE_DEVICES ggml-vulkan skips CPU devices (lavapipe), and
-// node-llama-cpp would run on the CPU instead. Needs `npm ci --ignore-scripts` in bench/llama-cpp/ (with
-// NODE_LLAMA_CPP_SKIP_DOWNLOAD=true: the prebuilt binaries come as npm packages, nothing is built).
+// node-llama-cpp would run on the CPU instead. Needs `npm install --ignore-scripts --no-save` in
+// bench/llama-cpp/ (with NODE_LLAMA_CPP_SKIP_DOWNLOAD=true: the prebuilt binaries come as npm packages, nothing
+// is built).
 
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';

@@ -141,10 +141,14 @@ def embedding(ctx: Builder, node: NodeView) -> Tensor:
 
 
 def _stored(ctx: Builder, table: Tensor) -> Tensor:
-    """An embedding table as the gather reads it: a constant of a float16 or bfloat16 model in its 16 bits."""
+    """An embedding table as the gather reads it: a constant of a float16 or bfloat16 model in its 16 bits, and
+    a float32 one under weights="float16" in float16 (options.WeightFormat), the copy a tied LM head's GEMM reads
+    too (ConstantStore.half: one copy a buffer)."""
     if ctx.buffers[table.buffer].role != "constant":
         return table
-    return ctx.half(table) if table.dtype == "float16" else ctx.bfloat(table) if table.dtype == "bfloat16" else table
+    if table.dtype == "float16" or (table.dtype == "float32" and ctx.options.weights.bits == 16):
+        return ctx.half(table)
+    return ctx.bfloat(table) if table.dtype == "bfloat16" else table
 
 
 def _packed_table(ctx: Builder, w: Tensor) -> Packed | None:

@@ -22,8 +22,8 @@ grown caches out: the prompt in one call from empty caches, then a call a token,
 _ort.export_llm), its weights float32 beside F16 (the same values), and quantized beside Q4_0 by onnxruntime's
 MatMulNBits quantizer (q4, symmetric, blocks of 32: its own rounding again, so its ids are not expected to
 agree either). llm_ort.js refuses a model any of whose float work ORT placed off its WebGPU EP.
-Needs node and `npm ci --ignore-scripts` in js/bench/llama-cpp/ (NODE_LLAMA_CPP_SKIP_DOWNLOAD=true), and the
-`gguf` package (the bench extra); --ort also `npm ci` in js/ and js/bench/ort/, torch.onnx's exporter (the bench
+Needs node and `npm install --ignore-scripts --no-save` in js/bench/llama-cpp/ (NODE_LLAMA_CPP_SKIP_DOWNLOAD=true),
+and the `gguf` package (the bench extra); --ort also `npm ci` in js/ and js/bench/ort/, torch.onnx's exporter (the bench
 extra) and onnxruntime (its quantizer). On a CPU Vulkan device (lavapipe) llama.cpp needs GGML_VK_VISIBLE_DEVICES
 (--vulkan-device sets it): without it ggml-vulkan skips CPU devices and node-llama-cpp falls back to its CPU
 backend, which llm.js refuses.
@@ -80,7 +80,7 @@ def add_arguments(parser) -> None:
 def run(args) -> tuple[list[dict], dict]:
     if not (PACKAGE / "node_modules" / "node-llama-cpp").is_dir() or shutil.which("node") is None:
         raise SystemExit(f"bench llm: needs node and node-llama-cpp: cd {PACKAGE} && "
-                         "NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --ignore-scripts")
+                         "NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --ignore-scripts --no-save")
     if (args.node or args.ort) and not (REPO / "js" / "node_modules" / "webgpu").is_dir():
         raise SystemExit("bench llm --node/--ort: needs the JS runtime's packages (Dawn for Node): npm ci in js/")
     if args.ort and not ORT_DIST.is_dir():

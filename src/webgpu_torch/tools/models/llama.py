@@ -188,10 +188,10 @@ def run(arch: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
     scores); with `sampling` (decoding settings: temperature, top_k, top_p, min_p, repetition_penalty, seed),
     sampled tokens checked step by step against transformers' logits processors. With `quantized` (4 or 8 bits)
     the model is quantized with torchao first (`quantize`), and transformers runs that same quantized model.
-    With `weights` "int8" or "int4" (in groups of `group_size`) the compiler rounds the float model's weights,
-    and transformers runs them rounded the same way (round_weights). A bfloat16 or float16 model (`dtype`) is
-    computed in float32 from its 16-bit weights, and so is its reference: transformers over the same weights
-    widened (LOGIT_BOUND); `precision="float16"` stores activations in half (a looser bound)."""
+    With `weights` "float16", "int8" or "int4" (int4 in groups of `group_size`) the compiler rounds the float
+    model's weights, and transformers runs them rounded the same way (round_weights). A bfloat16 or float16
+    model (`dtype`) is computed in float32 from its 16-bit weights, and so is its reference: transformers over
+    the same weights widened (LOGIT_BOUND); `precision="float16"` stores activations in half (a looser bound)."""
     import numpy as np
 
     from ...runtime import timing
@@ -210,10 +210,10 @@ def run(arch: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
           f"{', tied embeddings' if tied else ''}, {'checkpoint' if checkpoint else 'random seeded'} weights, "
           f"{dtype}, weights={weights}{what}, precision={precision}, a cache of {max_length} tokens, {strategy}")
     print(f"device: {info['adapter']} via {info['engine_module']} ({info['backend']})")
-    rounded = weights in ("int8", "int4")
+    rounded = weights in ("float16", "int8", "int4")  # stored rounded: the reference is rounded alike
     options = {"weights": weights, "precision": precision, "max_binding_size": binding_limit(info)}
     lm = compile_step(model, max_length, num_beams=num_beams, **options,
-                      **({"group_size": group_size} if rounded else {}))
+                      **({"group_size": group_size} if weights in ("int8", "int4") else {}))
     program = lm.step.program
     print(f"compile: {lm.timings['compile']:.1f} s: {len(program.dispatches)} dispatches a step, "
           f"{sum(a.nbytes for a in program.constants.values()) / 2**20:.0f} MiB of constants"
