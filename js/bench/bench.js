@@ -5,9 +5,10 @@
 //   node bench/bench.js [--calls N] [--json] [--tune] PATH.wgpt|GENERATION_FOLDER ...
 //
 // A .wgpt needs PATH.json beside it (tests/golden/README.md); a folder needs generate.json (tests/corpus.py).
-// With --json a folder's figures come as one JSON line (seconds: firstToken, perToken, stepGpu; the last
-// generation's ids), what `webgpu-torch bench llm --node` reads. Programs run every dispatch's default kernel, as
-// python_calls.py's do, unless --tune: then tuned at load, as the Python runtime's are by default.
+// With --json a folder's figures come as one JSON line (seconds: firstToken, perToken, stepGpu, host per step
+// by phase; the last generation's ids), what `webgpu-torch bench llm --node` reads. Programs run every
+// dispatch's default kernel, as python_calls.py's do, unless --tune: then tuned at load, as the Python
+// runtime's are by default.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -69,7 +70,8 @@ async function benchGeneration(folder, n, json) {
   const gpu = await gpuTime(step, 3, 3);
   const wall = median(steps);
   if (json) {
-    console.log(JSON.stringify({ firstToken: median(firsts), perToken: wall / 1e3, stepGpu: gpu.seconds, ids }));
+    const hostSeconds = Object.fromEntries(Object.entries(host).map(([phase, ms]) => [phase, median(ms) / 1e3]));
+    console.log(JSON.stringify({ firstToken: median(firsts), perToken: wall / 1e3, stepGpu: gpu.seconds, host: hostSeconds, ids }));
     model.destroy();
     return;
   }
