@@ -84,6 +84,18 @@ class Builder:
         """Float constant view `t` over its bfloat16 copy (ConstantStore.bfloat)."""
         return self.constants.bfloat(t)
 
+    def stored_float(self, t: Tensor) -> Tensor:
+        """Float view `t` as a kernel reading weights binds it: a constant of a float16 or bfloat16 model in its
+        16 bits, a float32 one in float16 under weights="float16" (options.WeightFormat; one copy a buffer, so
+        a tied embedding and LM head share it); anything else as it is."""
+        if self.buffers[t.buffer].role != "constant":
+            return t
+        if t.dtype == "bfloat16":
+            return self.bfloat(t)
+        if t.dtype == "float16" or (t.dtype == "float32" and self.options.weights.bits == 16):
+            return self.half(t)
+        return t
+
     def packed(self, words: Tensor, layout: Packing) -> Packed:
         """The packed weights a constant of `layout.words` u32 words holds, as a view of their elements."""
         return self.constants.packed(words, layout)

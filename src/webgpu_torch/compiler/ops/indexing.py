@@ -133,22 +133,11 @@ def embedding(ctx: Builder, node: NodeView) -> Tensor:
     direct = [0] * idx.ndim + [w.strides[1]]
     out = ctx.new(shape, w.dtype)
     if not ctx.too_large(w):
-        return gather(ctx, _stored(ctx, w), shape, direct, [(view, w.strides[0], w.shape[0])], out=out, check=check)
+        return gather(ctx, ctx.stored_float(w), shape, direct, [(view, w.strides[0], w.shape[0])], out=out, check=check)
     for lo, hi, rows in ctx.row_chunks(w):
-        gather(ctx, _stored(ctx, rows), shape, direct, [(view, rows.strides[0], w.shape[0])], out=out,
+        gather(ctx, ctx.stored_float(rows), shape, direct, [(view, rows.strides[0], w.shape[0])], out=out,
                window=(lo, hi), check=check)
     return out
-
-
-def _stored(ctx: Builder, table: Tensor) -> Tensor:
-    """An embedding table as the gather reads it: a constant of a float16 or bfloat16 model in its 16 bits, and
-    a float32 one under weights="float16" in float16 (options.WeightFormat), the copy a tied LM head's GEMM reads
-    too (ConstantStore.half: one copy a buffer)."""
-    if ctx.buffers[table.buffer].role != "constant":
-        return table
-    if table.dtype == "float16" or (table.dtype == "float32" and ctx.options.weights.bits == 16):
-        return ctx.half(table)
-    return ctx.bfloat(table) if table.dtype == "bfloat16" else table
 
 
 def _packed_table(ctx: Builder, w: Tensor) -> Packed | None:

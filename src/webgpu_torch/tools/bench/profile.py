@@ -15,6 +15,7 @@ import webgpu_torch
 
 from ...format import symbolic
 from ...runtime import timing
+from . import baseline_seconds
 
 COLUMNS = ["rank", "node", "kernel", "dispatches", "µs", "share", "weights MB", "GB/s", "of peak"]
 
@@ -39,15 +40,7 @@ def copy_bandwidth() -> float | None:
         return None
     src = torch.empty(2**28, dtype=torch.float32, device="cuda")
     dst = torch.empty_like(src)
-    for _ in range(3):
-        dst.copy_(src)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(10):
-        dst.copy_(src)
-    end.record()
-    torch.cuda.synchronize()
-    return 2 * src.nbytes * 10 / (start.elapsed_time(end) / 1e3)
+    return 2 * src.nbytes / baseline_seconds(lambda: dst.copy_(src), repeats=10, cuda=True)
 
 
 def _session(args):

@@ -210,10 +210,11 @@ def run(arch: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
           f"{', tied embeddings' if tied else ''}, {'checkpoint' if checkpoint else 'random seeded'} weights, "
           f"{dtype}, weights={weights}{what}, precision={precision}, a cache of {max_length} tokens, {strategy}")
     print(f"device: {info['adapter']} via {info['engine_module']} ({info['backend']})")
-    rounded = weights in ("float16", "int8", "int4")  # stored rounded: the reference is rounded alike
+    grouped = weights in ("int8", "int4")
+    rounded = grouped or weights == "float16"  # stored rounded: the reference is rounded alike
     options = {"weights": weights, "precision": precision, "max_binding_size": binding_limit(info)}
     lm = compile_step(model, max_length, num_beams=num_beams, **options,
-                      **({"group_size": group_size} if weights in ("int8", "int4") else {}))
+                      **({"group_size": group_size} if grouped else {}))
     program = lm.step.program
     print(f"compile: {lm.timings['compile']:.1f} s: {len(program.dispatches)} dispatches a step, "
           f"{sum(a.nbytes for a in program.constants.values()) / 2**20:.0f} MiB of constants"

@@ -388,9 +388,8 @@ def im2col_gemm(ctx: Builder, a: Im2col, b: Tensor, bias: Tensor | None, out_sha
 def _stored(ctx: Builder, b3: Tensor, vec4: bool) -> Tensor:
     """B as the kernels read it: a dequantized weight's packed words where a kernel decodes them (a vec4
     kernel, `vec4`, over B = Wᵀ: see `decodable`), else its float32 values (Builder.materialize); under
-    weights="int8" | "int4" a float32 constant weight quantized and packed where a kernel decodes it; a
-    constant of a float16 or bfloat16 model in its 16 bits (Builder.half, Builder.bfloat), and under
-    weights="float16" a float32 constant's float16 copy; else b3 itself."""
+    weights="int8" | "int4" a float32 constant weight quantized and packed where a kernel decodes it; else
+    as every weight-reading kernel binds a float (Builder.stored_float: 16-bit where it is stored so)."""
     decodable = vec4 and _decodable(b3)
     packed = ctx.packed_view(b3)
     if packed is not None:
@@ -398,17 +397,11 @@ def _stored(ctx: Builder, b3: Tensor, vec4: bool) -> Tensor:
             return packed
         ctx.materialize(b3)
         return b3
-    if ctx.buffers[b3.buffer].role != "constant":
-        return b3
-    if b3.dtype == "bfloat16":
-        return ctx.bfloat(b3)
     weights = ctx.options.weights
-    if weights.packed and b3.dtype == "float32" and decodable and b3.shape[1] * b3.shape[2] == ctx.constants[
-            b3.buffer].size:
+    if weights.packed and b3.dtype == "float32" and decodable and ctx.buffers[b3.buffer].role == "constant" and \
+            b3.shape[1] * b3.shape[2] == ctx.constants[b3.buffer].size:
         return ctx.quantized(b3, weights.bits, weights.group_along(b3.shape[1]))
-    if b3.dtype == "float16" or (b3.dtype == "float32" and weights.bits == 16):
-        return ctx.half(b3)
-    return b3
+    return ctx.stored_float(b3)
 
 
 def _decodable(b3: Tensor) -> bool:
@@ -587,7 +580,7 @@ def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, r
     ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out, res3 or ctx.dummy()], params, blocks_n * batch)
 
 
-def _group_words(packing) -> int:
+def _group_words(packing: Packing) -> int:
     """gemv.wgsl's GROUP_WORDS: how many consecutive words of a 16-byte chunk (4 words, starting on a multiple
     of 4) always share a group: groups span whole words, so this is gcd(4, words per group), or 4 for a
     group a row."""
