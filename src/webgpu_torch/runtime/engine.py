@@ -48,8 +48,10 @@ OPTIONAL_FEATURES = ("timestamp-query", "shader-f16", "subgroups", "chromium-exp
 # Dawn offers subgroup matrices only with unsafe APIs allowed, and shader-f16 on NVIDIA's Vulkan driver only
 # when asked; both are toggles of its instance, set before the first adapter is requested.
 DAWN_TOGGLES = ("allow_unsafe_apis", "vulkan_enable_f16_on_nvidia")
-# More of Dawn's toggles, comma-separated, for measurements (benchmarks/matrix_units.py times the matrix-unit
-# kernels with `disable_robustness`, which drops the bounds checks Tint puts around their loads).
+# More of Dawn's toggles, comma-separated, for measurements: each enabled, or disabled where it starts with "-"
+# (benchmarks/matrix_units.py times the matrix-unit kernels with `disable_robustness`, which drops the bounds
+# checks Tint puts around their loads; `-timestamp_quantization` keeps timestamps' low 16 bits, which Dawn
+# otherwise zeroes, so that one dispatch's time resolves below 65.5 µs).
 DAWN_TOGGLES_VAR = "WEBGPU_TORCH_DAWN_TOGGLES"
 # What the matrix-unit kernels need of subgroup matrices (docs/artifact.md, "requires"): f16 operands and f32
 # results 16 x 16 x 16, in subgroups of at most 32 invocations, and 32 KiB of workgroup memory.
@@ -209,9 +211,10 @@ def _set_dawn_toggles() -> None:
     # RuntimeError: the instance exists already (made by another user of wgpudawn); it keeps its toggles.
     with contextlib.suppress(RuntimeError):
         extra = [t for t in os.environ.get(DAWN_TOGGLES_VAR, "").split(",") if t]
-        if unknown := [t for t in extra if t not in known]:
+        if unknown := [t for t in extra if t.removeprefix("-") not in known]:
             raise ValueError(f"{DAWN_TOGGLES_VAR}: Dawn has no toggle {', '.join(unknown)}")
-        extras.set_instance_extras(enable_toggles=[t for t in (*DAWN_TOGGLES, *extra) if t in known])
+        enable = [t for t in (*DAWN_TOGGLES, *extra) if t in known]
+        extras.set_instance_extras(enable_toggles=enable, disable_toggles=[t[1:] for t in extra if t[0] == "-"])
 
 
 def _matrix_units(adapter) -> bool:
