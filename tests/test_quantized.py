@@ -271,28 +271,37 @@ def _quantized_reference(model: torch.nn.Module, bits: int, group: int) -> torch
 
 
 @pytest.mark.gemm
-@pytest.mark.parametrize(("weights", "rows", "group"), [("int4", 3, 32), ("int8", 3, 32), ("int4", 17, 32),
-                                                     ("int4", 3, 16)])
-def test_weights_option_packs_and_matches_its_quantized_reference(weights, rows, group, poisoned):
+@pytest.mark.parametrize(("weights", "rows", "group", "chunked"), [
+    ("int4", 3, 32, False), ("int8", 3, 32, False), ("int4", 17, 32, False), ("int4", 3, 16, False),
+    ("int4", 3, 32, True), ("int8", 3, 32, True)])
+def test_weights_option_packs_and_matches_its_quantized_reference(weights, rows, group, chunked, poisoned):
     """K = 68 is no multiple of the group (32 or 16): the last group of each row is partial. rows 3: the GEMV
     (over groups of 16, two to each 16-byte chunk it reads); 17: the vec4 GEMM tiles. The embedding is tied to
-    the LM head: one packed table serves both."""
+    the LM head: one packed table serves both. `chunked`: a table of 1031 rows of 132 whose packed rows are over
+    the binding limit of 64 KiB (int4: 100 bytes a row, 655 rows to a chunk; int8: 148 bytes, 442): the gather
+    and the GEMV share its row chunks, each packed once."""
     torch.manual_seed(3)
+    vocab, dim = (1031, 132) if chunked else (101, 68)
 
     class Tied(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.emb = torch.nn.Embedding(101, 68)
-            self.mid = torch.nn.Linear(68, 68)
+            self.emb = torch.nn.Embedding(vocab, dim)
+            self.mid = torch.nn.Linear(dim, dim)
 
         def forward(self, ids):
             return torch.nn.functional.linear(torch.relu(self.mid(self.emb(ids))), self.emb.weight)
 
     model = Tied().eval()
-    ids = torch.randint(0, 101, (1, rows), generator=torch.Generator().manual_seed(4))
-    f32 = _constant_bytes(webgpu_torch.compile_module(model, (ids,)))
-    session = webgpu_torch.compile_module(model, (ids,), weights=weights, group_size=group)
-    assert len(session.program.packings) == 2  # the tied table once, the middle Linear
+    ids = torch.randint(0, vocab, (1, rows), generator=torch.Generator().manual_seed(4))
+    ids[0, 0] = vocab - 1  # the last chunk's last row
+    options = {"max_binding_size": 2**16} if chunked else {}
+    f32 = _constant_bytes(webgpu_torch.compile_module(model, (ids,), **options))
+    session = webgpu_torch.compile_module(model, (ids,), weights=weights, group_size=group, **options)
+    program = session.program
+    chunks = -(-vocab // (2**16 // (100 if weights == "int4" else 148))) if chunked else 1
+    assert len(program.packings) == chunks + 1  # the tied table once (in chunks), the middle Linear
+    assert max(program.buffers[b].size for b in program.packings) <= (2**16 if chunked else 2**27)
     # Rows of 68 codes pad to 16-byte multiples (q4: 34 bytes in 48), which short rows feel; groups of 16
     # store twice the scales of groups of 32.
     bound = 0.35 if weights == "int8" else 0.25 if group == 32 else 0.27

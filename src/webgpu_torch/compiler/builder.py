@@ -96,6 +96,18 @@ class Builder:
             return self.half(t)
         return t
 
+    def packed_row_bytes(self, w: Tensor) -> int | None:
+        """Bytes per row of float32 constant weight `w` [N, K] (its whole buffer, row-major; K a multiple of 4, as
+        the kernels decode codes four at a time) as weights="int8" | "int4" packs it along its rows (rows pack
+        independently: row chunks pack as the whole would); None where the option packs no such weight."""
+        weights = self.options.weights
+        if (not weights.packed or w.dtype != "float32" or self.buffers[w.buffer].role != "constant" or w.ndim != 2
+                or not w.is_contiguous() or w.offset != 0 or w.numel != self.constants[w.buffer].size
+                or w.shape[1] % 4):
+            return None
+        k = w.shape[1]
+        return Packing(weights.bits, 1, k, min(weights.group_along(k), k), False).nbytes
+
     def packed(self, words: Tensor, layout: Packing) -> Packed:
         """The packed weights a constant of `layout.words` u32 words holds, as a view of their elements."""
         return self.constants.packed(words, layout)
@@ -129,10 +141,11 @@ class Builder:
         tensors over it are refused when lowering ends."""
         return self.constants.holds(t) and self.buffers[t.buffer].size > self.options.max_binding
 
-    def row_chunks(self, t: Tensor) -> list[tuple[int, int, Tensor]]:
+    def row_chunks(self, t: Tensor, row_bytes: int | None = None) -> list[tuple[int, int, Tensor]]:
         """A contiguous constant over the binding limit as (lo, hi, rows lo..hi as a constant of their own),
-        each under the limit. Chunks are made once per constant and row range."""
-        return self.constants.row_chunks(t, self.options.max_binding)
+        each under the limit as stored at `row_bytes` a row (packed; default: as it is). Chunks are made once
+        per constant and row range."""
+        return self.constants.row_chunks(t, self.options.max_binding, row_bytes)
 
     def contiguous(self, t: Tensor) -> Tensor:
         """`t` itself when contiguous, else a contiguous copy: of a constant (a permuted weight), made now as a

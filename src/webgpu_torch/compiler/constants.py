@@ -102,12 +102,12 @@ class ConstantStore(Mapping[int, np.ndarray]):
             return None
         return self._fold(t, f"{self.buffers[t.buffer].name}{list(t.shape)}")
 
-    def row_chunks(self, t: Tensor, max_binding: int) -> list[tuple[int, int, Tensor]]:
+    def row_chunks(self, t: Tensor, max_binding: int, row_bytes: int | None = None) -> list[tuple[int, int, Tensor]]:
         """A contiguous constant over `max_binding` bytes as (lo, hi, rows lo..hi as a constant of their own),
-        each under the limit."""
+        each under the limit when a row is stored in `row_bytes` (default: its elements')."""
         if not self.holds(t) or not t.is_contiguous() or t.ndim < 1:
             raise ValueError(f"only contiguous constants are split into row chunks, not {self.buffers[t.buffer]}")
-        row_bytes = max(1, prod(t.shape[1:])) * dtypes.dtype(t.dtype).itemsize
+        row_bytes = row_bytes or max(1, prod(t.shape[1:])) * dtypes.dtype(t.dtype).itemsize
         per = max(1, max_binding // row_bytes)
         return [(lo, hi, self._fold(layout.slice_(t, 0, lo, hi, 1), f"{self.buffers[t.buffer].name}[{lo}:{hi}]"))
                 for lo, hi in ((lo, min(lo + per, t.shape[0])) for lo in range(0, t.shape[0], per))]

@@ -120,40 +120,47 @@ def _check(node: NodeView) -> str | None:
 
 @register("aten.embedding.default", check=_check, dynamic=True, packed=True)
 def embedding(ctx: Builder, node: NodeView) -> Tensor:
-    """A table over the binding limit is gathered from in row chunks, one windowed dispatch each. A table of
-    packed integer weights (a dequantized one, or under weights="int8" | "int4" a float32 constant quantized
-    along its rows) is gathered from packed, its rows decoded (quantized.gather_rows)."""
+    """A table over the binding limit (as stored) is gathered from in row chunks, one windowed dispatch each. A
+    table of packed integer weights (a dequantized one, or under weights="int8" | "int4" a float32 constant
+    quantized along its rows, chunk by chunk where the packed table is over the limit) is gathered from
+    packed, its rows decoded (quantized.gather_rows)."""
     w, idx = node.args["weight"], node.args["indices"]
     shape = node.out.shape
     check = ctx.check(f"index out of range in an embedding of {w.shape[0]} rows")
     packed = _packed_table(ctx, w)
     if packed is not None:
         return quantized.gather_rows(ctx, packed, idx, shape, check)
+    packed_row = ctx.packed_row_bytes(w)
     view = layout.broadcast_to(layout.unsqueeze(idx, idx.ndim), shape)
     direct = [0] * idx.ndim + [w.strides[1]]
     out = ctx.new(shape, w.dtype)
     if not ctx.too_large(w):
         return gather(ctx, ctx.stored_float(w), shape, direct, [(view, w.strides[0], w.shape[0])], out=out, check=check)
-    for lo, hi, rows in ctx.row_chunks(w):
-        gather(ctx, ctx.stored_float(rows), shape, direct, [(view, rows.strides[0], w.shape[0])], out=out,
-               window=(lo, hi), check=check)
+    for lo, hi, rows in ctx.row_chunks(w, packed_row):
+        if packed_row:  # the chunk's rows packed as the tied LM head's chunk is (one copy of each)
+            weights = ctx.options.weights
+            chunk = ctx.quantized(layout.permute(rows, [1, 0]), weights.bits, weights.group_along(w.shape[1]))
+            quantized.gather_rows(ctx, chunk, idx, shape, check, out=out, window=(lo, hi), rows=w.shape[0])
+        else:
+            gather(ctx, ctx.stored_float(rows), shape, direct, [(view, rows.strides[0], w.shape[0])], out=out,
+                   window=(lo, hi), check=check)
     return out
 
 
 def _packed_table(ctx: Builder, w: Tensor) -> Packed | None:
     """Embedding table `w` as packed weights when it is a whole row-major table that is dequantized or (under
-    weights="int8" | "int4") a float32 constant that fits the binding limit quantized; else None (and a
+    weights="int8" | "int4") a float32 constant whose packed rows fit the binding limit; else None (and a
     dequantized table is computed in float32)."""
-    whole = w.is_contiguous() and w.offset == 0
     packed = ctx.packed_view(w)
     if packed is not None:
-        if whole:
+        if w.is_contiguous() and w.offset == 0:
             return packed
         ctx.materialize(w)
         return None
-    weights = ctx.options.weights
-    if not weights.packed or not whole or w.dtype != "float32" or ctx.buffers[w.buffer].role != "constant":
+    row = ctx.packed_row_bytes(w)
+    if row is None or w.shape[0] * row > ctx.options.max_binding:
         return None
+    weights = ctx.options.weights
     return ctx.quantized(layout.permute(w, [1, 0]), weights.bits, weights.group_along(w.shape[1]))
 
 

@@ -27,10 +27,12 @@ def _spec(w: Packed, gather: bool) -> KernelSpec:
                          overrides={"GATHER": gather, "PACKED_ZERO_POINTS": p.zero_points})
 
 
-def _params(w: Packed, numel, idx_offset: int = 0, check: int = 0) -> dict:
+def _params(w: Packed, numel, idx_offset: int = 0, check: int = 0, window: tuple[int, int] | None = None,
+            rows: int | None = None) -> dict:
     p = w.packing
-    return {"numel": numel, "cols": p.cols, "rows": p.rows, "idx_offset": idx_offset, "check": check,
-            "packing": p.layout()}
+    lo, hi = window or (0, p.rows)
+    return {"numel": numel, "cols": p.cols, "rows": rows or p.rows, "idx_offset": idx_offset, "check": check,
+            "window_lo": lo, "window_hi": hi, "packing": p.layout()}
 
 
 def dequantize(ctx: Builder, w: Packed, out: Tensor) -> None:
@@ -39,13 +41,16 @@ def dequantize(ctx: Builder, w: Packed, out: Tensor) -> None:
     ctx.dispatch(_spec(w, False), [w, ctx.dummy(), out, ctx.sink()], _params(w, n), elements=n)
 
 
-def gather_rows(ctx: Builder, w: Packed, idx: Tensor, shape: tuple, check: tuple[Tensor, int]) -> Tensor:
-    """out[..., k] = w[idx[...], k]: an embedding over packed rows; `shape` is idx's shape + (cols,)."""
+def gather_rows(ctx: Builder, w: Packed, idx: Tensor, shape: tuple, check: tuple[Tensor, int], *,
+                out: Tensor | None = None, window: tuple[int, int] | None = None, rows: int | None = None) -> Tensor:
+    """out[..., k] = w[idx[...], k]: an embedding over packed rows; `shape` is idx's shape + (cols,). With
+    `window` (lo, hi), `w` holds rows lo..hi of a table of `rows` and just the outputs selecting those rows
+    are written (into `out`, shared by the dispatches of all windows)."""
     idx = ctx.contiguous(idx)
-    out = ctx.new(shape)
+    out = ctx.new(shape) if out is None else out
     status, slot = check
     n = out.numel
-    ctx.dispatch(_spec(w, True), [w, idx, out, status], _params(w, n, idx.offset, slot), elements=n)
+    ctx.dispatch(_spec(w, True), [w, idx, out, status], _params(w, n, idx.offset, slot, window, rows), elements=n)
     return out
 
 

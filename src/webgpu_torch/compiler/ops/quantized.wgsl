@@ -1,7 +1,9 @@
 // quantized.wgsl — packed integer weights as float32 (docs/artifact.md, "Packed weights"): out[r, k] is
 // element (row(r), k) of the packed matrix in `b`, for the kernels that cannot decode it themselves
 // (`GATHER` false: row(r) = r, the whole matrix) and for an embedding over packed rows (`GATHER`: row(r) =
-// idx[r]; an index outside [0, rows) sets word `check` of `status`, as indexing.wgsl's, and writes NaN).
+// idx[r]; an index outside [0, rows) sets word `check` of `status`, as indexing.wgsl's, and writes NaN). `b`
+// holds rows window_lo .. window_hi of the table (all of them, but for a table gathered in row chunks, one
+// dispatch a chunk): output rows whose index falls outside the window are left to the other chunks'.
 //
 // Layout: b the packed words; idx i32 [out rows] contiguous from idx_offset (int64 travels as int32);
 //   out contiguous [out rows, cols].
@@ -18,6 +20,8 @@ struct Params {
   rows: u32,
   idx_offset: u32,
   check: u32,
+  window_lo: u32,
+  window_hi: u32,
   packing: vec4<u32>,  // packed.wgsl's (R, group, G, parameters' word)
 }
 
@@ -45,7 +49,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       out[i] = nan_f32();
       return;
     }
-    row = u32(at);
+    if (u32(at) < p.window_lo || u32(at) >= p.window_hi) {
+      return;
+    }
+    row = u32(at) - p.window_lo;
   }
   out[i] = packed_vec4(p.packing, row, k & ~3u)[k % 4u];
 }

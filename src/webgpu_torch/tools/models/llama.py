@@ -267,8 +267,8 @@ def run(arch: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
 
 def binding_limit(info: dict) -> int:
     """The compile option max_binding_size for this device: WebGPU's guaranteed 128 MiB, or the device's own
-    larger limit, which a packed table over 128 MiB (a 1B model's int4 vocabulary) needs: such a program runs
-    only where a device binds as much (packed tables are not split into row chunks)."""
+    larger limit, under which a table over 128 MiB (a 1B model's int4 vocabulary) binds whole rather than in
+    row chunks: such a program runs only where a device binds as much."""
     limits = info.get("limits", {})
     device = min(limits.get("max-storage-buffer-binding-size", 0), limits.get("max-buffer-size", 0))
     return max(DEFAULT_MAX_BINDING, device // 16 * 16)

@@ -726,32 +726,22 @@ def linear(ctx: Builder, node: NodeView) -> Tensor:
     rows = x.numel // k if k else 0
     x2 = ctx.reshaped(x, (rows, k))
     residual = epilogue.residual(node)
-    if not ctx.too_large(w) or _packs_within_limit(ctx, w):
+    packed_row = ctx.packed_row_bytes(w)
+    if not ctx.too_large(w) or (packed_row and w.shape[0] * packed_row <= ctx.options.max_binding):
         return gemm(ctx, x2, layout.permute(w, [1, 0]), bias, out_shape=node.out.shape, ep=node.epilogue,
                     residual=residual, out_dtype=node.storage())
-    # A weight over the binding limit (a tied vocabulary projection): one GEMM per chunk of its rows, each
-    # result copied into its columns of the output.
+    # A weight over the binding limit as stored (a tied vocabulary projection; packed under weights="int8" |
+    # "int4", which packs each chunk as the whole would be): one GEMM per chunk of its rows, each result
+    # copied into its columns of the output.
     out = ctx.new(node.out.shape)
     out2 = layout.view(out, (rows, w.shape[0]))
     res2 = None if residual is None else ctx.reshaped(residual, (rows, w.shape[0]))
-    for lo, hi, chunk in ctx.row_chunks(w):
+    for lo, hi, chunk in ctx.row_chunks(w, packed_row):
         part_bias, part_res = (None if t is None else layout.slice_(t, t.ndim - 1, lo, hi, 1) for t in (bias, res2))
         part = gemm(ctx, x2, layout.permute(chunk, [1, 0]), part_bias, out_shape=(rows, hi - lo), ep=node.epilogue,
                     residual=part_res)
         copy(ctx, part, out=layout.slice_(out2, 1, lo, hi, 1))
     return out
-
-
-def _packs_within_limit(ctx: Builder, w: Tensor) -> bool:
-    """Whether weights="int8" | "int4" packs float32 constant weight `w` [N, K] (its whole buffer) into words
-    within the binding limit. Such a weight is not split into row chunks, so a tied vocabulary table is packed
-    once, for the LM head and the embedding (which gathers from the whole table) alike."""
-    weights = ctx.options.weights
-    if (not weights.packed or w.dtype != "float32" or ctx.buffers[w.buffer].role != "constant"
-            or not w.is_contiguous() or w.numel != ctx.constants[w.buffer].size):
-        return False
-    n, k = w.shape
-    return Packing(weights.bits, n, k, min(weights.group_along(k), k), False).nbytes <= ctx.options.max_binding
 
 
 def cases() -> list[OpCase]:
