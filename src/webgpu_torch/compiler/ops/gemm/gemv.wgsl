@@ -63,15 +63,16 @@ fn a_vec(z: u32, m: u32, k: u32) -> vec4<f32> {
 }
 
 // dot_k's sums over packed weights for the COLS columns n0 .. n0+COLS-1 (those past N read column N-1, and
-// are not stored), sums[m * COLS + c] for row m and column n0 + c. A lane's chunks of a column are 16 bytes
-// (4 words, SPAN values), TEAM apart; GROUP_WORDS consecutive words of a chunk share one group (it divides 4
-// and the words of a group: packed.wgsl). Each chunk's words and its groups' parameters are loaded for every
-// column before any is decoded, so a lane has them all in flight at once. Per group and column it sums
-// code · a and, once for all columns, a alone, then applies the group's scale and zero point:
-// Σ (code − zero) · scale · a = scale · (Σ code · a − zero · Σ a). A code becomes a float by its bits: OR-ed
-// into the mantissa of 2^23, less 2^23, exactly (no integer-to-float conversion, a quarter-rate instruction);
-// a word's shifts are constants (chunks start on whole words). Each float of A is read once for the COLS
-// columns, each code once for the ROWS rows.
+// are not stored), sums[m * COLS + c] for row m and column n0 + c (rows past M read row M-1, and are not
+// stored). A lane's chunks of a column are 16 bytes (4 words, SPAN values), TEAM apart; GROUP_WORDS
+// consecutive words of a chunk share one group (it divides 4 and the words of a group: packed.wgsl). Each
+// chunk's words and its groups' parameters are loaded for every column before any is decoded, so a lane has
+// them all in flight at once. Per group and column it sums code · a and, once for all columns, a alone, then
+// applies the group's scale and zero point: Σ (code − zero) · scale · a = scale · (Σ code · a − zero · Σ a).
+// A code becomes a float by its bits: OR-ed into the mantissa of 2^23, less 2^23, exactly (no
+// integer-to-float conversion, a quarter-rate instruction); a word's shifts are constants (chunks start on
+// whole words). Each float of A is read once for the COLS columns, each code once for the ROWS rows; A's
+// floats past K (a partial last chunk) read as 0, so the loop body has no branch.
 fn packed_sums(z: u32, n0: u32, lane: u32) -> array<f32, ROWS * COLS> {
   const SPAN: u32 = 4u * PACKED_PER_WORD;
   const TWO_23: f32 = 8388608.0;
@@ -80,6 +81,10 @@ fn packed_sums(z: u32, n0: u32, lane: u32) -> array<f32, ROWS * COLS> {
   var columns: array<u32, COLS>;  // of B, each past N clamped to N - 1
   for (var c = 0u; c < COLS; c++) {
     columns[c] = min(n0 + c, p.N - 1u);
+  }
+  var rows: array<u32, ROWS>;  // each row's first vec4 of A (A is contiguous along k), rows past M at M - 1
+  for (var m = 0u; m < ROWS; m++) {
+    rows[m] = (p.a_offset + z * p.a_strides.x + min(m, p.M - 1u) * p.a_strides.y) / 4u;
   }
   let K = k_steps();
   for (var k0 = lane * SPAN; k0 < K; k0 += TEAM * SPAN) {
@@ -100,17 +105,13 @@ fn packed_sums(z: u32, n0: u32, lane: u32) -> array<f32, ROWS * COLS> {
       for (var j = s * GROUP_WORDS; j < (s + 1u) * GROUP_WORDS; j++) {
         for (var i = 0u; i < PACKED_PER_WORD; i += 4u) {
           let k = k0 + j * PACKED_PER_WORD + i;
-          if (k < K) {
-            let shifts = (vec4<u32>(0u, 1u, 2u, 3u) + i) * PACKED_BITS;
-            for (var m = 0u; m < ROWS; m++) {
-              if (m < p.M) {
-                let av = a_vec(z, m, k);
-                a_sums[m] += dot(av, vec4<f32>(1.0));
-                for (var c = 0u; c < COLS; c++) {
-                  let bits = ((vec4<u32>(words[c][j]) >> shifts) & vec4<u32>(PACKED_MASK)) | vec4<u32>(0x4b000000u);
-                  dots[m * COLS + c] += dot(bitcast<vec4<f32>>(bits) - TWO_23, av);
-                }
-              }
+          let shifts = (vec4<u32>(0u, 1u, 2u, 3u) + i) * PACKED_BITS;
+          for (var m = 0u; m < ROWS; m++) {
+            let av = select(vec4<f32>(), vec4<f32>(a[rows[m] + k / 4u]), k < K);
+            a_sums[m] += dot(av, vec4<f32>(1.0));
+            for (var c = 0u; c < COLS; c++) {
+              let bits = ((vec4<u32>(words[c][j]) >> shifts) & vec4<u32>(PACKED_MASK)) | vec4<u32>(0x4b000000u);
+              dots[m * COLS + c] += dot(bitcast<vec4<f32>>(bits) - TWO_23, av);
             }
           }
         }
