@@ -11,13 +11,14 @@ from math import prod
 
 import numpy as np
 
-from ...format import dtypes
+from ...format import dtypes, symbolic
 from ...format.program import F16, Tensor
 from ..builder import Builder, KernelSpec
 from .registry import NodeView, OpCase, register
 from .row import row_threads
 
 FILE = "layer_norm.wgsl"
+MAX_UNROLL = 8
 
 
 def _check(node: NodeView) -> str | None:
@@ -63,7 +64,8 @@ def _normalize(ctx: Builder, x: Tensor, w: Tensor | None, b: Tensor | None, n, e
     params = {"rows": rows, "n": n, "x_offset": x2.offset, "row_stride": x2.strides[0], "col_stride": x2.strides[1],
               "w_offset": w1.offset, "w_stride": w1.strides[0] if w is not None else 0,
               "b_offset": b1.offset, "b_stride": b1.strides[0] if b is not None else 0, "eps": eps}
-    stored = {"In": dtypes.dtype(x2.dtype).wgsl, "Out": dtypes.dtype(outputs[0].dtype).wgsl}
+    unroll = min(MAX_UNROLL, -(-symbolic.hint(n) // row))  # a thread's share of the row, loaded at once
+    stored = {"In": dtypes.dtype(x2.dtype).wgsl, "Out": dtypes.dtype(outputs[0].dtype).wgsl, "UNROLL": unroll}
     half = "f16" in stored.values()
     name = ("rms_norm" if rms else "layer_norm") + (",f16" if half else "")
     spec = KernelSpec.of(FILE, name, consts=stored, requires=(F16,) if half else (), overrides={

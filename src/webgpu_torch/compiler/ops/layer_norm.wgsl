@@ -21,6 +21,7 @@ override HAS_BIAS: bool = true;
 override RMS: bool = false;
 
 const WORKGROUP: u32 = 256u;
+const UNROLL: u32 = 1u;  // elements a thread loads at a time in the first pass (the lowering's: its share, to 8)
 
 struct Params {
   rows: u32,
@@ -58,10 +59,19 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
 
   var s = 0.0;
   var big = 0.0;
-  for (var c = lane; live && c < n; c += ROW) {
-    let v = f32(x[base + c * p.col_stride]);
-    s += v;
-    big = max(big, abs(v));
+  for (var c0 = lane; live && c0 < n; c0 += ROW * UNROLL) {
+    // UNROLL loads in flight before any is added (the first pass reads the row from memory; the later ones
+    // find it in cache), added in the order of c as one at a time would be.
+    var v: array<f32, UNROLL>;
+    for (var u = 0u; u < UNROLL; u++) {
+      v[u] = f32(x[base + min(c0 + u * ROW, n - 1u) * p.col_stride]);
+    }
+    for (var u = 0u; u < UNROLL; u++) {
+      if (c0 + u * ROW < n) {
+        s += v[u];
+        big = max(big, abs(v[u]));
+      }
+    }
   }
   let sum_max = row_sum_max(li, lane, s, big);
   let mean = select(sum_max.x / f32(p.n), 0.0, RMS);
