@@ -9,8 +9,8 @@
 //   mean for var / std. An output a node does not need is bound to a placeholder and never written.
 // Geometry: ROW threads (a power of two, <= 256) reduce one output element; a workgroup of 256 threads
 //   handles 256 / ROW outputs; the grid is folded to fit 65,535 workgroups per dimension. A pass over a row
-//   (reduce_row) has each thread fold a strided share of it (r = lane, lane + ROW, …, loaded UNROLL at a
-//   time), then the row's threads combine in workgroup memory by halving. Most ops take one pass; var / std take three (max |x|, the mean, the squared
+//   (reduce_row) has each thread fold a strided share of it, then the row's threads combine in workgroup
+//   memory by halving. Most ops take one pass; var / std take three (max |x|, the mean, the squared
 //   deviations), logsumexp and the p-norm two (the max, the sum of exponentials; max or min |x|, the sum of
 //   powers).
 // Semantics are torch's: max and min return NaN where the row has one, with the index of the first NaN; ties
@@ -70,7 +70,6 @@ override WRITE_OUT: bool = true;
 override WRITE_AUX: bool = false;
 
 const WORKGROUP: u32 = 256u;
-const UNROLL: u32 = 1u;  // elements a thread loads before folding them (reduce.py's choice for the row)
 
 struct Params {
   num_out: u32,
@@ -159,19 +158,9 @@ fn fold(kind: u32, a: Partial, b: Partial) -> Partial {
 fn reduce_row(kind: u32, what: u32, base: u32, live: bool, li: u32, lane: u32, c: f32, s: f32) -> Partial {
   var acc = Partial(select(AccT(0), AccT(1), kind == K_PROD), select(0u, EMPTY, kind >= K_MAX));
   let steps = bounded(p.reduce_size, arrayLength(&x));
-  for (var r0 = lane; live && r0 < steps; r0 += ROW * UNROLL) {
-    // UNROLL loads in flight before any is folded (a long row over few outputs waits on each load otherwise);
-    // the folds then go in the order of r, as one at a time would.
-    var terms: array<AccT, UNROLL>;
-    for (var u = 0u; u < UNROLL; u++) {
-      let r = min(r0 + u * ROW, steps - 1u);
-      terms[u] = term(what, x[base + strided_offset(r, p.red_ndim, p.red_shape, p.red_strides)], c, s);
-    }
-    for (var u = 0u; u < UNROLL; u++) {
-      if (r0 + u * ROW < steps) {
-        acc = fold(kind, acc, Partial(terms[u], r0 + u * ROW));
-      }
-    }
+  for (var r = lane; live && r < steps; r += ROW) {
+    let t = Partial(term(what, x[base + strided_offset(r, p.red_ndim, p.red_shape, p.red_strides)], c, s), r);
+    acc = fold(kind, acc, t);
   }
   workgroupBarrier();  // the previous pass's readers are done with vals and idxs
   vals[li] = acc.v;
