@@ -18,6 +18,7 @@ const options = {
   featureLevel: /** @type {'core' | 'compatibility'} */ (params.get('featureLevel') ?? 'core'),
   tune: params.get('tune') !== '0',
   onProgress: showProgress,
+  ...(params.has('timeout') ? { timeoutMs: 1000 * Number(params.get('timeout')) } : {}), // seconds a call may take
 };
 const REPEAT = Number(params.get('repeat') ?? 5);
 /** @param {string} id */
