@@ -202,17 +202,19 @@ def cases() -> list[OpCase]:
         x[3, 7] = 3e38
         return x
 
-    def long_rows():  # rows of 9,001: 36 elements a thread of 256, the last thread's share partial
-        x = torch.randint(-50, 50, (4, 9001), generator=torch.Generator().manual_seed(9)).float()
-        x[0, 7] = x[0, 8000] = 99.0  # ties across threads
-        x[1, 6000] = x[1, 8999] = x[1, 2] = nan
+    def long_rows():  # rows of 17,527: winners far apart, in different threads' shares
+        x = torch.randint(-50, 50, (4, 17527), generator=torch.Generator().manual_seed(9)).float()
+        x[0, 7] = x[0, 16000] = 99.0  # a tie: the first wins
+        x[1, 12000] = x[1, 17000] = x[1, 2] = nan  # the first NaN
         x[2, :] = -0.0
-        x[3, 9000] = 99.0  # the last element
+        x[3, 17526] = 99.0  # the last element
         return x
 
     return [
         OpCase("long_rows_arg_ops_ties_nan_signed_zero", lambda x: (x.argmax(-1), x.argmin(-1), x.amax(-1),
-                                                                     x.sum(-1)), [long_rows]),
+                                                                     x.sum(-1), *torch.max(x, -1),
+                                                                     x[:1].argmax(-1, keepdim=True)),
+               [long_rows]),
         OpCase("mean_hw_keepdim", lambda x: x.mean(dim=(2, 3), keepdim=True), [(3, 37, 7, 7)]),
         OpCase("sum_middle_dim", lambda x: x.sum(dim=1), [(5, 89, 41)]),
         OpCase("sum_all", lambda x: x.sum(), [(37, 41, 3)]),
