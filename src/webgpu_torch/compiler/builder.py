@@ -112,9 +112,12 @@ class Builder:
         """The packed weights a constant of `layout.words` u32 words holds, as a view of their elements."""
         return self.constants.packed(words, layout)
 
-    def quantized(self, t: Tensor, bits: int, group: int) -> Packed:
-        """Float32 constant view `t` over its weight quantized and packed (ConstantStore.quantized)."""
-        return self.constants.quantized(t, bits, group)
+    def quantized(self, t: Tensor) -> Packed:
+        """Float32 constant view `t` [..., K, N] of a weight W [N, K] quantized and packed as weights="int8" |
+        "int4" says, in its groups along K (ConstantStore.quantized: once a buffer, so a tied table and its LM
+        head, or a chunk of each, share one copy)."""
+        weights = self.options.weights
+        return self.constants.quantized(t, weights.bits, weights.group_along(t.shape[-2]))
 
     def dequantized(self, w: Packed, shape: tuple[int, ...]) -> Tensor:
         """A float32 tensor of `shape` whose elements (row-major) are packed weights `w`'s. Kernels that decode

@@ -138,8 +138,7 @@ def embedding(ctx: Builder, node: NodeView) -> Tensor:
         return gather(ctx, ctx.stored_float(w), shape, direct, [(view, w.strides[0], w.shape[0])], out=out, check=check)
     for lo, hi, rows in ctx.row_chunks(w, packed_row):
         if packed_row:  # the chunk's rows packed as the tied LM head's chunk is (one copy of each)
-            weights = ctx.options.weights
-            chunk = ctx.quantized(layout.permute(rows, [1, 0]), weights.bits, weights.group_along(w.shape[1]))
+            chunk = ctx.quantized(layout.permute(rows, [1, 0]))
             quantized.gather_rows(ctx, chunk, idx, shape, check, out=out, window=(lo, hi), rows=w.shape[0])
         else:
             gather(ctx, ctx.stored_float(rows), shape, direct, [(view, rows.strides[0], w.shape[0])], out=out,
@@ -160,8 +159,7 @@ def _packed_table(ctx: Builder, w: Tensor) -> Packed | None:
     row = ctx.packed_row_bytes(w)
     if row is None or w.shape[0] * row > ctx.options.max_binding:
         return None
-    weights = ctx.options.weights
-    return ctx.quantized(layout.permute(w, [1, 0]), weights.bits, weights.group_along(w.shape[1]))
+    return ctx.quantized(layout.permute(w, [1, 0]))
 
 
 @register("aten.index_select.default", check=_check, dynamic=True)

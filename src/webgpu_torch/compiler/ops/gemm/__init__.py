@@ -400,7 +400,7 @@ def _stored(ctx: Builder, b3: Tensor, vec4: bool) -> Tensor:
     weights = ctx.options.weights
     if weights.packed and b3.dtype == "float32" and decodable and ctx.buffers[b3.buffer].role == "constant" and \
             b3.shape[1] * b3.shape[2] == ctx.constants[b3.buffer].size:
-        return ctx.quantized(b3, weights.bits, weights.group_along(b3.shape[1]))
+        return ctx.quantized(b3)
     return ctx.stored_float(b3)
 
 
