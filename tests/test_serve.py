@@ -251,6 +251,23 @@ def test_the_page_runs_any_artifact(tmp_path):
     assert [o["shape"] for o in result["outputs"]] == [[5, 3]] and result["callMs"] > 0
 
 
+def test_the_page_takes_a_timeout_in_seconds_and_names_a_bad_one():
+    """`?timeout=SECONDS` sets each call's limit (a call past it fails naming the limit); a value that is not
+    a number above 0 is refused by name before anything loads."""
+    server = serve.start(serve.site_for_file(ROOT / "tests" / "golden" / "mlp.wgpt"))
+    try:
+        with Chromium("swiftshader") as browser:
+            url = f"http://127.0.0.1:{server.server_address[1]}/{QUERY}"
+            for timeout, state, said in [("abc", "error", "?timeout=abc: give the seconds a call may take"),
+                                         ("0.000001", "error", "did not finish within 0 s"),
+                                         ("600", "done", "")]:
+                browser.open(f"{url}&timeout={timeout}")
+                assert browser.wait_for(DONE, timeout=300) == state, browser.console()
+                assert said in browser.evaluate("document.getElementById('status').textContent")
+    finally:
+        server.shutdown()
+
+
 def test_the_page_streams_a_large_artifact_with_a_progress_bar(tmp_path):
     """Three 128 MiB constants (js/testkit/large.js), loaded by the page from its URL and then as a file chosen
     in it: its progress bar ends full, the outputs show every constant arrived where it belongs, and the peak

@@ -403,6 +403,9 @@ $('file').addEventListener('change', (e) => {
 // ---- Start --------------------------------------------------------------------------------------------
 
 async function main() {
+  if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) {
+    throw new Error(`?timeout=${params.get('timeout')}: give the seconds a call may take, a number above 0`);
+  }
   const { device } = await openDevice(options);
   showAdapter(device);
   const config = await (await fetch('config.json')).json();
