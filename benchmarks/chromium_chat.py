@@ -62,7 +62,11 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=8)
     parser.add_argument("--json")
     args = parser.parse_args()
-    config = json.loads((args.folder / "page.json").read_text()) | {"maxNewTokens": args.new_tokens}
+    page = args.folder / "page.json"
+    if not page.is_file():
+        raise SystemExit(f"{args.folder}: no page.json; give a folder `webgpu-torch serve --model NAME` compiled "
+                         "(~/.cache/webgpu_torch/serve/NAME-...)")
+    config = json.loads(page.read_text()) | {"maxNewTokens": args.new_tokens}
     result = chat(serve.Site(config, {"/model/": args.folder.resolve()}), args.adapter)
     reply = result["replies"][0]
     want = CausalLM.load(args.folder).generate(config["prompt"], args.new_tokens).ids
