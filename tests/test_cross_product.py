@@ -4,10 +4,10 @@ The cross product: small programs that exercise every op family that offers opti
 configurations (element, vec4, CPU-adapter and matrix-unit kernels; a split K and its reduction; the GEMV's
 teams) in each operand layout (linear's Wᵀ read along K, a row-major B read along N, a transposed A, batched
 activations, a convolution's implicit im2col A) with each epilogue (bias, a fused residual, an activation),
-the attention layouts, the subgroup twins of the row kernels — compiled over every storage (float32; float16
-and bfloat16 models; float16 weights; float16 activations, alone and over int4 weights; int8 per row and int4
-in groups of 16 (two a 16-byte chunk of codes), 32, 64 and 128, round to nearest or torchao's, with and
-without zero points).
+the attention layouts, the subgroup twins of the row kernels, a reduction's rows split or whole — compiled
+over every storage (float32; float16 and bfloat16 models; float16 weights; float16 activations, alone and
+over int4 weights; int8 per row and int4 in groups of 16 (two a 16-byte chunk of codes), 32, 64 and 128,
+round to nearest or torchao's, with and without zero points).
 
 Host tier: every program compiles, and each GEMM configuration either is a candidate of each of its GEMMs
 (its kernel built) or is refused there at compile time with a reason (`gemm.refusals`). GPU tier: every
@@ -103,6 +103,19 @@ class Rows(torch.nn.Module):
         return torch.softmax(y, -1), y.sum(-1)
 
 
+class Reductions(torch.nn.Module):
+    """Few long rows, split across workgroups: an LM head's greedy argmax, a sum over everything, max.dim's
+    values and indices (after a linear, so that each storage reaches them)."""
+
+    def __init__(self):
+        super().__init__()
+        self.head = torch.nn.Linear(64, 4099)
+
+    def forward(self, x):
+        logits = self.head(x)
+        return logits.argmax(-1), logits.sum(), *torch.max(logits, -1)
+
+
 # name -> (module, input shapes). A linear's K is a multiple of 32 (torchao's groups divide it; a group of 128
 # leaves a ragged last one), M and N prime.
 PROGRAMS = {
@@ -114,6 +127,7 @@ PROGRAMS = {
     "conv": (Conv, [(2, 8, 13, 11)]),
     "attention": (Attention, [(1, 4, 37, 16)] * 3 + [(2, 3, 29, 20)] * 3),
     "rows": (Rows, [(37, 89)]),
+    "reductions": (Reductions, [(3, 64)]),
 }
 
 
@@ -217,7 +231,7 @@ def test_every_family_and_storage_is_in_the_cross_product():
                        for d in p.dispatches for o in tuning.candidates(d)} for storage in STORAGES}
     everything = set().union(*kinds.values())
     for family in ("gemm[vec4", "gemm[cpu_", "gemm[128x128", "gemv[", "gemm_split_sum", "conv[im2col_nhwc",
-                   "attention[", "+subgroups"):
+                   "attention[", "+subgroups", "slices]"):
         assert any(family in k for k in everything), family
     for storage, tag in (("int8_per_row", ",q8"), ("int4_group32", ",q4"), ("torchao_int4_group32_zero_points", ",q4"),
                          ("bfloat16_model", ",bf16"), ("float16_weights", ",f16"), ("float16_activations", ",f16"),

@@ -19,6 +19,14 @@
 #   (with --quantize int4 the decoders also run with 4-bit weights, ORT's as MatMulNBits: the prepare line
 #   above then also needs onnxruntime and torchao==0.18.0)
 #   run(command="bash js/bench/device.sh side-by-side build/side-by-side", carry=[".device/js"])
+#
+# Ours against llama.cpp's Vulkan backend (bench llm), there:
+#   bash js/bench/device.sh prepare      here, also after NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install
+#                                        --ignore-scripts --no-save in js/bench/llama-cpp: its packages with
+#                                        only the prebuilt Linux x64 Vulkan binary (13 MB compressed)
+#   ../shared/device/prepare gguf==0.19.0
+#   run(command="source .device/enter.sh && bash js/bench/device.sh llm --arch llama-3.2-1b ...",
+#       carry=[".device"])        (the arguments are bench llm's; --node runs ours in Node too)
 set -euo pipefail
 unxz() { python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" "$@"; }
 unpack() {  # Node to /tmp/node, Dawn for Node into js/node_modules/webgpu
@@ -39,6 +47,12 @@ prepare)
     cp "$dist/ort.webgpu.min.mjs" "$dist/ort-wasm-simd-threaded.asyncify.mjs" .device/js/ort/
     xz -T0 -c "$dist/ort-wasm-simd-threaded.asyncify.wasm" > .device/js/ort/ort-wasm-simd-threaded.asyncify.wasm.xz
   fi
+  llama=js/bench/llama-cpp/node_modules
+  if [ -d "$llama/node-llama-cpp" ]; then  # other platforms' binaries and the source bundle stay behind
+    tar -C js/bench/llama-cpp -cf - --exclude='node_modules/@node-llama-cpp/linux-x64-cuda*' \
+      --exclude='node_modules/@node-llama-cpp/linux-arm*' --exclude='node_modules/@node-llama-cpp/linux-x64' \
+      --exclude='node_modules/node-llama-cpp/llama/gitRelease.bundle' node_modules | xz -T0 > .device/js/llama-cpp.tar.xz
+  fi
   du -sh .device/js ;;
 side-by-side)
   unpack
@@ -50,6 +64,13 @@ side-by-side)
     /tmp/node js/bench/side_by_side_node.js "${2:?the folder bench browser --prepare-only wrote}" --ort /tmp/ort \
       --calls "${CALLS:-20}" 2>&1 | grep -v Warning
   done ;;
+llm)
+  shift
+  unpack
+  mkdir -p /tmp/bin && ln -sf /tmp/node /tmp/bin/node
+  python3 -c "import lzma, sys, tarfile; tarfile.open(fileobj=lzma.open(sys.argv[1])).extractall(sys.argv[2])" \
+    .device/js/llama-cpp.tar.xz js/bench/llama-cpp
+  PATH=/tmp/bin:$PATH python3 -m webgpu_torch.tools.cli bench llm "$@" 2>&1 | grep -v Warning ;;
 run)
   shift
   unpack
@@ -61,6 +82,6 @@ run)
     /tmp/node js/bench/bench.js --calls "$calls" "$@" 2>&1 | grep -v Warning
   done ;;
 *)
-  echo "usage: bash js/bench/device.sh prepare | run ARTIFACT ... | side-by-side FOLDER" >&2
+  echo "usage: bash js/bench/device.sh prepare | run ARTIFACT ... | side-by-side FOLDER | llm BENCH_LLM_ARGS" >&2
   exit 2 ;;
 esac

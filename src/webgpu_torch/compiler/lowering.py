@@ -207,10 +207,16 @@ def _finish(ctx: Builder, inputs: list[Input], outputs: list[Tensor], graph: Gra
     n = len(dispatches)
     first: dict[int, int] = {}
     last: dict[int, int] = {}
+    # A group of options (a leader and the dispatches that follow it) is run and probed as a whole: each buffer
+    # it binds stays live to its end, so no output of the group shares a buffer with one of its inputs.
+    group_end = list(range(n))
+    for i in reversed(range(n - 1)):
+        if dispatches[i + 1].follows:
+            group_end[i] = group_end[i + 1]
     for i, d in enumerate(dispatches):
         for b in d.buffers:
             first.setdefault(b, i)
-            last[b] = i
+            last[b] = max(last.get(b, i), group_end[i])
     for t in outputs:
         first.setdefault(t.buffer, n)  # an empty output no dispatch writes still gets a buffer
         last[t.buffer] = n  # read back after the last dispatch

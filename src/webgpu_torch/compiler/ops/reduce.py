@@ -4,7 +4,10 @@ argmin, any, all, vector norms (of every order), var, std, var_mean, logsumexp.
 The input is read in place: its dims are split into kept and reduced ones, each with its own strides, so
 reducing a transposed or sliced view needs no copy. The number of threads per output row follows the row's
 length (a power of two up to 256), so a mean over 7×7 and an argmax over a 51,289-word vocabulary both keep
-a workgroup busy. Integer results accumulate in i32 (exact: a sum of a mask counts it; int64 sums and
+a workgroup busy. A few long rows of a single-pass op (a greedy argmax over a vocabulary, a sum over
+everything) are split across workgroups, then each row's slices combined: one workgroup per row would leave a
+GPU idle. Tuning may run them unsplit instead (the choice CPU adapters make), the same two dispatches with one
+slice. Integer results accumulate in i32 (exact: a sum of a mask counts it; int64 sums and
 products are exact while they stay within int32, as all int64 arithmetic here), float ones in f32. NaN
 follows torch: max, min, amax, amin and the arg ops return it (argmax / argmin: the index of the first NaN).
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 from ...format import dtypes
 from ...format.program import Tensor
@@ -25,6 +29,12 @@ FILE = "reduce.wgsl"
 MAX_DIMS = 8
 # Reductions whose kernel gives the right value over an empty dim: its accumulator's start, 0 (false for any).
 EMPTY_OK = ("aten.sum.", "aten.any.", "aten.linalg_vector_norm.")
+# Ops taking one pass over a row (reduce.wgsl's single_pass): those a split row can compute.
+SINGLE_PASS = ("sum", "mean", "prod", "max", "min", "any", "all", "norm2", "norm1", "norm_inf", "norm_neg_inf",
+               "norm0")
+SLICE_MIN = 1024  # elements a slice of a split row keeps at least (4 a thread)
+ENOUGH_SLICES = 256  # workgroups a split aims for over all its rows
+MIN_SLICES = 4  # fewer slices than this: a row stays whole
 OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 
@@ -53,7 +63,7 @@ def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[i
     params = {
         "num_out": (value or second).numel, "reduce_size": reduce_size, "kept_ndim": len(kept),
         "red_ndim": len(dims), "offset": x.offset, "correction": float(correction),
-        "ord": float(ord),
+        "ord": float(ord), "slices": 1,
         "kept_shape": [x.shape[d] for d in kept], "kept_strides": [x.strides[d] for d in kept],
         "red_shape": [x.shape[d] for d in dims], "red_strides": [x.strides[d] for d in dims],
     }
@@ -65,8 +75,43 @@ def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[i
     spec = KernelSpec.of(FILE, name, consts=consts, overrides={
         "OP": OP_CODES[op], "ROW": row, "WRITE_OUT": value is not None, "WRITE_AUX": second is not None})
     unwritten = ctx.new((1,), "int32") if value is None or second is None else None  # binds the other slot
-    ctx.dispatch(spec, [x, value or unwritten, second or unwritten], params, elements=params["num_out"] * row)
+    slices = split_slices(params["num_out"], reduce_size) if op in SINGLE_PASS else 1
+    if slices == 1:
+        ctx.dispatch(spec, [x, value or unwritten, second or unwritten], params, elements=params["num_out"] * row)
+        return [value, second]
+    pairs = ctx.new((params["num_out"], slices, 2), "int32")
+
+    def split(n: int, targets: tuple[str, ...]) -> None:
+        """Rows in n slices, then each row's n pairs combined (reduce.wgsl's `split`, `combine`)."""
+        ctx.dispatch(replace(spec, name=f"{name[:-1]},{n} slices]", entry="split", targets=targets,
+                             consts=_consts(spec, OutT="u32"), overrides=_overrides(spec, ROW=256)),
+                     [x, pairs, unwritten or second], {**params, "slices": n}, workgroups=params["num_out"] * n)
+        ctx.dispatch(replace(spec, name=f"{name[:-1]},combine {n}]", entry="combine", targets=targets,
+                             consts=_consts(spec, InT="u32"), overrides=_overrides(spec, ROW=row_threads(n, FILE))),
+                     [pairs, value or unwritten, second or unwritten], {**params, "slices": n},
+                     elements=params["num_out"] * row_threads(n, FILE))
+
+    ctx.alternatives([lambda: split(slices, ()), lambda: split(1, ("cpu",))],
+                     tuple(t for t in (value, second) if t is not None))
     return [value, second]
+
+
+def split_slices(rows, reduce_size) -> int:
+    """Slices per row when `rows` rows of `reduce_size` elements are split across workgroups: enough for
+    ENOUGH_SLICES in all, each of SLICE_MIN elements or more; 1 (no split) below MIN_SLICES, or for sizes
+    known only at run time."""
+    if not (isinstance(rows, int) and isinstance(reduce_size, int)) or rows == 0:
+        return 1
+    slices = min(-(-reduce_size // SLICE_MIN), -(-ENOUGH_SLICES // rows))
+    return slices if slices >= MIN_SLICES else 1
+
+
+def _consts(spec: KernelSpec, **changed: str) -> tuple:
+    return tuple(sorted({**dict(spec.consts), **changed}.items()))
+
+
+def _overrides(spec: KernelSpec, **changed: int) -> tuple:
+    return tuple(sorted({**dict(spec.overrides), **{k: float(v) for k, v in changed.items()}}.items()))
 
 
 # -- checks ----------------------------------------------------------------------------------------------------

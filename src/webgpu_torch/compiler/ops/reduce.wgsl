@@ -19,6 +19,12 @@
 //   divides by a power of two near max |x| (p > 0) or min |x| (p < 0), so no power overflows, and is that
 //   extreme itself where it is NaN, ±inf or 0; logsumexp subtracts the max (0 where it is ±inf). Norms of
 //   ord ±inf are max / min |x| (NaN wins), of ord 0 the count of nonzeros.
+// Split rows (reduce.py's `split_slices`: few long rows of a single-pass op, as a GPU's greedy argmax over a
+//   vocabulary): entry `split` folds slice s of row o (p.slices slices of ceil(R / p.slices) elements, a
+//   workgroup each, ROW = WORKGROUP) into pair o * p.slices + s of `out`, bound as u32 words (OutT = u32): the
+//   fold's bits, then its index in the row; entry `combine` folds each row's pairs, bound as x (InT = u32), in
+//   slice order, into the row's results, as `main` writes them. Ties and NaN resolve as in one pass: a slice
+//   keeps its first winner, and the first slice holding the row's winner holds its first occurrence.
 // Types: InT (input), AccT (accumulation: f32 for float results, i32 for integer ones, so an integer sum or a
 //   count of a mask is exact; u32 for bool max / min / any / all), OutT and AuxT are set by alias substitution.
 
@@ -79,6 +85,7 @@ struct Params {
   offset: u32,
   correction: f32,
   ord: f32,
+  slices: u32,  // split rows only: slices per row
   kept_shape: array<vec4<u32>, 2>,
   kept_strides: array<vec4<u32>, 2>,
   red_shape: array<vec4<u32>, 2>,
@@ -140,6 +147,11 @@ fn wins(kind: u32, v: AccT, i: u32, w: AccT, j: u32) -> bool {
   return (v > w) == (kind == K_MAX);
 }
 
+// What folding nothing gives: 0, 1 for a product, an empty lane for max / min.
+fn identity(kind: u32) -> Partial {
+  return Partial(select(AccT(0), AccT(1), kind == K_PROD), select(0u, EMPTY, kind >= K_MAX));
+}
+
 fn fold(kind: u32, a: Partial, b: Partial) -> Partial {
   if (kind == K_SUM) {
     return Partial(a.v + b.v, 0u);
@@ -153,15 +165,21 @@ fn fold(kind: u32, a: Partial, b: Partial) -> Partial {
   return a;
 }
 
-// One pass over row o (at `base`): every thread of the workgroup calls it (it holds barriers); the row's
-// result reaches all of the row's threads. c and s parametrise the term (E_SCALED, E_DEVIATION, E_EXP).
-fn reduce_row(kind: u32, what: u32, base: u32, live: bool, li: u32, lane: u32, c: f32, s: f32) -> Partial {
-  var acc = Partial(select(AccT(0), AccT(1), kind == K_PROD), select(0u, EMPTY, kind >= K_MAX));
-  let steps = bounded(p.reduce_size, arrayLength(&x));
-  for (var r = lane; live && r < steps; r += ROW) {
+// Elements [span.x, span.y) of the row at `base` folded: every thread of the workgroup calls it (it holds
+// barriers); the result reaches all of the row's threads. c and s parametrise the term (E_SCALED,
+// E_DEVIATION, E_EXP).
+fn reduce_row(kind: u32, what: u32, base: u32, span: vec2<u32>, li: u32, lane: u32, c: f32, s: f32) -> Partial {
+  var acc = identity(kind);
+  let end = bounded(span.y, arrayLength(&x));
+  for (var r = span.x + lane; r < end; r += ROW) {
     let t = Partial(term(what, x[base + strided_offset(r, p.red_ndim, p.red_shape, p.red_strides)], c, s), r);
     acc = fold(kind, acc, t);
   }
+  return fold_lanes(kind, acc, li, lane);
+}
+
+// The row's ROW lanes' partials folded, in workgroup memory by halving; the result reaches every lane.
+fn fold_lanes(kind: u32, acc: Partial, li: u32, lane: u32) -> Partial {
   workgroupBarrier();  // the previous pass's readers are done with vals and idxs
   vals[li] = acc.v;
   idxs[li] = acc.i;
@@ -177,6 +195,42 @@ fn reduce_row(kind: u32, what: u32, base: u32, live: bool, li: u32, lane: u32, c
   return Partial(vals[li - lane], idxs[li - lane]);
 }
 
+// The whole of a live row, nothing of another.
+fn whole_row(live: bool) -> vec2<u32> {
+  return select(vec2<u32>(0u), vec2<u32>(0u, p.reduce_size), live);
+}
+
+// (fold, term) of an op that takes one pass: all but var / std, logsumexp and the p-norm.
+fn single_pass(op: u32) -> vec2<u32> {
+  switch op {
+    case OP_PROD: { return vec2<u32>(K_PROD, E_VALUE); }
+    case OP_MAX: { return vec2<u32>(K_MAX, E_VALUE); }
+    case OP_MIN: { return vec2<u32>(K_MIN, E_VALUE); }
+    case OP_ANY: { return vec2<u32>(K_MAX, E_TRUTH); }
+    case OP_ALL: { return vec2<u32>(K_MIN, E_TRUTH); }
+    case OP_NORM2: { return vec2<u32>(K_SUM, E_SQUARE); }
+    case OP_NORM1: { return vec2<u32>(K_SUM, E_ABS); }
+    case OP_NORM_INF: { return vec2<u32>(K_MAX, E_ABS); }
+    case OP_NORM_NEG_INF: { return vec2<u32>(K_MIN, E_ABS); }
+    case OP_NORM0: { return vec2<u32>(K_SUM, E_TRUTH); }
+    default: { return vec2<u32>(K_SUM, E_VALUE); }
+  }
+}
+
+// Output o of a single-pass op from its row's fold over n elements.
+fn write_single(o: u32, result: Partial, n: f32) {
+  if (WRITE_OUT) {
+    switch OP {
+      case OP_MEAN: { out[o] = OutT(f32(result.v) / n); }
+      case OP_NORM2: { out[o] = OutT(sqrt(f32(result.v))); }
+      default: { out[o] = OutT(result.v); }
+    }
+  }
+  if (WRITE_AUX) {
+    aux[o] = AuxT(result.i);
+  }
+}
+
 @compute @workgroup_size(WORKGROUP)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) li: u32) {
@@ -190,38 +244,26 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var second: f32;
   var result: Partial;
   if (OP == OP_VAR || OP == OP_STD) {
-    let scale = power_of_two_scale(f32(reduce_row(K_MAX, E_ABS, base, live, li, lane, 0.0, 1.0).v));
-    let mean_scaled = f32(reduce_row(K_SUM, E_SCALED, base, live, li, lane, 0.0, 1.0 / scale).v) / n;
-    let m2 = f32(reduce_row(K_SUM, E_DEVIATION, base, live, li, lane, mean_scaled, 1.0 / scale).v);
+    let row = whole_row(live);
+    let scale = power_of_two_scale(f32(reduce_row(K_MAX, E_ABS, base, row, li, lane, 0.0, 1.0).v));
+    let mean_scaled = f32(reduce_row(K_SUM, E_SCALED, base, row, li, lane, 0.0, 1.0 / scale).v) / n;
+    let m2 = f32(reduce_row(K_SUM, E_DEVIATION, base, row, li, lane, mean_scaled, 1.0 / scale).v);
     let q = m2 / max(n - p.correction, 0.0);
     value = select(q * scale * scale, sqrt(q) * scale, OP == OP_STD);
     second = mean_scaled * scale;
   } else if (OP == OP_LOGSUMEXP) {
-    let m = f32(reduce_row(K_MAX, E_VALUE, base, live, li, lane, 0.0, 1.0).v);
+    let m = f32(reduce_row(K_MAX, E_VALUE, base, whole_row(live), li, lane, 0.0, 1.0).v);
     let shift = select(m, 0.0, is_inf(m));  // a row of -inf gives -inf, one with +inf gives +inf
-    value = log(f32(reduce_row(K_SUM, E_EXP, base, live, li, lane, shift, 1.0).v)) + shift;
+    value = log(f32(reduce_row(K_SUM, E_EXP, base, whole_row(live), li, lane, shift, 1.0).v)) + shift;
   } else if (OP == OP_NORM_P) {
-    let m = f32(reduce_row(select(K_MIN, K_MAX, p.ord > 0.0), E_ABS, base, live, li, lane, 0.0, 1.0).v);
+    let row = whole_row(live);
+    let m = f32(reduce_row(select(K_MIN, K_MAX, p.ord > 0.0), E_ABS, base, row, li, lane, 0.0, 1.0).v);
     let scale = pow2_floor(m);
-    let total = f32(reduce_row(K_SUM, E_POWER, base, live, li, lane, p.ord, scale).v);  // >= 1 term near 1
+    let total = f32(reduce_row(K_SUM, E_POWER, base, row, li, lane, p.ord, scale).v);  // >= 1 term near 1
     value = select(pow(total, 1.0 / p.ord) * scale, m, is_nan(m) || is_inf(m) || m == 0.0);
   } else {
-    var kind = K_SUM;
-    var what = E_VALUE;
-    switch OP {
-      case OP_PROD: { kind = K_PROD; }
-      case OP_MAX: { kind = K_MAX; }
-      case OP_MIN: { kind = K_MIN; }
-      case OP_ANY: { kind = K_MAX; what = E_TRUTH; }
-      case OP_ALL: { kind = K_MIN; what = E_TRUTH; }
-      case OP_NORM2: { what = E_SQUARE; }
-      case OP_NORM1: { what = E_ABS; }
-      case OP_NORM_INF: { kind = K_MAX; what = E_ABS; }
-      case OP_NORM_NEG_INF: { kind = K_MIN; what = E_ABS; }
-      case OP_NORM0: { what = E_TRUTH; }
-      default: {}
-    }
-    result = reduce_row(kind, what, base, live, li, lane, 0.0, 1.0);
+    let fold_term = single_pass(OP);
+    result = reduce_row(fold_term.x, fold_term.y, base, whole_row(live), li, lane, 0.0, 1.0);
   }
   if (!live || lane != 0u) {
     return;
@@ -235,14 +277,42 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     return;
   }
-  if (WRITE_OUT) {
-    switch OP {
-      case OP_MEAN: { out[o] = OutT(f32(result.v) / n); }
-      case OP_NORM2: { out[o] = OutT(sqrt(f32(result.v))); }
-      default: { out[o] = OutT(result.v); }
-    }
+  write_single(o, result, n);
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn split(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+         @builtin(local_invocation_index) li: u32) {
+  let block = wid.x + wid.y * nwg.x;  // o * p.slices + s
+  let live = block < p.num_out * p.slices;
+  let o = select(0u, block / p.slices, live);
+  let len = (p.reduce_size + p.slices - 1u) / p.slices;
+  let first = (block % p.slices) * len;
+  let span = select(vec2<u32>(0u), vec2<u32>(first, min(first + len, p.reduce_size)), live);
+  let base = p.offset + strided_offset(o, p.kept_ndim, p.kept_shape, p.kept_strides);
+  let fold_term = single_pass(OP);
+  let result = reduce_row(fold_term.x, fold_term.y, base, span, li, li, 0.0, 1.0);
+  if (live && li == 0u) {
+    out[2u * block] = OutT(bitcast<u32>(result.v));
+    out[2u * block + 1u] = OutT(result.i);
   }
-  if (WRITE_AUX) {
-    aux[o] = AuxT(result.i);
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn combine(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+           @builtin(local_invocation_index) li: u32) {
+  let o = (wid.x + wid.y * nwg.x) * (WORKGROUP / ROW) + li / ROW;
+  let lane = li % ROW;
+  let live = o < p.num_out;
+  let kind = single_pass(OP).x;
+  var acc = identity(kind);
+  let slices = select(0u, bounded(p.slices, arrayLength(&x) / 2u), live);
+  for (var j = lane; j < slices; j += ROW) {
+    let at = 2u * (o * p.slices + j);
+    acc = fold(kind, acc, Partial(bitcast<AccT>(u32(x[at])), u32(x[at + 1u])));
+  }
+  let result = fold_lanes(kind, acc, li, lane);
+  if (live && lane == 0u) {
+    write_single(o, result, f32(p.reduce_size));
   }
 }
