@@ -33,7 +33,9 @@ unpack() {  # Node to /tmp/node, Dawn for Node into js/node_modules/webgpu
   unxz .device/js/node.xz /tmp/node && chmod +x /tmp/node
   mkdir -p js/node_modules/webgpu/dist/linux-x64
   cp .device/js/webgpu/* js/node_modules/webgpu/
-  unxz .device/js/dawn.node.xz js/node_modules/webgpu/dist/linux-x64/dawn.node
+  if [ -f .device/js/dawn.node.xz ]; then  # bench llm without --node carries none
+    unxz .device/js/dawn.node.xz js/node_modules/webgpu/dist/linux-x64/dawn.node
+  fi
 }
 case ${1:-} in
 prepare)
