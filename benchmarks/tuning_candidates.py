@@ -1,8 +1,9 @@
-"""Every tuning candidate of one GEMM, 1x1/3x3 convolution or attention on this machine's WebGPU device,
+"""Every tuning candidate of one GEMM, 1x1/3x3 convolution, attention or argmax on this machine's WebGPU device,
 timed as tuning would see them but without a budget: each candidate's dispatches in a pass of their own,
 samples interleaved across the candidates (so a busy machine slows all alike), the median per candidate.
 
     python benchmarks/tuning_candidates.py linear M N K | mm M N K | conv C OC HW KS STRIDE | attention B H S D
+                                           | argmax ROWS N
 
 On a machine without a GPU, point Vulkan at another software driver to compare CPU adapters, e.g. Chromium's
 SwiftShader: VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json (lavapipe otherwise).
@@ -18,7 +19,6 @@ import torch
 import webgpu_torch
 from webgpu_torch.runtime import timing, tuning
 from webgpu_torch.runtime.engine import get_engine
-from webgpu_torch.runtime.executor import Executor
 
 SAMPLES = 5
 
@@ -26,6 +26,11 @@ SAMPLES = 5
 class _MM(torch.nn.Module):
     def forward(self, a, b):
         return a @ b
+
+
+class _Argmax(torch.nn.Module):
+    def forward(self, x):
+        return x.argmax(-1)
 
 
 class _Attention(torch.nn.Module):
@@ -47,6 +52,9 @@ def problem(kind: str, sizes: list[int]) -> tuple[torch.nn.Module, tuple]:
     if kind == "attention":
         b, h, s, d = sizes
         return _Attention(), (*(torch.randn(b, h, s, d) for _ in range(3)), torch.randn(b, 1, 1, s))
+    if kind == "argmax":
+        rows, n = sizes
+        return _Argmax(), (torch.randn(rows, n),)
     raise SystemExit(__doc__)
 
 
@@ -58,9 +66,8 @@ def main(argv: list[str]) -> int:
     print(webgpu_torch.device_info()["adapter"])
     for members in tuning.groups(program):
         count = len(tuning.candidates(program.dispatches[members[0]]))
-        executors = [Executor(tuning._probe(program, members, c), get_engine()) for c in range(count)]
-        for ex in executors:  # warm up (and compile, where a driver compiles at the first dispatch)
-            timing.dispatch_times(ex, samples=1)
+        # Each over its probe's seeded inputs, run once (a warm-up, and a driver's compile at the first dispatch)
+        executors = [tuning.Candidate(program, members, c, get_engine()).executor for c in range(count)]
         samples = [[sum(timing.dispatch_times(ex, samples=1, warm_up=False)) for ex in executors]
                    for _ in range(SAMPLES)]
         print(f"{' '.join(argv)}: {program.dispatches[members[0]].node}")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 import struct
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -474,3 +476,12 @@ def test_every_candidate_of_a_dynamic_gemm_computes_the_same_at_every_size(stora
             want = torch.nn.functional.linear(x.double(), weight, linear.bias.double())
             want = torch.nn.functional.gelu(want) if options.get("gelu") else want
             assert_close(session(x), want, tolerance, what=f"candidate {c}, {rows} rows")
+
+
+def test_the_candidates_benchmark_times_each_candidate_of_a_group():
+    """benchmarks/tuning_candidates.py: a split argmax's two candidates (rows split or whole), each timed."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "tuning_candidates.py"
+    done = subprocess.run([sys.executable, str(script), "argmax", "2", "5003"], capture_output=True, text=True,
+                          timeout=300, check=True)
+    rows = [line for line in done.stdout.splitlines() if " ms  reduce[max+index," in line]
+    assert len(rows) == 2 and {"5 slices]" in r for r in rows} == {True, False}, done.stdout
