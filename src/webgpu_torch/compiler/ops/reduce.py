@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import replace
 
 from ...format import dtypes
 from ...format.program import Tensor
@@ -35,6 +34,7 @@ SINGLE_PASS = ("sum", "mean", "prod", "max", "min", "any", "all", "norm2", "norm
 SLICE_MIN = 1024  # elements a slice of a split row keeps at least (4 a thread)
 ENOUGH_SLICES = 256  # workgroups a split aims for over all its rows
 MIN_SLICES = 4  # fewer slices than this: a row stays whole
+WORKGROUP = wgsl.constant(wgsl.kernel_source(FILE), "WORKGROUP")  # a split's slice: one workgroup
 OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 
@@ -72,8 +72,8 @@ def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[i
     consts = {"InT": dtypes.dtype(x.dtype).wgsl, "AccT": acc, "OutT": dtypes.dtype(result).wgsl,
               "AuxT": dtypes.dtype(aux_dtype or "int32").wgsl}
     name = f"reduce[{op}{'+index' if aux_dtype and op in ('max', 'min') else ''}]"
-    spec = KernelSpec.of(FILE, name, consts=consts, overrides={
-        "OP": OP_CODES[op], "ROW": row, "WRITE_OUT": value is not None, "WRITE_AUX": second is not None})
+    overrides = {"OP": OP_CODES[op], "ROW": row, "WRITE_OUT": value is not None, "WRITE_AUX": second is not None}
+    spec = KernelSpec.of(FILE, name, consts=consts, overrides=overrides)
     unwritten = ctx.new((1,), "int32") if value is None or second is None else None  # binds the other slot
     slices = split_slices(params["num_out"], reduce_size) if op in SINGLE_PASS else 1
     if slices == 1:
@@ -83,13 +83,14 @@ def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[i
 
     def split(n: int, targets: tuple[str, ...]) -> None:
         """Rows in n slices, then each row's n pairs combined (reduce.wgsl's `split`, `combine`)."""
-        ctx.dispatch(replace(spec, name=f"{name[:-1]},{n} slices]", entry="split", targets=targets,
-                             consts=_consts(spec, OutT="u32"), overrides=_overrides(spec, ROW=256)),
+        ctx.dispatch(KernelSpec.of(FILE, f"{name[:-1]},{n} slices]", entry="split", targets=targets,
+                                   consts={**consts, "OutT": "u32"}, overrides={**overrides, "ROW": WORKGROUP}),
                      [x, pairs, unwritten or second], {**params, "slices": n}, workgroups=params["num_out"] * n)
-        ctx.dispatch(replace(spec, name=f"{name[:-1]},combine {n}]", entry="combine", targets=targets,
-                             consts=_consts(spec, InT="u32"), overrides=_overrides(spec, ROW=row_threads(n, FILE))),
+        combine_row = row_threads(n, FILE)
+        ctx.dispatch(KernelSpec.of(FILE, f"{name[:-1]},combine {n}]", entry="combine", targets=targets,
+                                   consts={**consts, "InT": "u32"}, overrides={**overrides, "ROW": combine_row}),
                      [pairs, value or unwritten, second or unwritten], {**params, "slices": n},
-                     elements=params["num_out"] * row_threads(n, FILE))
+                     elements=params["num_out"] * combine_row)
 
     ctx.alternatives([lambda: split(slices, ()), lambda: split(1, ("cpu",))],
                      tuple(t for t in (value, second) if t is not None))
@@ -104,14 +105,6 @@ def split_slices(rows, reduce_size) -> int:
         return 1
     slices = min(-(-reduce_size // SLICE_MIN), -(-ENOUGH_SLICES // rows))
     return slices if slices >= MIN_SLICES else 1
-
-
-def _consts(spec: KernelSpec, **changed: str) -> tuple:
-    return tuple(sorted({**dict(spec.consts), **changed}.items()))
-
-
-def _overrides(spec: KernelSpec, **changed: int) -> tuple:
-    return tuple(sorted({**dict(spec.overrides), **{k: float(v) for k, v in changed.items()}}.items()))
 
 
 # -- checks ----------------------------------------------------------------------------------------------------
