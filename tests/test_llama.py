@@ -5,6 +5,9 @@ own generate and logits processors (random seeded weights)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +16,7 @@ import pytest
 from webgpu_torch.format import artifact
 from webgpu_torch.format.errors import ArtifactError
 from webgpu_torch.runtime import decoding
+from webgpu_torch.runtime.fit import allocated
 from webgpu_torch.runtime.generation import CausalLM, text_stream
 from webgpu_torch.tools.models import generation_reference as reference
 from webgpu_torch.tools.models import llama
@@ -25,6 +29,7 @@ pytestmark = pytest.mark.e2e
 NEW_TOKENS, MAX_LENGTH = 20, 48
 CHAT_TOKENS, CHAT_MAX_LENGTH = 16, 128  # a chat's reply, its cache: a turn's prompt with the template is ~40 ids
 LOGIT_TOLERANCE = 1e-3  # as Florence-2's: teacher-forced logits relative to the logit scale
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -158,6 +163,25 @@ def test_eos_stops_generation_a_step_late_and_a_long_request_is_refused(model_an
     assert len(lm.generate(prompt, longest).ids) == longest
     with pytest.raises(ValueError, match=f"need {MAX_LENGTH + 1} cache rows; this step's cache holds {MAX_LENGTH}"):
         lm.generate(prompt, longest + 1)
+
+
+def test_bench_llm_counts_each_runtimes_peak_memory_in_a_process_of_its_own(model_and_lm, tmp_path):
+    """bench llm's memory columns for ours: the Python runtime's (tools/bench/_memory.py) and the JS runtime's
+    (js/bench/memory.js through bench.js --json) count the WebGPU buffers alive at once. Untuned, those are the
+    step's, the prefill's and the sampler's (the prefill shares the step's cache and constants) and a few small
+    staging ones: at least the larger program's buffers, at most all three programs' and a MiB."""
+    _, lm = model_and_lm
+    lm.save(tmp_path)
+    (tmp_path / "generate.json").write_text(json.dumps({"prompt_ids": [1, 2, 3], "max_new_tokens": 2}))
+    sizes = [sum(allocated(b.size) for b in s.program.buffers) for s in (lm.step, *lm.programs.values())]
+    env = os.environ | {"WEBGPU_TORCH_TUNE": "0"}  # no probes: only the programs' own buffers
+    python = [sys.executable, "-m", "webgpu_torch.tools.bench._memory", tmp_path]
+    node = ["node", REPO / "js" / "bench" / "bench.js", "--json", "--calls", "4", tmp_path]
+    for argv in python, node:
+        out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env, cwd=REPO / "js")
+        m = json.loads(out.stdout.strip().splitlines()[-1])
+        assert max(sizes) <= m["gpuPeak"] <= sum(sizes) + 2**20, (argv[1], m, sizes)
+        assert m["peakRss"] > m["gpuPeak"], (argv[1], m)
 
 
 def test_save_load_and_the_javascript_runtime(model_and_lm, tmp_path):

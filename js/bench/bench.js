@@ -6,16 +6,19 @@
 //
 // A .wgpt needs PATH.json beside it (tests/golden/README.md); a folder needs generate.json (tests/corpus.py).
 // With --json a folder's figures come as one JSON line (seconds: firstToken, perToken, stepGpu, host per step
-// by phase; the last generation's ids), what `webgpu-torch bench llm --node` reads. Programs run every
-// dispatch's default kernel, as python_calls.py's do, unless --tune: then tuned at load, as the Python
-// runtime's are by default.
+// by phase; the last generation's ids; bytes: the peak resident set and WebGPU buffers' peak, memory.js), what
+// `webgpu-torch bench llm --node` reads. Programs run every dispatch's default kernel, as python_calls.py's do,
+// unless --tune: then tuned at load, as the Python runtime's are by default.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+import { globals } from 'webgpu';
+
 import { gpuTime, load, Seq2Seq } from '../src/index.js';
 import { loadGenerator } from '../testkit/corpus.js';
 import { calls, tensor } from '../testkit/io.js';
+import { peakMemory, trackBuffers } from './memory.js';
 
 /** @param {number[]} xs */
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -71,7 +74,8 @@ async function benchGeneration(folder, n, json) {
   const wall = median(steps);
   if (json) {
     const hostSeconds = Object.fromEntries(Object.entries(host).map(([phase, ms]) => [phase, median(ms) / 1e3]));
-    console.log(JSON.stringify({ firstToken: median(firsts), perToken: wall / 1e3, stepGpu: gpu.seconds, host: hostSeconds, ids }));
+    console.log(JSON.stringify({ firstToken: median(firsts), perToken: wall / 1e3, stepGpu: gpu.seconds, host: hostSeconds, ids,
+      ...peakMemory() }));
     model.destroy();
     return;
   }
@@ -92,6 +96,7 @@ for (let i = 0; i < args.length; i++) {
   }
   if (args[i] === '--json') {
     json = true;
+    trackBuffers(globals);
     continue;
   }
   if (args[i] === '--tune') {

@@ -5,15 +5,19 @@
 //   GGML_VK_VISIBLE_DEVICES=0 node bench/llm.js MODEL.gguf --prompt 1,5,9 --tokens 32 [--runs 3] [--kv-cache F32]
 //
 // --kv-cache: the type of the keys and values cached (llama.cpp's default F16, or F32).
-// Prints one JSON line: the Vulkan device's name, the layers offloaded, each run's timings and the ids of the
-// last run. The layers must all be on the GPU (gpuLayers "max"), and the script fails where llama.cpp found
-// no Vulkan device: without GGML_VK_VISIBLE_DEVICES ggml-vulkan skips CPU devices (lavapipe), and
-// node-llama-cpp would run on the CPU instead. Needs `npm install --ignore-scripts --no-save` in
+// Prints one JSON line: the Vulkan device's name, the layers offloaded, each run's timings, the ids of the
+// last run, the process's peak resident set, and how much the device's used memory grew from before the model
+// loaded to after the runs (the whole device's count: other processes' allocations show in it, and on a CPU
+// device it is the host's). The layers must all be on the GPU (gpuLayers "max"), and the script fails where
+// llama.cpp found no Vulkan device: without GGML_VK_VISIBLE_DEVICES ggml-vulkan skips CPU devices (lavapipe),
+// and node-llama-cpp would run on the CPU instead. Needs `npm install --ignore-scripts --no-save` in
 // bench/llama-cpp/ (with NODE_LLAMA_CPP_SKIP_DOWNLOAD=true: the prebuilt binaries come as npm packages, nothing
 // is built).
 
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+
+import { peakResident } from './memory.js';
 
 // Imported by URL: the runtime's type check (tsconfig) must pass where the package is not installed.
 const nodeLlamaCpp = new URL('./llama-cpp/node_modules/node-llama-cpp/', import.meta.url);
@@ -39,6 +43,7 @@ const devices = await llama.getGpuDeviceNames();
 if (llama.gpu !== 'vulkan' || devices.length === 0) {
   throw new Error(`llama.cpp found no Vulkan device (gpu: ${llama.gpu}); set GGML_VK_VISIBLE_DEVICES for a CPU one`);
 }
+const vramBefore = (await llama.getVramState()).used;
 const model = await llama.loadModel({ modelPath: positionals[0], gpuLayers: 'max' });
 const kvCache = values['kv-cache'];
 const context = await model.createContext({ contextSize: prompt.length + tokens + 1, batchSize: prompt.length,
@@ -70,6 +75,8 @@ console.log(JSON.stringify({
   firstToken: median(runs.map((r) => r.steps[0])),
   perToken: median(runs.map((r) => median(r.steps.slice(1)))),
   ids: runs.at(-1)?.ids,
+  peakRss: peakResident(),
+  vramGrowth: (await llama.getVramState()).used - vramBefore,
 }));
 await context.dispose();
 await model.dispose();

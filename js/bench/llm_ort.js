@@ -8,14 +8,18 @@
 //
 //   node bench/llm_ort.js MODEL.onnx --prompt 1,5,9 --tokens 32 --cache KV_HEADS,HEAD_DIM [--runs 3] [--ort DIST]
 //
-// Prints one JSON line: the adapter, ORT's version, the timings (medians over the runs after a warm-up one) and
-// the ids of the last run. Every node must run on ORT's WebGPU EP but those ORT itself keeps on the CPU for
+// Prints one JSON line: the adapter, ORT's version, the timings (medians over the runs after a warm-up one),
+// the ids of the last run and the peak memory (memory.js; the resident peak includes the session opened for
+// the placement log, released before the timed one opens). Every node must run on ORT's WebGPU EP but those ORT itself keeps on the CPU for
 // shape arithmetic (`placement`): the script fails where a node with float work fell back to the CPU.
 
 import fs from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
+import { globals } from 'webgpu';
+
+import { peakMemory, trackBuffers } from './memory.js';
 import { ORT_DIST, loadOrt } from './ort_node.js';
 import { median } from './side_by_side.js';
 
@@ -39,6 +43,7 @@ if (positionals.length !== 1 || prompt.some((t) => !Number.isInteger(t)) || !(to
 const SHAPE_OPS = new Set(['Shape', 'Squeeze', 'Unsqueeze', 'Concat', 'Slice', 'Reshape', 'Range', 'Cast', 'Add',
   'LessOrEqual', 'Gather', 'ConstantOfShape']);
 
+trackBuffers(globals);
 const { ort, adapter, version } = await loadOrt(resolve(values.ort));
 const bytes = fs.readFileSync(positionals[0]);
 /** @param {object} options ORT's session options beside the WebGPU EP's */
@@ -139,6 +144,7 @@ console.log(JSON.stringify({
   firstToken: median(runs.map((r) => r.steps[0])),
   perToken: median(runs.map((r) => median(r.steps.slice(1)))),
   ids: runs.at(-1)?.ids,
+  ...peakMemory(),
 }));
 await session.release();
 process.exit(0); // Dawn's instance keeps the event loop alive

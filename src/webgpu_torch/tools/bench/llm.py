@@ -13,9 +13,13 @@ Both sides evaluate the same prompt ids and then decode greedily, from an empty 
 by the wall clock: the time to the first token (the prompt's evaluation and one token), then the median time
 between tokens; the median over --runs generations after a warm-up one. Ours also shows the step's GPU time
 (timestamp queries); with --node, ours also in the JS runtime (the compiled folder through js/bench/bench.js,
-tuned at load as the Python runtime is). `ids` compares each side's greedy ids with transformers' over the
-same float16 weights in float32, up to the first difference: llama.cpp caches keys and values in float16 by
-default (--kv-cache F32 for float32, as ours are), and a near tie between two logits may order differently.
+tuned at load as the Python runtime is). Peak memory, each side in a process of its own: the resident peak
+(host memory, which on a CPU adapter holds the device's buffers too) and `GPU MB`, the most bytes of WebGPU
+buffers alive at once for the WebGPU sides (js/bench/memory.js; ours in Python by _memory.py, loading the saved
+folder) and, on a GPU, how much llama.cpp's device's used memory grew. `ids` compares each side's greedy ids
+with transformers' over the same float16 weights in float32, up to the first difference: llama.cpp caches keys
+and values in float16 by default (--kv-cache F32 for float32, as ours are), and a near tie between two logits
+may order differently.
 With --ort, onnxruntime-web's WebGPU EP too (js/bench/llm_ort.js, ORT's WebGPU build on Dawn for Node, the
 same adapter as ours): the same float16-rounded model exported by torch.onnx as one functional step (caches in,
 grown caches out: the prompt in one call from empty caches, then a call a token, the caches kept on the GPU;
@@ -36,6 +40,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 from pathlib import Path
 
 import webgpu_torch
@@ -55,7 +60,7 @@ ORT_WEIGHTS = {"F16": ("float32 (F16 values)", False), "Q4_0": ("MatMulNBits q4"
 # GGUF format -> our weights= for the same kind of storage; F32 (llama.cpp's float32 arithmetic) on request only
 OURS = {"F16": "float16", "Q4_0": "int4", "F32": "float32"}
 COLUMNS = ["side", "weights", "first token ms", "prompt tok/s", "decode ms/token", "decode tok/s",
-           "step GPU ms", "decode vs llama.cpp", "decode vs ORT-web", "ids vs transformers"]
+           "step GPU ms", "decode vs llama.cpp", "decode vs ORT-web", "peak RSS MB", "GPU MB", "ids vs transformers"]
 
 
 def add_arguments(parser) -> None:
@@ -106,6 +111,8 @@ def run(args) -> tuple[list[dict], dict]:
                       ",".join(map(str, prompt)), "--tokens", args.new_tokens, "--runs", args.runs,
                       "--kv-cache", args.kv_cache],
                      {"GGML_VK_VISIBLE_DEVICES": args.vulkan_device} | dict(os.environ))
+        if info["adapter_type"].lower() != "cpu":  # a CPU device's used memory is the whole host's
+            peer["gpuPeak"] = peer["vramGrowth"]
         peers.add(f"node-llama-cpp {peer['version']} on {peer['device']} ({peer['gpuLayers']} of "
                   f"{peer['layers']} layers offloaded, {peer['kvCache']} KV cache)")
         rows.append(_row("llama.cpp (Vulkan)", fmt, peer, prompt, want))
@@ -116,13 +123,10 @@ def run(args) -> tuple[list[dict], dict]:
             peers.add(f"onnxruntime-web {ort['version']} (WebGPU EP) on {ort['device']} (on its CPU EP: "
                       f"{sum(ort['placed'].get('CPUExecutionProvider', {}).values())} shape nodes)")
             rows.append(_row("onnxruntime-web (WebGPU)", label, ort, prompt, want, peer))
-        lm, ours = _ours(model, prompt, weights, args)
+        saved = folder / f"{args.arch}-{weights}"
+        ours = _ours(model, prompt, weights, saved, args)
         rows.append(_row("ours", weights, ours, prompt, want, peer, ort))
         if args.node:  # the same compiled folder in the JS runtime
-            saved = folder / f"{args.arch}-{weights}"
-            lm.save(saved)
-            record = {"prompt_ids": prompt, "max_new_tokens": args.new_tokens, "ids": ours["ids"]}
-            (saved / "generate.json").write_text(json.dumps(record) + "\n")
             js = _node([REPO / "js" / "bench" / "bench.js", "--json", "--tune", "--calls", 4 * args.runs, saved],
                        dict(os.environ))
             rows.append(_row("ours (Node)", weights, js, prompt, want, peer, ort))
@@ -132,9 +136,10 @@ def run(args) -> tuple[list[dict], dict]:
                   "baseline": "; ".join(sorted(peers)) + " (wall clock on both sides)"}
 
 
-def _ours(model, prompt: list[int], weights: str, args):
-    """The compiled model, and its figures as llm.js reports llama.cpp's: seconds to the first token and per
-    token after it (medians over --runs), the last greedy ids; and the step's GPU seconds."""
+def _ours(model, prompt: list[int], weights: str, saved: Path, args) -> dict:
+    """Our figures as llm.js reports llama.cpp's: seconds to the first token and per token after it (medians
+    over --runs), the last greedy ids; the step's GPU seconds; and the peak memory of the compiled model saved
+    in `saved` (with its generate.json, for --node too), loaded and run in a process of its own (_memory.py)."""
     options = {"weights": weights} | ({"group_size": 32} if weights == "int4" else {})
     lm = llama.compile_step(model, len(prompt) + args.new_tokens + 1, **options)
     lm.generate(prompt, args.new_tokens)  # warm-up: a CPU adapter compiles shaders at their first dispatch
@@ -144,8 +149,14 @@ def _ours(model, prompt: list[int], weights: str, args):
         firsts.append(out.first_token)
         steps.append(statistics.median(out.steps[1:]))
     gpu = timing.gpu_time(lm.step.executor(args.engine), repeats=2, samples=3).seconds
-    return lm, {"firstToken": statistics.median(firsts), "perToken": statistics.median(steps), "ids": out.ids,
-                "stepGpu": gpu}
+    lm.save(saved)
+    record = {"prompt_ids": prompt, "max_new_tokens": args.new_tokens, "ids": out.ids}
+    (saved / "generate.json").write_text(json.dumps(record) + "\n")
+    engine = {"WEBGPU_TORCH_ENGINE": webgpu_torch.device_info(args.engine)["engine"]}  # the engine timed here
+    memory = subprocess.run([sys.executable, "-m", f"{__package__}._memory", saved], capture_output=True,
+                            text=True, check=True, env=os.environ | engine)
+    return {"firstToken": statistics.median(firsts), "perToken": statistics.median(steps), "ids": out.ids,
+            "stepGpu": gpu, **json.loads(memory.stdout.strip().splitlines()[-1])}
 
 
 def _ort_side(onnx: dict, quantized: Path | None, prompt: list[int], args) -> dict:
@@ -175,4 +186,5 @@ def _row(side: str, weights: str, r: dict, prompt: list[int], want: list[int], b
             "prompt tok/s": len(prompt) / r["firstToken"], "decode ms/token": r["perToken"] * 1e3,
             "decode tok/s": 1 / r["perToken"], "step GPU ms": r["stepGpu"] * 1e3 if "stepGpu" in r else "n/a",
             "decode vs llama.cpp": vs, "decode vs ORT-web": f"{ort['perToken'] / r['perToken']:.2f}x" if ort else "",
+            "peak RSS MB": r["peakRss"] / 1e6, "GPU MB": r["gpuPeak"] / 1e6 if "gpuPeak" in r else "n/a",
             "ids vs transformers": f"{agree}/{len(want)}"}
