@@ -2,7 +2,7 @@
 // the decoder step's GPU time and the host's seconds per step: encode, submit, map, copy), as the Python
 // runtime is measured: the median of repeated calls after a warm-up, inputs from a corpus file's first call.
 //
-//   node bench/bench.js [--calls N] [--json] [--tune] PATH.wgpt|GENERATION_FOLDER ...
+//   node bench/bench.js [--calls N] [--json] [--tune] [--warm-up SECONDS] PATH.wgpt|GENERATION_FOLDER ...
 //
 // A .wgpt needs PATH.json beside it (tests/golden/README.md); a folder needs generate.json (tests/corpus.py).
 // With --json a folder's figures come as one JSON line (seconds: firstToken, perToken, stepGpu, host per step
@@ -56,7 +56,9 @@ async function benchGeneration(folder, n, json) {
   const generate = () => (model instanceof Seq2Seq
     ? model.generate(tensor(record.pixel_values), tensor(record.prompt_ids), options)
     : model.generate(record.prompt_ids, options));
-  await generate();
+  // warm-up: an idle GPU (and CPU) takes a moment to reach its clocks: generations for `warmUp` seconds
+  const warm = performance.now() + 1e3 * warmUp;
+  do await generate(); while (performance.now() < warm);
   const steps = [];
   const firsts = [];
   let ids;
@@ -89,6 +91,7 @@ const args = process.argv.slice(2);
 let n = 20;
 let json = false;
 let tune = false;
+let warmUp = 0;
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--calls') {
     n = Number(args[++i]);
@@ -97,6 +100,10 @@ for (let i = 0; i < args.length; i++) {
   if (args[i] === '--json') {
     json = true;
     trackBuffers(globals);
+    continue;
+  }
+  if (args[i] === '--warm-up') {
+    warmUp = Number(args[++i]);
     continue;
   }
   if (args[i] === '--tune') {

@@ -2,9 +2,11 @@
 // a prompt of token ids evaluated, then greedy decoding, timed as the Python runtime's generate is: time to
 // first token (the prompt's evaluation and the first sampled token), then the median wall time between tokens.
 //
-//   GGML_VK_VISIBLE_DEVICES=0 node bench/llm.js MODEL.gguf --prompt 1,5,9 --tokens 32 [--runs 3] [--kv-cache F32]
+//   GGML_VK_VISIBLE_DEVICES=0 node bench/llm.js MODEL.gguf --prompt 1,5,9 --tokens 32 [--runs 3] [--warm-up 2]
+//     [--kv-cache F32]
 //
-// --kv-cache: the type of the keys and values cached (llama.cpp's default F16, or F32).
+// --kv-cache: the type of the keys and values cached (llama.cpp's default F16, or F32); --warm-up: seconds of
+// generations before the timed ones.
 // Prints one JSON line: the Vulkan device's name, the layers offloaded, each run's timings, the ids of the
 // last run, the process's peak resident set, and how much the device's used memory grew from before the model
 // loaded to after the runs (the whole device's count: other processes' allocations show in it, and on a CPU
@@ -26,13 +28,13 @@ const { version } = JSON.parse(readFileSync(new URL('package.json', nodeLlamaCpp
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { prompt: { type: 'string' }, tokens: { type: 'string', default: '32' }, runs: { type: 'string', default: '3' },
+  options: { prompt: { type: 'string' }, tokens: { type: 'string', default: '32' }, runs: { type: 'string', default: '3' }, 'warm-up': { type: 'string', default: '2' },
     'kv-cache': { type: 'string', default: 'F16' } },
 });
 const prompt = (values.prompt ?? '').split(',').map(Number);
 const tokens = Number(values.tokens);
 if (positionals.length !== 1 || prompt.some((t) => !Number.isInteger(t)) || !(tokens > 0)) {
-  throw new Error('usage: node bench/llm.js MODEL.gguf --prompt ID,ID,... --tokens N [--runs R]');
+  throw new Error('usage: node bench/llm.js MODEL.gguf --prompt ID,ID,... --tokens N [--runs R] [--warm-up S]');
 }
 
 /** @param {number[]} xs */
@@ -66,7 +68,10 @@ async function generate() {
   return { ids, steps };
 }
 
-await generate(); // warm-up: Vulkan pipelines are created at their first use
+// warm-up: pipelines are created at their first use, and an idle GPU (and CPU) takes a moment to reach its
+// clocks (on the H100, a step after 5 s idle took 3x its time once warm): generations for --warm-up seconds
+const warm = performance.now() + 1e3 * Number(values['warm-up']);
+do await generate(); while (performance.now() < warm);
 const runs = [];
 for (let i = 0; i < Number(values.runs); i++) runs.push(await generate());
 console.log(JSON.stringify({

@@ -6,7 +6,8 @@
 // id read back each call. Timed as llm.js times llama.cpp: the time to the first token (the prompt's call),
 // then the median wall time between tokens.
 //
-//   node bench/llm_ort.js MODEL.onnx --prompt 1,5,9 --tokens 32 --cache KV_HEADS,HEAD_DIM [--runs 3] [--ort DIST]
+//   node bench/llm_ort.js MODEL.onnx --prompt 1,5,9 --tokens 32 --cache KV_HEADS,HEAD_DIM [--runs 3] [--warm-up 2]
+//     [--ort DIST]
 //
 // Prints one JSON line: the adapter, ORT's version, the timings (medians over the runs after a warm-up one),
 // the ids of the last run and the peak memory (memory.js; the resident peak includes the session opened for
@@ -25,14 +26,14 @@ import { median } from './side_by_side.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { prompt: { type: 'string' }, tokens: { type: 'string', default: '32' }, runs: { type: 'string', default: '3' },
+  options: { prompt: { type: 'string' }, tokens: { type: 'string', default: '32' }, runs: { type: 'string', default: '3' }, 'warm-up': { type: 'string', default: '2' },
     cache: { type: 'string' }, ort: { type: 'string', default: ORT_DIST } },
 });
 const prompt = (values.prompt ?? '').split(',').map(Number);
 const tokens = Number(values.tokens);
 const [kvHeads, headDim] = (values.cache ?? '').split(',').map(Number);
 if (positionals.length !== 1 || prompt.some((t) => !Number.isInteger(t)) || !(tokens > 0) || !(kvHeads > 0 && headDim > 0)) {
-  throw new Error('usage: node bench/llm_ort.js MODEL.onnx --prompt ID,ID,... --tokens N --cache KV_HEADS,HEAD_DIM [--runs R]');
+  throw new Error('usage: node bench/llm_ort.js MODEL.onnx --prompt ID,ID,... --tokens N --cache KV_HEADS,HEAD_DIM [--runs R] [--warm-up S]');
 }
 
 /**
@@ -136,7 +137,10 @@ async function generate() {
   return { ids, steps };
 }
 
-await generate(); // warm-up: pipelines are created at their first use
+// warm-up: pipelines are created at their first use, and an idle GPU (and CPU) takes a moment to reach its
+// clocks (on the H100, a step after 5 s idle took 3x its time once warm): generations for --warm-up seconds
+const warm = performance.now() + 1e3 * Number(values['warm-up']);
+do await generate(); while (performance.now() < warm);
 const runs = [];
 for (let i = 0; i < Number(values.runs); i++) runs.push(await generate());
 console.log(JSON.stringify({

@@ -11,7 +11,7 @@ largest magnitude over -8, ours over 7, so the int4 rows' ids are not expected t
 matrices beside our weights="float32", the parity check at real sizes (F16's kernels round further).
 Both sides evaluate the same prompt ids and then decode greedily, from an empty cache each generation, timed
 by the wall clock: the time to the first token (the prompt's evaluation and one token), then the median time
-between tokens; the median over --runs generations after a warm-up one. Ours also shows the step's GPU time
+between tokens; the median over --runs generations after --warm-up seconds of them. Ours also shows the step's GPU time
 (timestamp queries); with --node, ours also in the JS runtime (the compiled folder through js/bench/bench.js,
 tuned at load as the Python runtime is). Peak memory, each side in a process of its own: the resident peak
 (host memory, which on a CPU adapter holds the device's buffers too) and `GPU MB`, the most bytes of WebGPU
@@ -41,6 +41,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import webgpu_torch
@@ -68,7 +69,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--formats", nargs="*", default=["F16", "Q4_0"], choices=list(OURS))
     parser.add_argument("--prompt-length", type=int, default=32, help="prompt ids after BOS")
     parser.add_argument("--new-tokens", type=int, default=32)
-    parser.add_argument("--runs", type=int, default=3, help="timed generations a side, after a warm-up one")
+    parser.add_argument("--runs", type=int, default=3, help="timed generations a side, after the warm-up")
+    parser.add_argument("--warm-up", type=float, default=2.0,
+                        help="seconds each side generates before its timed runs (pipelines built at first use; "
+                             "an idle GPU and CPU take a moment to reach their clocks)")
     parser.add_argument("--kv-cache", choices=["F16", "F32"], default="F16",
                         help="the type of llama.cpp's cached keys and values (its default F16; ours are float32)")
     parser.add_argument("--vulkan-device", default="0",
@@ -109,7 +113,7 @@ def run(args) -> tuple[list[dict], dict]:
         weights = OURS[fmt]
         peer = _node([SCRIPT, _gguf.write(model, folder / f"{args.arch}-{fmt}.gguf", fmt), "--prompt",
                       ",".join(map(str, prompt)), "--tokens", args.new_tokens, "--runs", args.runs,
-                      "--kv-cache", args.kv_cache],
+                      "--warm-up", args.warm_up, "--kv-cache", args.kv_cache],
                      {"GGML_VK_VISIBLE_DEVICES": args.vulkan_device} | dict(os.environ))
         if info["adapter_type"].lower() != "cpu":  # a CPU device's used memory is the whole host's
             peer["gpuPeak"] = peer["vramGrowth"]
@@ -127,7 +131,8 @@ def run(args) -> tuple[list[dict], dict]:
         ours = _ours(model, prompt, weights, saved, args)
         rows.append(_row("ours", weights, ours, prompt, want, peer, ort))
         if args.node:  # the same compiled folder in the JS runtime
-            js = _node([REPO / "js" / "bench" / "bench.js", "--json", "--tune", "--calls", 4 * args.runs, saved],
+            js = _node([REPO / "js" / "bench" / "bench.js", "--json", "--tune", "--calls", 4 * args.runs,
+                        "--warm-up", args.warm_up, saved],
                        dict(os.environ))
             rows.append(_row("ours (Node)", weights, js, prompt, want, peer, ort))
     return rows, {"title": f"Llama decoding, --arch {args.arch} ({llama.parameters(model) / 1e6:.2f} M parameters),"
@@ -142,7 +147,12 @@ def _ours(model, prompt: list[int], weights: str, saved: Path, args) -> dict:
     in `saved` (with its generate.json, for --node too), loaded and run in a process of its own (_memory.py)."""
     options = {"weights": weights} | ({"group_size": 32} if weights == "int4" else {})
     lm = llama.compile_step(model, len(prompt) + args.new_tokens + 1, **options)
-    lm.generate(prompt, args.new_tokens)  # warm-up: a CPU adapter compiles shaders at their first dispatch
+    # Warmed up as llm.js warms llama.cpp up, for --warm-up seconds: a CPU adapter compiles shaders at their
+    # first dispatch, and an idle GPU and CPU take a moment to reach their clocks.
+    warm = time.perf_counter() + args.warm_up
+    lm.generate(prompt, args.new_tokens)
+    while time.perf_counter() < warm:
+        lm.generate(prompt, args.new_tokens)
     firsts, steps = [], []
     for _ in range(args.runs):
         out = lm.generate(prompt, args.new_tokens)
@@ -167,7 +177,8 @@ def _ort_side(onnx: dict, quantized: Path | None, prompt: list[int], args) -> di
         _ort.quantize_matmuls(path, quantized, bits=4, block_size=32)
         path = quantized
     return _node([ORT_SCRIPT, path, "--prompt", ",".join(map(str, prompt)), "--tokens", args.new_tokens,
-                  "--runs", args.runs, "--cache", ",".join(map(str, onnx["cache"]))], dict(os.environ))
+                  "--runs", args.runs, "--warm-up", args.warm_up, "--cache", ",".join(map(str, onnx["cache"]))],
+                 dict(os.environ))
 
 
 def _node(argv: list, env: dict) -> dict:
