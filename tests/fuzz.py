@@ -493,7 +493,7 @@ def hostile(sample: bool = False, most: int | None = None) -> Iterator[tuple[str
 
 def write(folder: Path, random_count: int, sample: bool = True, most: int | None = None) -> list[dict]:
     """The targeted variants (hostile()), then `random_count` random ones, as files in `folder`, with
-    index.json listing [{"file", "what"}] in order."""
+    index.json listing [{"file", "what"}] in order, and replay.json the limits a replay applies."""
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.wgpt"):
         old.unlink()
@@ -503,6 +503,8 @@ def write(folder: Path, random_count: int, sample: bool = True, most: int | None
         (folder / f"{i:04d}.wgpt").write_bytes(data)
         index.append({"file": f"{i:04d}.wgpt", "what": what})
     (folder / "index.json").write_text(json.dumps(index, indent=0) + "\n")
+    replay = {"call_timeout": CALL_TIMEOUT, "grace": GRACE, "infinite": INFINITE}  # js/test/fuzz.test.js's too
+    (folder / "replay.json").write_text(json.dumps(replay) + "\n")
     return index
 
 
@@ -567,9 +569,11 @@ def run(paths: list[Path], command: list[str], env: dict, timeout: float, cwd: P
             child.kill()
 
 
-# Seconds (WEBGPU_TORCH_TIMEOUT in the workers): no call may take longer (lavapipe, busy, is slow), but those of a
-# variant that injects INFINITE loops, which must end so. WEBGPU_TORCH_FUZZ_TIMEOUT sets another.
-CALL_TIMEOUT = float(os.environ.get("WEBGPU_TORCH_FUZZ_TIMEOUT", 60))
+# Seconds (WEBGPU_TORCH_TIMEOUT in the workers): no call may take longer, but those of a variant that injects
+# INFINITE loops, which must end so (and each takes this long: 11 of them in the suite's sample). A first call
+# has more for its shaders' compiling (runtime first_call_seconds); a variant's work runs in milliseconds on
+# lavapipe. WEBGPU_TORCH_FUZZ_TIMEOUT sets another.
+CALL_TIMEOUT = float(os.environ.get("WEBGPU_TORCH_FUZZ_TIMEOUT", 15))
 GRACE = 120  # seconds past it before a silent worker is hung (lavapipe compiles slowly)
 CLEAN = ("ran", "refused at load", "refused at run")
 

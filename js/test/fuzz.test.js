@@ -13,13 +13,16 @@ import { test } from 'node:test';
 import { REPO } from '../testkit/io.js';
 
 const FOLDER = process.env.WEBGPU_TORCH_FUZZ || join(REPO, 'build', 'fuzz');
-// Seconds (WEBGPU_TORCH_TIMEOUT in the workers): no call may take longer (a busy lavapipe compiles slowly), but those
-// of a variant that injects INFINITE loops, which must end so; WEBGPU_TORCH_FUZZ_TIMEOUT sets another.
-const CALL_TIMEOUT = Number(process.env.WEBGPU_TORCH_FUZZ_TIMEOUT || 60);
-const INFINITE = 'an infinite loop'; // what such a variant says (tests/fuzz.py)
-const GRACE = 120; // seconds past it before a silent worker counts as hung
 const HOW = `the hostile files are missing from ${FOLDER}: write them with ` +
   '`.venv/bin/python -m pytest tests/test_fuzz.py` (or `.venv/bin/python -m tests.fuzz --write build/fuzz`) from the repository root';
+assert.ok(existsSync(join(FOLDER, 'replay.json')), HOW);
+/** @type {{call_timeout: number, grace: number, infinite: string}} the Python suite's limits (tests/fuzz.py) */
+const REPLAY = JSON.parse(readFileSync(join(FOLDER, 'replay.json'), 'utf8'));
+// Seconds (WEBGPU_TORCH_TIMEOUT in the workers): no call may take longer, but those of a variant that injects
+// INFINITE loops, which must end so; WEBGPU_TORCH_FUZZ_TIMEOUT sets another.
+const CALL_TIMEOUT = Number(process.env.WEBGPU_TORCH_FUZZ_TIMEOUT || REPLAY.call_timeout);
+const INFINITE = REPLAY.infinite; // what such a variant says
+const GRACE = REPLAY.grace; // seconds past it before a silent worker counts as hung
 
 /**
  * Each path's outcome, from worker processes: one that prints nothing within the limit is killed ("hung"),
