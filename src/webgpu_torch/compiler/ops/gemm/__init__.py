@@ -568,12 +568,9 @@ def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, r
     b_type, b_overrides, b_label, b_needs = _stored_types(a3, b3, out, res3)
     team_label = (f",team{team}" if team != GEMV_TEAMS[0][0] else "") + (f"x{cols}" if cols > 1 else "")
     group_words = _group_words(b3.packing) if isinstance(b3, Packed) else 4
-    ragged = isinstance(b3, Packed) and b3.packing.cols % (4 * b3.packing.per_word) != 0  # K past its last chunk
     team_label += f",groups of {group_words} words" if group_words != 4 else ""
-    b_label += ",ragged K" if ragged else ""
     spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}{team_label}]{epilogue.suffix(ep)}",
-                         entry=entry, consts={"ROWS": rows, "COLS": cols, "GROUP_WORDS": group_words,
-                                              "RAGGED_K": ragged, **b_type},
+                         entry=entry, consts={"ROWS": rows, "COLS": cols, "GROUP_WORDS": group_words, **b_type},
                          requires=b_needs,
                          overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep), **b_overrides,
                                     **({"TEAM": team} if b_k_contiguous else {})},

@@ -27,7 +27,6 @@
 const ROWS: u32 = 1u;
 const COLS: u32 = 1u;                      // dot_k: output columns per team (1, or 4 over packed weights)
 const GROUP_WORDS: u32 = 4u;               // dot_k over packed weights: words of a chunk sharing a group
-const RAGGED_K: bool = false;              // dot_k over packed weights: K % SPAN != 0 (K is the weight's, static)
 const WORKGROUP: u32 = 256u;
 override TEAM: u32 = 32u;                  // dot_k: lanes per team, a power of two <= WORKGROUP
 const SLICES: u32 = 32u;                   // sweep_n: k-slices per column group
@@ -63,12 +62,21 @@ fn a_vec(z: u32, m: u32, k: u32) -> vec4<f32> {
   return vec4<f32>(a[(p.a_offset + z * p.a_strides.x + m * p.a_strides.y + k * p.a_strides.z) / 4u]);
 }
 
-const SPAN: u32 = 4u * PACKED_PER_WORD;  // values of a 16-byte chunk of codes
-
 // dot_k's sums over packed weights for the COLS columns n0 .. n0+COLS-1 (those past N read column N-1, and
 // are not stored), sums[m * COLS + c] for row m and column n0 + c (rows past M read row M-1, and are not
-// stored). A lane's chunks of a column are 16 bytes (4 words, SPAN values), TEAM apart (add_chunk).
+// stored). A lane's chunks of a column are 16 bytes (4 words, SPAN values), TEAM apart; GROUP_WORDS
+// consecutive words of a chunk share one group (it divides 4 and the words of a group: packed.wgsl). Each
+// chunk's words and its groups' parameters are loaded for every column before any is decoded, so a lane has
+// them all in flight at once. Per group and column it sums code · a and, once for all columns, a alone, then
+// applies the group's scale and zero point: Σ (code − zero) · scale · a = scale · (Σ code · a − zero · Σ a).
+// A code becomes a float by its bits: OR-ed into the mantissa of 2^23, less 2^23, exactly (no
+// integer-to-float conversion, a quarter-rate instruction); a word's shifts are constants (chunks start on
+// whole words). Each float of A is read once for the COLS columns, each code once for the ROWS rows; A's
+// floats past K (a partial last chunk) read as 0, so the loop body has no branch.
 fn packed_sums(z: u32, n0: u32, lane: u32) -> array<f32, ROWS * COLS> {
+  const SPAN: u32 = 4u * PACKED_PER_WORD;
+  const TWO_23: f32 = 8388608.0;
+  const SETS: u32 = 4u / GROUP_WORDS;  // groups a chunk's words may belong to
   var sums: array<f32, ROWS * COLS>;
   var columns: array<u32, COLS>;  // of B, each past N clamped to N - 1
   for (var c = 0u; c < COLS; c++) {
@@ -80,60 +88,44 @@ fn packed_sums(z: u32, n0: u32, lane: u32) -> array<f32, ROWS * COLS> {
   }
   let K = k_steps();
   for (var k0 = lane * SPAN; k0 < K; k0 += TEAM * SPAN) {
-    add_chunk(&sums, rows, columns, k0, K);
-  }
-  return sums;
-}
-
-// The chunk at k0 of each column added into `sums`; where K is RAGGED_K, A's floats past K read as 0 (a
-// select on every read of A, which a whole last chunk spares: 5% of the LM head's time on the H100). GROUP_WORDS consecutive words of a chunk share one group (it divides 4 and the words of a
-// group: packed.wgsl). The chunk's words and its groups' parameters are loaded for every column before any
-// is decoded, so a lane has them all in flight at once. Per group and column it sums code · a and, once for
-// all columns, a alone, then applies the group's scale and zero point:
-// Σ (code − zero) · scale · a = scale · (Σ code · a − zero · Σ a). A code becomes a float by its bits: OR-ed
-// into the mantissa of 2^23, less 2^23, exactly (no integer-to-float conversion, a quarter-rate instruction);
-// a word's shifts are constants (chunks start on whole words). Each float of A is read once for the COLS
-// columns, each code once for the ROWS rows.
-fn add_chunk(sums: ptr<function, array<f32, ROWS * COLS>>, rows: array<u32, ROWS>, columns: array<u32, COLS>,
-             k0: u32, K: u32) {
-  const TWO_23: f32 = 8388608.0;
-  const SETS: u32 = 4u / GROUP_WORDS;  // groups a chunk's words may belong to
-  var words: array<vec4<u32>, COLS>;
-  var groups: array<vec2<u32>, COLS * SETS>;
-  for (var c = 0u; c < COLS; c++) {
-    words[c] = vec4<u32>(b[packed_word(p.packed, columns[c], k0) / 4u]);
-    for (var s = 0u; s < SETS; s++) {
-      let k = min(k0 + s * GROUP_WORDS * PACKED_PER_WORD, K - 1u);
-      groups[c * SETS + s] = packed_group(p.packed, columns[c], k);
+    var words: array<vec4<u32>, COLS>;
+    var groups: array<vec2<u32>, COLS * SETS>;
+    for (var c = 0u; c < COLS; c++) {
+      words[c] = vec4<u32>(b[packed_word(p.packed, columns[c], k0) / 4u]);
+      for (var s = 0u; s < SETS; s++) {
+        let k = min(k0 + s * GROUP_WORDS * PACKED_PER_WORD, K - 1u);
+        groups[c * SETS + s] = packed_group(p.packed, columns[c], k);
+      }
     }
-  }
-  for (var s = 0u; s < SETS; s++) {
-    // Σ code · a and Σ a over this set's words, zeroed by their initializers: a declaration without one, in a
-    // loop, was not zeroed each time round by Dawn's compiler (on lavapipe), as WGSL says it should be.
-    var dots = array<f32, ROWS * COLS>();
-    var a_sums = array<f32, ROWS>();
-    for (var j = s * GROUP_WORDS; j < (s + 1u) * GROUP_WORDS; j++) {
-      for (var i = 0u; i < PACKED_PER_WORD; i += 4u) {
-        let k = k0 + j * PACKED_PER_WORD + i;
-        let shifts = (vec4<u32>(0u, 1u, 2u, 3u) + i) * PACKED_BITS;
-        for (var m = 0u; m < ROWS; m++) {
-          let av = select(vec4<f32>(), vec4<f32>(a[rows[m] + k / 4u]), !RAGGED_K || k < K);
-          a_sums[m] += dot(av, vec4<f32>(1.0));
-          for (var c = 0u; c < COLS; c++) {
-            let bits = ((vec4<u32>(words[c][j]) >> shifts) & vec4<u32>(PACKED_MASK)) | vec4<u32>(0x4b000000u);
-            dots[m * COLS + c] += dot(bitcast<vec4<f32>>(bits) - TWO_23, av);
+    for (var s = 0u; s < SETS; s++) {
+      // Σ code · a and Σ a over this set's words, zeroed by their initializers: a declaration without one, in a
+      // loop, was not zeroed each time round by Dawn's compiler (on lavapipe), as WGSL says it should be.
+      var dots = array<f32, ROWS * COLS>();
+      var a_sums = array<f32, ROWS>();
+      for (var j = s * GROUP_WORDS; j < (s + 1u) * GROUP_WORDS; j++) {
+        for (var i = 0u; i < PACKED_PER_WORD; i += 4u) {
+          let k = k0 + j * PACKED_PER_WORD + i;
+          let shifts = (vec4<u32>(0u, 1u, 2u, 3u) + i) * PACKED_BITS;
+          for (var m = 0u; m < ROWS; m++) {
+            let av = select(vec4<f32>(), vec4<f32>(a[rows[m] + k / 4u]), k < K);
+            a_sums[m] += dot(av, vec4<f32>(1.0));
+            for (var c = 0u; c < COLS; c++) {
+              let bits = ((vec4<u32>(words[c][j]) >> shifts) & vec4<u32>(PACKED_MASK)) | vec4<u32>(0x4b000000u);
+              dots[m * COLS + c] += dot(bitcast<vec4<f32>>(bits) - TWO_23, av);
+            }
           }
         }
       }
-    }
-    for (var c = 0u; c < COLS; c++) {
-      let group = groups[c * SETS + s];
-      let zero = select(PACKED_MIDPOINT, bitcast<f32>(group.y), PACKED_ZERO_POINTS);
-      for (var m = 0u; m < ROWS; m++) {
-        (*sums)[m * COLS + c] += bitcast<f32>(group.x) * (dots[m * COLS + c] - zero * a_sums[m]);
+      for (var c = 0u; c < COLS; c++) {
+        let group = groups[c * SETS + s];
+        let zero = select(PACKED_MIDPOINT, bitcast<f32>(group.y), PACKED_ZERO_POINTS);
+        for (var m = 0u; m < ROWS; m++) {
+          sums[m * COLS + c] += bitcast<f32>(group.x) * (dots[m * COLS + c] - zero * a_sums[m]);
+        }
       }
     }
   }
+  return sums;
 }
 
 @compute @workgroup_size(WORKGROUP)
