@@ -11,12 +11,13 @@ largest magnitude over -8, ours over 7, so the int4 rows' ids are not expected t
 matrices beside our weights="float32", the parity check at real sizes (F16's kernels round further).
 Both sides evaluate the same prompt ids and then decode greedily, from an empty cache each generation, timed
 by the wall clock: the time to the first token (the prompt's evaluation and one token), then the median time
-between tokens; the median over --runs generations after --warm-up seconds of them. Ours also shows the step's GPU time
-(timestamp queries); with --node, ours also in the JS runtime (the compiled folder through js/bench/bench.js,
-tuned at load as the Python runtime is). Peak memory, each side in a process of its own: the resident peak
-(host memory, which on a CPU adapter holds the device's buffers too) and `GPU MB`, the most bytes of WebGPU
-buffers alive at once for the WebGPU sides (js/bench/memory.js; ours in Python by _memory.py, loading the saved
-folder) and, on a GPU, how much llama.cpp's device's used memory grew. `ids` compares each side's greedy ids
+between tokens; the median over --runs generations after --warm-up seconds of them. Every side runs in a
+process of its own, ours too (_ours.py over the compiled model saved here: a side run after another in one
+process measured slower on the H100). Ours also shows the step's GPU time (timestamp queries); with --node,
+ours also in the JS runtime (the same folder through js/bench/bench.js, tuned at load as the Python runtime
+is). Peak memory: the resident peak (host memory, which on a CPU adapter holds the device's buffers too) and
+`GPU MB`, the most bytes of WebGPU buffers alive at once for the WebGPU sides (js/bench/memory.js, _ours.py)
+and, on a GPU, how much llama.cpp's device's used memory grew. `ids` compares each side's greedy ids
 with transformers' over the same float16 weights in float32, up to the first difference: llama.cpp caches keys
 and values in float16 by default (--kv-cache F32 for float32, as ours are), and a near tie between two logits
 may order differently.
@@ -38,15 +39,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import webgpu_torch
 
-from ...runtime import timing
 from ..models import llama
 from . import _gguf, _ort
 
@@ -142,31 +140,20 @@ def run(args) -> tuple[list[dict], dict]:
 
 
 def _ours(model, prompt: list[int], weights: str, saved: Path, args) -> dict:
-    """Our figures as llm.js reports llama.cpp's: seconds to the first token and per token after it (medians
-    over --runs), the last greedy ids; the step's GPU seconds; and the peak memory of the compiled model saved
-    in `saved` (with its generate.json, for --node too), loaded and run in a process of its own (_memory.py)."""
+    """Our figures as llm.js reports llama.cpp's (seconds to the first token and per token after it, medians
+    over --runs; the last greedy ids), the step's GPU seconds and peak memory: the model compiled here and saved
+    in `saved` with its generate.json (which --node's run reads too), then loaded, warmed up and timed in a
+    process of its own (_ours.py), on the engine this process uses."""
     options = {"weights": weights} | ({"group_size": 32} if weights == "int4" else {})
-    lm = llama.compile_step(model, len(prompt) + args.new_tokens + 1, **options)
-    # Warmed up as llm.js warms llama.cpp up, for --warm-up seconds: a CPU adapter compiles shaders at their
-    # first dispatch, and an idle GPU and CPU take a moment to reach their clocks.
-    warm = time.perf_counter() + args.warm_up
-    lm.generate(prompt, args.new_tokens)
-    while time.perf_counter() < warm:
-        lm.generate(prompt, args.new_tokens)
-    firsts, steps = [], []
-    for _ in range(args.runs):
-        out = lm.generate(prompt, args.new_tokens)
-        firsts.append(out.first_token)
-        steps.append(statistics.median(out.steps[1:]))
-    gpu = timing.gpu_time(lm.step.executor(args.engine), repeats=2, samples=3).seconds
-    lm.save(saved)
-    record = {"prompt_ids": prompt, "max_new_tokens": args.new_tokens, "ids": out.ids}
+    llama.compile_step(model, len(prompt) + args.new_tokens + 1, **options).save(saved)
+    record = {"prompt_ids": prompt, "max_new_tokens": args.new_tokens}
     (saved / "generate.json").write_text(json.dumps(record) + "\n")
-    engine = {"WEBGPU_TORCH_ENGINE": webgpu_torch.device_info(args.engine)["engine"]}  # the engine timed here
-    memory = subprocess.run([sys.executable, "-m", f"{__package__}._memory", saved], capture_output=True,
-                            text=True, check=True, env=os.environ | engine)
-    return {"firstToken": statistics.median(firsts), "perToken": statistics.median(steps), "ids": out.ids,
-            "stepGpu": gpu, **json.loads(memory.stdout.strip().splitlines()[-1])}
+    engine = {"WEBGPU_TORCH_ENGINE": webgpu_torch.device_info(args.engine)["engine"]}
+    out = subprocess.run([sys.executable, "-m", f"{__package__}._ours", saved, "--runs", str(args.runs),
+                          "--warm-up", str(args.warm_up)], capture_output=True, text=True, env=os.environ | engine)
+    if out.returncode:
+        raise SystemExit(f"bench llm: our side ({saved}) failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def _ort_side(onnx: dict, quantized: Path | None, prompt: list[int], args) -> dict:
