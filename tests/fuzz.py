@@ -570,9 +570,9 @@ def run(paths: list[Path], command: list[str], env: dict, timeout: float, cwd: P
 
 
 # Seconds (WEBGPU_TORCH_TIMEOUT in the workers): no call may take longer, but those of a variant that injects
-# INFINITE loops, which must end so (and each takes this long: 11 of them in the suite's sample). A first call
-# has more for its shaders' compiling (runtime first_call_seconds); a variant's work runs in milliseconds on
-# lavapipe. WEBGPU_TORCH_FUZZ_TIMEOUT sets another.
+# INFINITE loops, which must end so (each of those that loads waits this long: 7 in the suite's sample). A
+# first call has more for its shaders' compiling (runtime first_call_seconds); a variant's work runs in
+# milliseconds on lavapipe. WEBGPU_TORCH_FUZZ_TIMEOUT sets another.
 CALL_TIMEOUT = float(os.environ.get("WEBGPU_TORCH_FUZZ_TIMEOUT", 15))
 GRACE = 120  # seconds past it before a silent worker is hung (lavapipe compiles slowly)
 CLEAN = ("ran", "refused at load", "refused at run")
