@@ -6,7 +6,7 @@
 //
 // A .wgpt needs PATH.json beside it (tests/golden/README.md); a folder needs generate.json (tests/corpus.py).
 // With --json a folder's figures come as one JSON line (seconds: firstToken, perToken, stepGpu, host per step
-// by phase; the last generation's ids; bytes: the peak resident set and WebGPU buffers' peak, memory.js), what
+// by phase; the last generation's ids; bytes: the peak resident set and WebGPU buffers' peak, sides.js), what
 // `webgpu-torch bench llm --node` reads. Programs run every dispatch's default kernel, as python_calls.py's do,
 // unless --tune: then tuned at load, as the Python runtime's are by default.
 
@@ -18,10 +18,8 @@ import { globals } from 'webgpu';
 import { gpuTime, load, Seq2Seq } from '../src/index.js';
 import { loadGenerator } from '../testkit/corpus.js';
 import { calls, tensor } from '../testkit/io.js';
-import { peakMemory, trackBuffers } from './memory.js';
+import { median, peakMemory, trackBuffers, warmUp } from './sides.js';
 
-/** @param {number[]} xs */
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 /**
  * @param {string} path
@@ -56,9 +54,7 @@ async function benchGeneration(folder, n, json) {
   const generate = () => (model instanceof Seq2Seq
     ? model.generate(tensor(record.pixel_values), tensor(record.prompt_ids), options)
     : model.generate(record.prompt_ids, options));
-  // warm-up: an idle GPU (and CPU) takes a moment to reach its clocks: generations for `warmUp` seconds
-  const warm = performance.now() + 1e3 * warmUp;
-  do await generate(); while (performance.now() < warm);
+  await warmUp(generate, warmUpSeconds);
   const steps = [];
   const firsts = [];
   let ids;
@@ -91,7 +87,7 @@ const args = process.argv.slice(2);
 let n = 20;
 let json = false;
 let tune = false;
-let warmUp = 0;
+let warmUpSeconds = 0;
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--calls') {
     n = Number(args[++i]);
@@ -103,7 +99,7 @@ for (let i = 0; i < args.length; i++) {
     continue;
   }
   if (args[i] === '--warm-up') {
-    warmUp = Number(args[++i]);
+    warmUpSeconds = Number(args[++i]);
     continue;
   }
   if (args[i] === '--tune') {

@@ -19,7 +19,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
-import { peakResident } from './memory.js';
+import { median, peakResident, warmUp } from './sides.js';
 
 // Imported by URL: the runtime's type check (tsconfig) must pass where the package is not installed.
 const nodeLlamaCpp = new URL('./llama-cpp/node_modules/node-llama-cpp/', import.meta.url);
@@ -28,17 +28,14 @@ const { version } = JSON.parse(readFileSync(new URL('package.json', nodeLlamaCpp
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { prompt: { type: 'string' }, tokens: { type: 'string', default: '32' }, runs: { type: 'string', default: '3' }, 'warm-up': { type: 'string', default: '2' },
-    'kv-cache': { type: 'string', default: 'F16' } },
+  options: { prompt: { type: 'string' }, tokens: { type: 'string', default: '32' }, runs: { type: 'string', default: '3' },
+    'warm-up': { type: 'string', default: '2' }, 'kv-cache': { type: 'string', default: 'F16' } },
 });
 const prompt = (values.prompt ?? '').split(',').map(Number);
 const tokens = Number(values.tokens);
 if (positionals.length !== 1 || prompt.some((t) => !Number.isInteger(t)) || !(tokens > 0)) {
   throw new Error('usage: node bench/llm.js MODEL.gguf --prompt ID,ID,... --tokens N [--runs R] [--warm-up S]');
 }
-
-/** @param {number[]} xs */
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 const llama = await getLlama({ gpu: 'vulkan', build: 'never', logLevel: LlamaLogLevel.error });
 const devices = await llama.getGpuDeviceNames();
@@ -68,10 +65,7 @@ async function generate() {
   return { ids, steps };
 }
 
-// warm-up: pipelines are created at their first use, and an idle GPU (and CPU) takes a moment to reach its
-// clocks (on the H100, a step after 5 s idle took 3x its time once warm): generations for --warm-up seconds
-const warm = performance.now() + 1e3 * Number(values['warm-up']);
-do await generate(); while (performance.now() < warm);
+await warmUp(generate, Number(values['warm-up']));
 const runs = [];
 for (let i = 0; i < Number(values.runs); i++) runs.push(await generate());
 console.log(JSON.stringify({

@@ -9,10 +9,11 @@
 //   node bench/llm_ort.js MODEL.onnx --prompt 1,5,9 --tokens 32 --cache KV_HEADS,HEAD_DIM [--runs 3] [--warm-up 2]
 //     [--ort DIST]
 //
-// Prints one JSON line: the adapter, ORT's version, the timings (medians over the runs after a warm-up one),
-// the ids of the last run and the peak memory (memory.js; the resident peak includes the session opened for
-// the placement log, released before the timed one opens). Every node must run on ORT's WebGPU EP but those ORT itself keeps on the CPU for
-// shape arithmetic (`placement`): the script fails where a node with float work fell back to the CPU.
+// Prints one JSON line: the adapter, ORT's version, the timings (medians over the runs after --warm-up seconds
+// of them), the ids of the last run and the peak memory (sides.js; the resident peak includes the session
+// opened for the placement log, released before the timed one opens). Every node must run on ORT's WebGPU EP
+// but those ORT itself keeps on the CPU for shape arithmetic (`placement`): the script fails where a node with
+// float work fell back to the CPU.
 
 import fs from 'node:fs';
 import { resolve } from 'node:path';
@@ -20,14 +21,13 @@ import { parseArgs } from 'node:util';
 
 import { globals } from 'webgpu';
 
-import { peakMemory, trackBuffers } from './memory.js';
 import { ORT_DIST, loadOrt } from './ort_node.js';
-import { median } from './side_by_side.js';
+import { median, peakMemory, trackBuffers, warmUp } from './sides.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { prompt: { type: 'string' }, tokens: { type: 'string', default: '32' }, runs: { type: 'string', default: '3' }, 'warm-up': { type: 'string', default: '2' },
-    cache: { type: 'string' }, ort: { type: 'string', default: ORT_DIST } },
+  options: { prompt: { type: 'string' }, tokens: { type: 'string', default: '32' }, runs: { type: 'string', default: '3' },
+    'warm-up': { type: 'string', default: '2' }, cache: { type: 'string' }, ort: { type: 'string', default: ORT_DIST } },
 });
 const prompt = (values.prompt ?? '').split(',').map(Number);
 const tokens = Number(values.tokens);
@@ -137,10 +137,7 @@ async function generate() {
   return { ids, steps };
 }
 
-// warm-up: pipelines are created at their first use, and an idle GPU (and CPU) takes a moment to reach its
-// clocks (on the H100, a step after 5 s idle took 3x its time once warm): generations for --warm-up seconds
-const warm = performance.now() + 1e3 * Number(values['warm-up']);
-do await generate(); while (performance.now() < warm);
+await warmUp(generate, Number(values['warm-up']));
 const runs = [];
 for (let i = 0; i < Number(values.runs); i++) runs.push(await generate());
 console.log(JSON.stringify({

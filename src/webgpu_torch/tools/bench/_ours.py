@@ -5,7 +5,7 @@ generations. Prints one JSON line, as js/bench/llm.js does for llama.cpp: second
 token after it (medians over the runs), the step's GPU seconds (timestamp queries), the last run's ids, and
 bytes: the process's peak resident set (`peakRss`: Linux's VmHWM, which starts afresh at exec where
 getrusage's ru_maxrss carries the parent's peak over; torch is not imported) and the most bytes of WebGPU
-buffers alive at once (`gpuPeak`: created and not yet destroyed, as js/bench/memory.js counts them).
+buffers alive at once (`gpuPeak`: created and not yet destroyed, as js/bench/sides.js counts them).
 
     python -m webgpu_torch.tools.bench._ours FOLDER [--runs 3] [--warm-up 2]
 """

@@ -16,7 +16,7 @@ process of its own, ours too (_ours.py over the compiled model saved here: a sid
 process measured slower on the H100). Ours also shows the step's GPU time (timestamp queries); with --node,
 ours also in the JS runtime (the same folder through js/bench/bench.js, tuned at load as the Python runtime
 is). Peak memory: the resident peak (host memory, which on a CPU adapter holds the device's buffers too) and
-`GPU MB`, the most bytes of WebGPU buffers alive at once for the WebGPU sides (js/bench/memory.js, _ours.py)
+`GPU MB`, the most bytes of WebGPU buffers alive at once for the WebGPU sides (js/bench/sides.js, _ours.py)
 and, on a GPU, how much llama.cpp's device's used memory grew. `ids` compares each side's greedy ids
 with transformers' over the same float16 weights in float32, up to the first difference: llama.cpp caches keys
 and values in float16 by default (--kv-cache F32 for float32, as ours are), and a near tie between two logits
@@ -109,7 +109,7 @@ def run(args) -> tuple[list[dict], dict]:
         onnx |= _ort.export_llm(model, onnx["path"], len(prompt) + args.new_tokens + 1)
     for fmt in args.formats:
         weights = OURS[fmt]
-        peer = _node([SCRIPT, _gguf.write(model, folder / f"{args.arch}-{fmt}.gguf", fmt), "--prompt",
+        peer = _side(["node", SCRIPT, _gguf.write(model, folder / f"{args.arch}-{fmt}.gguf", fmt), "--prompt",
                       ",".join(map(str, prompt)), "--tokens", args.new_tokens, "--runs", args.runs,
                       "--warm-up", args.warm_up, "--kv-cache", args.kv_cache],
                      {"GGML_VK_VISIBLE_DEVICES": args.vulkan_device} | dict(os.environ))
@@ -129,7 +129,7 @@ def run(args) -> tuple[list[dict], dict]:
         ours = _ours(model, prompt, weights, saved, args)
         rows.append(_row("ours", weights, ours, prompt, want, peer, ort))
         if args.node:  # the same compiled folder in the JS runtime
-            js = _node([REPO / "js" / "bench" / "bench.js", "--json", "--tune", "--calls", 4 * args.runs,
+            js = _side(["node", REPO / "js" / "bench" / "bench.js", "--json", "--tune", "--calls", 4 * args.runs,
                         "--warm-up", args.warm_up, saved],
                        dict(os.environ))
             rows.append(_row("ours (Node)", weights, js, prompt, want, peer, ort))
@@ -149,11 +149,8 @@ def _ours(model, prompt: list[int], weights: str, saved: Path, args) -> dict:
     record = {"prompt_ids": prompt, "max_new_tokens": args.new_tokens}
     (saved / "generate.json").write_text(json.dumps(record) + "\n")
     engine = {"WEBGPU_TORCH_ENGINE": webgpu_torch.device_info(args.engine)["engine"]}
-    out = subprocess.run([sys.executable, "-m", f"{__package__}._ours", saved, "--runs", str(args.runs),
-                          "--warm-up", str(args.warm_up)], capture_output=True, text=True, env=os.environ | engine)
-    if out.returncode:
-        raise SystemExit(f"bench llm: our side ({saved}) failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return _side([sys.executable, "-m", f"{__package__}._ours", saved, "--runs", args.runs, "--warm-up",
+                  args.warm_up], os.environ | engine)
 
 
 def _ort_side(onnx: dict, quantized: Path | None, prompt: list[int], args) -> dict:
@@ -163,16 +160,17 @@ def _ort_side(onnx: dict, quantized: Path | None, prompt: list[int], args) -> di
     if quantized is not None:
         _ort.quantize_matmuls(path, quantized, bits=4, block_size=32)
         path = quantized
-    return _node([ORT_SCRIPT, path, "--prompt", ",".join(map(str, prompt)), "--tokens", args.new_tokens,
+    return _side(["node", ORT_SCRIPT, path, "--prompt", ",".join(map(str, prompt)), "--tokens", args.new_tokens,
                   "--runs", args.runs, "--warm-up", args.warm_up, "--cache", ",".join(map(str, onnx["cache"]))],
                  dict(os.environ))
 
 
-def _node(argv: list, env: dict) -> dict:
-    """The JSON line a Node bench script prints last."""
-    out = subprocess.run(["node", *map(str, argv)], capture_output=True, text=True, env=env, cwd=REPO / "js")
+def _side(command: list, env: dict) -> dict:
+    """The JSON line a side's process (a Node bench script, or _ours.py) prints last."""
+    out = subprocess.run(list(map(str, command)), capture_output=True, text=True, env=env, cwd=REPO / "js")
     if out.returncode:
-        raise SystemExit(f"bench llm: node {argv[0]} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
+        raise SystemExit(f"bench llm: {' '.join(map(str, command[:3]))} failed ({out.returncode}): "
+                         f"{out.stderr.strip()[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -1,10 +1,27 @@
-// A bench side's peak memory, as `webgpu-torch bench llm` reports it beside its timings: the process's peak
-// resident set (host memory; on a CPU adapter this includes what the driver allocates for the GPU: Linux's
-// VmHWM, which starts afresh at exec where getrusage's maxrss carries the parent's peak over), and the
-// most bytes of WebGPU buffers alive at once in Dawn for Node (created and not yet destroyed: a buffer dropped
-// without destroy() stays counted, as its memory may stay allocated).
+// What the Node sides of a benchmark share (bench.js, llm.js, llm_ort.js; none imports Dawn here, as llm.js
+// runs without it): the warm-up before timed runs, the median, and the peak memory `webgpu-torch bench llm`
+// reports beside the timings — the process's peak resident set (host memory; on a CPU adapter this includes
+// what the driver allocates for the GPU: Linux's VmHWM, which starts afresh at exec where getrusage's maxrss
+// carries the parent's peak over), and the most bytes of WebGPU buffers alive at once in Dawn for Node
+// (created and not yet destroyed: a buffer dropped without destroy() stays counted, as its memory may stay
+// allocated).
 
 import { readFileSync } from 'node:fs';
+
+/** @param {number[]} xs */
+export const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/**
+ * Generations for `seconds` (at least one) before the timed ones: pipelines are created at their first use, and
+ * an idle GPU (and CPU) takes a moment to reach its clocks (on the H100, a step after 5 s idle took 3x its time
+ * once warm).
+ * @param {() => Promise<unknown>} generate
+ * @param {number} seconds
+ */
+export async function warmUp(generate, seconds) {
+  const until = performance.now() + 1e3 * seconds;
+  do await generate(); while (performance.now() < until);
+}
 
 let live = 0;
 let peak = 0;
