@@ -465,7 +465,7 @@ HOSTILE_BASES = ("mlp", "dynamic", "structured", "state", "packed", "bfloat16") 
 # The suite's sample: this many targeted variants of each family (spread evenly over it), then RANDOM random
 # mutations. The catalogue has 4,624 variants (3,352 of them loop_words); `--all` writes every one, `--most N`
 # at most N of each family.
-PER_FAMILY = {"loops": 64}
+PER_FAMILY = {"loops": 64, "infinite_loops": 2}  # each of the latter waits out the call timeout
 DEFAULT_PER_FAMILY = 10
 RANDOM = 40
 
@@ -570,7 +570,7 @@ def run(paths: list[Path], command: list[str], env: dict, timeout: float, cwd: P
 
 
 # Seconds (WEBGPU_TORCH_TIMEOUT in the workers): no call may take longer, but those of a variant that injects
-# INFINITE loops, which must end so (each of those that loads waits this long: 7 in the suite's sample). A
+# INFINITE loops, which must end so (each of those that loads waits this long: 3 in the suite's sample). A
 # first call has more for its shaders' compiling (runtime first_call_seconds); a variant's work runs in
 # milliseconds on lavapipe. WEBGPU_TORCH_FUZZ_TIMEOUT sets another.
 CALL_TIMEOUT = float(os.environ.get("WEBGPU_TORCH_FUZZ_TIMEOUT", 15))

@@ -119,6 +119,16 @@ fn finish(z: u32, m: u32, n: u32, v: vec4<f32>, act: u32) {
   }
 }
 
+// The activation a kernel's stores apply: ACTIVATION where it is a compare, a clamp or a multiply. The others
+// (exp, erf, tanh) run as a pass over the stored outputs once the accumulators are dead (activate_stored,
+// where ACTIVATION != stored_activation()): inlined into the stores, an erf-based GELU for 64 accumulators
+// made the H200's driver keep them in local memory (a 128x128 tile ran 10x slower with GELU than without),
+// and a pass for a cheap one re-reads every output (and made a CPU adapter's compiler take seconds).
+fn stored_activation() -> u32 {
+  let cheap = ACTIVATION == ACT_RELU || ACTIVATION == ACT_CLAMP || ACTIVATION == ACT_LEAKY_RELU;
+  return select(ACT_NONE, ACTIVATION, cheap);
+}
+
 // Applies ACTIVATION to 4 outputs this invocation stored before (a read of its own writes: program order).
 fn activate_stored(z: u32, m: u32, n: u32) {
   if (m >= p.M) {

@@ -307,14 +307,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         v = (v + lo[h] * (1.0 / LO_SCALE)) * SCALE_OUT;
       }
       let at = out_at(f, li + h * THREADS);
-      finish(zc, m0 + at.x, n0 + at.y, v, ACT_NONE);
+      finish(zc, m0 + at.x, n0 + at.y, v, stored_activation());
     }
     workgroupBarrier();
     acc = shifted(acc);
   }
-  // The activation runs as a pass over the stored outputs (as in gemm_vec4.wgsl: inlined above, an erf-based
-  // GELU is code the driver would compile into every step of the loop).
-  if (ACTIVATION != ACT_NONE) {
+  if (ACTIVATION != stored_activation()) {  // exp, erf or tanh: a pass of its own (gemm_operands.wgsl)
     for (var f = 0u; f < ACCS; f++) {
       for (var h = 0u; h < OUT_VEC4S; h++) {
         let at = out_at(f, li + h * THREADS);

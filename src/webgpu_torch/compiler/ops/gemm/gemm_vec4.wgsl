@@ -85,14 +85,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     for (var i = 0u; i < 4u; i++) {
       let m = m0 + (g * WG_M + lid.y) * 4u + i;
       for (var h = 0u; h < GN; h++) {
-        finish(zc, m, n0 + (h * WG_N + lid.x) * 4u, acc[(g * 4u + i) * GN + h], ACT_NONE);
+        finish(zc, m, n0 + (h * WG_N + lid.x) * 4u, acc[(g * 4u + i) * GN + h], stored_activation());
       }
     }
   }
-  // The activation runs as a pass over the stored outputs, once acc is dead: inlined into the loop above, an
-  // erf-based GELU for 64 accumulators made the H200's driver keep acc in local memory (a 128x128 tile ran
-  // 10x slower with GELU than without).
-  if (ACTIVATION != ACT_NONE) {
+  if (ACTIVATION != stored_activation()) {  // exp, erf or tanh: a pass of its own (gemm_operands.wgsl)
     for (var g = 0u; g < GM; g++) {
       for (var i = 0u; i < 4u; i++) {
         let m = m0 + (g * WG_M + lid.y) * 4u + i;

@@ -154,25 +154,23 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
   }
+  // The team's sums meet in workgroup memory, then lane l folds (in lane order) those of outputs s = l,
+  // l + TEAM, …: one barrier, where a halving tree takes one per step (a CPU adapter's compiler spends seconds
+  // on such steps, each over ROWS x COLS sums).
   for (var s = 0u; s < ROWS * COLS; s++) {
     partial[s * WORKGROUP + li] = sums[s];
   }
   workgroupBarrier();
-  for (var half = TEAM / 2u; half > 0u; half /= 2u) {
-    if (lane < half) {
-      for (var s = 0u; s < ROWS * COLS; s++) {
-        partial[s * WORKGROUP + li] += partial[s * WORKGROUP + li + half];
-      }
+  let first = li - lane;
+  for (var s = lane; s < ROWS * COLS; s += TEAM) {
+    var acc = 0.0;
+    for (var j = 0u; j < TEAM; j++) {
+      acc += partial[s * WORKGROUP + first + j];
     }
-    workgroupBarrier();
-  }
-  if (lane == 0u) {
-    for (var c = 0u; c < COLS; c++) {
-      if (n0 + c < p.N) {
-        for (var m = 0u; m < min(p.M, ROWS); m++) {
-          store(z, m, n0 + c, partial[(m * COLS + c) * WORKGROUP + li]);
-        }
-      }
+    let m = s / COLS;
+    let col = s % COLS;
+    if (n0 + col < p.N && m < p.M) {
+      store(z, m, n0 + col, acc);
     }
   }
 }
