@@ -168,15 +168,16 @@ def test_eos_stops_generation_a_step_late_and_a_long_request_is_refused(model_an
 def test_bench_llm_runs_our_sides_in_processes_of_their_own_and_counts_their_memory(model_and_lm, tmp_path):
     """bench llm's sides for ours over a saved folder, the Python runtime's (tools/bench/_ours.py) and the JS
     runtime's (js/bench/bench.js --json): each generates the folder's ids and counts the WebGPU buffers alive at
-    once. Untuned, those are the step's, the prefill's and the sampler's (the prefill shares the step's cache
-    and constants) and a few small staging and timing ones: at least the larger program's buffers, at most all
-    three programs' and a MiB."""
+    once. Untuned, those are the step's, the prefill's and the sampler's, each buffer once (the prefill shares
+    the step's cache and constants: Decoder.device_bytes), and a few small staging and timing ones: at least
+    the larger program's buffers, at most all the programs' and 64 KiB (27 KiB measured, Node)."""
     _, lm = model_and_lm
     prompt = [1, 2, 3]
     lm.save(tmp_path)
     (tmp_path / "generate.json").write_text(json.dumps({"prompt_ids": prompt, "max_new_tokens": 2}))
     ids = lm.generate(prompt, 2).ids
     sizes = [sum(allocated(b.size) for b in s.program.buffers) for s in (lm.step, *lm.programs.values())]
+    held = sum(lm.decoder.device_bytes().values())
     env = os.environ | {"WEBGPU_TORCH_TUNE": "0"}  # no probes: only the programs' own buffers
     python = [sys.executable, "-m", "webgpu_torch.tools.bench._ours", tmp_path, "--runs", "1", "--warm-up", "0"]
     node = ["node", REPO / "js" / "bench" / "bench.js", "--json", "--calls", "4", tmp_path]  # one generation
@@ -184,7 +185,7 @@ def test_bench_llm_runs_our_sides_in_processes_of_their_own_and_counts_their_mem
         out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env, cwd=REPO / "js")
         m = json.loads(out.stdout.strip().splitlines()[-1])
         assert m["ids"] == ids and m["perToken"] > 0 and m["stepGpu"] > 0, (argv[1], m)
-        assert max(sizes) <= m["gpuPeak"] <= sum(sizes) + 2**20, (argv[1], m, sizes)
+        assert max(sizes) <= m["gpuPeak"] <= held + 2**16, (argv[1], m, sizes, held)
         assert m["peakRss"] > m["gpuPeak"], (argv[1], m)
 
 

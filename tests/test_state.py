@@ -142,6 +142,16 @@ class Counter(torch.nn.Module):
 
 
 @pytest.mark.e2e
+def test_naming_the_engine_a_session_runs_on_keeps_its_executor(compiled):
+    """executor("dawn") after executor() on Dawn is the same executor: not a second copy of every buffer, whose
+    state would be zeros again (bench llm timed such a copy beside the one that generated)."""
+    session = webgpu_torch.Session(compiled[1].program)
+    session(*_inputs(1, 3))
+    first = session.executor()
+    assert session.executor(first.engine.name) is first
+    assert session.read_state("count").tolist() == [1]
+
+
 def test_programs_that_share_states_see_each_others_writes(compiled):
     """Session.share: a state both programs name is one buffer (a prefill and its decoder step)."""
     cache = webgpu_torch.Session(compiled[1].program)

@@ -20,7 +20,6 @@ import { loadGenerator } from '../testkit/corpus.js';
 import { calls, tensor } from '../testkit/io.js';
 import { median, peakMemory, trackBuffers, warmUp } from './sides.js';
 
-
 /**
  * @param {string} path
  * @param {number} n

@@ -46,9 +46,12 @@ class Session:
         artifact.save(self.program, path, beside)
 
     def executor(self, engine: str | None = None) -> Executor:
-        """Pipelines, bind groups and buffers on the device, built on first use (again for another engine)."""
+        """Pipelines, bind groups and buffers on the device, built on first use (again for another engine: naming
+        the engine the executor already runs on returns that executor, its buffers and state)."""
         if engine is not None and engine != self.engine:
-            self.engine, self._executor = engine, None
+            self.engine = engine
+            if self._executor is not None and self._executor.engine.name != engine:
+                self._executor = None
         if self._executor is None:
             other = self._shares.executor(self.engine) if self._shares else None
             self._executor = open_executor(self.program, self.engine, other, self.timeout)

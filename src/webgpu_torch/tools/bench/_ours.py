@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     while time.perf_counter() < warm:
         generate()
     runs = [generate() for _ in range(args.runs)]
-    gpu = timing.gpu_time(lm.step.executor(engine.name), repeats=2, samples=3).seconds
+    gpu = timing.gpu_time(lm.step.executor(), repeats=2, samples=3).seconds  # the one that generated
     peak_rss = 1024 * int(re.search(r"VmHWM:\s+(\d+)", Path("/proc/self/status").read_text())[1])  # kB there
     print(json.dumps({"firstToken": statistics.median(r.first_token for r in runs),
                       "perToken": statistics.median(statistics.median(r.steps[1:]) for r in runs),
