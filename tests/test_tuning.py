@@ -20,7 +20,7 @@ import torch
 import webgpu_torch
 from webgpu_torch.compiler.ops import gemm
 from webgpu_torch.format import artifact, packing
-from webgpu_torch.format.errors import TuningWarning
+from webgpu_torch.format.errors import DeviceError, TuningWarning
 from webgpu_torch.runtime import fit, tuning
 from webgpu_torch.runtime.engine import get_engine
 from webgpu_torch.runtime.session import Session, open_executor
@@ -84,6 +84,28 @@ def test_choice_is_timed_once_then_read_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(tuning, "_measure", fail)
     again = open_executor(_linear_program()[0])
     assert again.program.dispatches[0].kernel == d.kernel
+
+
+def test_probes_bind_the_programs_constants_and_are_destroyed_once_chosen(monkeypatch, tmp_path):
+    """A probe binds the program's constant buffers as uploaded for it, never copies (a vocabulary projection's
+    probes held its weights once per candidate), and its own buffers are destroyed once its group is chosen."""
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    g = seeded("probe constants")
+    linear, x = torch.nn.Linear(36, 44), torch.randn(67, 36, generator=g)
+    probes, build = [], tuning.Executor
+
+    def spied(*args, **kwargs):
+        probes.append(build(*args, **kwargs))
+        return probes[-1]
+
+    monkeypatch.setattr(tuning, "Executor", spied)
+    ex = open_executor(webgpu_torch.compile_module(linear, (x,)).program)
+    constants = {id(b) for b in ex.constant_buffers().values()}
+    assert len(probes) > 1 and len(constants) >= 2  # the weight and the bias at least
+    for probe in probes:
+        assert {id(probe.buffers[j]) for j in probe.program.constants} == constants
+        with pytest.raises(DeviceError, match="cannot run again: it was destroyed"):
+            probe.run([])
 
 
 @pytest.mark.parametrize("index", range(len(FAMILY)))
@@ -327,9 +349,9 @@ def test_the_first_probe_times_one_group_then_as_many_as_the_budget_holds(monkey
     sizes = []
     fastest = tuning._fastest
 
-    def spy(program, engine, which, ranked, deadline):
+    def spy(program, engine, constants, which, ranked, deadline):
         sizes.append(len(which))
-        return fastest(program, engine, which, ranked, deadline)
+        return fastest(program, engine, constants, which, ranked, deadline)
 
     monkeypatch.setattr(tuning, "_fastest", spy)
     Session(program).executor()

@@ -113,18 +113,33 @@ class _Readback:
 
 class Executor:
     def __init__(self, program: Program, engine: Engine, share: Executor | None = None,
-                 timeout: float | None = None):
+                 timeout: float | None = None, borrowed: dict[int, object] | None = None):
         """Build `program`, whose dispatches run as written (fitted to `engine`'s features and tuned). `share`:
         another executor on the same engine whose states of the same names, and whose constants this program
-        holds too, this program uses instead of buffers of its own (_shared). A call may take `timeout` seconds
-        (default_timeout() when None), its first reading call more (first_call_seconds)."""
+        holds too, this program uses instead of buffers of its own (_shared); `borrowed`: buffers by index, their
+        contents written, that it uses too (a tuning probe's constants, its program's). A call may take
+        `timeout` seconds (default_timeout() when None), its first reading call more (first_call_seconds)."""
+        self._allocate(program, engine, share, timeout, borrowed or {})
+        self.build(program)
+
+    @classmethod
+    def allocated(cls, program: Program, engine: Engine, share: Executor | None = None,
+                  timeout: float | None = None) -> Executor:
+        """The first half of building (js/src/executor.js's `allocate`): `program` checked against the device's
+        limits, its buffers allocated and its constants uploaded, for tuning to probe over (`constant_buffers`)
+        before `build` finishes it."""
+        executor = cls.__new__(cls)
+        executor._allocate(program, engine, share, timeout, {})
+        return executor
+
+    def _allocate(self, program: Program, engine: Engine, share: Executor | None, timeout: float | None,
+                  borrowed: dict[int, object]) -> None:
         if share is not None and share.engine is not engine:
             raise InputError("a program shares buffers only with a program on its engine's device")
         self.engine = engine
         self.program = program.checked()
-        self._shared = _shared(program, share)  # buffer index -> another executor's GPU buffer
+        self._shared = {**_shared(program, share), **borrowed}  # buffer index -> a GPU buffer not its own
         self.timeout = default_timeout() if timeout is None else timeout
-        self._limit = first_call_seconds(program, engine.name, self.timeout)  # until a call has been read
         self.poison_scratch = False  # tests: fill scratch with NaN before each call to catch unwritten output
         self._failed = ""  # why this program refuses calls (a call that timed out), "" while usable
         self._env: dict[str, int] | None = None
@@ -132,11 +147,23 @@ class Executor:
         with self.engine.lock, self._engine_errors("this program"):
             self._check_limits()
             self._build_buffers()
+
+    def build(self, program: Program) -> Executor:
+        """The second half: pipelines, bind groups and the readback for `program`, the allocated one with each
+        group of options resolved (runtime/tuning.py: over the same buffers)."""
+        self.program = program.checked()
+        self._limit = first_call_seconds(program, self.engine.name, self.timeout)  # until a call has been read
+        with self.engine.lock, self._engine_errors("this program"):
             self._build_pipelines()
             self._build_bind_groups()
             self._build_readback()
             if not program.symbols:
                 self.prepare({})
+        return self
+
+    def constant_buffers(self) -> dict[int, object]:
+        """The GPU buffer of each constant, by buffer index, its contents written."""
+        return {i: self.buffers[i] for i in self.program.constants}
 
     @contextlib.contextmanager
     def _engine_errors(self, what: str):
@@ -295,6 +322,15 @@ class Executor:
         self._readbacks = [_Readback(*readback(t, env), dst)
                            for t, dst in zip(self.program.outputs, self._staging_offsets, strict=True)]
         self._env = dict(env)
+
+    def destroy(self) -> None:
+        """Free this program's GPU buffers now, not those it shares or borrows (a tuning probe's, once its group
+        is chosen: js/src/executor.js's `destroy`); it refuses calls after."""
+        shared = {id(b) for b in self._shared.values()}
+        owned = [b for b in self.buffers if id(b) not in shared] + [self.uniforms, *self._stagings]
+        for b in owned + [s.buffer for s in self._staged.values()]:
+            b.destroy()
+        self._failed = "it was destroyed"
 
     # -- state ------------------------------------------------------------------------------------------------
     def read_state(self, name: str) -> np.ndarray:

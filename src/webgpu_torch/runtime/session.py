@@ -125,11 +125,13 @@ def open_executor(program: Program, engine: str | None = None, share: Executor |
                   timeout: float | None = None) -> Executor:
     """`program` built on an engine's device, as js/src/session.js's `load` does: fitted to the device's
     features (runtime/fit.py), each group of options resolved to this device's fastest
-    (runtime/tuning.py), then an Executor of the resolved program (with `share` and `timeout`, Executor's)."""
+    (runtime/tuning.py, probing over the constants as uploaded), then an Executor of the resolved program over
+    those buffers (with `share` and `timeout`, Executor's)."""
     device = get_engine(engine)
     with device.lock:
         fitted = fit.for_device(program, device.device.features)
-        return Executor(tuning.resolve(fitted, device), device, share, timeout)
+        executor = Executor.allocated(fitted, device, share, timeout)
+        return executor.build(tuning.resolve(fitted, device, executor.constant_buffers()))
 
 
 class Pending:

@@ -6,8 +6,9 @@ split that speeds the GEMM costs its reduction.
 
 At load, groups whose choice is not yet cached are timed, the most work first, until the time budget is spent,
 in probes of one group first, then as many as the budget left is expected to hold (`probe_size`). A group is
-run on a probe (`_probe`): copies of the buffers it binds, the constants as the program holds them, every other
-buffer it reads filled with seeded non-zero values (`seeded_words`). The default runs first; then each
+run on a probe (`_probe`): copies of the buffers it binds, but the constants the program's own buffers as
+uploaded (no copy: a probe of a vocabulary projection would otherwise hold its weights once per candidate), every
+other buffer it reads filled with seeded non-zero values (`seeded_words`). The default runs first; then each
 candidate is compiled, run, checked and scouted on its own, in rank order, none begun past the budget: its
 result views (`Dispatch.result`) must agree with the default's within the group's tolerance (`disagreement`),
 or it is left out with a warning, as is a candidate the engine refuses to compile. Then only those within
@@ -145,10 +146,12 @@ def force(program: Program, pick: Callable[[Kernel], bool]) -> Program:
     return program.derived(dispatches=dispatches)
 
 
-def resolve(program: Program, engine: Engine) -> Program:
+def resolve(program: Program, engine: Engine, constants: dict[int, object]) -> Program:
     """`program` with every group of dispatches with options running its fastest candidate on `engine`
     (timing those not in the cache, and saving them there); unchanged when it has no options or tuning is
-    off. Only groups that say their result are tuned (Dispatch.result): the others run their default."""
+    off. Only groups that say their result are tuned (Dispatch.result): the others run their default.
+    `constants`: the GPU buffer of each of the program's constants, uploaded (Executor.constant_buffers), which
+    the probes bind."""
     tunable = [g for g in groups(program) if program.dispatches[g[0]].result]
     if not tunable or not enabled() or "timestamp-query" not in engine.device.features:
         return program
@@ -164,7 +167,7 @@ def resolve(program: Program, engine: Engine) -> Program:
     ranked = {key: ranked_candidates(program, members, engine.device.features, engine.limits, kind)
               for key, members in missing.items()}
     if missing:
-        timed = _measure(program, engine, missing, ranked)
+        timed = _measure(program, engine, constants, missing, ranked)
         if timed:
             chosen.update(timed)
             _write(path, cache)
@@ -178,8 +181,8 @@ def resolve(program: Program, engine: Engine) -> Program:
     return program.derived(dispatches=dispatches)
 
 
-def _measure(program: Program, engine: Engine, which: dict[str, list[int]], usable: dict[str, list[int]]
-             ) -> dict[str, int]:
+def _measure(program: Program, engine: Engine, constants: dict[int, object], which: dict[str, list[int]],
+             usable: dict[str, list[int]]) -> dict[str, int]:
     """For each key timed within the budget, the index of its group's fastest candidate among the best-ranked
     `usable` ones (a group left with one such candidate takes it untimed)."""
     top = int(_number(TOP_VAR, LIMITS["tuning"]["top"])) or None
@@ -193,7 +196,7 @@ def _measure(program: Program, engine: Engine, which: dict[str, list[int]], usab
     while first < len(order) and (elapsed := time.perf_counter() - start) < budget:
         keys = order[first:first + probe_size(first, elapsed, budget)]
         progress.show(first, program.dispatches[which[keys[0]][0]].node, elapsed)
-        chosen.update(_fastest(program, engine, {key: which[key] for key in keys}, ranked, deadline))
+        chosen.update(_fastest(program, engine, constants, {key: which[key] for key in keys}, ranked, deadline))
         first += len(keys)
     progress.done(sum(key in chosen for key in order), len(order), time.perf_counter() - start)
     return chosen
@@ -226,26 +229,29 @@ def repeats(run: float, fastest: float, left: float) -> int:
     return max(0, min(REPEATS, spanning, int(left / (SAMPLES * run))))
 
 
-def _fastest(program: Program, engine: Engine, which: dict[str, list[int]], ranked: dict[str, list[int]],
-             deadline: float) -> dict[str, int]:
+def _fastest(program: Program, engine: Engine, constants: dict[int, object], which: dict[str, list[int]],
+             ranked: dict[str, list[int]], deadline: float) -> dict[str, int]:
     """Each group's fastest candidate among those that compute what its default computes (the module's
     docstring). A call that times out ends the tuning (the device is still running the candidate: the rest
-    would queue behind it), and the group's executors are kept (Engine.stuck)."""
+    would queue behind it), and the group's executors are kept (Engine.stuck); otherwise they are destroyed
+    once the group is chosen."""
     chosen = {}
     for key, members in which.items():
         built: list[Executor] = []
         try:
-            chosen_candidate = _fastest_of(program, engine, members, ranked[key], deadline, built)
+            chosen_candidate = _fastest_of(program, engine, constants, members, ranked[key], deadline, built)
         except CallTimeout:
             engine.stuck.extend(built)
             raise
+        for executor in built:  # as the next group is probed, not when the collector gets to them
+            executor.destroy()
         if chosen_candidate is not None:
             chosen[key] = chosen_candidate
     return chosen
 
 
-def _fastest_of(program: Program, engine: Engine, members: list[int], ranked: list[int], deadline: float,
-                built: list[Executor]) -> int | None:
+def _fastest_of(program: Program, engine: Engine, constants: dict[int, object], members: list[int],
+                ranked: list[int], deadline: float, built: list[Executor]) -> int | None:
     """A group's fastest candidate, or None when the deadline cut it short (it stays untimed: its default runs,
     and a later load, with those kernels in the shader cache, times it). The default runs first on seeded
     inputs (`_probe`); then the candidates are compiled, run on the same inputs, checked against it and scouted
@@ -254,7 +260,7 @@ def _fastest_of(program: Program, engine: Engine, members: list[int], ranked: li
     whose result differs from the default's is never chosen, with a warning naming it; the default is chosen
     when every one is. `built` collects the candidates' executors."""
     try:
-        reference = Candidate(program, members, 0, engine, built)
+        reference = Candidate(program, members, 0, engine, built, constants)
     except CallTimeout:
         raise
     except DeviceError:
@@ -266,7 +272,7 @@ def _fastest_of(program: Program, engine: Engine, members: list[int], ranked: li
             break
         tried += 1
         try:
-            candidate = reference if c == 0 else Candidate(program, members, c, engine, built)
+            candidate = reference if c == 0 else Candidate(program, members, c, engine, built, constants)
         except CallTimeout:
             raise
         except DeviceError as e:
@@ -359,11 +365,13 @@ class Candidate:
     scouting) and its result views as computed (device form)."""
 
     def __init__(self, program: Program, members: list[int], c: int, engine: Engine,
-                 built: list[Executor] | None = None):
-        """`built` collects the executor as soon as it exists (what a timed-out call may still use)."""
+                 built: list[Executor] | None = None, constants: dict[int, object] | None = None):
+        """`built` collects the executor as soon as it exists (what a timed-out call may still use);
+        `constants`: the program's constant buffers, uploaded, which the probe binds (None: it uploads its own)."""
         self.tolerance = program.dispatches[members[0]].tolerance
-        probe, seeded = _probe(program, members, c)
-        self.executor = Executor(probe, engine)
+        probe, seeded, binds = _probe(program, members, c)
+        borrowed = {j: constants[b] for j, b in binds.items()} if constants is not None else {}
+        self.executor = Executor(probe, engine, borrowed=borrowed)
         if built is not None:
             built.append(self.executor)
         with engine.lock:
@@ -381,12 +389,13 @@ class Candidate:
         return None
 
 
-def _probe(program: Program, members: list[int], c: int) -> tuple[Program, list[int]]:
+def _probe(program: Program, members: list[int], c: int) -> tuple[Program, list[int], dict[int, int]]:
     """A program of candidate `c` of the group `members` (its dispatches in order, at the dynamic sizes'
     hints) over copies of the buffers they bind, numbered in order of first binding, the constants as the
     program holds them, whose outputs are the group's result views (read back in the run's own submit: on
     wgpu-native a second submit waits, beyond a timeout's reach, for a run that does not end); and the buffers
-    to fill with `seeded_words` (those the group only reads)."""
+    to fill with `seeded_words` (those the group only reads); and the program's buffer each of its constants
+    is, by the probe's index."""
     used: dict[int, int] = {}
     dispatches, env = [], hints(program)
     for i in members:
@@ -404,8 +413,8 @@ def _probe(program: Program, members: list[int], c: int) -> tuple[Program, list[
               for t in program.dispatches[members[0]].result]
     no_args = {"type": "tuple", "items": [{"type": "tuple", "items": []}, {"type": "dict", "keys": [], "items": []}]}
     outputs = {"type": "tuple", "items": [{"type": "leaf"}] * len(result)}
-    return Program(program.sources, program.kernels, buffers, constants, [], result, no_args, outputs,
-                   dispatches), seeded
+    probe = Program(program.sources, program.kernels, buffers, constants, [], result, no_args, outputs, dispatches)
+    return probe, seeded, {used[b]: b for b in constant}
 
 
 def seeded_words(index: int, count: int) -> np.ndarray:

@@ -5,7 +5,8 @@ generations. Prints one JSON line, as js/bench/llm.js does for llama.cpp: second
 token after it (medians over the runs), the step's GPU seconds (timestamp queries), the last run's ids, and
 bytes: the process's peak resident set (`peakRss`: Linux's VmHWM, which starts afresh at exec where
 getrusage's ru_maxrss carries the parent's peak over; torch is not imported) and the most bytes of WebGPU
-buffers alive at once (`gpuPeak`: created and not yet destroyed, as js/bench/sides.js counts them).
+buffers alive at once (`gpuPeak`: created and neither destroyed nor collected, since Python releases a
+dropped buffer at once; js/bench/sides.js counts one until it is destroyed, JavaScript's collector being late).
 
     python -m webgpu_torch.tools.bench._ours FOLDER [--runs 3] [--warm-up 2]
 """
@@ -17,6 +18,7 @@ import json
 import re
 import statistics
 import time
+import weakref
 from pathlib import Path
 
 from ...runtime import timing
@@ -25,14 +27,18 @@ from ...runtime.generation import CausalLM
 
 
 def track_buffers(device) -> dict:
-    """Counts the buffers `device`'s class creates from now on: {"live": bytes, "peak": bytes}."""
+    """Counts the buffers `device`'s class creates from now on: {"live": bytes, "peak": bytes}; a buffer is
+    live until it is destroyed or collected."""
     counts = {"live": 0, "peak": 0}
     sizes = {}  # id(buffer) -> bytes, of the live buffers
     create_buffer = type(device).create_buffer
 
+    def gone(key):
+        counts["live"] -= sizes.pop(key, 0)
+
     def destroying(destroy):
         def wrapped(buffer, *args, **kwargs):
-            counts["live"] -= sizes.pop(id(buffer), 0)
+            gone(id(buffer))
             return destroy(buffer, *args, **kwargs)
         wrapped.counted = True
         return wrapped
@@ -41,6 +47,7 @@ def track_buffers(device) -> dict:
         buffer = create_buffer(self, *args, **kwargs)
         if not getattr(type(buffer).destroy, "counted", False):
             type(buffer).destroy = destroying(type(buffer).destroy)
+        weakref.finalize(buffer, gone, id(buffer))
         sizes[id(buffer)] = buffer.size
         counts["live"] += buffer.size
         counts["peak"] = max(counts["peak"], counts["live"])
