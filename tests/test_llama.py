@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from webgpu_torch.format import artifact
 from webgpu_torch.format.errors import ArtifactError
@@ -130,6 +131,29 @@ def test_sampling_draws_from_transformers_filtered_distribution(model_and_lm, se
     other = decoding.options(do_sample=True, seed=6, max_new_tokens=16, **settings)
     assert not reference.check_sampled(ids, prompt, reference.teacher_logits(model, prompt, ids), ours, other,
                                        probe)[0]
+
+
+@pytest.mark.parametrize("settings", [
+    {"top_k": 0, "top_p": 0.5},
+    {"top_k": 300, "top_p": 0.9, "temperature": 0.7},
+    {"top_k": 40, "top_p": 0.3, "repetition_penalty": 1.5},
+    {"top_k": 0, "top_p": 1.0, "min_p": 0.2},
+])
+def test_the_sampler_keeps_transformers_set_where_scores_tie(settings, monkeypatch):
+    """Scores in six levels of ~170 tied tokens each, so that TopK's k-th score and TopP's cut fall inside a tie:
+    the GPU keeps the tokens transformers keeps, with its probabilities, where TopP's sort is stable (torch's
+    default CPU sort orders ties as it happens to: tied tokens leave in id order here)."""
+    vocab, sequence = 1031, [3, 500, 1000]
+    logits = torch.randint(0, 6, (vocab,), generator=torch.Generator().manual_seed(2)).float().numpy()
+    o = decoding.options(do_sample=True, max_new_tokens=1, **settings)
+    sort = torch.sort
+    monkeypatch.setattr(torch, "sort", lambda *args, **kwargs: sort(*args, **kwargs, stable=True))
+    want = reference.filtered(logits, sequence, o)
+    probe = reference.probe(vocab, 8)
+    params = np.asarray(o.sampler_params(), np.float32)
+    got = np.asarray(probe(logits.reshape(1, 1, -1), np.asarray([sequence]), params), np.float64).reshape(-1)
+    assert 1 < (want > 0).sum() < vocab and np.array_equal(got > 0, want > 0)
+    assert np.abs(got - want).max() <= reference.PROBABILITY_TOLERANCE
 
 
 def test_streams_ids_and_text_and_stops_at_stop_strings(model_and_lm):

@@ -42,26 +42,27 @@ class Sampler(torch.nn.Module):
         temperature, top_k, top_p, min_p, penalty = params.unbind()
         scores = logits.reshape(1, seen.shape[-1])
         scores = torch.where(seen > 0, torch.where(scores < 0, scores * penalty, scores / penalty), scores)
-        scores = _top_p(_top_k(scores / temperature, top_k), top_p)
+        scores = _top_k_and_p(scores / temperature, top_k, top_p)
         probs = scores.softmax(-1)
         return scores.masked_fill(probs < min_p * probs.amax(-1, keepdim=True), NEG_INF).softmax(-1)
 
 
-def _top_k(scores, k):
-    """TopKLogitsWarper: keep the scores at least the k-th largest (k 0: all)."""
+def _top_k_and_p(scores, k, p):
+    """TopKLogitsWarper (keep the scores at least the k-th largest; k 0: all), then TopPLogitsWarper (drop the
+    least likely tokens whose probabilities sum to at most 1 - p; the most likely always kept), over one stable
+    ascending sort where each warper sorts on its own. TopP's sort of the top-k scores orders the survivors as
+    this one does, and the rest (-inf after TopK, probability 0 either way) before them: the same cumulative
+    sums, position for position. Those sums do not decrease, so TopP drops the first `cut` places of the
+    sort: the tokens ordered before the token in place `cut` by (score, id), as a stable sort orders them."""
     vocab = scores.shape[-1]
-    k = torch.where(k > 0, k.clamp(max=vocab), vocab).long().reshape(1, 1)
-    kth = scores.sort(-1, descending=True).values.gather(1, k - 1)
-    return scores.masked_fill(scores < kth, NEG_INF)
-
-
-def _top_p(scores, p):
-    """TopPLogitsWarper: drop the least likely tokens whose probabilities sum to at most 1 - p (the most likely
-    always kept)."""
     ascending, order = scores.sort(-1)
-    drop = ascending.softmax(-1).cumsum(-1) <= 1 - p
-    drop[:, -1] = False
-    return scores.masked_fill(drop.scatter(1, order, drop), NEG_INF)
+    k = torch.where(k > 0, k.clamp(max=vocab), vocab).long().reshape(1, 1)
+    kth = ascending.gather(1, vocab - k)
+    sums = ascending.masked_fill(ascending < kth, NEG_INF).softmax(-1).cumsum(-1)
+    cut = (sums <= 1 - p).sum(-1, keepdim=True).clamp(max=vocab - 1)
+    score, token = ascending.gather(1, cut), order.gather(1, cut)
+    before = (scores < score) | ((scores == score) & (torch.arange(vocab) < token))
+    return scores.masked_fill((scores < kth) | before, NEG_INF)
 
 
 class BeamScores(torch.nn.Module):
