@@ -29,10 +29,12 @@ def row_threads(n, file: str) -> int:
 
 def row_params(x: Tensor, dim: int) -> dict:
     """Params for a kernel that works along `dim` of `x` row by row, the output contiguous in x's shape: the
-    other dims enumerate rows (with their strides), `inner` is the element count of the dims after `dim`."""
+    other dims enumerate rows (with their strides), `inner` is the element count of the dims after `dim`; each
+    row whole (one slice of n: a kernel that splits rows sets `slices` and `slice_len`)."""
     kept = [d for d in range(x.ndim) if d != dim]
     n = x.shape[dim] if x.ndim else 1
     return {"rows": prod(x.shape[d] for d in kept), "n": n, "inner": prod(x.shape[d] for d in kept[dim:]),
             "offset": x.offset,
             "stride": x.strides[dim] if x.ndim else 0, "kept_ndim": len(kept),
-            "kept_shape": [x.shape[d] for d in kept], "kept_strides": [x.strides[d] for d in kept]}
+            "kept_shape": [x.shape[d] for d in kept], "kept_strides": [x.strides[d] for d in kept],
+            "slices": 1, "slice_len": n}

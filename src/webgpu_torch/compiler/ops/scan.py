@@ -1,6 +1,9 @@
 """cumsum, cumprod, logcumsumexp, and cummax / cummin (values and int64 indices) along any dim, of float,
 integer or bool input (HF derives position ids from a mask by a cumsum). Integer and bool sums and products
-give int64 (i32 on the device: exact while the running value fits); cummax and cummin keep the dtype."""
+give int64 (i32 on the device: exact while the running value fits); cummax and cummin keep the dtype. A few
+long rows (a sampler's cumulative probabilities over a vocabulary) are split across workgroups as reduce.py
+splits them (`split_slices`): each slice's total, then a workgroup per slice scans it from the fold of the
+totals before it."""
 
 from __future__ import annotations
 
@@ -10,11 +13,13 @@ from ...format import dtypes
 from ...format.program import Tensor
 from .. import layout, wgsl
 from ..builder import Builder, KernelSpec
+from .reduce import split_slices
 from .registry import NodeView, OpCase, register
 from .row import row_params, row_threads
 from .softmax import MAX_ROW_DIMS
 
 FILE = "scan.wgsl"
+WORKGROUP = wgsl.constant(wgsl.kernel_source(FILE), "WORKGROUP")  # a split row's slice: one workgroup
 OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 
@@ -38,12 +43,20 @@ def _lower(op: str):
         dim = layout.normalize_dim(node.args["dim"], max(x.ndim, 1))
         x = ctx.walkable(x, x.shape[dim] if x.ndim else 1)
         params = row_params(x, dim)
-        row = row_threads(params["n"], FILE)
         acc = "f32" if dtypes.category(out_dtype) == 2 else "i32"
-        spec = KernelSpec.of(FILE, f"scan[{op}]", consts={
-            "InT": dtypes.dtype(x.dtype).wgsl, "AccT": acc, "OutT": dtypes.dtype(out_dtype).wgsl},
-            overrides={"OP": OP_CODES[op], "ROW": row})
-        ctx.dispatch(spec, [x, out, out_idx], params, elements=params["rows"] * row)
+        consts = {"InT": dtypes.dtype(x.dtype).wgsl, "AccT": acc, "OutT": dtypes.dtype(out_dtype).wgsl}
+        slices = split_slices(params["rows"], params["n"])
+        if slices == 1:
+            row = row_threads(params["n"], FILE)
+            spec = KernelSpec.of(FILE, f"scan[{op}]", consts=consts, overrides={"OP": OP_CODES[op], "ROW": row})
+            ctx.dispatch(spec, [x, out, out_idx, ctx.new((1,), "int32")], params, elements=params["rows"] * row)
+            return [out, out_idx] if indexed else out
+        split = {**params, "slices": slices, "slice_len": -(-params["n"] // slices)}
+        totals = ctx.new((params["rows"], slices, 2), "int32")
+        for entry, what in (("slice_totals", "slice totals"), ("main", "slices")):
+            spec = KernelSpec.of(FILE, f"scan[{op},{slices} {what}]", entry=entry, consts=consts,
+                                 overrides={"OP": OP_CODES[op], "ROW": WORKGROUP})
+            ctx.dispatch(spec, [x, out, out_idx, totals], split, workgroups=params["rows"] * slices)
         return [out, out_idx] if indexed else out
 
     return lower
@@ -93,6 +106,11 @@ def cases() -> list[OpCase]:
         OpCase("cummax_cummin_int_bool", lambda i, m: (torch.cummax(i, 1), torch.cummin(i.int(), 0),
                                                        torch.cummax(m, 1), torch.cummin(m, 1)),
                [ints((37, 1031), -5, 5), lambda: torch.rand(5, 41, generator=torch.Generator().manual_seed(6)) > 0.5]),
+        # Split: 6 slices a row; a NaN in the third, ties of integers across slices.
+        OpCase("scan_split_long_rows", lambda x, i: (x.cumsum(-1), torch.cummax(x, -1), torch.cummin(i, -1),
+                                                     i.cumsum(-1), torch.logcumsumexp(x, -1)),
+               [lambda: torch.randn(2, 6007, generator=torch.Generator().manual_seed(4)).index_fill(1, torch.tensor(
+                   [2500]), float("nan")), ints((3, 6007), -9, 9)]),
         OpCase("cumsum_with_nan_and_inf", lambda x: x.cumsum(1), [lambda: torch.tensor(
             [[1.0, float("nan"), 2.0, 3.0], [float("inf"), 1.0, float("-inf"), 2.0]])]),
     ]

@@ -5,11 +5,17 @@
 //   Params), the scan dim has N elements at element stride `stride`; the outputs are contiguous in the input's
 //   shape, row o's element r at (o / inner * N + r) * inner + o % inner (`out_idx` only for cummax / cummin;
 //   the others bind a sink there).
-// Geometry: ROW threads (a power of two <= 256) share a row, a workgroup of 256 threads handles 256 / ROW
-//   rows; the grid is folded to fit 65,535 workgroups per dimension. Thread t of a row owns the contiguous
-//   chunk [t·C, (t + 1)·C) of it, C = ceil(N / ROW): it folds its chunk, the row's threads scan those totals
-//   in workgroup memory (Hillis–Steele, log2(ROW) steps), and each thread rewrites its chunk from the total
-//   of the chunks before it. A row of a few elements gets one thread (ROW = 1), which scans it in order.
+// Geometry: a row is cut into p.slices slices of p.slice_len elements (one, the whole row, unless the row is
+//   split); ROW threads (a power of two <= 256) share a slice, a workgroup of 256 threads handles 256 / ROW
+//   slices; the grid is folded to fit 65,535 workgroups per dimension. Thread t of a slice owns the
+//   contiguous chunk [t·C, (t + 1)·C) of it, C = ceil(slice_len / ROW): it folds its chunk, the slice's
+//   threads scan those totals in workgroup memory (Hillis–Steele, log2(ROW) steps), and each thread rewrites
+//   its chunk from the total of the chunks before it. A row of a few elements gets one thread (ROW = 1),
+//   which scans it in order.
+// Split rows (scan.py: few long rows, such as a sampler's cumulative sums over a vocabulary; ROW =
+//   WORKGROUP): entry `slice_totals` writes slice s of row o's total, pair o * p.slices + s of `totals` (the
+//   value's bits, its index); `main` then starts slice s from the fold of the row's totals before it, taken
+//   in order by one thread.
 // ⊕ is associative on (value, index) pairs, the right operand always the later part of the row: max / min
 //   pick by a total order (NaN above every number, a later NaN above an earlier one; equal numbers: the
 //   later), which is torch's sequential rule (the running value is replaced by x when x is NaN or, while it is
@@ -43,7 +49,8 @@ const NONE: u32 = 0xffffffffu;  // the index of the identity: no element yet
 @group(0) @binding(0) var<storage, read> x: array<InT>;
 @group(0) @binding(1) var<storage, read_write> out: array<OutT>;
 @group(0) @binding(2) var<storage, read_write> out_idx: array<u32>;
-@group(0) @binding(3) var<uniform> p: Params;
+@group(0) @binding(3) var<storage, read_write> slice_sums: array<u32>;  // split rows: each slice's total
+@group(0) @binding(4) var<uniform> p: Params;
 
 struct Acc {
   v: AccT,
@@ -97,22 +104,20 @@ fn combine(a: Acc, b: Acc) -> Acc {
   }
 }
 
-@compute @workgroup_size(WORKGROUP)
-fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-        @builtin(local_invocation_index) li: u32) {
-  let o = (wid.x + wid.y * nwg.x) * (WORKGROUP / ROW) + li / ROW;
-  let lane = li % ROW;
-  let live = o < p.rows;
-  let base = p.offset + strided_offset(select(0u, o, live), p.kept_ndim, p.kept_shape, p.kept_strides);
-  let at = (o / p.inner * p.n) * p.inner + o % p.inner;
-  let n = bounded(p.n, arrayLength(&x));
-  let chunk = (n + ROW - 1u) / ROW;
-  let start = lane * chunk;
-  let end = select(0u, min(start + chunk, n), live);
+// Thread `lane`'s chunk of slice `at`: [start, end) along the row.
+fn chunk_of(at: RowSlice, lane: u32) -> vec2<u32> {
+  let chunk = (p.slice_len + ROW - 1u) / ROW;
+  let start = at.first + lane * chunk;
+  return vec2<u32>(start, select(start, min(start + chunk, at.last), start < at.last));
+}
 
+// Each thread's chunk folded, then the slice's totals scanned in workgroup memory: total(li) is the fold of
+// this thread's chunk and those before it in the slice.
+fn scan_chunks(at: RowSlice, li: u32, lane: u32) {
+  let span = chunk_of(at, lane);
   var acc = identity();
-  for (var r = start; r < end; r++) {
-    acc = combine(acc, Acc(AccT(x[base + r * p.stride]), r));
+  for (var r = span.x; r < span.y; r++) {
+    acc = combine(acc, Acc(AccT(x[at.base + r * p.stride]), r));
   }
   set_total(li, acc);
   workgroupBarrier();
@@ -125,15 +130,57 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     set_total(li, combine(before, total(li)));
     workgroupBarrier();
   }
-  acc = identity();
-  if (lane > 0u) {
-    acc = total(li - 1u);
+}
+
+// Split rows: the fold of the row's slices before this one.
+var<workgroup> slice_start: AccT;
+var<workgroup> slice_start_id: u32;
+
+@compute @workgroup_size(WORKGROUP)
+fn slice_totals(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                @builtin(local_invocation_index) li: u32) {
+  let segment = wid.x + wid.y * nwg.x;
+  let at = row_slice(segment);
+  scan_chunks(at, li, li);
+  if (at.live && li == ROW - 1u) {
+    let t = total(li);
+    slice_sums[2u * segment] = bitcast<u32>(t.v);
+    slice_sums[2u * segment + 1u] = t.i;
   }
-  for (var r = start; r < end; r++) {
-    acc = combine(acc, Acc(AccT(x[base + r * p.stride]), r));
-    out[at + r * p.inner] = OutT(acc.v);
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) li: u32) {
+  let lane = li % ROW;
+  let segment = (wid.x + wid.y * nwg.x) * (WORKGROUP / ROW) + li / ROW;
+  let at = row_slice(segment);
+  scan_chunks(at, li, lane);
+  if (p.slices > 1u) {  // one slice a workgroup: its thread 0 folds the row's earlier slices, in order
+    if (li == 0u) {
+      var before = identity();
+      for (var j = at.o * p.slices; at.live && j < segment; j++) {
+        before = combine(before, Acc(bitcast<AccT>(slice_sums[2u * j]), slice_sums[2u * j + 1u]));
+      }
+      slice_start = before.v;
+      slice_start_id = before.i;
+    }
+    workgroupBarrier();
+  }
+  var acc = identity();
+  if (p.slices > 1u) {
+    acc = Acc(slice_start, slice_start_id);
+  }
+  if (lane > 0u) {
+    acc = combine(acc, total(li - 1u));
+  }
+  let out_at = (at.o / p.inner * p.n) * p.inner + at.o % p.inner;
+  let span = chunk_of(at, lane);
+  for (var r = span.x; r < span.y; r++) {
+    acc = combine(acc, Acc(AccT(x[at.base + r * p.stride]), r));
+    out[out_at + r * p.inner] = OutT(acc.v);
     if (OP == OP_MAX || OP == OP_MIN) {
-      out_idx[at + r * p.inner] = acc.i;
+      out_idx[out_at + r * p.inner] = acc.i;
     }
   }
 }

@@ -1,6 +1,9 @@
 """_softmax, _log_softmax and _safe_softmax (the masked form attention decomposes to) along any one dim.
 
-The input is read in place through its strides; the dims other than the softmax dim enumerate rows.
+The input is read in place through its strides; the dims other than the softmax dim enumerate rows. A few
+long rows (a sampler's over a 128,256-token vocabulary: one workgroup took 0.32 ms of an H100's time) are
+split across workgroups as reduce.py splits them (`split_slices`): each slice's max and sum of exponentials,
+then a workgroup per slice joins its row's and writes the slice.
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ from ...format import dtypes
 from ...format.program import F16, Tensor
 from .. import layout, wgsl
 from ..builder import Builder, KernelSpec
+from .reduce import split_slices
 from .registry import NodeView, OpCase, register
 from .row import row_params, row_threads
 
 FILE = "softmax.wgsl"
 MAX_ROW_DIMS = 7
+WORKGROUP = wgsl.constant(wgsl.kernel_source(FILE), "WORKGROUP")  # a split row's slice: one workgroup
 OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 
@@ -27,12 +32,22 @@ def softmax(ctx: Builder, op: str, x: Tensor, dim: int, out_dtype: str = "float3
     dim = layout.normalize_dim(dim, max(x.ndim, 1))
     x = ctx.walkable(x, x.shape[dim] if x.ndim else 1)
     params = row_params(x, dim)
-    row = row_threads(params["n"], FILE)
     stored = {"In": dtypes.dtype(x.dtype).wgsl, "Out": dtypes.dtype(out_dtype).wgsl}
     half = "f16" in stored.values()
-    spec = KernelSpec.of(FILE, f"softmax[{op}{',f16' if half else ''}]", consts=stored,
-                         requires=(F16,) if half else (), overrides={"OP": OP_CODES[op], "ROW": row})
-    ctx.dispatch(spec, [x, out], params, elements=params["rows"] * row)
+    name = f"softmax[{op}{',f16' if half else ''}"
+    overrides, requires = {"OP": OP_CODES[op]}, (F16,) if half else ()
+    slices = split_slices(params["rows"], params["n"])
+    if slices == 1:
+        row = row_threads(params["n"], FILE)
+        spec = KernelSpec.of(FILE, name + "]", consts=stored, requires=requires, overrides={**overrides, "ROW": row})
+        ctx.dispatch(spec, [x, out, ctx.new((1,), "int32")], params, elements=params["rows"] * row)
+        return out
+    split = {**params, "slices": slices, "slice_len": -(-params["n"] // slices)}
+    stats = ctx.new((params["rows"], slices, 2), "int32")
+    for entry, what in (("slice_stats", "slice stats"), ("main", "slices")):
+        spec = KernelSpec.of(FILE, f"{name},{slices} {what}]", entry=entry, consts=stored, requires=requires,
+                             overrides={**overrides, "ROW": WORKGROUP})
+        ctx.dispatch(spec, [x, out, stats], split, workgroups=params["rows"] * slices)
     return out
 
 
@@ -75,8 +90,17 @@ def cases() -> list[OpCase]:
         x[3, 7] = float("-inf")
         return x
 
+    def long_rows():  # split: 6 slices a row; a row masked over whole slices, one masked whole, one with a NaN
+        x = torch.randn(4, 6007, generator=torch.Generator().manual_seed(10))
+        x[1, :3000] = float("-inf")
+        x[2] = float("-inf")
+        x[3, 4500] = float("nan")
+        return x
+
     return [
         OpCase("softmax_last", lambda x: torch.softmax(x * 10.0, dim=-1), [(3, 37, 41)]),
+        OpCase("softmax_split_long_rows", lambda x: (torch.softmax(x * 5.0, -1), torch.log_softmax(x, -1),
+                                                     torch.ops.aten._safe_softmax.default(x, -1)), [long_rows]),
         OpCase("softmax_middle_of_transposed", lambda x: torch.softmax(x.transpose(0, 2), dim=1), [(5, 37, 7)]),
         OpCase("softmax_first_dim", lambda x: torch.softmax(x, dim=0), [(89, 3, 5)]),
         OpCase("log_softmax_vocab_row", lambda x: torch.log_softmax(x * 30.0, dim=-1), [(2, 5003)]),

@@ -12,6 +12,7 @@ from ..options import Options
 from . import (
     attention_fusion,
     cache_attention,
+    common_nodes,
     conv_folding,
     fusion,
     half_storage,
@@ -40,8 +41,10 @@ PIPELINE: tuple[Pass, ...] = (
     rope_fusion.fuse_rotary,
     # Before fusion.py: it leaves out the linears whose add or activation fusion.py then folds in.
     linear_merging.merge_linears,
-    # The last rewrite: epilogues fold into the producers every rewrite before has settled.
+    # The last fusing rewrite: epilogues fold into the producers every rewrite before has settled.
     fusion.fuse_epilogues,
+    # Over the final nodes (merging earlier could give a value the second reader a pattern match refuses).
+    common_nodes.merge_common,
     # After every rewrite: the f16 storage of each output is chosen over the final nodes and all their readers.
     half_storage.plan,
 )

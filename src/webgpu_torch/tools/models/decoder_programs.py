@@ -52,8 +52,10 @@ def _top_k_and_p(scores, k, p):
     least likely tokens whose probabilities sum to at most 1 - p; the most likely always kept), over one stable
     ascending sort where each warper sorts on its own. TopP's sort of the top-k scores orders the survivors as
     this one does, and the rest (-inf after TopK, probability 0 either way) before them: the same cumulative
-    sums, position for position. Those sums do not decrease, so TopP drops the first `cut` places of the
-    sort: the tokens ordered before the token in place `cut` by (score, id), as a stable sort orders them."""
+    sums, position for position. Those sums do not decrease (but by a rounding where a parallel scan's partial
+    sums meet: a token that close to the cut may fall on either side, as under any other order of summing than
+    transformers' own), so TopP drops the first `cut` places of the sort: the tokens ordered before the token
+    in place `cut` by (score, id), as a stable sort orders them."""
     vocab = scores.shape[-1]
     ascending, order = scores.sort(-1)
     k = torch.where(k > 0, k.clamp(max=vocab), vocab).long().reshape(1, 1)
