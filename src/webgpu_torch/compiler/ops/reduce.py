@@ -22,7 +22,7 @@ from ...format.program import Tensor
 from .. import layout, wgsl
 from ..builder import Builder, KernelSpec
 from .registry import NodeView, OpCase, register
-from .row import row_threads
+from .row import row_threads, split_slices
 
 FILE = "reduce.wgsl"
 MAX_DIMS = 8
@@ -31,9 +31,6 @@ EMPTY_OK = ("aten.sum.", "aten.any.", "aten.linalg_vector_norm.")
 # Ops taking one pass over a row (reduce.wgsl's single_pass): those a split row can compute.
 SINGLE_PASS = ("sum", "mean", "prod", "max", "min", "any", "all", "norm2", "norm1", "norm_inf", "norm_neg_inf",
                "norm0")
-SLICE_MIN = 1024  # elements a slice of a split row keeps at least (4 a thread)
-ENOUGH_SLICES = 256  # workgroups a split aims for over all its rows
-MIN_SLICES = 4  # fewer slices than this: a row stays whole
 WORKGROUP = wgsl.constant(wgsl.kernel_source(FILE), "WORKGROUP")  # a split's slice: one workgroup
 OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
@@ -95,16 +92,6 @@ def reduce(ctx: Builder, op: str, x: Tensor, dims: list[int], out_shape: tuple[i
     ctx.alternatives([lambda: split(slices, ()), lambda: split(1, ("cpu",))],
                      tuple(t for t in (value, second) if t is not None))
     return [value, second]
-
-
-def split_slices(rows, reduce_size) -> int:
-    """Slices per row when `rows` rows of `reduce_size` elements are split across workgroups: enough for
-    ENOUGH_SLICES in all, each of SLICE_MIN elements or more; 1 (no split) below MIN_SLICES, or for sizes
-    known only at run time."""
-    if not (isinstance(rows, int) and isinstance(reduce_size, int)) or rows == 0:
-        return 1
-    slices = min(-(-reduce_size // SLICE_MIN), -(-ENOUGH_SLICES // rows))
-    return slices if slices >= MIN_SLICES else 1
 
 
 # -- checks ----------------------------------------------------------------------------------------------------

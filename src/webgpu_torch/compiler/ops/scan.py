@@ -1,8 +1,8 @@
 """cumsum, cumprod, logcumsumexp, and cummax / cummin (values and int64 indices) along any dim, of float,
 integer or bool input (HF derives position ids from a mask by a cumsum). Integer and bool sums and products
 give int64 (i32 on the device: exact while the running value fits); cummax and cummin keep the dtype. A few
-long rows (a sampler's cumulative probabilities over a vocabulary) are split across workgroups as reduce.py
-splits them (`split_slices`): each slice's total, then a workgroup per slice scans it from the fold of the
+long rows (a sampler's cumulative probabilities over a vocabulary) are split across workgroups (row.py's
+`dispatch_rows`): each slice's total, then a workgroup per slice scans it from the fold of the
 totals before it."""
 
 from __future__ import annotations
@@ -12,14 +12,12 @@ import re
 from ...format import dtypes
 from ...format.program import Tensor
 from .. import layout, wgsl
-from ..builder import Builder, KernelSpec
-from .reduce import split_slices
+from ..builder import Builder
 from .registry import NodeView, OpCase, register
-from .row import row_params, row_threads
+from .row import dispatch_rows, row_params
 from .softmax import MAX_ROW_DIMS
 
 FILE = "scan.wgsl"
-WORKGROUP = wgsl.constant(wgsl.kernel_source(FILE), "WORKGROUP")  # a split row's slice: one workgroup
 OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 
@@ -42,21 +40,10 @@ def _lower(op: str):
         out_idx = ctx.new(x.shape, "int64") if indexed else ctx.sink()
         dim = layout.normalize_dim(node.args["dim"], max(x.ndim, 1))
         x = ctx.walkable(x, x.shape[dim] if x.ndim else 1)
-        params = row_params(x, dim)
         acc = "f32" if dtypes.category(out_dtype) == 2 else "i32"
         consts = {"InT": dtypes.dtype(x.dtype).wgsl, "AccT": acc, "OutT": dtypes.dtype(out_dtype).wgsl}
-        slices = split_slices(params["rows"], params["n"])
-        if slices == 1:
-            row = row_threads(params["n"], FILE)
-            spec = KernelSpec.of(FILE, f"scan[{op}]", consts=consts, overrides={"OP": OP_CODES[op], "ROW": row})
-            ctx.dispatch(spec, [x, out, out_idx, ctx.new((1,), "int32")], params, elements=params["rows"] * row)
-            return [out, out_idx] if indexed else out
-        split = {**params, "slices": slices, "slice_len": -(-params["n"] // slices)}
-        totals = ctx.new((params["rows"], slices, 2), "int32")
-        for entry, what in (("slice_totals", "slice totals"), ("main", "slices")):
-            spec = KernelSpec.of(FILE, f"scan[{op},{slices} {what}]", entry=entry, consts=consts,
-                                 overrides={"OP": OP_CODES[op], "ROW": WORKGROUP})
-            ctx.dispatch(spec, [x, out, out_idx, totals], split, workgroups=params["rows"] * slices)
+        dispatch_rows(ctx, FILE, f"scan[{op}", "slice_totals", [x, out, out_idx], row_params(x, dim),
+                      consts=consts, overrides={"OP": OP_CODES[op]})
         return [out, out_idx] if indexed else out
 
     return lower

@@ -2,7 +2,7 @@
 
 The input is read in place through its strides; the dims other than the softmax dim enumerate rows. A few
 long rows (a sampler's over a 128,256-token vocabulary: one workgroup took 0.32 ms of an H100's time) are
-split across workgroups as reduce.py splits them (`split_slices`): each slice's max and sum of exponentials,
+split across workgroups (row.py's `dispatch_rows`): each slice's max and sum of exponentials,
 then a workgroup per slice joins its row's and writes the slice.
 """
 
@@ -13,14 +13,12 @@ import re
 from ...format import dtypes
 from ...format.program import F16, Tensor
 from .. import layout, wgsl
-from ..builder import Builder, KernelSpec
-from .reduce import split_slices
+from ..builder import Builder
 from .registry import NodeView, OpCase, register
-from .row import row_params, row_threads
+from .row import dispatch_rows, row_params
 
 FILE = "softmax.wgsl"
 MAX_ROW_DIMS = 7
-WORKGROUP = wgsl.constant(wgsl.kernel_source(FILE), "WORKGROUP")  # a split row's slice: one workgroup
 OP_CODES = {name.lower(): int(code) for name, code in
             re.findall(r"const OP_(\w+): u32 = (\d+)u;", wgsl.kernel_source(FILE))}
 
@@ -31,23 +29,10 @@ def softmax(ctx: Builder, op: str, x: Tensor, dim: int, out_dtype: str = "float3
     out = ctx.new(x.shape, out_dtype)
     dim = layout.normalize_dim(dim, max(x.ndim, 1))
     x = ctx.walkable(x, x.shape[dim] if x.ndim else 1)
-    params = row_params(x, dim)
     stored = {"In": dtypes.dtype(x.dtype).wgsl, "Out": dtypes.dtype(out_dtype).wgsl}
     half = "f16" in stored.values()
-    name = f"softmax[{op}{',f16' if half else ''}"
-    overrides, requires = {"OP": OP_CODES[op]}, (F16,) if half else ()
-    slices = split_slices(params["rows"], params["n"])
-    if slices == 1:
-        row = row_threads(params["n"], FILE)
-        spec = KernelSpec.of(FILE, name + "]", consts=stored, requires=requires, overrides={**overrides, "ROW": row})
-        ctx.dispatch(spec, [x, out, ctx.new((1,), "int32")], params, elements=params["rows"] * row)
-        return out
-    split = {**params, "slices": slices, "slice_len": -(-params["n"] // slices)}
-    stats = ctx.new((params["rows"], slices, 2), "int32")
-    for entry, what in (("slice_stats", "slice stats"), ("main", "slices")):
-        spec = KernelSpec.of(FILE, f"{name},{slices} {what}]", entry=entry, consts=stored, requires=requires,
-                             overrides={**overrides, "ROW": WORKGROUP})
-        ctx.dispatch(spec, [x, out, stats], split, workgroups=params["rows"] * slices)
+    dispatch_rows(ctx, FILE, f"softmax[{op}{',f16' if half else ''}", "slice_stats", [x, out], row_params(x, dim),
+                  consts=stored, requires=(F16,) if half else (), overrides={"OP": OP_CODES[op]})
     return out
 
 

@@ -16,6 +16,7 @@
 //   x - max is NaN), in any slice makes the row's sum NaN, as whole.
 
 //! include bounded.wgsl
+//! include ieee.wgsl
 //! include row.wgsl
 //! include strided.wgsl
 
@@ -39,19 +40,14 @@ alias Out = f32;
 @group(0) @binding(2) var<storage, read_write> stats: array<u32>;  // split rows: (max, sum) per slice
 @group(0) @binding(3) var<uniform> p: Params;
 
-fn neg_inf() -> f32 {
-  var bits = 0xff800000u;  // a runtime value: WGSL rejects -inf in constant expressions
-  return bitcast<f32>(bits);
-}
-
 // What exp(x - max) subtracts: the max, or 0 on a row (or slice) of only -inf, keeping it defined there.
 fn shift_of(m: f32) -> f32 {
-  return select(m, 0.0, m == neg_inf());
+  return select(m, 0.0, m == -inf_f32());
 }
 
 // The max and the sum of exp(x - max) over elements [first, last) of the row at `base` (empty: -inf, 0).
 fn fold_stats(base: u32, first: u32, last: u32, li: u32, lane: u32) -> vec2<f32> {
-  var m = neg_inf();
+  var m = -inf_f32();
   for (var r = first + lane; r < last; r += ROW) {
     m = max(m, f32(x[base + r * p.stride]));
   }
@@ -67,7 +63,7 @@ fn fold_stats(base: u32, first: u32, last: u32, li: u32, lane: u32) -> vec2<f32>
 // Row o's max and sum from its slices' pairs.
 fn joined_stats(o: u32, li: u32, lane: u32, live: bool) -> vec2<f32> {
   let slices = select(0u, p.slices, live);
-  var m = neg_inf();
+  var m = -inf_f32();
   for (var j = lane; j < slices; j += ROW) {
     m = max(m, bitcast<f32>(stats[2u * (o * p.slices + j)]));
   }
@@ -104,7 +100,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   } else {
     row = joined_stats(at.o, li, lane, at.live);
   }
-  let all_masked = row.x == neg_inf();
+  let all_masked = row.x == -inf_f32();
   let shift = shift_of(row.x);
   let s = row.y;
   let log_s = log(s);
