@@ -70,6 +70,7 @@ INTEGER_OPS = {"copy", "add", "sub", "rsub", "mul", "neg", "abs", "maximum", "mi
 BOOL_OPS = {"add", "mul", "maximum", "minimum", "bitand", "bitor", "bitxor"}
 DIV_MODES = {None: "div", "floor": "div_floor", "trunc": "div_trunc"}
 ROPE = "webgpu.rope.default"  # what rope_fusion.py rewrites transformers' rotary embedding into
+GATED = "webgpu.gated.default"  # what gated_products.py rewrites act(gate) * up into
 # Activations run as a copy with the activation as its epilogue (ops/epilogue.py maps each to its code).
 ACTIVATIONS = ("aten.relu.default", "aten.sigmoid.default", "aten.tanh.default", "aten.gelu.default",
                "aten.hardtanh.default", "aten.clamp.default", "aten.leaky_relu.default", "aten.silu.default")
@@ -77,10 +78,13 @@ ACTIVATIONS = ("aten.relu.default", "aten.sigmoid.default", "aten.tanh.default",
 
 def emit(ctx: Builder, op: str, operands: list[Tensor | Number], shape: tuple[int, ...], *,
          out_dtype: str = "float32", compute: str | None = None, alpha: float = 1.0, beta: float = 0.0,
-         ep: Epilogue | None = None, out: Tensor | None = None) -> Tensor:
+         ep: Epilogue | None = None, out: Tensor | None = None, gate: Epilogue | None = None) -> Tensor:
     """act(op(*operands)) over `shape`, computed in dtype `compute` (default: `out_dtype`). Operands broadcast
     to `shape`; the second may be a Python number. The result is written to `out` (a view of `shape`, such
-    as a slice of a concatenation) or to a fresh contiguous tensor, which is returned."""
+    as a slice of a concatenation) or to a fresh contiguous tensor, which is returned. `gate` is op "gated"'s
+    activation of its first operand (its bounds travel as alpha and beta)."""
+    if gate is not None:
+        alpha, beta = epilogue.params(gate).values()
     out = ctx.new(shape, out_dtype) if out is None else out
     scalar = operands[1] if len(operands) > 1 and not isinstance(operands[1], Tensor) else None
     tensors = [layout.broadcast_to(t, shape) for t in operands if isinstance(t, Tensor)]
@@ -100,12 +104,15 @@ def emit(ctx: Builder, op: str, operands: list[Tensor | Number], shape: tuple[in
         consts["T"] = "f32"
     tag = ",f16" if "f16" in consts.values() else ""  # f16 activations (half_storage.py)
     name = f"elementwise[{op}{tag}]" if op != "copy" or not ep else f"elementwise[{ep.activation}{tag}]"
+    if gate is not None:
+        name = f"elementwise[{gate.activation}*{tag}]"
     if op == "copy" and consts["A"] != consts["Out"]:
         name = f"elementwise[{types['A']}->{out_dtype}{tag}]"
     spec = KernelSpec.of(FILE, name + (epilogue.suffix(ep) if op != "copy" else ""), consts=consts,
                          requires=(F16,) if tag else (),
                          overrides={"OP": OP_CODES[op], "B_SCALAR": scalar is not None, "CONTIGUOUS": contiguous,
-                                    **epilogue.overrides(ep)})
+                                    **epilogue.overrides(ep),
+                                    **({"GATE": epilogue.CODES[gate.activation]} if gate else {})})
     ctx.dispatch(spec, slots + [out], params, elements=out.numel)
     return out
 
@@ -398,6 +405,16 @@ def rope(ctx: Builder, node: NodeView) -> Tensor:
                 alpha=node.out.shape[-1] // 2)
 
 
+@register(GATED, check=_limits, epilogue=True, dynamic=True, half=True)
+def gated(ctx: Builder, node: NodeView) -> Tensor:
+    """A gated product (gated_products.py): act(gate) * input, act an activation of ops/epilogue.py with its
+    bounds, both operands broadcast to the output."""
+    a = node.args
+    gate = Epilogue(a["activation"], a["lo"], a["hi"])
+    return emit(ctx, "gated", [a["gate"], a["input"]], node.out.shape, out_dtype=node.storage(), ep=node.epilogue,
+                gate=gate)
+
+
 @register("aten.pow.Scalar", check=_check_arithmetic("pow"), dynamic=True, half=True)
 def pow_scalar_base(ctx: Builder, node: NodeView) -> Tensor:
     base = ctx.constant(f"{node.name}_base", np.full((), node.args["self"], np.float32))
@@ -527,6 +544,11 @@ def cases() -> list[OpCase]:
                dynamic_shapes=({2: (s := torch.export.Dim("s", min=2, max=64))}, {0: s}, {0: s})),
         OpCase("rope_half_width_one", lambda x, cos, sin: torch.cat((-x[..., 1:], x[..., :1]), dim=-1) * sin
                + cos * x, [(5, 3, 2), (2,), (3, 1)]),
+        # act(gate) * up, rewritten into one webgpu.gated node (gated_products.py): either side, a broadcast up,
+        # a bounded activation, an f16-ish gelu; beside them an activation read twice, which stays apart.
+        OpCase("gated_products", lambda g, u, b: (F.silu(g) * u, u * F.gelu(g, approximate="tanh"),
+                                                  F.gelu(g) * b, F.hardtanh(g, -0.5, 0.75) * u,
+                                                  F.relu(g) * u + F.relu(g)), [(3, 37, 41), (3, 37, 41), (41,)]),
         OpCase("where_broadcast", lambda m, a, b: torch.where(m, a, b), [mask((37, 1)), (37, 41), (41,)]),
         OpCase("where_int_and_bool", lambda m, i, j: (torch.where(m, i, j), torch.where(m, m, ~m)),
                [mask((37, 41)), ints((37, 41)), ints((41,), seed=1)]),

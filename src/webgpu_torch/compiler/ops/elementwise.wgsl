@@ -102,6 +102,7 @@ const OP_DIGAMMA: u32 = 74u;
 const OP_ANGLE: u32 = 75u;     // of a real number: pi below 0, else 0 (NaN kept)
 const OP_TRIGAMMA: u32 = 76u;  // ψ'(a): polygamma(1, a)
 const OP_ROPE: u32 = 77u;      // a * b + rotate_half(a) * c along the innermost dim, alpha = half its size
+const OP_GATED: u32 = 78u;     // gate(a) * b: gate the activation GATE, alpha and beta its lo and hi
 
 alias A = f32;
 alias B = f32;
@@ -115,6 +116,7 @@ override OP: u32 = OP_COPY;
 override B_SCALAR: bool = false;
 override CONTIGUOUS: bool = false;
 override ACTIVATION: u32 = ACT_NONE;
+override GATE: u32 = ACT_NONE;  // OP_GATED's activation of its first operand
 
 const WORKGROUP: u32 = 256u;
 
@@ -211,6 +213,7 @@ fn apply(x: T, y: T, z: T) -> Out {
     case OP_SUB: { return Out(x - T(p.alpha) * y); }
     case OP_RSUB: { return Out(y - T(p.alpha) * x); }
     case OP_MUL: { return Out(x * y); }
+    case OP_GATED: { return Out(activate(f32(x), GATE, p.alpha, p.beta) * f32(y)); }
     case OP_DIV: { return Out(x / y); }
     case OP_NEG: { return Out(T(0) - x); }
     case OP_ABS: { return Out(abs(x)); }

@@ -15,6 +15,7 @@ from . import (
     common_nodes,
     conv_folding,
     fusion,
+    gated_products,
     half_storage,
     linear_merging,
     norm_fusion,
@@ -39,6 +40,9 @@ PIPELINE: tuple[Pass, ...] = (
     # the nodes producing their inputs.
     norm_fusion.fuse_rms_norms,
     rope_fusion.fuse_rotary,
+    # Before linear_merging.py, which leaves out a gate projection while an activation reads it, and before
+    # fusion.py, which would fold that activation into the gate's GEMM.
+    gated_products.fuse_gates,
     # Before fusion.py: it leaves out the linears whose add or activation fusion.py then folds in.
     linear_merging.merge_linears,
     # The last fusing rewrite: epilogues fold into the producers every rewrite before has settled.

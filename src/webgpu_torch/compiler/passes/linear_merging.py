@@ -1,5 +1,6 @@
 """Graph rewrite: linears that read the same input with constant weights become one linear over their weights
-stacked (attention's query, key and value projections), each original output a slice of its columns.
+stacked (attention's query, key and value projections; a gated MLP's gate and up projections once
+gated_products.py has taken the gate's activation), each original output a slice of its columns.
 
     q = linear(x, Wq, bq); k = linear(x, Wk, bk); v = linear(x, Wv, bv)
  →  qkv = linear(x, [Wq; Wk; Wv], [bq; bk; bv]);  q, k, v = qkv[..., :Nq], qkv[..., Nq:Nq+Nk], qkv[..., Nq+Nk:]
@@ -7,8 +8,8 @@ stacked (attention's query, key and value projections), each original output a s
 The slices are views (no dispatch): three GEMMs (GEMVs in a decode step) become one. Merged only where every
 weight is a float constant of the same dtype and width and either every linear has a constant bias or none
 has, none read by an add or an activation (fusion.py folds those into the linear, which it could not into a
-slice: Llama's gate projection keeps its silu), and only up to MAX_MERGED_BYTES of stacked weight (beyond it
-a product no longer pays per launch, and the stack could outgrow a binding).
+slice), and only while the stack, as the kernels store it (the `weights=` format), binds whole
+(Options.max_binding): a larger constant would be split into row chunks, one GEMM each, again.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from ..ops import epilogue
 from ..options import Options
 
 LINEAR, ADD = "aten.linear.default", "aten.add.Tensor"
-MAX_MERGED_BYTES = 32 * 2**20
 
 
 def merge_linears(graph: Graph, options: Options) -> Graph:
@@ -33,7 +33,8 @@ def merge_linears(graph: Graph, options: Options) -> Graph:
             groups.setdefault(key, []).append(node)
     replaced: dict[str, list[Node]] = {}
     for members in groups.values():
-        if len(members) > 1 and sum(graph.constants[m.args["weight"].node].nbytes for m in members) <= MAX_MERGED_BYTES:
+        weights = [graph.constants[m.args["weight"].node] for m in members]
+        if len(members) > 1 and sum(_stored_bytes(w, options) for w in weights) <= options.max_binding:
             merged, slices = _merge(graph, members)
             replaced[members[0].name] = [merged, slices[0]]
             replaced.update({m.name: [s] for m, s in zip(members[1:], slices[1:], strict=True)})
@@ -41,6 +42,15 @@ def merge_linears(graph: Graph, options: Options) -> Graph:
         graph.nodes = [new for n in graph.nodes for new in replaced.get(n.name, [n])]
         drop_unread_constants(graph)  # the weights stacked, where nothing else reads them
     return graph
+
+
+def _stored_bytes(weight: np.ndarray, options: Options) -> float:
+    """The bytes of a weight as the GEMM kernels bind it: a float32 one in the `weights=` format (int4 codes
+    with a float32 scale per group), a 16-bit one as it is."""
+    if weight.dtype != np.float32:
+        return weight.nbytes
+    w = options.weights
+    return weight.size * (w.bits + (32 / w.group if w.bits == 4 else 0)) / 8
 
 
 def _epilogue_inputs(graph: Graph) -> set[str]:
