@@ -42,14 +42,18 @@ COUNTS: dict[str, int] = {}  # what the run checked, printed by conftest.py's py
 
 class Linear(torch.nn.Module):
     """fc2(relu(fc1(x) + r)): B = Wᵀ read along K, a bias, a fused residual and an activation, and a second
-    product whose A is the first's result (an activation: float16 under precision="float16")."""
+    product whose A is the first's result (an activation: float16 under precision="float16"); with `norm`, x
+    RMS-normalized first (a decoder's norm before its projections: the GEMV's prologue, norm_prologues.py)."""
 
-    def __init__(self, k: int, hidden: int, n: int):
+    def __init__(self, k: int, hidden: int, n: int, norm: bool = False):
         super().__init__()
         self.fc1, self.fc2 = torch.nn.Linear(k, hidden), torch.nn.Linear(hidden, n)
+        self.norm = torch.nn.RMSNorm(k, eps=1e-5) if norm else torch.nn.Identity()
+        if norm:
+            torch.nn.init.uniform_(self.norm.weight, 0.5, 1.5)
 
     def forward(self, x, r):
-        return self.fc2(torch.relu(self.fc1(x) + r))
+        return self.fc2(torch.relu(self.fc1(self.norm(x)) + r))
 
 
 class RowMajor(torch.nn.Module):
@@ -120,7 +124,7 @@ class Reductions(torch.nn.Module):
 # leaves a ragged last one), M and N prime.
 PROGRAMS = {
     "linear": (lambda: Linear(160, 96, 89), [(67, 160), (67, 96)]),
-    "linear_rows": (lambda: Linear(160, 96, 89), [(5, 160), (5, 96)]),  # the GEMV
+    "linear_rows": (lambda: Linear(160, 96, 89, norm=True), [(5, 160), (5, 96)]),  # the GEMV
     "linear_split_k": (lambda: Linear(1568, 32, 37), [(19, 1568), (19, 32)]),  # a small output over a long K
     "row_major": (lambda: RowMajor(132, 92), [(67, 132)]),
     "activations": (Activations, [(3, 37, 44), (3, 44, 52), (37, 43), (43, 53)]),

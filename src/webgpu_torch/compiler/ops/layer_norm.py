@@ -54,6 +54,16 @@ def rms_norm(ctx: Builder, node: NodeView) -> Tensor:
     return out
 
 
+def rms_rows(ctx: Builder, x: Tensor, weight: Tensor, eps: float) -> Tensor:
+    """rms_norm of x over its last dim, times `weight`: a fresh contiguous float32 tensor of x's shape (the
+    norm a GEMM folded in, norm_prologues.py, where its kernel cannot take it)."""
+    n = x.shape[-1]
+    rows = x.numel // n
+    out = ctx.new(x.shape)
+    _normalize(ctx, x, weight, None, n, eps, [out, ctx.new((rows,)), ctx.new((rows,))], rms=True)
+    return out
+
+
 def _normalize(ctx: Builder, x: Tensor, w: Tensor | None, b: Tensor | None, n, eps: float, outputs: list[Tensor],
                *, rms: bool) -> None:
     rows = x.numel // n

@@ -19,6 +19,7 @@ from . import (
     half_storage,
     linear_merging,
     norm_fusion,
+    norm_prologues,
     quantized_weights,
     rope_fusion,
 )
@@ -45,6 +46,8 @@ PIPELINE: tuple[Pass, ...] = (
     gated_products.fuse_gates,
     # Before fusion.py: it leaves out the linears whose add or activation fusion.py then folds in.
     linear_merging.merge_linears,
+    # After linear_merging.py, so that a norm read by q, k and v (or gate and up) has one linear to fold into.
+    norm_prologues.fuse_norms,
     # The last fusing rewrite: epilogues fold into the producers every rewrite before has settled.
     fusion.fuse_epilogues,
     # Over the final nodes (merging earlier could give a value the second reader a pattern match refuses).

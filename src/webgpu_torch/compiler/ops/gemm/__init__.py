@@ -33,6 +33,7 @@ from ...graph import Epilogue
 from ...wgsl import SUBGROUPS
 from .. import epilogue
 from ..elementwise import copy
+from ..layer_norm import rms_rows
 from ..registry import NodeView, OpCase, register, register_option
 
 FILE = "gemm.wgsl"
@@ -339,14 +340,15 @@ _NO_IM2COL = dict.fromkeys(("im_h", "im_w", "im_c", "im_kw", "im_ow", "im_ohw", 
 
 def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: float = 1.0, beta: float = 1.0,
          out_shape: tuple[int, ...], ep: Epilogue | None = None, residual: Tensor | None = None,
-         out_dtype: str = "float32") -> Tensor:
+         out_dtype: str = "float32", norm: tuple[Tensor, float] | None = None) -> Tensor:
     """C = act(alpha*(a @ b) + beta*bias + residual) with a [z, M, K] or [M, K], b [z, K, N] or [K, N]; bias
-    broadcastable to [z, M, N] or None; residual of `out_shape` or None. The result is a fresh contiguous
-    tensor of `out_shape` (same element count) and `out_dtype` (f16: an activation stored in half precision;
-    a split K's result stays float32).
+    broadcastable to [z, M, N] or None; residual of `out_shape` or None; `norm` = (weight [K], eps): A's rows
+    RMS-normalized first (rms_norm's). The result is a fresh contiguous tensor of `out_shape` (same element
+    count) and `out_dtype` (f16: an activation stored in half precision; a split K's result stays float32).
 
-    Routing: few rows (M <= 8) with K-contiguous A -> gemv.wgsl; aligned operands -> gemm_vec4.wgsl, K split
-    across blocks when the output is too small to fill the GPU; anything else -> gemm.wgsl."""
+    Routing: few rows (M <= 8) with K-contiguous A -> gemv.wgsl (which takes a norm over K-contiguous B as its
+    prologue); aligned operands -> gemm_vec4.wgsl, K split across blocks when the output is too small to fill
+    the GPU; anything else -> gemm.wgsl. Elsewhere a norm is computed first, a dispatch of its own."""
     for t in (a, bias, residual):  # only B is read packed; the others are computed first, outside alternatives
         if isinstance(t, Tensor):
             ctx.materialize(t)
@@ -364,8 +366,12 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     bias3 = layout.broadcast_to(bias, (batch, m, n)) if use_bias else None
     res3 = None if residual is None else ctx.reshaped(residual, (batch, m, n))
     axes = (vec4_axis(a3), vec4_axis(b3))
-    if forced in ("gemv", "auto") and symbolic.bound(m) <= GEMV_MAX_ROWS and axes[0] == 2 and axes[1]:
-        return _gemv(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, out_dtype, b_k_contiguous=axes[1] == 1)
+    gemv = forced in ("gemv", "auto") and symbolic.bound(m) <= GEMV_MAX_ROWS and axes[0] == 2 and axes[1]
+    if norm is not None and not (gemv and axes[1] == 1 and norm[0].strides == (1,) and norm[0].offset % 4 == 0):
+        a3 = rms_rows(ctx, a3, *norm)
+        axes, norm = (vec4_axis(a3), axes[1]), None
+    if gemv:
+        return _gemv(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, out_dtype, axes[1] == 1, norm)
     return _blocked(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, axes, out_dtype)
 
 
@@ -545,19 +551,20 @@ PACKED_GEMV_TEAMS = ((32, 1), (8, 1), (1, 1), (32, 4), (8, 4), (1, 4), (128, 4),
 
 def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None, alpha: float,
           beta: float, out_shape: tuple[int, ...], ep: Epilogue | None, out_dtype: str,
-          b_k_contiguous: bool) -> Tensor:
-    """gemv.wgsl; with B contiguous along K, each team of GEMV_TEAMS is an alternative to time."""
+          b_k_contiguous: bool, norm: tuple[Tensor, float] | None) -> Tensor:
+    """gemv.wgsl; with B contiguous along K, each team of GEMV_TEAMS is an alternative to time (each taking
+    the norm, if any, as its prologue)."""
     out = ctx.new(out_shape, out_dtype)
     teams = PACKED_GEMV_TEAMS if isinstance(b3, Packed) else GEMV_TEAMS
     teams = teams if b_k_contiguous and GEMM.of(ctx.options) == "auto" else teams[:1]
-    ctx.alternatives([partial(_gemv_dispatch, ctx, a3, b3, bias3, res3, alpha, beta, out, ep, b_k_contiguous, *t)
-                      for t in teams], out)
+    ctx.alternatives([partial(_gemv_dispatch, ctx, a3, b3, bias3, res3, alpha, beta, out, ep, b_k_contiguous,
+                              norm, *t) for t in teams], out)
     return out
 
 
 def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None,
                    alpha: float, beta: float, out: Tensor, ep: Epilogue | None, b_k_contiguous: bool,
-                   team: int, cols: int) -> None:
+                   norm: tuple[Tensor, float] | None, team: int, cols: int) -> None:
     batch, m, k = a3.shape
     n = b3.shape[2]
     rows = 1 << (symbolic.bound(m) - 1).bit_length()  # the register rows: M (at most) up to a power of two
@@ -569,15 +576,18 @@ def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, r
     team_label = (f",team{team}" if team != GEMV_TEAMS[0][0] else "") + (f"x{cols}" if cols > 1 else "")
     group_words = _group_words(b3.packing) if isinstance(b3, Packed) else 4
     team_label += f",groups of {group_words} words" if group_words != 4 else ""
-    spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}{team_label}]{epilogue.suffix(ep)}",
+    prologue = {"NORM": True, "NORM_EPS": norm[1]} if norm else {}
+    spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}{team_label}]{'+rms' * bool(norm)}"
+                         f"{epilogue.suffix(ep)}",
                          entry=entry, consts={"ROWS": rows, "COLS": cols, "GROUP_WORDS": group_words, **b_type},
                          requires=b_needs,
                          overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep), **b_overrides,
-                                    **({"TEAM": team} if b_k_contiguous else {})},
+                                    **({"TEAM": team} if b_k_contiguous else {}), **prologue},
                          targets=("cpu",) if team == 1 else ())
     params = {"M": m, "N": n, "K": k, "batch": batch, "tiles_m": 1, "tiles_n": blocks_n, "splits": 1,
               "k_part": k, **_operand_params(a3, b3, bias3, res3, alpha, beta, ep)}
-    ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out, res3 or ctx.dummy()], params, blocks_n * batch)
+    ctx.dispatch(spec, [a3, b3, bias3 or ctx.dummy(), out, res3 or ctx.dummy(), norm[0] if norm else ctx.dummy()],
+                 params, blocks_n * batch)
 
 
 def _group_words(packing: Packing) -> int:
@@ -720,16 +730,20 @@ def _check_linear(node: NodeView) -> str | None:
           half=("input", "weight", "residual"), packed=True)
 def linear(ctx: Builder, node: NodeView) -> Tensor:
     """y = x @ wᵀ + bias over any leading dims of x: x is viewed as [M, K] (copied only if its strides do not
-    allow that view), wᵀ is a view."""
+    allow that view), wᵀ is a view. With `norm_weight` and `norm_eps` (norm_prologues.py), x is first
+    RMS-normalized over K: rms_norm(x, [K], norm_weight, norm_eps)."""
     x, w, bias = node.args["input"], node.args["weight"], node.args["bias"]
     k = x.shape[-1]
     rows = x.numel // k if k else 0
     x2 = ctx.reshaped(x, (rows, k))
+    norm = (node.args["norm_weight"], float(node.args["norm_eps"])) if "norm_weight" in node.args else None
     residual = epilogue.residual(node)
     packed_row = ctx.packed_row_bytes(w)
     if not ctx.too_large(w) or (packed_row and w.shape[0] * packed_row <= ctx.options.max_binding):
         return gemm(ctx, x2, layout.permute(w, [1, 0]), bias, out_shape=node.out.shape, ep=node.epilogue,
-                    residual=residual, out_dtype=node.storage())
+                    residual=residual, out_dtype=node.storage(), norm=norm)
+    if norm is not None:  # normalized once for all the chunks
+        x2 = rms_rows(ctx, x2, *norm)
     # A weight over the binding limit as stored (a tied vocabulary projection; packed under weights="int8" |
     # "int4", which packs each chunk as the whole would be): one GEMM per chunk of its rows, each result
     # copied into its columns of the output.
@@ -830,6 +844,16 @@ def cases() -> list[OpCase]:
                [(37, 44), (44, 41), (41, 37)], marks=g),
         OpCase("bmm_residual_broadcast_row", lambda a, b, r: torch.bmm(a, b) + r, [(3, 37, 44), (3, 44, 41), (41,)],
                marks=g),
+        # An rms_norm folded into the linear it feeds (norm_prologues.py): the GEMV's prologue for few rows (a
+        # residual too, as a decoder's MLP has), the norm's own dispatch for more; rows whose squares overflow
+        # float32, a zero row (rstd = 1 / sqrt(eps)).
+        OpCase("gemv_rms_norm_prologue", lambda x, g, w, r: (
+            torch.nn.functional.linear(torch.nn.functional.rms_norm(x, (772,), g, 1e-5), w) + r,
+            torch.nn.functional.linear(torch.nn.functional.rms_norm(x * 1e30, (772,), g, 1e-6), w),
+            torch.nn.functional.linear(torch.nn.functional.rms_norm(x * 0.0, (772,), g, 1e-6), w)),
+            [(3, 772), (772,), (1031, 772), (3, 1031)], marks=g),
+        OpCase("rms_norm_linear_many_rows", lambda x, g, w: torch.nn.functional.linear(
+            torch.nn.functional.rms_norm(x, (260,), g), w), [(2, 13, 260), (260,), (37, 260)], marks=g),
         OpCase("gemv_residual", lambda x, w, r: torch.nn.functional.linear(x, w) + r,
                [(3, 772), (1031, 772), (3, 1031)], marks=g),
         OpCase("split_k_bias_residual_gelu", lambda s, a, b, r: torch.nn.functional.gelu(torch.addmm(s, a, b) + r),

@@ -20,6 +20,11 @@
 //   k-slices; slice s sums the k-quads s, s+32, …; the 32 slices then combine in workgroup memory. (Many
 //   slices rather than many columns, so that N = 768 still makes 24 workgroups.)
 // Blocks are numbered n-fastest, then z, over a folded grid; workgroups past the end exit at once.
+// NORM (dot_k only): A's rows are read RMS-normalized, an rms_norm folded into the product (norm_prologues.py):
+//   C = (A[z, m, :] · norm_weight / sqrt(mean(A[z, m, :]²) + NORM_EPS)) @ B, norm_weight a contiguous [K].
+//   A's floats are multiplied by the weight as they are read, and their squares summed beside the products
+//   (a team's lanes read each float once); each sum is multiplied by its row's scale (`norm_scales`) before
+//   the lanes combine them.
 
 //! include activation.wgsl
 //! include bounded.wgsl
@@ -33,6 +38,8 @@ const SLICES: u32 = 32u;                   // sweep_n: k-slices per column group
 const VEC_SWEEP: u32 = WORKGROUP / SLICES; // sweep_n: vec4 column groups per workgroup
 
 override ACTIVATION: u32 = ACT_NONE;
+override NORM: bool = false;
+override NORM_EPS: f32 = 1.0;  // > 0: norm_prologues.py folds no other norm
 
 //! include gemm_params.wgsl
 
@@ -41,7 +48,8 @@ override ACTIVATION: u32 = ACT_NONE;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> c: array<C_T>;
 @group(0) @binding(4) var<storage, read> residual: array<R_T>;
-@group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read> norm_weight: array<vec4<f32>>;
+@group(0) @binding(6) var<uniform> p: Params;
 
 //! include gemm_b_vec4.wgsl
 //! include packed.wgsl
@@ -62,6 +70,98 @@ fn a_vec(z: u32, m: u32, k: u32) -> vec4<f32> {
   return vec4<f32>(a[(p.a_offset + z * p.a_strides.x + m * p.a_strides.y + k * p.a_strides.z) / 4u]);
 }
 
+// What A's floats k .. k+3 are multiplied by as they are read: the norm's weight under NORM, else 1.
+fn a_gain(k: u32) -> vec4<f32> {
+  if (NORM) {
+    return norm_weight[k / 4u];
+  }
+  return vec4<f32>(1.0);
+}
+
+// A (scale, sum of (a / scale)²) pair of a part of a row with another: the sum rescaled to the larger scale
+// (both powers of two, so exactly, but for what underflows).
+fn norm_combine(x: vec2<f32>, y: vec2<f32>) -> vec2<f32> {
+  let s = max(x.x, y.x);
+  let rx = x.x / s;
+  let ry = y.x / s;
+  return vec2<f32>(s, x.y * rx * rx + y.y * ry * ry);
+}
+
+// NORM, for rows whose plain sum of squares may be wrong (`norm_scales`): 1 / sqrt(mean(A[z, m, :]²) + NORM_EPS)
+// for each row m (rows past M as row M - 1), the same in every thread. Every thread of the workgroup calls it
+// (it holds barriers); it leaves `partial` free. As in layer_norm.wgsl the squares are of a / 2^e, 2^e near the
+// largest |a| (power_of_two_scale), so a row near 1e30 still normalizes: each thread sums its floats' squares
+// under its own scale, and the pairs combine in a halving tree (`norm_combine`).
+fn row_scales(z: u32, li: u32) -> array<f32, ROWS> {
+  let K = k_steps();
+  for (var m = 0u; m < ROWS; m++) {
+    let row = min(m, p.M - 1u);
+    var big = 0.0;
+    for (var k = li * 4u; k < K; k += WORKGROUP * 4u) {
+      let v = abs(a_vec(z, row, k));
+      big = max(big, max(max(v.x, v.y), max(v.z, v.w)));
+    }
+    let s = power_of_two_scale(big);
+    var q = 0.0;
+    for (var k = li * 4u; k < K; k += WORKGROUP * 4u) {
+      let v = a_vec(z, row, k) / s;
+      q += dot(v, v);
+    }
+    partial[2u * (m * WORKGROUP + li)] = s;
+    partial[2u * (m * WORKGROUP + li) + 1u] = q;
+  }
+  for (var half = WORKGROUP / 2u; half > 0u; half /= 2u) {
+    workgroupBarrier();
+    for (var m = 0u; m < ROWS && li < half; m++) {
+      let i = 2u * (m * WORKGROUP + li);
+      let j = 2u * (m * WORKGROUP + li + half);
+      let c = norm_combine(vec2(partial[i], partial[i + 1u]), vec2(partial[j], partial[j + 1u]));
+      partial[i] = c.x;
+      partial[i + 1u] = c.y;
+    }
+  }
+  workgroupBarrier();
+  var scales: array<f32, ROWS>;
+  for (var m = 0u; m < ROWS; m++) {
+    // mean(a²) = q·s² / K, so the scale is (1 / s) / sqrt(q / K + eps / s²); eps / s² may underflow where q is 0.
+    let inv = 1.0 / partial[2u * m * WORKGROUP];
+    let q = partial[2u * m * WORKGROUP + 1u] / f32(p.K);
+    scales[m] = select(inv * inverseSqrt(q + NORM_EPS * inv * inv), inverseSqrt(NORM_EPS), q == 0.0);
+  }
+  workgroupBarrier();  // every thread has read `partial`
+  return scales;
+}
+
+// NORM: each row's 1 / sqrt(mean(a²) + NORM_EPS) from `sq`, the squares of the floats of A this lane read in
+// the main loop: the team's sums meet in workgroup memory and each lane adds them up in lane order, so every
+// team (each reads all of A the same way) finds the same scales. Where thread 0 finds a row's sum overflowed
+// or so small (under 2^-100) that its squares may have underflowed, the workgroup as a whole takes
+// `row_scales` instead (its flag in `partial`, past the sums: one u32 more would not fit 32 KiB at 8 rows). Every
+// thread calls it; it leaves `partial` free.
+fn norm_scales(z: u32, li: u32, lane: u32, sq: array<f32, ROWS>) -> array<f32, ROWS> {
+  for (var m = 0u; m < ROWS; m++) {
+    partial[m * WORKGROUP + li] = sq[m];
+  }
+  workgroupBarrier();
+  var scales: array<f32, ROWS>;
+  var plain = true;
+  for (var m = 0u; m < ROWS; m++) {
+    var q = 0.0;
+    for (var j = 0u; j < TEAM; j++) {
+      q += partial[m * WORKGROUP + li - lane + j];
+    }
+    plain = plain && (m >= p.M || (q >= 0x1p-100f && q <= 3e38));  // NaN fails too
+    scales[m] = inverseSqrt(q / f32(p.K) + NORM_EPS);
+  }
+  if (li == 0u) {
+    partial[ROWS * WORKGROUP] = select(0.0, 1.0, !plain);
+  }
+  if (workgroupUniformLoad(&partial[ROWS * WORKGROUP]) != 0.0) {  // its barrier: every thread has read `partial`
+    return row_scales(z, li);
+  }
+  return scales;
+}
+
 // dot_k's sums over packed weights for the COLS columns n0 .. n0+COLS-1 (those past N read column N-1, and
 // are not stored), sums[m * COLS + c] for row m and column n0 + c (rows past M read row M-1, and are not
 // stored). A lane's chunks of a column are 16 bytes (4 words, SPAN values), TEAM apart; GROUP_WORDS
@@ -73,7 +173,7 @@ fn a_vec(z: u32, m: u32, k: u32) -> vec4<f32> {
 // integer-to-float conversion, a quarter-rate instruction); a word's shifts are constants (chunks start on
 // whole words). Each float of A is read once for the COLS columns, each code once for the ROWS rows; A's
 // floats past K (a partial last chunk) read as 0, so the loop body has no branch.
-fn packed_sums(z: u32, n0: u32, lane: u32) -> array<f32, ROWS * COLS> {
+fn packed_sums(z: u32, n0: u32, lane: u32, sq: ptr<function, array<f32, ROWS>>) -> array<f32, ROWS * COLS> {
   const SPAN: u32 = 4u * PACKED_PER_WORD;
   const TWO_23: f32 = 8388608.0;
   const SETS: u32 = 4u / GROUP_WORDS;  // groups a chunk's words may belong to
@@ -107,7 +207,11 @@ fn packed_sums(z: u32, n0: u32, lane: u32) -> array<f32, ROWS * COLS> {
           let k = k0 + j * PACKED_PER_WORD + i;
           let shifts = (vec4<u32>(0u, 1u, 2u, 3u) + i) * PACKED_BITS;
           for (var m = 0u; m < ROWS; m++) {
-            let av = select(vec4<f32>(), vec4<f32>(a[rows[m] + k / 4u]), k < K);
+            let raw = select(vec4<f32>(), vec4<f32>(a[rows[m] + k / 4u]), k < K);
+            if (NORM) {
+              (*sq)[m] += dot(raw, raw);
+            }
+            let av = raw * a_gain(k);
             a_sums[m] += dot(av, vec4<f32>(1.0));
             for (var c = 0u; c < COLS; c++) {
               let bits = ((vec4<u32>(words[c][j]) >> shifts) & vec4<u32>(PACKED_MASK)) | vec4<u32>(0x4b000000u);
@@ -140,8 +244,9 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let lane = li % TEAM;
   let n0 = ((block % p.tiles_n) * (WORKGROUP / TEAM) + team) * COLS;
   var sums: array<f32, ROWS * COLS>;
+  var sq: array<f32, ROWS>;  // NORM: the squares of the floats of A this lane read
   if (n0 < p.N && PACKED_BITS != 0u) {
-    sums = packed_sums(z, n0, lane);
+    sums = packed_sums(z, n0, lane, &sq);
   } else if (n0 < p.N) {  // COLS is 1 over float weights
     let col = p.b_offset + z * p.b_strides.x + n0 * p.b_strides.z;
     let K = k_steps();
@@ -149,7 +254,11 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       let w = b_vec4(col + k * p.b_strides.y);
       for (var m = 0u; m < ROWS; m++) {
         if (m < p.M) {
-          sums[m] += dot(a_vec(z, m, k), w);
+          let raw = a_vec(z, m, k);
+          if (NORM) {
+            sq[m] += dot(raw, raw);
+          }
+          sums[m] += dot(raw * a_gain(k), w);
         }
       }
     }
@@ -157,8 +266,12 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // The team's sums meet in workgroup memory, then lane l folds (in lane order) those of outputs s = l,
   // l + TEAM, …: one barrier, where a halving tree takes one per step (a CPU adapter's compiler spends seconds
   // on such steps, each over ROWS x COLS sums).
+  var scales: array<f32, ROWS>;
+  if (NORM) {
+    scales = norm_scales(z, li, lane, sq);
+  }
   for (var s = 0u; s < ROWS * COLS; s++) {
-    partial[s * WORKGROUP + li] = sums[s];
+    partial[s * WORKGROUP + li] = select(sums[s], sums[s] * scales[s / COLS], NORM);
   }
   workgroupBarrier();
   let first = li - lane;
