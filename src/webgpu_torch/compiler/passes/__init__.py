@@ -22,6 +22,7 @@ from . import (
     norm_prologues,
     quantized_weights,
     rope_fusion,
+    rope_pairs,
 )
 
 Pass = Callable[[Graph, Options], Graph]
@@ -46,6 +47,8 @@ PIPELINE: tuple[Pass, ...] = (
     gated_products.fuse_gates,
     # Before fusion.py: it leaves out the linears whose add or activation fusion.py then folds in.
     linear_merging.merge_linears,
+    # After linear_merging.py, which makes the queries and keys heads of one tensor.
+    rope_pairs.pair_ropes,
     # After linear_merging.py, so that a norm read by q, k and v (or gate and up) has one linear to fold into.
     norm_prologues.fuse_norms,
     # The last fusing rewrite: epilogues fold into the producers every rewrite before has settled.
