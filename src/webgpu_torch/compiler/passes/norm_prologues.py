@@ -3,17 +3,17 @@
 
     y = linear(rms_norm(x, [K], g, eps), W)   →   y = linear(x, W, norm_weight=g, norm_eps=eps)
 
-A decoder layer normalizes the residual stream before its attention's projections and before its MLP, and the
-model once more before its LM head, each time for one linear (linear_merging.py has stacked q, k and v, and
-gate and up). In a decode step that linear is a GEMV, whose workgroups each take the norm of their rows as a
-prologue (gemv.wgsl's NORM): the norm's dispatch goes. Where the GEMM is not a GEMV over a weight read along K
-(a prompt's rows) the lowering runs the norm first, as before. Only a float32 norm over the last dim with a
-float32 weight and an eps above 0 is folded.
+A decoder layer normalizes the residual stream before its attention's projections and before its MLP, each
+time for one linear (linear_merging.py has stacked q, k and v, and gate and up). In a decode step that linear
+is a GEMV, which normalizes A as it reads it (gemv.wgsl's NORM): the norm's dispatch goes. Where the GEMM is not
+a GEMV over a weight read along K (a prompt's rows) the lowering runs the norm first, as before. Only a float32
+norm over the last dim with a float32 weight and an eps above 0 is folded, and only where the linear reads it
+directly (transformers' final norm reaches the LM head through a slice of positions, and stays).
 """
 
 from __future__ import annotations
 
-from ..graph import Graph, Node, Ref, drop_dead, readers, refs_in
+from ..graph import Graph, Node, Ref, drop_dead, readers
 from ..options import Options
 
 LINEAR, RMS_NORM = "aten.linear.default", "aten.rms_norm.default"
@@ -28,9 +28,7 @@ def fuse_norms(graph: Graph, options: Options) -> Graph:
     for node in graph.nodes:
         ref = node.args.get("input") if node.target == LINEAR else None
         norm = norms.get(ref.node) if isinstance(ref, Ref) and ref.index is None else None
-        if norm is None or users[norm.name] != 1 or "norm_weight" in node.args:
-            continue
-        if sum(r.node == norm.name for r in refs_in(node.args)) != 1:  # read as the input alone
+        if norm is None or users[norm.name] != 1 or "norm_weight" in node.args:  # one read: the input alone
             continue
         node.args = {**node.args, "input": norm.args["input"], "norm_weight": norm.args["weight"],
                      "norm_eps": _eps(norm)}
