@@ -79,16 +79,21 @@ fn before(a: KeyT, ia: u32, b: KeyT, ib: u32) -> bool {
   return a_above == DESCENDING;
 }
 
-// Where element `pos` of row o is read (`x`, `x_idx`).
-fn source(o: u32, pos: u32) -> u32 {
-  return p.offset + strided_offset(o, p.kept_ndim, p.kept_shape, p.kept_strides) + pos * p.stride;
+// Where row o starts in `x` and `x_idx`: its element pos is at row_start(o) + pos · stride. (Found once a
+// thread: the row's offset takes a division per dim.)
+fn row_start(o: u32) -> u32 {
+  return p.offset + strided_offset(o, p.kept_ndim, p.kept_shape, p.kept_strides);
 }
 
-fn index_at(o: u32, pos: u32) -> u32 {
+fn key_at(row: u32, pos: u32) -> KeyT {
+  return x[row + pos * p.stride];
+}
+
+fn index_at(row: u32, pos: u32) -> u32 {
   if (FIRST) {
     return pos;
   }
-  return x_idx[source(o, pos)];
+  return x_idx[row + pos * p.stride];
 }
 
 fn store(o: u32, r: u32, key: KeyT, id: u32) {
@@ -108,8 +113,9 @@ fn sort_blocks(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
     let o = q / p.blocks;
     let pos = q % p.blocks * SEGMENT + s % SEGMENT;
     if (o < p.rows && pos < p.n) {
-      keys[s] = x[source(o, pos)];
-      ids[s] = index_at(o, pos);
+      let row = row_start(o);
+      keys[s] = key_at(row, pos);
+      ids[s] = index_at(row, pos);
     } else {
       keys[s] = KeyT(0);
       ids[s] = PAD;
@@ -157,13 +163,14 @@ fn merge(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg
   let in_first = pos < start + p.run;
   let other = select(start, start + p.run, in_first);
   let other_len = min(other + p.run, max(p.n, other)) - other;
-  let key = x[source(o, pos)];
-  let id = index_at(o, pos);
+  let row = row_start(o);
+  let key = key_at(row, pos);
+  let id = index_at(row, pos);
   var lo = 0u;
   var hi = other_len;
   while (lo < hi) {
     let mid = lo + (hi - lo) / 2u;  // never wraps: at most 32 halvings, whatever p.run says
-    if (before(x[source(o, other + mid)], index_at(o, other + mid), key, id)) {
+    if (before(key_at(row, other + mid), index_at(row, other + mid), key, id)) {
       lo = mid + 1u;
     } else {
       hi = mid;
@@ -173,14 +180,14 @@ fn merge(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg
   store(o, start + (pos - own) + lo, key, id);
 }
 
-// The position in sorted row o that median (or with ignore_nan, nanmedian) picks. A sorted row's NaNs come
-// last, so its count of numbers is found by a binary search.
-fn median_position(o: u32, ignore_nan: bool) -> u32 {
+// The position that median (or with ignore_nan, nanmedian) picks in the sorted row starting at `row`. A
+// sorted row's NaNs come last, so its count of numbers is found by a binary search.
+fn median_position(row: u32, ignore_nan: bool) -> u32 {
   var lo = 0u;
   var hi = p.n;
   while (lo < hi) {
     let mid = lo + (hi - lo) / 2u;  // at most 32 halvings, whatever p.n says
-    if (is_nan(f32(x[source(o, mid)]))) {
+    if (is_nan(f32(key_at(row, mid)))) {
       hi = mid;
     } else {
       lo = mid + 1u;
@@ -197,8 +204,9 @@ fn pick_median(gid: vec3u, nwg: vec3u, ignore_nan: bool) {
   if (o >= p.rows) {
     return;
   }
-  let at = source(o, median_position(o, ignore_nan));
-  store(o, 0u, x[at], x_idx[at]);
+  let row = row_start(o);
+  let at = median_position(row, ignore_nan);
+  store(o, 0u, key_at(row, at), x_idx[row + at * p.stride]);
 }
 
 @compute @workgroup_size(WORKGROUP)
