@@ -136,8 +136,8 @@ fn row_scales(z: u32, li: u32) -> array<f32, ROWS> {
 // the main loop: the team's sums meet in workgroup memory and each lane adds them up in lane order, so every
 // team (each reads all of A the same way) finds the same scales. Where thread 0 finds a row's sum overflowed
 // or so small (under 2^-100) that its squares may have underflowed, the workgroup as a whole takes
-// `row_scales` instead (its flag in `partial`, past the sums: one u32 more would not fit 32 KiB at 8 rows). Every
-// thread calls it; it leaves `partial` free.
+// `row_scales` instead (its flag in `partial`, past the sums: one u32 more would not fit 32 KiB at 8 rows).
+// Every thread calls it; it leaves `partial` free.
 fn norm_scales(z: u32, li: u32, lane: u32, sq: array<f32, ROWS>) -> array<f32, ROWS> {
   for (var m = 0u; m < ROWS; m++) {
     partial[m * WORKGROUP + li] = sq[m];
