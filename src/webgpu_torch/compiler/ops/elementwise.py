@@ -84,7 +84,8 @@ def emit(ctx: Builder, op: str, operands: list[Tensor | Number], shape: tuple[in
     as a slice of a concatenation) or to a fresh contiguous tensor, which is returned. `gate` is op "gated"'s
     activation of its first operand (its bounds travel as alpha and beta)."""
     if gate is not None:
-        alpha, beta = epilogue.params(gate).values()
+        bounds = epilogue.params(gate)
+        alpha, beta = bounds["act_lo"], bounds["act_hi"]
     out = ctx.new(shape, out_dtype) if out is None else out
     scalar = operands[1] if len(operands) > 1 and not isinstance(operands[1], Tensor) else None
     tensors = [layout.broadcast_to(t, shape) for t in operands if isinstance(t, Tensor)]
@@ -544,8 +545,8 @@ def cases() -> list[OpCase]:
                dynamic_shapes=({2: (s := torch.export.Dim("s", min=2, max=64))}, {0: s}, {0: s})),
         OpCase("rope_half_width_one", lambda x, cos, sin: torch.cat((-x[..., 1:], x[..., :1]), dim=-1) * sin
                + cos * x, [(5, 3, 2), (2,), (3, 1)]),
-        # act(gate) * up, rewritten into one webgpu.gated node (gated_products.py): either side, a broadcast up,
-        # a bounded activation, an f16-ish gelu; beside them an activation read twice, which stays apart.
+        # act(gate) * up, rewritten into one webgpu.gated node (gated_products.py): either side, gelu in both
+        # forms, a broadcast up, a bounded activation; beside them an activation read twice, which stays apart.
         OpCase("gated_products", lambda g, u, b: (F.silu(g) * u, u * F.gelu(g, approximate="tanh"),
                                                   F.gelu(g) * b, F.hardtanh(g, -0.5, 0.75) * u,
                                                   F.relu(g) * u + F.relu(g)), [(3, 37, 41), (3, 37, 41), (41,)]),

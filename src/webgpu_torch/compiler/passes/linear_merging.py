@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...format import dtypes
+from ...format.packing import Packing
 from ..graph import Graph, Node, Ref, TensorMeta, drop_unread_constants, refs_in
 from ..ops import epilogue
 from ..options import Options
@@ -44,13 +45,16 @@ def merge_linears(graph: Graph, options: Options) -> Graph:
     return graph
 
 
-def _stored_bytes(weight: np.ndarray, options: Options) -> float:
-    """The bytes of a weight as the GEMM kernels bind it: a float32 one in the `weights=` format (int4 codes
-    with a float32 scale per group), a 16-bit one as it is."""
-    if weight.dtype != np.float32:
-        return weight.nbytes
+def _stored_bytes(weight: np.ndarray, options: Options) -> int:
+    """The bytes of a weight [N, K] as the GEMM kernels bind it: a float32 one in the `weights=` format (packed
+    codes with their groups' scales: format/packing.py; or 16 bits), a 16-bit one as it is."""
     w = options.weights
-    return weight.size * (w.bits + (32 / w.group if w.bits == 4 else 0)) / 8
+    if weight.dtype != np.float32 or w.bits == 32 or weight.size == 0:
+        return weight.nbytes
+    if not w.packed:
+        return weight.size * w.bits // 8
+    n, k = weight.shape
+    return Packing(w.bits, n, k, min(w.group_along(k), k), False).nbytes
 
 
 def _epilogue_inputs(graph: Graph) -> set[str]:

@@ -74,7 +74,7 @@ def _key(rope: Node, chain: tuple[Node, Node, Node]) -> tuple:
     the transpose."""
     slice_, view, transpose = chain
     shape = view.outputs[0].shape
-    return (repr(rope.args["cos"]), repr(rope.args["sin"]), rope.outputs[0].dtype, slice_.args["self"],
+    return (rope.args["cos"], rope.args["sin"], rope.outputs[0].dtype, slice_.args["self"],
             (*shape[:-2], shape[-1]), repr(view.args["size"][:-2]), transpose.args["dim0"], transpose.args["dim1"])
 
 
