@@ -60,9 +60,9 @@ fn fold_stats(base: u32, first: u32, last: u32, li: u32, lane: u32) -> vec2<f32>
   return vec2<f32>(m, row_sum(li, lane, s));
 }
 
-// Row o's max and sum from its slices' pairs.
+// Row o's max and sum from its slices' pairs (never more than `stats` holds: bounded.wgsl).
 fn joined_stats(o: u32, li: u32, lane: u32, live: bool) -> vec2<f32> {
-  let slices = select(0u, p.slices, live);
+  let slices = select(0u, bounded(p.slices, arrayLength(&stats) / 2u), live);
   var m = -inf_f32();
   for (var j = lane; j < slices; j += ROW) {
     m = max(m, bitcast<f32>(stats[2u * (o * p.slices + j)]));
