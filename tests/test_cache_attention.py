@@ -21,7 +21,7 @@ sdpa = torch.nn.functional.scaled_dot_product_attention
 
 @pytest.mark.host
 def test_the_cases_exist():
-    assert len(CASES) == 7
+    assert len(CASES) == 8
 
 
 def _attention_nodes(case):
@@ -31,7 +31,8 @@ def _attention_nodes(case):
 
 
 @pytest.mark.host
-@pytest.mark.parametrize("name", ["sdpa_decode_live_prefix_67_of_97_keys", "eager_decode_live_prefix_bart_mask",
+@pytest.mark.parametrize("name", ["sdpa_decode_live_prefix_67_of_97_keys", "sdpa_decode_live_prefix_21_of_211_keys",
+                                  "eager_decode_live_prefix_bart_mask",
                                   "sdpa_decode_gqa_repeat_kv_live_prefix", "sdpa_prefill_live_prefix_11_rows_from_29"])
 def test_a_static_cache_mask_becomes_a_key_limit(name):
     (node,) = _attention_nodes(CASES[name])

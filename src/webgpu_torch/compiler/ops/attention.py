@@ -404,11 +404,14 @@ def cases() -> list[OpCase]:
                [(1, 12, 1, 64), (1, 12, 587, 64), (1, 12, 587, 64), bool_mask((1, 1, 587), masked_row=None)],
                marks=g),
         # Decode steps run the split kernel (keys in chunks across workgroups, then a merge): splits that end
-        # part-way, a key limit from a position (the live prefix) that ends inside a chunk.
+        # part-way, a key limit from a position (the live prefix) that ends inside a chunk, splits past it
+        # (which neither write nor merge).
         OpCase("sdpa_decode_1031_keys_additive_mask", lambda q, k, v, m: sdpa(q, k, v, attn_mask=m),
                [(1, 3, 1, 40), (1, 3, 1031, 40), (1, 3, 1031, 24), (1, 1, 1, 1031)], marks=g),
         OpCase("sdpa_decode_live_prefix_67_of_97_keys", sdpa_live, [(1, 4, 1, 64), (1, 4, 97, 64), (1, 4, 97, 64),
                                                                     position(66)], marks=g),
+        OpCase("sdpa_decode_live_prefix_21_of_211_keys", sdpa_live, [(1, 4, 1, 64), (1, 4, 211, 64),
+                                                                     (1, 4, 211, 64), position(20)], marks=g),
         OpCase("eager_decode_live_prefix_bart_mask", eager_live, [(1, 4, 1, 64), (1, 4, 37, 64), (1, 4, 37, 64),
                                                                   position(0)], marks=g),
         OpCase("sdpa_decode_gqa_repeat_kv_live_prefix", gqa_live, [(1, 4, 1, 16), (1, 2, 53, 16), (1, 2, 53, 16),

@@ -2,10 +2,12 @@
 // workgroups (flash-decoding): out = softmax(scale * q @ kᵀ + mask) @ v, fp32 throughout.
 //   split  one workgroup per (query row, split s): the row's scores against keys [s·CHUNK, (s+1)·CHUNK) ∩ the
 //          row's live keys, their max m, Σ exp(x − m) = l and Σ exp(x − m)·v = acc, into partial[row, s].
-//          A split past the live keys writes m = −inf, l = 0, acc = 0.
-//   merge  one thread per (query row, 4 columns of v): M = max_s m_s, out = Σ_s e^(m_s − M)·acc_s /
-//          Σ_s e^(m_s − M)·l_s, stored at b·o.x + h·o.y + i·o.z + e (the [B, Sq, H, Dv] layout attention.wgsl
-//          writes). A row that sees no key gives 0 with SAFE (sdpa's rule), else NaN (softmax's).
+//          A split past the row's live keys exits at once, but split 0, which then writes m = −inf, l = 0,
+//          acc = 0: so a step's cost follows the live prefix of a static cache, not its length.
+//   merge  one thread per (query row, 4 columns of v), over the row's splits up to its last live key's (at
+//          least split 0): M = max_s m_s, out = Σ_s e^(m_s − M)·acc_s / Σ_s e^(m_s − M)·l_s, stored at
+//          b·o.x + h·o.y + i·o.z + e (the [B, Sq, H, Dv] layout attention.wgsl writes). A row that sees no key
+//          gives 0 with SAFE (sdpa's rule), else NaN (softmax's).
 //
 // Layouts: q, k, v, mask, and the mask kinds, as attention.wgsl (shared readers: attention_rows.wgsl); query
 //   row r = (b·H + h)·Sq + i; GQA heads share K/V head h / group. partial is [rows, splits, 1 + DV4] vec4s:
@@ -71,6 +73,15 @@ var<workgroup> q_row: array<vec4<f32>, D4>;
 var<workgroup> scores: array<f32, CHUNK>;
 var<workgroup> folded: array<f32, THREADS>;
 var<workgroup> sums: array<vec4<f32>, THREADS>;
+var<workgroup> row_live: u32;  // split: the row's live keys, read by thread 0 for the whole workgroup
+
+// How many keys query row (b, h, i) sees: the live prefix under a key limit (MASK_KIND 3), else every key.
+fn live_of(at: vec3<u32>) -> u32 {
+  if (MASK_KIND == 3u) {
+    return live_keys(at.x, at.y, at.z);
+  }
+  return p.skv;
+}
 
 // Row r as (b, h, i).
 fn row_of(r: u32) -> vec3<u32> {
@@ -109,11 +120,14 @@ fn split(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let g = h / p.group;
   var neg_inf_bits = 0xff800000u;  // a runtime value: WGSL rejects -inf in constant expressions
   let neg_inf = bitcast<f32>(neg_inf_bits);
-  var live = p.skv;
-  if (MASK_KIND == 3u) {
-    live = live_keys(b, h, i);
+  if (li == 0u) {
+    row_live = live_of(at);
   }
+  let live = workgroupUniformLoad(&row_live);
   let j0 = s * CHUNK;
+  if (s > 0u && j0 >= live) {
+    return;  // merge reads no split past the live keys but the first
+  }
   let n = min(live, j0 + CHUNK) - min(live, j0);  // this split's live keys: j0 .. j0 + n - 1
 
   let q_base = p.q_offset + b * p.q_strides.x + h * p.q_strides.y + i * p.q_strides.z;
@@ -189,7 +203,9 @@ fn merge(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg
   let c = index % DV4;
   var neg_inf_bits = 0xff800000u;
   let neg_inf = bitcast<f32>(neg_inf_bits);
-  let splits = bounded(p.splits, arrayLength(&partial) / (1u + DV4));
+  let at = row_of(r);
+  let live_splits = max((live_of(at) + CHUNK - 1u) / CHUNK, 1u);  // split 0 is written even with no live key
+  let splits = min(bounded(p.splits, arrayLength(&partial) / (1u + DV4)), live_splits);
   var top = neg_inf;
   for (var s = 0u; s < splits; s++) {
     top = max(top, partial[(r * p.splits + s) * (1u + DV4)].x);
@@ -206,7 +222,6 @@ fn merge(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg
     }
   }
   let inv = row_inverse(l);
-  let at = row_of(r);
   let o_base = at.x * p.o_strides.x + at.y * p.o_strides.y + at.z * p.o_strides.z + c * 4u;
   for (var e = 0u; e < 4u; e++) {
     if (c * 4u + e < p.dv) {
