@@ -367,7 +367,7 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     res3 = None if residual is None else ctx.reshaped(residual, (batch, m, n))
     axes = (vec4_axis(a3), vec4_axis(b3))
     gemv = forced in ("gemv", "auto") and symbolic.bound(m) <= GEMV_MAX_ROWS and axes[0] == 2 and axes[1]
-    if norm is not None and not (gemv and axes[1] == 1 and norm[0].strides == (1,) and norm[0].offset % 4 == 0):
+    if norm is not None and not (gemv and axes[1] == 1 and norm[0].strides == (1,) and norm[0].offset == 0):
         a3 = rms_rows(ctx, a3, *norm)
         axes, norm = (vec4_axis(a3), axes[1]), None
     if gemv:

@@ -21,7 +21,8 @@
 //   slices rather than many columns, so that N = 768 still makes 24 workgroups.)
 // Blocks are numbered n-fastest, then z, over a folded grid; workgroups past the end exit at once.
 // NORM (dot_k only): A's rows are read RMS-normalized, an rms_norm folded into the product (norm_prologues.py):
-//   C = (A[z, m, :] · norm_weight / sqrt(mean(A[z, m, :]²) + NORM_EPS)) @ B, norm_weight a contiguous [K].
+//   C = (A[z, m, :] · norm_weight / sqrt(mean(A[z, m, :]²) + NORM_EPS)) @ B, norm_weight a contiguous [K] from
+//   its buffer's start.
 //   A's floats are multiplied by the weight as they are read, and their squares summed beside the products
 //   (a team's lanes read each float once); each sum is multiplied by its row's scale (`norm_scales`) before
 //   the lanes combine them.
