@@ -39,3 +39,22 @@ def test_a_value_built_again_is_computed_once():
     assert len(twice.program.dispatches) >= 6  # the near twins stayed: two scalings, two constant adds
     for got, want in zip(twice(x, position), reference(Twice(), [x, position]), strict=True):
         assert_close(got, want)
+
+
+class Scaled(nn.Module):
+    """transformers' rotary tables: cos and sin times an `attention_scaling` of 1 (identities), beside a product
+    by 1 of an input (kept: no output aliases an input) and one by a number near 1."""
+
+    def forward(self, x):
+        c = torch.cos(x)
+        return c * 1.0, torch.sin(x) * 1, x * 1.0, c * 1.0001
+
+
+def test_a_product_by_one_is_its_operand():
+    x = torch.randn(5, 7, generator=seeded("identity"))
+    session = webgpu_torch.compile_module(Scaled().eval(), (x,))
+    names = sorted(session.program.kernels[d.kernel].name.split("[")[1].rstrip("]")
+                   for d in session.program.dispatches)
+    assert names == ["cos", "mul", "mul", "sin"], names
+    for got, want in zip(session(x), reference(Scaled(), [x]), strict=True):
+        assert_close(got, want)
