@@ -32,7 +32,7 @@ from ...builder import Builder, KernelSpec, Packed
 from ...graph import Epilogue
 from ...wgsl import SUBGROUPS
 from .. import epilogue
-from ..elementwise import copy
+from ..elementwise import copy, emit
 from ..layer_norm import rms_rows
 from ..registry import NodeView, OpCase, register, register_option
 
@@ -348,7 +348,8 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
 
     Routing: few rows (M <= 8) with K-contiguous A -> gemv.wgsl (which takes a norm over K-contiguous B as its
     prologue); aligned operands -> gemm_vec4.wgsl, K split across blocks when the output is too small to fill
-    the GPU; anything else -> gemm.wgsl. Elsewhere a norm is computed first, a dispatch of its own."""
+    the GPU; anything else -> gemm.wgsl. Elsewhere a norm is computed first, a dispatch of its own. An outer
+    product (K = 1, no bias, residual, epilogue or scaling) is an elementwise multiply."""
     for t in (a, bias, residual):  # only B is read packed; the others are computed first, outside alternatives
         if isinstance(t, Tensor):
             ctx.materialize(t)
@@ -358,6 +359,11 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     (_, m, k), n = a3.shape, b3.shape[2]
     a3 = layout.broadcast_to(a3, (batch, m, k))
     forced = GEMM.of(ctx.options)
+    plain = alpha == 1 and (bias is None or beta == 0) and residual is None and ep is None and norm is None
+    if isinstance(k, int) and k == 1 and plain and forced == "auto":
+        b_row = layout.broadcast_to(b3, (batch, 1, n))
+        if ctx.packed_view(b_row) is None:  # an outer product: each output one product (a sum of one term)
+            return layout.view(emit(ctx, "mul", [a3, b_row], (batch, m, n), out_dtype=out_dtype), out_shape)
     vec4_kernel = forced in ("auto", "gemv") or CONFIGS[forced].vec4
     b3 = _stored(ctx, layout.broadcast_to(b3, (batch, k, n)), vec4_kernel and vec4_axis(a3) is not None)
     if not ctx.holds(b3, k):  # the kernels bound K by the longer operand (ops/bounded.wgsl)
@@ -842,6 +848,10 @@ def cases() -> list[OpCase]:
                [(89, 132), (76, 132), (76,), (89, 76)], marks=g),
         OpCase("mm_residual_transposed", lambda a, b, r: (lambda t: a @ b + t)(r.t()),  # t exists before a @ b
                [(37, 44), (44, 41), (41, 37)], marks=g),
+        # Outer products (K = 1) are elementwise multiplies (a rotary embedding's positions times its
+        # frequencies); one with a bias stays a GEMM.
+        OpCase("outer_products", lambda a, b, c, d, s: (torch.bmm(a, b), c @ d, torch.addmm(s, c, d)),
+               [(2, 37, 1), (2, 1, 41), (37, 1), (1, 41), (41,)], marks=g),
         OpCase("bmm_residual_broadcast_row", lambda a, b, r: torch.bmm(a, b) + r, [(3, 37, 44), (3, 44, 41), (41,)],
                marks=g),
         # An rms_norm folded into the linear it feeds (norm_prologues.py): the GEMV's prologue for few rows (a
