@@ -48,18 +48,16 @@ def rms_norm(ctx: Builder, node: NodeView) -> Tensor:
     a = node.args
     x, n = a["input"], prod(a["normalized_shape"])
     eps = float(a["eps"]) if a["eps"] is not None else float(np.finfo(np.float32).eps)
-    out = ctx.new(node.out.shape, node.storage())
-    rows = x.numel // n
-    _normalize(ctx, x, a["weight"], None, n, eps, [out, ctx.new((rows,)), ctx.new((rows,))], rms=True)
-    return out
+    return rms_rows(ctx, x, a["weight"], eps, n=n, out_dtype=node.storage())
 
 
-def rms_rows(ctx: Builder, x: Tensor, weight: Tensor, eps: float) -> Tensor:
-    """rms_norm of x over its last dim, times `weight`: a fresh contiguous float32 tensor of x's shape (the
-    norm a GEMM folded in, norm_prologues.py, where its kernel cannot take it)."""
-    n = x.shape[-1]
+def rms_rows(ctx: Builder, x: Tensor, weight: Tensor | None, eps: float, *, n=None,
+             out_dtype: str = "float32") -> Tensor:
+    """rms_norm of x over its trailing `n` elements (its last dim by default), times `weight`: a fresh contiguous
+    tensor of x's shape (also the norm a GEMM folded in, norm_prologues.py, where its kernel cannot take it)."""
+    n = x.shape[-1] if n is None else n
     rows = x.numel // n
-    out = ctx.new(x.shape)
+    out = ctx.new(x.shape, out_dtype)
     _normalize(ctx, x, weight, None, n, eps, [out, ctx.new((rows,)), ctx.new((rows,))], rms=True)
     return out
 

@@ -34,12 +34,13 @@ def pair_ropes(graph: Graph, options: Options) -> Graph:
             heads.setdefault(_key(node, chain), []).append((node, chain))
     replaced: dict[str, list[Node]] = {}
     dropped: set[str] = set()
+    order = {n.name: i for i, n in enumerate(graph.nodes)}
     for members in heads.values():
         members.sort(key=lambda m: m[1][0].args["start"])
         for (q, q_chain), (k, k_chain) in pairwise(members):
             if q.name in replaced or q.name in dropped or q_chain[0].args["end"] != k_chain[0].args["start"]:
                 continue
-            first, second = (q, k) if graph.nodes.index(q) < graph.nodes.index(k) else (k, q)
+            first, second = (q, k) if order[q.name] < order[k.name] else (k, q)
             replaced[first.name] = _merged(q, q_chain, k, k_chain)
             dropped.add(second.name)
     if replaced:
