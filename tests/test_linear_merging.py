@@ -15,10 +15,10 @@ from .helpers import assert_close, reference, seeded
 class Projections(torch.nn.Module):
     """Attention's input projections of different widths (prime, straddling tiles), then per-head views."""
 
-    def __init__(self, bias: bool = True):
+    def __init__(self, bias: bool = True, hidden: int = 67):
         super().__init__()
         torch.manual_seed(0)
-        self.q, self.k, self.v = (torch.nn.Linear(67, n, bias=bias) for n in (76, 38, 38))
+        self.q, self.k, self.v = (torch.nn.Linear(hidden, n, bias=bias) for n in (76, 38, 38))
 
     def forward(self, x):
         q, k, v = (p(x).view(*x.shape[:-1], -1, 19).transpose(1, 2) for p in (self.q, self.k, self.v))
@@ -66,3 +66,27 @@ def test_the_merged_projections_match_float64_in_one_gemm(poisoned):
     assert sum(n.startswith("gemm") for n in names) == 2  # the merged projections, then q @ kᵀ
     for got, want in zip(poisoned(session, x), reference(module.double(), [x]), strict=True):
         assert_close(got, want)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("rows", [1, 7])
+def test_torchao_int4_projections_stack_their_packed_codes(rows, poisoned):
+    """torchao's packed weights (quantized_weights.py) stack as packed words, each row with its groups' scales
+    and zero points: one GEMV or GEMM, the values those of the three dequantizations."""
+    from torchao.quantization import IntxWeightOnlyConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+    from torchao.quantization.quant_primitives import MappingType
+
+    module = Projections(hidden=96).eval()
+    quantize_(module, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32),
+                                           mapping_type=MappingType.ASYMMETRIC))
+    x = torch.randn(2, rows, 96, generator=seeded("merged torchao"))
+    graph = import_graph(torch.export.export(module, (x,)))
+    assert [n.target for n in graph.nodes].count("webgpu.dequantize.default") == 1
+    session = webgpu_torch.compile_module(module, (x,))
+    names = [session.program.kernels[d.kernel].name for d in session.program.dispatches]
+    assert sum(n.startswith(("gemm", "gemv")) and ",q4" in n for n in names) == 1, names
+    with torch.no_grad():
+        want = module(x)
+    for got, w in zip(poisoned(session, x), want, strict=True):
+        assert_close(got, w)

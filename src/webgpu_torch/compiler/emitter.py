@@ -26,6 +26,9 @@ from ..format.program import (
 from . import wgsl
 from .wgsl import SUBGROUPS
 
+# Consts that say a kernel's storage is f16 where no type can (gemv.wgsl's C_HALF): false in its float32 twin.
+HALF_FLAGS = frozenset({"C_HALF"})
+
 
 @dataclass(frozen=True)
 class KernelSpec:
@@ -56,9 +59,11 @@ class KernelSpec:
                           tuple(targets))
 
     def widened(self) -> KernelSpec:
-        """This kernel over float32 operands, for a device without shader-f16 (its fallback)."""
+        """This kernel over float32 operands, for a device without shader-f16 (its fallback): every f16 type
+        f32, every HALF_FLAGS const false."""
         return replace(self, name=self.name.replace(",f16", ",f16 widened"), requires=(),
-                       consts=tuple((k, "f32" if v == "f16" else v) for k, v in self.consts))
+                       consts=tuple((k, False if k in HALF_FLAGS else "f32" if v == "f16" else v)
+                                    for k, v in self.consts))
 
     def source(self, file: str | None = None, subgroups: bool = False) -> str:
         """The WGSL text: the `enable` directives of `requires` (and of subgroups, for the twin), then `file`

@@ -116,6 +116,19 @@ def unpack(words: np.ndarray, packing: Packing) -> tuple[np.ndarray, np.ndarray,
     return codes.astype(np.int64), params[:, :, 0].copy(), zeros.copy()
 
 
+def take_rows(parts: list[tuple[np.ndarray, Packing]], order: np.ndarray) -> tuple[np.ndarray, Packing]:
+    """The packed matrix whose row i is row order[i] of `parts`' matrices stacked (each its words and packing,
+    all of one bits, cols, group and zero_points): codes, scales and zero points move with their rows, so every
+    value is the same."""
+    first = parts[0][1]
+    if any((p.bits, p.cols, p.group, p.zero_points) != (first.bits, first.cols, first.group, first.zero_points)
+           for _, p in parts):
+        raise ValueError("rows are taken from packed matrices of one bits, width, group and zero points only")
+    codes, scales, zeros = (np.concatenate(a)[order] for a in zip(*(unpack(w, p) for w, p in parts), strict=True))
+    packing = Packing(first.bits, len(order), first.cols, first.group, first.zero_points)
+    return pack(codes, scales, zeros if first.zero_points else None, packing), packing
+
+
 def dequantize(words: np.ndarray, packing: Packing) -> np.ndarray:
     """The float32 matrix packed `words` hold, as the kernels compute it: (code − zero) · scale in f32."""
     codes, scales, zeros = unpack(words, packing)

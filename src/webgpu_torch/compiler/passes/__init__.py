@@ -15,6 +15,7 @@ from . import (
     common_nodes,
     conv_folding,
     fusion,
+    gated_linears,
     gated_products,
     half_storage,
     linear_merging,
@@ -53,6 +54,9 @@ PIPELINE: tuple[Pass, ...] = (
     norm_prologues.fuse_norms,
     # The last fusing rewrite: epilogues fold into the producers every rewrite before has settled.
     fusion.fuse_epilogues,
+    # After fusion.py, which then has left the gated products with no epilogue (what the GEMV can take) and
+    # their linears with none (read by slices alone).
+    gated_linears.fold_gates,
     # Over the final nodes (merging earlier could give a value the second reader a pattern match refuses).
     common_nodes.merge_common,
     # After every rewrite: the f16 storage of each output is chosen over the final nodes and all their readers.

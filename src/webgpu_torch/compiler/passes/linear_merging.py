@@ -6,7 +6,9 @@ gated_products.py has taken the gate's activation), each original output a slice
  →  qkv = linear(x, [Wq; Wk; Wv], [bq; bk; bv]);  q, k, v = qkv[..., :Nq], qkv[..., Nq:Nq+Nk], qkv[..., Nq+Nk:]
 
 The slices are views (no dispatch): three GEMMs (GEMVs in a decode step) become one. Merged only where every
-weight is a float constant of the same dtype and width and either every linear has a constant bias or none
+weight is a float constant of the same dtype and width, or every one packed integer codes of the same format
+(a `webgpu.dequantize` that only its linear reads: torchao's int4, quantized_weights.py; the rows stack with
+their scales and zero points, the values unchanged), and either every linear has a constant bias or none
 has, none read by an add or an activation (fusion.py folds those into the linear, which it could not into a
 slice), and only while the stack, as the kernels store it (the `weights=` format), binds whole
 (Options.max_binding): a larger constant would be split into row chunks, one GEMM each, again.
@@ -16,36 +18,63 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...format import dtypes
+from ...format import dtypes, packing
 from ...format.packing import Packing
-from ..graph import Graph, Node, Ref, TensorMeta, drop_unread_constants, refs_in
+from ..graph import Graph, Node, Ref, TensorMeta, drop_dead, drop_unread_constants, readers, refs_in
 from ..ops import epilogue
 from ..options import Options
 
-LINEAR, ADD = "aten.linear.default", "aten.add.Tensor"
+LINEAR, ADD, DEQUANTIZE = "aten.linear.default", "aten.add.Tensor", "webgpu.dequantize.default"
 
 
 def merge_linears(graph: Graph, options: Options) -> Graph:
     fusible = _epilogue_inputs(graph)
+    by_name, users = {n.name: n for n in graph.nodes}, readers(graph)
     groups: dict[tuple, list[Node]] = {}
     for node in graph.nodes:
-        key = _key(graph, node) if node.name not in fusible else None
+        key = _key(graph, node, by_name, users) if node.name not in fusible else None
         if key is not None:
             groups.setdefault(key, []).append(node)
     replaced: dict[str, list[Node]] = {}
     for members in groups.values():
-        weights = [graph.constants[m.args["weight"].node] for m in members]
-        if len(members) > 1 and sum(_stored_bytes(w, options) for w in weights) <= options.max_binding:
-            merged, slices = _merge(graph, members)
-            replaced[members[0].name] = [merged, slices[0]]
+        stored = sum(_stored_bytes(graph, m.args["weight"], by_name, users, options) for m in members)
+        if len(members) > 1 and stored <= options.max_binding:
+            made, merged, slices = _merge(graph, members, by_name, users)
+            replaced[members[0].name] = [*made, merged, slices[0]]
             replaced.update({m.name: [s] for m, s in zip(members[1:], slices[1:], strict=True)})
     if replaced:
-        graph.nodes = [new for n in graph.nodes for new in replaced.get(n.name, [n])]
+        graph.nodes = drop_dead([new for n in graph.nodes for new in replaced.get(n.name, [n])], graph.outputs)
         drop_unread_constants(graph)  # the weights stacked, where nothing else reads them
     return graph
 
 
-def _stored_bytes(weight: np.ndarray, options: Options) -> int:
+def packed_weight(graph: Graph, ref, by_name: dict[str, Node], users) -> tuple[np.ndarray, Packing] | None:
+    """The words and packing of a packed weight [N, K] that `ref` reads: a webgpu.dequantize of constant words,
+    read there alone (gated_linears.py asks too); None for any other value."""
+    node = by_name.get(ref.node) if isinstance(ref, Ref) and ref.index is None else None
+    if node is None or node.target != DEQUANTIZE or users[node.name] != 1 or node.args["words"].node not in \
+            graph.constants:
+        return None
+    a = node.args
+    layout = Packing(a["bits"], a["rows"], a["cols"], a["group"], a["zero_points"])
+    return (graph.constants[a["words"].node], layout) if node.outputs[0].shape == (a["rows"], a["cols"]) else None
+
+
+def dequantize_node(graph: Graph, name: str, words: np.ndarray, layout: Packing, source: str) -> Node:
+    """A webgpu.dequantize node `name` over new constant words `name`_words (their packing `layout`)."""
+    graph.constants[f"{name}_words"] = words.view(np.int32)
+    graph.constant_meta[f"{name}_words"] = TensorMeta(words.shape, "int32")
+    args = {"words": Ref(f"{name}_words"), "bits": layout.bits, "rows": layout.rows, "cols": layout.cols,
+            "group": layout.group, "zero_points": layout.zero_points}
+    return Node(name, DEQUANTIZE, args, (TensorMeta((layout.rows, layout.cols), "float32"),), source)
+
+
+def _stored_bytes(graph: Graph, ref: Ref, by_name: dict[str, Node], users, options: Options) -> int:
+    packed = packed_weight(graph, ref, by_name, users)
+    return packed[1].nbytes if packed else _constant_bytes(graph.constants[ref.node], options)
+
+
+def _constant_bytes(weight: np.ndarray, options: Options) -> int:
     """The bytes of a weight [N, K] as the GEMM kernels bind it: a float32 one in the `weights=` format (packed
     codes with their groups' scales: format/packing.py; or 16 bits), a 16-bit one as it is."""
     w = options.weights
@@ -64,19 +93,25 @@ def _epilogue_inputs(graph: Graph) -> set[str]:
             for r in refs_in(n.args)}
 
 
-def _key(graph: Graph, node: Node) -> tuple | None:
-    """What linears must share to merge (input, weight dtype and width, whether biased), or None for one that
-    cannot merge."""
+def _key(graph: Graph, node: Node, by_name: dict[str, Node], users) -> tuple | None:
+    """What linears must share to merge (input, weight dtype, width and form, whether biased), or None for one
+    that cannot merge."""
     if node.target != LINEAR or node.epilogue is not None or not isinstance(node.args["input"], Ref):
         return None
     weight, bias = node.args["weight"], node.args.get("bias")
-    w_meta = _constant_meta(graph, weight)
-    if w_meta is None or len(w_meta.shape) != 2 or not dtypes.is_float(w_meta.dtype):
-        return None
+    packed = packed_weight(graph, weight, by_name, users)
+    if packed is not None:
+        p = packed[1]
+        dtype, width, form = "float32", p.cols, (p.bits, p.group, p.zero_points)
+    else:
+        w_meta = _constant_meta(graph, weight)
+        if w_meta is None or len(w_meta.shape) != 2 or not dtypes.is_float(w_meta.dtype):
+            return None
+        dtype, width, form = w_meta.dtype, w_meta.shape[1], "constant"
     b_meta = _constant_meta(graph, bias)
-    if bias is not None and (b_meta is None or b_meta.dtype != w_meta.dtype):
+    if bias is not None and (b_meta is None or b_meta.dtype != dtype):
         return None
-    return node.args["input"], w_meta.dtype, w_meta.shape[1], bias is not None
+    return node.args["input"], dtype, width, form, bias is not None
 
 
 def _constant_meta(graph: Graph, value) -> TensorMeta | None:
@@ -85,12 +120,21 @@ def _constant_meta(graph: Graph, value) -> TensorMeta | None:
     return None
 
 
-def _merge(graph: Graph, members: list[Node]) -> tuple[Node, list[Node]]:
-    """The merged linear, named after the first member, and a slice of its output in place of each member."""
+def _merge(graph: Graph, members: list[Node], by_name: dict[str, Node],
+           users) -> tuple[list[Node], Node, list[Node]]:
+    """The nodes the merged linear reads that are new (a packed weight's dequantization), the merged linear,
+    named after the first member, and a slice of its output in place of each member."""
     first = members[0]
     name = f"{first.name}_merged"
     widths = [m.outputs[0].shape[-1] for m in members]
-    weight = _stack(graph, f"{name}_weight", [m.args["weight"] for m in members])
+    packed = [packed_weight(graph, m.args["weight"], by_name, users) for m in members]
+    made = []
+    if packed[0] is not None:
+        words, layout = packing.take_rows(packed, np.arange(sum(p.rows for _, p in packed)))
+        made = [dequantize_node(graph, f"{name}_weight", words, layout, first.source)]
+        weight = Ref(made[0].name)
+    else:
+        weight = _stack(graph, f"{name}_weight", [m.args["weight"] for m in members])
     bias = _stack(graph, f"{name}_bias", [m.args["bias"] for m in members]) if first.args.get("bias") else None
     meta = first.outputs[0]
     out = TensorMeta((*meta.shape[:-1], sum(widths)), meta.dtype)
@@ -99,7 +143,7 @@ def _merge(graph: Graph, members: list[Node]) -> tuple[Node, list[Node]]:
     slices = [Node(m.name, "aten.slice.Tensor", {"self": Ref(name), "dim": len(meta.shape) - 1, "start": int(a),
                                                   "end": int(b), "step": 1}, m.outputs, m.source)
               for m, a, b in zip(members, starts[:-1], starts[1:], strict=True)]
-    return merged, slices
+    return made, merged, slices
 
 
 def _stack(graph: Graph, name: str, refs: list[Ref]) -> Ref:

@@ -340,16 +340,21 @@ _NO_IM2COL = dict.fromkeys(("im_h", "im_w", "im_c", "im_kw", "im_ow", "im_ohw", 
 
 def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: float = 1.0, beta: float = 1.0,
          out_shape: tuple[int, ...], ep: Epilogue | None = None, residual: Tensor | None = None,
-         out_dtype: str = "float32", norm: tuple[Tensor, float] | None = None) -> Tensor:
+         out_dtype: str = "float32", norm: tuple[Tensor, float] | None = None,
+         gate: Epilogue | None = None) -> Tensor:
     """C = act(alpha*(a @ b) + beta*bias + residual) with a [z, M, K] or [M, K], b [z, K, N] or [K, N]; bias
     broadcastable to [z, M, N] or None; residual of `out_shape` or None; `norm` = (weight [K], eps): A's rows
-    RMS-normalized first (rms_norm's). The result is a fresh contiguous tensor of `out_shape` (same element
-    count) and `out_dtype` (f16: an activation stored in half precision; a split K's result stays float32).
+    RMS-normalized first (rms_norm's); `gate`: the product's columns pair up, 2j a gate's and 2j + 1 an up
+    projection's, and C[..., j] = gate's activation of the first times the second (gated_linears.py: no
+    residual, epilogue or scaling; `out_shape` has N / 2 columns). The result is a fresh contiguous tensor of
+    `out_shape` (same element count) and `out_dtype` (f16: an activation stored in half precision; a split K's
+    result stays float32).
 
     Routing: few rows (M <= 8) with K-contiguous A -> gemv.wgsl (which takes a norm over K-contiguous B as its
-    prologue); aligned operands -> gemm_vec4.wgsl, K split across blocks when the output is too small to fill
-    the GPU; anything else -> gemm.wgsl. Elsewhere a norm is computed first, a dispatch of its own. An outer
-    product (K = 1, no bias, residual, epilogue or scaling) is an elementwise multiply."""
+    prologue, and stores a gated product itself); aligned operands -> gemm_vec4.wgsl, K split across blocks
+    when the output is too small to fill the GPU; anything else -> gemm.wgsl. Elsewhere a norm is computed
+    first and a gated product after, each a dispatch of its own. An outer product (K = 1, no bias, residual,
+    epilogue or scaling) is an elementwise multiply."""
     for t in (a, bias, residual):  # only B is read packed; the others are computed first, outside alternatives
         if isinstance(t, Tensor):
             ctx.materialize(t)
@@ -359,7 +364,7 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     (_, m, k), n = a3.shape, b3.shape[2]
     a3 = layout.broadcast_to(a3, (batch, m, k))
     forced = GEMM.of(ctx.options)
-    plain = alpha == 1 and (bias is None or beta == 0) and residual is None and ep is None and norm is None
+    plain = alpha == 1 and (bias is None or beta == 0) and all(v is None for v in (residual, ep, norm, gate))
     if isinstance(k, int) and k == 1 and plain and forced == "auto":
         b_row = layout.broadcast_to(b3, (batch, 1, n))
         if ctx.packed_view(b_row) is None:  # an outer product: each output one product (a sum of one term)
@@ -376,10 +381,21 @@ def gemm(ctx: Builder, a: Tensor, b: Tensor, bias: Tensor | None, *, alpha: floa
     if norm is not None and not (gemv and axes[1] == 1 and norm[0].strides == (1,) and norm[0].offset == 0):
         a3 = rms_rows(ctx, a3, *norm)
         axes, norm = (vec4_axis(a3), axes[1]), None
+    gated_after = gate is not None and not (gemv and axes[1] == 1)  # else the GEMV stores the gated product
+    shape = (*out_shape[:-1], n) if gated_after else out_shape
     if gemv:
-        return _gemv(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, out_dtype, axes[1] == 1, norm)
-    return _blocked(ctx, a3, b3, bias3, res3, alpha, beta, out_shape, ep, axes, out_dtype)
+        out = _gemv(ctx, a3, b3, bias3, res3, alpha, beta, shape, ep, out_dtype, axes[1] == 1, norm,
+                    None if gated_after else gate)
+    else:
+        out = _blocked(ctx, a3, b3, bias3, res3, alpha, beta, shape, ep, axes, out_dtype)
+    return gated_columns(ctx, out, gate, out_dtype) if gated_after else out
 
+
+def gated_columns(ctx: Builder, full: Tensor, gate: Epilogue, out_dtype: str) -> Tensor:
+    """act(gate) * up over the even (gate) and odd (up) columns of `full`: what a gated GEMV stores."""
+    last, width = full.ndim - 1, full.shape[-1]
+    gates, ups = (layout.slice_(full, last, start, width, 2) for start in (0, 1))
+    return emit(ctx, "gated", [gates, ups], gates.shape, out_dtype=out_dtype, gate=gate)
 
 
 def im2col_gemm(ctx: Builder, a: Im2col, b: Tensor, bias: Tensor | None, out_shape: tuple[int, ...],
@@ -557,20 +573,20 @@ PACKED_GEMV_TEAMS = ((32, 1), (8, 1), (1, 1), (32, 4), (8, 4), (1, 4), (128, 4),
 
 def _gemv(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None, alpha: float,
           beta: float, out_shape: tuple[int, ...], ep: Epilogue | None, out_dtype: str,
-          b_k_contiguous: bool, norm: tuple[Tensor, float] | None) -> Tensor:
+          b_k_contiguous: bool, norm: tuple[Tensor, float] | None, gate: Epilogue | None) -> Tensor:
     """gemv.wgsl; with B contiguous along K, each team of GEMV_TEAMS is an alternative to time (each taking
-    the norm, if any, as its prologue)."""
+    the norm, if any, as its prologue, and storing the gated product, if any)."""
     out = ctx.new(out_shape, out_dtype)
     teams = PACKED_GEMV_TEAMS if isinstance(b3, Packed) else GEMV_TEAMS
     teams = teams if b_k_contiguous and GEMM.of(ctx.options) == "auto" else teams[:1]
     ctx.alternatives([partial(_gemv_dispatch, ctx, a3, b3, bias3, res3, alpha, beta, out, ep, b_k_contiguous,
-                              norm, *t) for t in teams], out)
+                              norm, gate, *t) for t in teams], out)
     return out
 
 
 def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, res3: Tensor | None,
                    alpha: float, beta: float, out: Tensor, ep: Epilogue | None, b_k_contiguous: bool,
-                   norm: tuple[Tensor, float] | None, team: int, cols: int) -> None:
+                   norm: tuple[Tensor, float] | None, gate: Epilogue | None, team: int, cols: int) -> None:
     batch, m, k = a3.shape
     n = b3.shape[2]
     rows = 1 << (symbolic.bound(m) - 1).bit_length()  # the register rows: M (at most) up to a power of two
@@ -583,8 +599,11 @@ def _gemv_dispatch(ctx: Builder, a3: Tensor, b3: Tensor, bias3: Tensor | None, r
     group_words = _group_words(b3.packing) if isinstance(b3, Packed) else 4
     team_label += f",groups of {group_words} words" if group_words != 4 else ""
     prologue = {"NORM": True, "NORM_EPS": norm[1]} if norm else {}
+    if gate is not None:  # the gate's activation is the kernel's (the gated product has no other epilogue)
+        ep, prologue["GATED"] = gate, True
+        b_type = {**b_type, "C_HALF": out.dtype == dtypes.F16.name}
     spec = KernelSpec.of("gemv.wgsl", f"gemv[{entry},{rows}{b_label}{team_label}]{'+rms' * bool(norm)}"
-                         f"{epilogue.suffix(ep)}",
+                         f"{epilogue.suffix(ep)}{'*' * bool(gate)}",
                          entry=entry, consts={"ROWS": rows, "COLS": cols, "GROUP_WORDS": group_words, **b_type},
                          requires=b_needs,
                          overrides={**_addend_overrides(bias3, res3), **epilogue.overrides(ep), **b_overrides,
@@ -743,17 +762,18 @@ def linear(ctx: Builder, node: NodeView) -> Tensor:
     rows = x.numel // k if k else 0
     x2 = ctx.reshaped(x, (rows, k))
     norm = (node.args["norm_weight"], float(node.args["norm_eps"])) if "norm_weight" in node.args else None
+    gate = node.args.get("gate")
     residual = epilogue.residual(node)
     packed_row = ctx.packed_row_bytes(w)
     if not ctx.too_large(w) or (packed_row and w.shape[0] * packed_row <= ctx.options.max_binding):
         return gemm(ctx, x2, layout.permute(w, [1, 0]), bias, out_shape=node.out.shape, ep=node.epilogue,
-                    residual=residual, out_dtype=node.storage(), norm=norm)
+                    residual=residual, out_dtype=node.storage(), norm=norm, gate=gate)
     if norm is not None:  # normalized once for all the chunks
         x2 = rms_rows(ctx, x2, *norm)
     # A weight over the binding limit as stored (a tied vocabulary projection; packed under weights="int8" |
     # "int4", which packs each chunk as the whole would be): one GEMM per chunk of its rows, each result
-    # copied into its columns of the output.
-    out = ctx.new(node.out.shape)
+    # copied into its columns of the output (then gated, for a gate).
+    out = ctx.new((*node.out.shape[:-1], w.shape[0]))
     out2 = layout.view(out, (rows, w.shape[0]))
     res2 = None if residual is None else ctx.reshaped(residual, (rows, w.shape[0]))
     for lo, hi, chunk in ctx.row_chunks(w, packed_row):
@@ -761,7 +781,7 @@ def linear(ctx: Builder, node: NodeView) -> Tensor:
         part = gemm(ctx, x2, layout.permute(chunk, [1, 0]), part_bias, out_shape=(rows, hi - lo), ep=node.epilogue,
                     residual=part_res)
         copy(ctx, part, out=layout.slice_(out2, 1, lo, hi, 1))
-    return out
+    return out if gate is None else gated_columns(ctx, out, gate, node.storage())
 
 
 def cases() -> list[OpCase]:
@@ -769,6 +789,13 @@ def cases() -> list[OpCase]:
 
     g = ("gemm",)
     big = torch.randn(293, 64, generator=torch.Generator().manual_seed(9))  # 75 KB: a constant, split in two
+    gate_up = torch.randn(2, 131, 132, generator=torch.Generator().manual_seed(3)) / 132**0.5
+    gate_up_bias = torch.randn(2, 131, generator=torch.Generator().manual_seed(4))
+    F = torch.nn.functional
+
+    def gated(act, x, bias=None):  # act(gate(x)) * up(x), stacked and interleaved (gated_linears.py)
+        gate, up = (F.linear(x, gate_up[i].to(x.dtype), None if bias is None else bias[i].to(x.dtype)) for i in (0, 1))
+        return act(gate) * up
 
     def addmm(**kw):
         return lambda s, a, b: torch.addmm(s, a, b, **kw)
@@ -862,6 +889,12 @@ def cases() -> list[OpCase]:
             torch.nn.functional.linear(torch.nn.functional.rms_norm(x * 1e30, (772,), g, 1e-6), w),
             torch.nn.functional.linear(torch.nn.functional.rms_norm(x * 0.0, (772,), g, 1e-6), w)),
             [(3, 772), (772,), (1031, 772), (3, 1031)], marks=g),
+        # A gated MLP's gate and up projections, one linear storing act(gate) * up: a GEMV's product (with a
+        # norm, a bias) or the tiled product's and then an elementwise one (13 rows).
+        OpCase("gated_linears", lambda x, y, norm_weight: (
+            gated(F.silu, F.rms_norm(x, (132,), norm_weight, 1e-5)), gated(lambda v: F.gelu(v, approximate="tanh"), x,
+                                                                 gate_up_bias), gated(F.silu, y)),
+            [(3, 132), (13, 132), (132,)], marks=g),
         OpCase("rms_norm_linear_many_rows", lambda x, g, w: torch.nn.functional.linear(
             torch.nn.functional.rms_norm(x, (260,), g), w), [(2, 13, 260), (260,), (37, 260)], marks=g),
         OpCase("gemv_residual", lambda x, w, r: torch.nn.functional.linear(x, w) + r,

@@ -26,6 +26,9 @@
 //   A's floats are multiplied by the weight as they are read, and their squares summed beside the products
 //   (a team's lanes read each float once); each sum is multiplied by its row's scale (`norm_scales`) before
 //   the lanes combine them.
+// GATED (dot_k only): B's columns pair up, 2j the gate's and 2j + 1 the up projection's (gated_linears.py), and
+//   C[z, m, j] = act(gate) * up, act the ACTIVATION (its bounds act_lo, act_hi), C [batch, M, N / 2]. Each sum
+//   is rounded to C_T first, as the product stored and then read by the gated elementwise op would be.
 
 //! include activation.wgsl
 //! include bounded.wgsl
@@ -33,6 +36,7 @@
 const ROWS: u32 = 1u;
 const COLS: u32 = 1u;                      // dot_k: output columns per team (1, or 4 over packed weights)
 const GROUP_WORDS: u32 = 4u;               // dot_k over packed weights: words of a chunk sharing a group
+const C_HALF: bool = false;                // GATED: C_T is f16
 const WORKGROUP: u32 = 256u;
 override TEAM: u32 = 32u;                  // dot_k: lanes per team, a power of two <= WORKGROUP
 const SLICES: u32 = 32u;                   // sweep_n: k-slices per column group
@@ -40,6 +44,7 @@ const VEC_SWEEP: u32 = WORKGROUP / SLICES; // sweep_n: vec4 column groups per wo
 
 override ACTIVATION: u32 = ACT_NONE;
 override NORM: bool = false;
+override GATED: bool = false;
 override NORM_EPS: f32 = 1.0;  // > 0: norm_prologues.py folds no other norm
 
 //! include gemm_params.wgsl
@@ -65,6 +70,17 @@ const_assert COLS <= 4u;
 
 fn store(z: u32, m: u32, n: u32, acc: f32) {
   c[(z * p.M + m) * p.N + n] = C_T(activate(epilogue_sum(z, m, n, acc), ACTIVATION, p.act_lo, p.act_hi));
+}
+
+// GATED: a sum as C_T holds it (C_HALF: C_T is f16; quantizeToF16, as a conversion to f16 and back may be
+// compiled away).
+fn as_stored(v: f32) -> f32 {
+  return select(v, quantizeToF16(v), C_HALF);
+}
+
+fn store_gated(z: u32, m: u32, j: u32, gate: f32, up: f32) {
+  let g = activate(as_stored(gate), ACTIVATION, p.act_lo, p.act_hi);
+  c[(z * p.M + m) * (p.N / 2u) + j] = C_T(g * as_stored(up));
 }
 
 fn a_vec(z: u32, m: u32, k: u32) -> vec4<f32> {
@@ -284,7 +300,29 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let m = s / COLS;
     let col = s % COLS;
     if (n0 + col < p.N && m < p.M) {
-      store(z, m, n0 + col, acc);
+      if (GATED) {  // into the first of the slots it was folded from, which no other lane reads
+        partial[s * WORKGROUP + first] = epilogue_sum(z, m, n0 + col, acc);
+      } else {
+        store(z, m, n0 + col, acc);
+      }
+    }
+  }
+  if (GATED) {
+    workgroupBarrier();
+    store_pairs(z, n0, team, lane);
+  }
+}
+
+// GATED: the lane that folded a gate's output (an even column) stores its pair's product, the up column's
+// output folded into its slot by the lane beside it (COLS > 1) or by the next team's.
+fn store_pairs(z: u32, n0: u32, team: u32, lane: u32) {
+  for (var s = lane; s < ROWS * COLS; s += TEAM) {
+    let m = s / COLS;
+    let col = s % COLS;
+    if ((n0 + col) % 2u == 0u && n0 + col < p.N && m < p.M) {
+      let up = team * COLS + col + 1u;  // its place in the workgroup's columns: their count is even
+      let gate = partial[s * WORKGROUP + team * TEAM];
+      store_gated(z, m, (n0 + col) / 2u, gate, partial[(m * COLS + up % COLS) * WORKGROUP + up / COLS * TEAM]);
     }
   }
 }
