@@ -56,6 +56,23 @@ class Linear(torch.nn.Module):
         return self.fc2(torch.relu(self.fc1(self.norm(x)) + r))
 
 
+class Gated(torch.nn.Module):
+    """A gated MLP, x RMS-normalized first: its gate and up projections one linear that stores silu(gate) * up
+    (gated_linears.py: the GEMV's epilogue, pairs of columns across a team's lanes or its neighbour's), then
+    a product that reads it (an activation: float16 under precision="float16"), by a weight kept as [inner, K]
+    (no linear: torchao leaves it, whose groups would not divide the prime inner width)."""
+
+    def __init__(self, k: int, inner: int):
+        super().__init__()
+        self.norm = torch.nn.RMSNorm(k, eps=1e-5)
+        self.gate, self.up = torch.nn.Linear(k, inner, bias=False), torch.nn.Linear(k, inner, bias=False)
+        self.down = torch.nn.Parameter(torch.randn(inner, k, generator=seeded("gated-down")) / inner**0.5)
+
+    def forward(self, x):
+        h = self.norm(x)
+        return (torch.nn.functional.silu(self.gate(h)) * self.up(h)) @ self.down
+
+
 class RowMajor(torch.nn.Module):
     """x @ W for a weight kept as [K, N]: B read along N (its epilogue as the batched product's: one pipeline per
     configuration serves both where B is stored as float32)."""
@@ -125,6 +142,7 @@ class Reductions(torch.nn.Module):
 PROGRAMS = {
     "linear": (lambda: Linear(160, 96, 89), [(67, 160), (67, 96)]),
     "linear_rows": (lambda: Linear(160, 96, 89, norm=True), [(5, 160), (5, 96)]),  # the GEMV
+    "gated_rows": (lambda: Gated(160, 89), [(5, 160)]),  # the gated GEMV
     "linear_split_k": (lambda: Linear(1568, 32, 37), [(19, 1568), (19, 32)]),  # a small output over a long K
     "row_major": (lambda: RowMajor(132, 92), [(67, 132)]),
     "activations": (Activations, [(3, 37, 44), (3, 44, 52), (37, 43), (43, 53)]),
@@ -260,7 +278,7 @@ def test_every_candidate_computes_what_the_default_computes(storage, name):
             if not all(runs_on(k, engine.device.features, engine.limits) for k in kernels):
                 COUNTS["candidates this device cannot run"] = COUNTS.get("candidates this device cannot run", 0) + 1
                 continue
-            why = tuning.Candidate(p, members, c, engine).differs_from(reference)
+            why = tuning.Candidate(p, members, c, engine, reference=reference).differs_from(reference)  # as tuning
             assert why is None, f"{kernels[0].name} ({storage}, {name}): {why}"
             COUNTS["candidates run against their default"] = COUNTS.get("candidates run against their default",
                                                                         0) + 1

@@ -104,8 +104,36 @@ def test_probes_bind_the_programs_constants_and_are_destroyed_once_chosen(monkey
     assert len(probes) > 1 and len(constants) >= 2  # the weight and the bias at least
     for probe in probes:
         assert {id(probe.buffers[j]) for j in probe.program.constants} == constants
+        assert [id(b) for b in probe.buffers] == [id(b) for b in probes[0].buffers]  # one copy for the group
         with pytest.raises(DeviceError, match="cannot run again: it was destroyed"):
             probe.run([])
+
+
+def _last_option_with(name: str, fmt: str, value) -> tuple:
+    """_linear_program's program with its last option's Params field `name` packed as `value` (struct format
+    `fmt`), that option, the arguments and the reference."""
+    program, args, ref = _linear_program()
+    leader = program.dispatches[0]
+    option = leader.options[-1]
+    field = next(f for f in program.kernels[option.kernel].uniform.fields if f.name == name)
+    uniform = bytearray(option.uniform)
+    struct.pack_into(fmt, uniform, field.offset, value)
+    changed = replace(option, uniform=bytes(uniform))
+    return replace(program, dispatches=[replace(leader, options=(*leader.options[:-1], changed))]), changed, args, ref
+
+
+def test_a_candidate_that_writes_nothing_does_not_pass_on_the_defaults_result(monkeypatch, tmp_path):
+    """The candidates share the default's probe buffers: what they write is zeroed before each runs, so an option
+    that stores nothing (here its Params say M = 0) reads zeros back, not the default's result, and is left out."""
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    monkeypatch.setenv(tuning.TOP_VAR, "0")
+    program, idle, args, ref = _last_option_with("M", "<I", 0)
+    _scripted_times(monkeypatch, lambda k: 1e-4 if k == idle.kernel else 1e-3)
+    session = Session(program)
+    with pytest.warns(TuningWarning, match=r"its result differs from the default's"):
+        chosen = session.executor().program.dispatches[0]
+    assert chosen.kernel != idle.kernel or chosen.uniform != idle.uniform
+    assert_close(session(*args), ref)
 
 
 @pytest.mark.parametrize("index", range(len(FAMILY)))
@@ -278,20 +306,13 @@ def test_an_option_that_computes_other_numbers_is_never_chosen(monkeypatch, tmp_
     about 1e-3 of the result's scale where float32 candidates must agree within 1e-4."""
     monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
     monkeypatch.setenv(tuning.TOP_VAR, "0")
-    program, args, ref = _linear_program()
-    leader = program.dispatches[0]
-    wrong = leader.options[-1]
-    field = next(f for f in program.kernels[wrong.kernel].uniform.fields if f.name == "alpha")
-    uniform = bytearray(wrong.uniform)
-    struct.pack_into("<f", uniform, field.offset, 1.001)
-    options = (*leader.options[:-1], replace(wrong, uniform=bytes(uniform)))
-    scaled = replace(program, dispatches=[replace(leader, options=options)])
+    program, wrong, args, ref = _last_option_with("alpha", "<f", 1.001)
     _scripted_times(monkeypatch, lambda k: 1e-4 if k == wrong.kernel else 1e-3)
-    session = Session(scaled)
+    session = Session(program)
     with pytest.warns(TuningWarning, match=rf"leaves out kernel {re.escape(program.kernels[wrong.kernel].name)} "
                                            r"for node linear: its result differs from the default's: off by up to"):
         chosen = session.executor().program.dispatches[0]
-    assert chosen.kernel != wrong.kernel or chosen.uniform != bytes(uniform)
+    assert chosen.kernel != wrong.kernel or chosen.uniform != wrong.uniform
     assert_close(session(*args), ref)
 
 

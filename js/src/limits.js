@@ -86,7 +86,10 @@ export const LIMITS = Object.freeze({
   "samples": 3,
   "slower": 4,
   "groups_per_probe": 8,
-  "top": 4,
+  "top": {
+   "cpu": 4,
+   "gpu": 0
+  },
   "budget_seconds": 5,
   "cache_version": 2
  }

@@ -7,8 +7,9 @@
 // At load, groups whose choice is not cached are timed, the most work first, until the time budget is spent,
 // in probes of one group first, then as many as the budget left is expected to hold (probeSize). A group runs
 // on a probe (probeSpec): copies of the buffers it binds — its constants the program's own buffers, which no
-// dispatch writes — every other buffer it reads filled with seeded non-zero values (seededWords). The default runs first; then each
-// candidate is compiled, run, checked and scouted on its own, in rank order, none begun past the budget: its
+// dispatch writes — every other buffer it reads filled with seeded non-zero values (seededWords); its
+// candidates share the default's copies (those it writes zeroed before each runs), so a group holds one copy of
+// its buffers however many are timed. The default runs first; then each candidate is compiled, run, checked and scouted on its own, in rank order, none begun past the budget: its
 // result views (a leader's `result`) must agree with the default's within the group's `tolerance`
 // (disagreement), or it is left out with a warning, as is a candidate the engine refuses. Then only those
 // within SLOWER times the fastest are measured (keep), REPEATS times in a compute pass of their own, in up to
@@ -29,8 +30,8 @@
 // key), in a JSON file on Node (WEBGPU_TORCH_JS_CACHE, default ~/.cache/webgpu_torch/tuning-js.json) or
 // IndexedDB in a browser.
 // Settings: the load options `tune` (WEBGPU_TORCH_TUNE=0: off), `tuneBudget` (WEBGPU_TORCH_TUNE_BUDGET,
-// seconds, default 5), `tuneTop` (WEBGPU_TORCH_TUNE_TOP, default 4; 0 for all). A device without timestamp
-// queries keeps the defaults.
+// seconds, default 5), `tuneTop` (WEBGPU_TORCH_TUNE_TOP, 0 for all; default 4 on a CPU adapter, all on
+// others). A device without timestamp queries keeps the defaults.
 
 import { envVar, isNode } from './env.js';
 import { CallTimeout, DeviceError } from './errors.js';
@@ -65,7 +66,7 @@ const SLOWER = LIMITS.tuning.slower; // a candidate scouted this many times slow
  * @property {string | false} [cache] where choices persist: a file path (Node) or IndexedDB database name
  *   (browser); false keeps them for this load only
  * @property {number} [tuneBudget] seconds of timing at one load (default 5)
- * @property {number} [tuneTop] candidates timed per group (default 4; 0 for all)
+ * @property {number} [tuneTop] candidates timed per group (0 for all; default 4 on a CPU adapter, all on others)
  */
 
 /**
@@ -172,10 +173,11 @@ export async function resolve(spec, gpu, features, options, constants) {
     const valid = usable(spec, which[g], features, gpu.device.limits).includes(chosen[key]);
     if (!valid && !missing.has(key)) missing.set(key, which[g]);
   });
+  const kind = /** @type {'cpu' | 'gpu'} */ (adapterKind(gpu.adapter));
   /** @type {Map<string, number[]>} each missing group's usable candidates, best-ranked first */
-  const ranked = new Map([...missing].map(([key, members]) => [key, rank(spec, members, features, gpu.device.limits, adapterKind(gpu.adapter))]));
+  const ranked = new Map([...missing].map(([key, members]) => [key, rank(spec, members, features, gpu.device.limits, kind)]));
   if (missing.size) {
-    const timed = await measure(spec, gpu, missing, ranked, options, constants);
+    const timed = await measure(spec, gpu, missing, ranked, options, constants, kind);
     if (Object.keys(timed).length) {
       Object.assign(chosen, timed);
       await cache?.save(device, chosen);
@@ -188,17 +190,19 @@ export async function resolve(spec, gpu, features, options, constants) {
 
 /**
  * For each key timed within the budget, the index of its group's fastest candidate among the best-ranked
- * usable ones (a group left with one such candidate takes it untimed).
+ * usable ones, as many as `tuneTop` or the limits' `top` for this kind of adapter (a group left with one such
+ * candidate takes it untimed).
  * @param {ProgramSpec} spec
  * @param {Gpu} gpu
  * @param {Map<string, number[]>} which
  * @param {Map<string, number[]>} usable
  * @param {TuningOptions} options
  * @param {GPUBuffer[]} constants
+ * @param {'cpu' | 'gpu'} kind the adapter's (fit.js's adapterKind)
  * @returns {Promise<Choices>}
  */
-async function measure(spec, gpu, which, usable, options, constants) {
-  const top = setting(options.tuneTop, TOP_VAR, LIMITS.tuning.top) || Infinity;
+async function measure(spec, gpu, which, usable, options, constants, kind) {
+  const top = setting(options.tuneTop, TOP_VAR, LIMITS.tuning.top[kind]) || Infinity;
   const budget = setting(options.tuneBudget, BUDGET_VAR, LIMITS.tuning.budget_seconds);
   /** @type {Choices} */
   const chosen = {};
@@ -263,7 +267,7 @@ async function fastest(spec, gpu, members, ranked, deadline, constants) {
       let candidate = reference;
       if (c !== 0) {
         try {
-          candidate = await Candidate.create(spec, gpu, members, c, constants);
+          candidate = await Candidate.create(spec, gpu, members, c, constants, reference);
         } catch (e) {
           if (!(e instanceof DeviceError) || e instanceof CallTimeout) throw e; // the rest would queue behind it
           leaveOut(spec, members, c, `the ${gpu.engine} engine refuses it: ${e.message}`);
@@ -290,7 +294,7 @@ async function fastest(spec, gpu, members, ranked, deadline, constants) {
   }
 }
 
-/** Candidate `c` of a group built over a probe of its own and run once: its executor and its result views. */
+/** Candidate `c` of a group built over a probe and run once: its executor and its result views. */
 export class Candidate {
   /**
    * @param {ProgramSpec} spec
@@ -298,13 +302,22 @@ export class Candidate {
    * @param {number[]} members
    * @param {number} c
    * @param {GPUBuffer[]} constants the program's buffers, by index, its constants written
+   * @param {Candidate | null} [reference] the group's default, built before, whose probe buffers this one binds
+   *   too (the seeded ones as they are, the written ones zeroed first, as fresh ones are), so that a group
+   *   holds one copy of its buffers however many candidates are timed (alternatives bind the same buffers).
+   *   None: buffers of its own, its inputs seeded.
    */
-  static async create(spec, gpu, members, c, constants) {
+  static async create(spec, gpu, members, c, constants, reference = null) {
     const probe = probeSpec(spec, members, c);
     const borrowed = new Map([...probe.constants].map(([j, b]) => [j, constants[b]]));
+    reference?.executor.buffers.forEach((b, j) => { if (!borrowed.has(j)) borrowed.set(j, b); });
     const executor = await Executor.create(probe.spec, gpu, {}, borrowed);
     try {
-      for (const j of probe.seeded) gpu.device.queue.writeBuffer(executor.buffers[j], 0, seededWords(j, probe.spec.buffers[j].size / 4 | 0));
+      const sizes = probe.spec.buffers.map((b) => b.size);
+      const queue = gpu.device.queue;
+      if (!reference) for (const j of probe.seeded) queue.writeBuffer(executor.buffers[j], 0, seededWords(j, sizes[j] / 4 | 0));
+      const written = sizes.flatMap((_, j) => (probe.seeded.includes(j) || probe.constants.has(j) ? [] : [j]));
+      if (reference) for (const j of written) queue.writeBuffer(executor.buffers[j], 0, new Uint32Array(Math.ceil(sizes[j] / 4)));
       await executor.run([], {}, []);
       return new Candidate(executor, await readViews(executor, probe.result), spec.dispatches[members[0]].tolerance);
     } catch (e) {

@@ -135,6 +135,24 @@ test('tuning leaves out, with a warning, an option that computes other numbers t
   assert.match(warnings.join('\n'), /tuning leaves out kernel affine32 for node affine: its result differs from the default's: off by up to 0\.5/);
 });
 
+test('tuning leaves out an option that writes nothing: its group\'s shared buffers are zeroed before it runs', async () => {
+  const cache = join(mkdtempSync(join(tmpdir(), 'wgpt-')), 'tuning.json');
+  const x = Float32Array.from({ length: 37 }, (_, i) => i - 18);
+  const warnings = /** @type {string[]} */ ([]);
+  const warn = console.warn;
+  console.warn = (/** @type {string} */ m) => warnings.push(m);
+  try {
+    const program = await load(grouped(37, 1, 0), { tune: true, cache, tuneTop: 0, disableFeatures: ['subgroups'] });
+    assert.notEqual(program.spec.dispatches[0].kernel, 1);
+    assert.deepEqual(Array.from(/** @type {HostTensor<'float32'>} */ (await program.run([x])).data),
+      Array.from(x, (v) => Math.fround(Math.fround(v * 2) + 1) + v));
+    program.destroy();
+  } finally {
+    console.warn = warn;
+  }
+  assert.match(warnings.join('\n'), /tuning leaves out kernel affine32 for node affine: its result differs from the default's/);
+});
+
 test("onnxruntime-web's habits: inputs by name, dynamic ranges shown, a GPUBuffer of one's own as an input, dispose", async () => {
   const program = await load(affine({ hi: 300 }), { tune: false });
   assert.deepEqual(program.inputNames, ['x']);

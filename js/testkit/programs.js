@@ -128,11 +128,13 @@ export function ints() {
  * z = (x·w + 1) + x for x: float32[n], as a group: the affine dispatch (options: workgroup sizes 32 and
  * 128, and a kernel that needs a feature no device has here is not possible, so option 2 requires
  * subgroups) followed by the add (options to match); its result is z. `optionBias` is option 1's bias: other
- * than 1, that option computes other numbers (tuning must leave it out).
+ * than 1, that option computes other numbers (tuning must leave it out); `optionN` its length: 0, it writes
+ * nothing (nor must it pass on what the default wrote).
  * @param {number} n
  * @param {number} optionBias
+ * @param {number} optionN
  */
-export function grouped(n = 37, optionBias = 1) {
+export function grouped(n = 37, optionBias = 1, optionN = n) {
   const kernel = (/** @type {string} */ name, /** @type {number} */ source, /** @type {number} */ wg, /** @type {string[]} */ requires = []) => ({
     name, source, entry: 'main', overrides: { WG: wg }, bindings: AFFINE_BINDINGS, workgroup_size: [wg, 1, 1], workgroup_bytes: 0,
     uniform: source === 0 ? AFFINE_UNIFORM : { size: 16, fields: [{ name: 'n', offset: 0, type: 'u32', count: 1 }] },
@@ -141,7 +143,7 @@ export function grouped(n = 37, optionBias = 1) {
   const kernels = [kernel('affine64', 0, 64), kernel('affine32', 0, 32), kernel('affine128', 0, 128, ['subgroups']),
     kernel('add64', 1, 64), kernel('add32', 1, 32), kernel('add128', 1, 128)];
   const u = [n, 1, f32bits(1), 0];
-  const u1 = [n, 1, f32bits(optionBias), 0];
+  const u1 = [optionN, 1, f32bits(optionBias), 0];
   const a = [n, 0, 0, 0];
   const g = (/** @type {number} */ wg) => [Math.ceil(n / wg), 1, 1];
   return artifact({
@@ -161,7 +163,7 @@ export function grouped(n = 37, optionBias = 1) {
         options: [{ kernel: 1, uniform: u1, grid: g(32) }, { kernel: 2, uniform: u, grid: g(128) }],
         result: [{ buffer: 3, shape: [n], strides: [1], offset: 0, dtype: 'float32' }], tolerance: 1e-4 },
       { kernel: 3, buffers: [2, 0, 3], uniform: a, grid: g(64), node: 'add', follows: 1,
-        options: [{ kernel: 4, uniform: a, grid: g(32) }, { kernel: 5, uniform: a, grid: g(128) }] },
+        options: [{ kernel: 4, uniform: [optionN, 0, 0, 0], grid: g(32) }, { kernel: 5, uniform: a, grid: g(128) }] },
     ],
     checks: [],
   }, [{ buffer: 1, dtype: 'f32', shape: [1], bytes: bytesOf(Float32Array.of(2)) }]);

@@ -8,10 +8,12 @@ At load, groups whose choice is not yet cached are timed, the most work first, u
 in probes of one group first, then as many as the budget left is expected to hold (`probe_size`). A group is
 run on a probe (`_probe`): copies of the buffers it binds, but the constants the program's own buffers as
 uploaded (no copy: a probe of a vocabulary projection would otherwise hold its weights once per candidate), every
-other buffer it reads filled with seeded non-zero values (`seeded_words`). The default runs first; then each
-candidate is compiled, run, checked and scouted on its own, in rank order, none begun past the budget: its
-result views (`Dispatch.result`) must agree with the default's within the group's tolerance (`disagreement`),
-or it is left out with a warning, as is a candidate the engine refuses to compile. Then only those within
+other buffer it reads filled with seeded non-zero values (`seeded_words`); its candidates share the default's
+copies (those it writes zeroed before each runs), so a group holds one copy of its buffers however many are
+timed. The default runs first; then each candidate is compiled, run, checked and scouted on its own, in rank
+order, none begun past the budget: its result views (`Dispatch.result`) must agree with the default's within
+the group's tolerance (`disagreement`), or it is left out with a warning, as is a candidate the engine refuses
+to compile. Then only those within
 `SLOWER` times the fastest scout are measured (`keep`), `REPEATS` times in a compute pass of their own, in up
 to `SAMPLES` interleaved samples — with no more repeats than make the fastest one's repeated runs span `SPAN`
 (a long kernel needs none to resolve its time: on lavapipe a vocabulary projection's 8 repeats spent half the
@@ -20,8 +22,8 @@ samples (`repeats`; none when not even one fits, and the scout decides), and no 
 load overruns its budget by one candidate's compile, check and scout and one sample at most, however slow a
 candidate is to compile (lavapipe's LLVM) or to run (a 128 x 128 tile over a one-row product on a CPU adapter
 runs for seconds); a group broken off by the budget stays untimed and runs its default. In each group only the
-`TOP` best-ranked candidates are timed (compiling a candidate's kernel is most of the cost on a software
-adapter): `candidate_order` puts the options whose kernels target this kind of adapter first
+`top_candidates` best-ranked candidates are timed (compiling a candidate's kernel is most of the cost on a
+software adapter): `candidate_order` puts the options whose kernels target this kind of adapter first
 (`Kernel.targets`; "cpu" where fit.adapter_kind finds one), then the compiler's default, then the others by how
 close their grids are to the default's — neighbouring tile configurations and splits, since the default
 already sizes its grid to the problem. An option whose kernel needs a feature the device lacks
@@ -34,7 +36,8 @@ timed. The pure decisions (`candidate_order`, `probe_size`, `keep`, `repeats`, `
 `disagreement`) are also cases of tests/conformance/tuning_rules.json, which both runtimes' tests replay.
 
 `WEBGPU_TORCH_TUNE=0` runs every dispatch's default and times nothing; `WEBGPU_TORCH_TUNE_BUDGET` (seconds,
-default 5) and `WEBGPU_TORCH_TUNE_TOP` (candidates per group, default 4; 0 for all) bound the timing;
+default 5) and `WEBGPU_TORCH_TUNE_TOP` (candidates per group, 0 for all; default 4 on a CPU adapter, all on
+others: `top_candidates`) bound the timing;
 `WEBGPU_TORCH_CACHE` names the cache file (default: ~/.cache/webgpu_torch/tuning.json). An adapter without
 timestamp queries keeps the defaults.
 """
@@ -167,7 +170,7 @@ def resolve(program: Program, engine: Engine, constants: dict[int, object]) -> P
     ranked = {key: ranked_candidates(program, members, engine.device.features, engine.limits, kind)
               for key, members in missing.items()}
     if missing:
-        timed = _measure(program, engine, constants, missing, ranked)
+        timed = _measure(program, engine, constants, missing, ranked, kind)
         if timed:
             chosen.update(timed)
             _write(path, cache)
@@ -182,10 +185,10 @@ def resolve(program: Program, engine: Engine, constants: dict[int, object]) -> P
 
 
 def _measure(program: Program, engine: Engine, constants: dict[int, object], which: dict[str, list[int]],
-             usable: dict[str, list[int]]) -> dict[str, int]:
-    """For each key timed within the budget, the index of its group's fastest candidate among the best-ranked
-    `usable` ones (a group left with one such candidate takes it untimed)."""
-    top = int(_number(TOP_VAR, LIMITS["tuning"]["top"])) or None
+             usable: dict[str, list[int]], kind: str) -> dict[str, int]:
+    """For each key timed within the budget, the index of its group's fastest candidate among the `top(kind)`
+    best-ranked `usable` ones (a group left with one such candidate takes it untimed)."""
+    top = top_candidates(kind) or None
     ranked = {key: c[:top] for key, c in usable.items()}
     chosen = {key: 0 for key, c in ranked.items() if c == [0]}  # nothing to compare
     order = sorted((key for key in which if key not in chosen), key=lambda key: -_work(program, which[key]))
@@ -200,6 +203,12 @@ def _measure(program: Program, engine: Engine, constants: dict[int, object], whi
         first += len(keys)
     progress.done(sum(key in chosen for key in order), len(order), time.perf_counter() - start)
     return chosen
+
+
+def top_candidates(kind: str) -> int:
+    """How many of a group's best-ranked candidates are timed on `kind` of adapter (0: all): WEBGPU_TORCH_TUNE_TOP,
+    else the limits' for the kind (on a CPU adapter compiling a candidate is most of the cost)."""
+    return int(_number(TOP_VAR, LIMITS["tuning"]["top"][kind]))
 
 
 def probe_size(timed: int, elapsed: float, budget: float) -> int:
@@ -272,7 +281,7 @@ def _fastest_of(program: Program, engine: Engine, constants: dict[int, object], 
             break
         tried += 1
         try:
-            candidate = reference if c == 0 else Candidate(program, members, c, engine, built, constants)
+            candidate = reference if c == 0 else Candidate(program, members, c, engine, built, constants, reference)
         except CallTimeout:
             raise
         except DeviceError as e:
@@ -361,23 +370,32 @@ def usable(program: Program, members: list[int], features, limits: dict[str, int
 
 
 class Candidate:
-    """Candidate `c` of the group `members` built over a probe of its own and run once: its executor (warm, for
-    scouting) and its result views as computed (device form)."""
+    """Candidate `c` of the group `members` built over a probe and run once: its executor (warm, for scouting)
+    and its result views as computed (device form)."""
 
     def __init__(self, program: Program, members: list[int], c: int, engine: Engine,
-                 built: list[Executor] | None = None, constants: dict[int, object] | None = None):
+                 built: list[Executor] | None = None, constants: dict[int, object] | None = None,
+                 reference: Candidate | None = None):
         """`built` collects the executor as soon as it exists (what a timed-out call may still use);
-        `constants`: the program's constant buffers, uploaded, which the probe binds (None: it uploads its own)."""
+        `constants`: the program's constant buffers, uploaded, which the probe binds (None: it uploads its own);
+        `reference`: the group's default, built before, whose probe buffers this one binds too (the seeded ones
+        as they are, the written ones zeroed first, as fresh ones are), so that a group holds one copy of its
+        buffers however many candidates are timed (alternatives bind the same buffers: Emitter.alternatives).
+        None: buffers of its own, its inputs seeded."""
         self.tolerance = program.dispatches[members[0]].tolerance
         probe, seeded, binds = _probe(program, members, c)
         borrowed = {j: constants[b] for j, b in binds.items()} if constants is not None else {}
+        if reference is not None:
+            borrowed = {**dict(enumerate(reference.executor.buffers)), **borrowed}
         self.executor = Executor(probe, engine, borrowed=borrowed)
         if built is not None:
             built.append(self.executor)
+        sizes, queue = [b.size for b in probe.buffers], engine.device.queue
+        written = [j for j in range(len(sizes)) if j not in seeded and j not in binds]
         with engine.lock:
-            for j in seeded:
-                engine.device.queue.write_buffer(self.executor.buffers[j], 0,
-                                                 seeded_words(j, probe.buffers[j].size // 4))
+            for j in seeded if reference is None else written:
+                words = seeded_words(j, sizes[j] // 4) if reference is None else np.zeros(-(-sizes[j] // 4), np.uint32)
+                queue.write_buffer(self.executor.buffers[j], 0, words)
         self.result = self.executor.run([])
 
     def differs_from(self, reference: Candidate) -> str | None:
