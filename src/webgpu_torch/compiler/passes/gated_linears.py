@@ -53,8 +53,8 @@ def _fold(graph: Graph, gated: Node, by_name: dict[str, Node], users) -> list[No
         return None
     args = dict(linear.args)
     packed = packed_weight(graph, args["weight"], by_name, users)
-    stacked = [key for key in ("weight", "bias") if args.get(key) is not None and not (key == "weight" and packed)]
-    if not all(_constant(graph, args[key]) for key in stacked):
+    stacked = [*(["weight"] if packed is None else []), *(["bias"] if args.get("bias") is not None else [])]
+    if not all(_constant(graph, args[key]) for key in stacked):  # float constants, their rows as they are
         return None
     order = _pairs(gate_start, width // 2)
     made = []

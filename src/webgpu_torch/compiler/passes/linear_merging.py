@@ -52,12 +52,12 @@ def packed_weight(graph: Graph, ref, by_name: dict[str, Node], users) -> tuple[n
     """The words and packing of a packed weight [N, K] that `ref` reads: a webgpu.dequantize of constant words,
     read there alone (gated_linears.py asks too); None for any other value."""
     node = by_name.get(ref.node) if isinstance(ref, Ref) and ref.index is None else None
-    if node is None or node.target != DEQUANTIZE or users[node.name] != 1 or node.args["words"].node not in \
-            graph.constants:
+    if node is None or node.target != DEQUANTIZE or users[node.name] != 1:
         return None
     a = node.args
-    layout = Packing(a["bits"], a["rows"], a["cols"], a["group"], a["zero_points"])
-    return (graph.constants[a["words"].node], layout) if node.outputs[0].shape == (a["rows"], a["cols"]) else None
+    if a["words"].node not in graph.constants or tuple(node.outputs[0].shape) != (a["rows"], a["cols"]):
+        return None
+    return graph.constants[a["words"].node], Packing(a["bits"], a["rows"], a["cols"], a["group"], a["zero_points"])
 
 
 def dequantize_node(graph: Graph, name: str, words: np.ndarray, layout: Packing, source: str) -> Node:
