@@ -52,7 +52,7 @@ PIPELINE: tuple[Pass, ...] = (
     rope_pairs.pair_ropes,
     # After linear_merging.py, so that a norm read by q, k and v (or gate and up) has one linear to fold into.
     norm_prologues.fuse_norms,
-    # The last fusing rewrite: epilogues fold into the producers every rewrite before has settled.
+    # Epilogues fold into the producers every rewrite before has settled.
     fusion.fuse_epilogues,
     # After fusion.py, which then has left the gated products with no epilogue (what the GEMV can take) and
     # their linears with none (read by slices alone).
