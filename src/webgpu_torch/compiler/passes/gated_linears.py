@@ -23,7 +23,8 @@ from ...format import packing
 from ..graph import Epilogue, Graph, Node, Ref, TensorMeta, drop_dead, drop_unread_constants, readers
 from ..ops.elementwise import GATED
 from ..options import Options
-from .linear_merging import dequantize_node, packed_weight
+from .linear_merging import constant_meta, packed_weight
+from .quantized_weights import packed_node
 
 LINEAR, SLICE = "aten.linear.default", "aten.slice.Tensor"
 
@@ -54,12 +55,12 @@ def _fold(graph: Graph, gated: Node, by_name: dict[str, Node], users) -> list[No
     args = dict(linear.args)
     packed = packed_weight(graph, args["weight"], by_name, users)
     stacked = [*(["weight"] if packed is None else []), *(["bias"] if args.get("bias") is not None else [])]
-    if not all(_constant(graph, args[key]) for key in stacked):  # float constants, their rows as they are
+    if any(constant_meta(graph, args[key]) is None for key in stacked):  # float constants, their rows as they are
         return None
     order = _pairs(gate_start, width // 2)
     made = []
     if packed is not None:  # named after the stacked weight, as below
-        made = [dequantize_node(graph, f"{args['weight'].node}_interleaved{gate_start}",
+        made = [packed_node(graph, f"{args['weight'].node}_interleaved{gate_start}",
                                 *packing.take_rows([packed], order), linear.source)]
         args["weight"] = Ref(made[0].name)
     for key in stacked:
@@ -81,10 +82,6 @@ def _half(ref, by_name: dict[str, Node], users) -> tuple[Node, int] | None:
     if s.args["dim"] not in (-1, ndim - 1) or not isinstance(width, int) or end - start != width // 2:
         return None
     return linear, start
-
-
-def _constant(graph: Graph, ref) -> bool:
-    return isinstance(ref, Ref) and ref.index is None and ref.node in graph.constants
 
 
 def _pairs(gate_start: int, half: int) -> np.ndarray:

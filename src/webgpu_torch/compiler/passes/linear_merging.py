@@ -23,8 +23,9 @@ from ...format.packing import Packing
 from ..graph import Graph, Node, Ref, TensorMeta, drop_dead, drop_unread_constants, readers, refs_in
 from ..ops import epilogue
 from ..options import Options
+from .quantized_weights import DEQUANTIZE, packed_node
 
-LINEAR, ADD, DEQUANTIZE = "aten.linear.default", "aten.add.Tensor", "webgpu.dequantize.default"
+LINEAR, ADD = "aten.linear.default", "aten.add.Tensor"
 
 
 def merge_linears(graph: Graph, options: Options) -> Graph:
@@ -58,15 +59,6 @@ def packed_weight(graph: Graph, ref, by_name: dict[str, Node], users) -> tuple[n
     if a["words"].node not in graph.constants or tuple(node.outputs[0].shape) != (a["rows"], a["cols"]):
         return None
     return graph.constants[a["words"].node], Packing(a["bits"], a["rows"], a["cols"], a["group"], a["zero_points"])
-
-
-def dequantize_node(graph: Graph, name: str, words: np.ndarray, layout: Packing, source: str) -> Node:
-    """A webgpu.dequantize node `name` over new constant words `name`_words (their packing `layout`)."""
-    graph.constants[f"{name}_words"] = words.view(np.int32)
-    graph.constant_meta[f"{name}_words"] = TensorMeta(words.shape, "int32")
-    args = {"words": Ref(f"{name}_words"), "bits": layout.bits, "rows": layout.rows, "cols": layout.cols,
-            "group": layout.group, "zero_points": layout.zero_points}
-    return Node(name, DEQUANTIZE, args, (TensorMeta((layout.rows, layout.cols), "float32"),), source)
 
 
 def _stored_bytes(graph: Graph, ref: Ref, by_name: dict[str, Node], users, options: Options) -> int:
@@ -104,17 +96,18 @@ def _key(graph: Graph, node: Node, by_name: dict[str, Node], users) -> tuple | N
         p = packed[1]
         dtype, width, form = "float32", p.cols, (p.bits, p.group, p.zero_points)
     else:
-        w_meta = _constant_meta(graph, weight)
+        w_meta = constant_meta(graph, weight)
         if w_meta is None or len(w_meta.shape) != 2 or not dtypes.is_float(w_meta.dtype):
             return None
         dtype, width, form = w_meta.dtype, w_meta.shape[1], "constant"
-    b_meta = _constant_meta(graph, bias)
+    b_meta = constant_meta(graph, bias)
     if bias is not None and (b_meta is None or b_meta.dtype != dtype):
         return None
     return node.args["input"], dtype, width, form, bias is not None
 
 
-def _constant_meta(graph: Graph, value) -> TensorMeta | None:
+def constant_meta(graph: Graph, value) -> TensorMeta | None:
+    """The meta of the constant `value` names, or None for any other value (gated_linears.py asks too)."""
     if isinstance(value, Ref) and value.index is None and value.node in graph.constants:
         return graph.constant_meta[value.node]
     return None
@@ -131,7 +124,7 @@ def _merge(graph: Graph, members: list[Node], by_name: dict[str, Node],
     made = []
     if packed[0] is not None:
         words, layout = packing.take_rows(packed, np.arange(sum(p.rows for _, p in packed)))
-        made = [dequantize_node(graph, f"{name}_weight", words, layout, first.source)]
+        made = [packed_node(graph, f"{name}_weight", words, layout, first.source)]
         weight = Ref(made[0].name)
     else:
         weight = _stack(graph, f"{name}_weight", [m.args["weight"] for m in members])

@@ -261,9 +261,15 @@ def _packed_node(graph: Graph, node: Node, d: Dequant) -> Node:
     zero_points = not np.all(zeros == midpoint)
     layout = packing.Packing(bits, rows, cols, d.group, bool(zero_points))
     words = packing.pack(d.codes - offset, d.scales, zeros if zero_points else None, layout)
-    name = f"{node.name}_packed"
-    graph.constants[name] = words.view(np.int32)
-    graph.constant_meta[name] = TensorMeta(words.shape, "int32")
-    args = {"words": Ref(name), "bits": bits, "rows": rows, "cols": cols, "group": d.group,
-            "zero_points": bool(zero_points)}
-    return Node(node.name, DEQUANTIZE, args, (TensorMeta(tuple(node.outputs[0].shape), "float32"),), node.source)
+    return packed_node(graph, node.name, words, layout, node.source, tuple(node.outputs[0].shape))
+
+
+def packed_node(graph: Graph, name: str, words: np.ndarray, layout: packing.Packing, source: str,
+                shape: tuple[int, ...] | None = None) -> Node:
+    """A webgpu.dequantize node `name` over new constant words `name`_packed (their packing `layout`), its
+    matrix viewed as `shape` (default [rows, cols]); linear_merging.py and gated_linears.py make them too."""
+    graph.constants[f"{name}_packed"] = words.view(np.int32)
+    graph.constant_meta[f"{name}_packed"] = TensorMeta(words.shape, "int32")
+    args = {"words": Ref(f"{name}_packed"), "bits": layout.bits, "rows": layout.rows, "cols": layout.cols,
+            "group": layout.group, "zero_points": layout.zero_points}
+    return Node(name, DEQUANTIZE, args, (TensorMeta(shape or (layout.rows, layout.cols), "float32"),), source)
