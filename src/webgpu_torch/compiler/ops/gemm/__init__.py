@@ -217,6 +217,7 @@ CONFIGS = {
     "vec4_32x64": Vec4Config(32, 64, 8, 8, 8),
     "vec4_64x64_k16": Vec4Config(64, 64, 16, 8, 8),
     "vec4_32x64_k16": Vec4Config(32, 64, 16, 8, 8),
+    "vec4_64x64_t256": Vec4Config(64, 64, 16, 16, 16),
     # 4096³ (docs/benchmarks.md): one stage of k-steps of 32 beat two of 16 (H100: 84.6 against 66.6 TFLOP/s);
     # 64 x 128 ran 61.1 where 64 x 64 (1, 2, 32, 2, 1) fell to 16.9 once the tiles were cut into fragments.
     "sm_f16_128x128": MatrixConfig(2, 4, 32, 1, 1),
@@ -245,8 +246,10 @@ def vec4_axis(t: Tensor) -> int | None:
 # (A fixed guess at a large GPU's width: 132 multiprocessors on an H200, two blocks each.)
 VEC4_BY_SIZE = ("vec4_128x128", "vec4_128x64", "vec4_64x64", "vec4_32x64")
 # Tuning candidates only, never the default: the small tiles with k-steps of 16 (two barriers per k-step,
-# so half as many per FMA, which 64-thread workgroups feel most).
-VEC4_TUNED_ONLY = ("vec4_64x64_k16", "vec4_32x64_k16")
+# so half as many per FMA, which 64-thread workgroups feel most), and 64 x 64 tiles over 256 threads of 4 x 4
+# outputs each, for a prompt's few dozen rows against a long N (a 1B LM's 33 x 16384 x 2048 over int4 weights:
+# 0.178 ms on an H100 where the best of the others took 0.285).
+VEC4_TUNED_ONLY = ("vec4_64x64_k16", "vec4_32x64_k16", "vec4_64x64_t256")
 SCALAR_BY_SIZE = ("128x128", "64x64", "pr")
 # Tuning candidates only, shaped for CPU adapters (tuning times them first there): unsplit, since a CPU has a
 # few cores to fill, not a GPU's hundreds of blocks.
