@@ -30,12 +30,34 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.gpu)
 
 
-def pytest_terminal_summary(terminalreporter):
-    """The cross product's counts (tests/test_cross_product.py), when it ran."""
+def _cross_counts() -> dict[str, int]:
+    """What this process's run of tests/test_cross_product.py counted (empty where it did not run here)."""
     module = sys.modules.get("tests.test_cross_product")
-    if module is not None and module.COUNTS:
-        counts = ", ".join(f"{n} {what}" for what, n in module.COUNTS.items())
-        terminalreporter.write_line(f"cross product of kernel options and storages: {counts}")
+    return dict(module.COUNTS) if module is not None else {}
+
+
+def pytest_sessionfinish(session):
+    """A pytest-xdist worker hands its cross-product counts to the controller (`pytest_testnodedown`)."""
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["cross_counts"] = _cross_counts()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist's controller: a worker's counts, summed over the workers (`WORKER_COUNTS`)."""
+    for what, n in getattr(node, "workeroutput", {}).get("cross_counts", {}).items():
+        WORKER_COUNTS[what] = WORKER_COUNTS.get(what, 0) + n
+
+
+WORKER_COUNTS: dict[str, int] = {}
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The cross product's counts (tests/test_cross_product.py), when it ran, in this process or in workers."""
+    counts = _cross_counts() or WORKER_COUNTS
+    if counts:
+        listed = ", ".join(f"{n} {what}" for what, n in counts.items())
+        terminalreporter.write_line(f"cross product of kernel options and storages: {listed}")
 
 
 class GpuUsed(BaseException):
