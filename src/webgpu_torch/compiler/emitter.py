@@ -206,7 +206,7 @@ class Emitter:
 
 @cache
 def _specialized(file: str, consts: tuple, subgroups: bool = False) -> str:
-    return wgsl.specialize(wgsl.kernel_source(file, subgroups), dict(consts))
+    return wgsl.without_comments(wgsl.specialize(wgsl.kernel_source(file, subgroups), dict(consts)))
 
 
 @cache

@@ -30,6 +30,7 @@ from ..format.symbolic import Expr
 
 _CONST = re.compile(r"\bconst\s+(\w+)\s*:\s*(\w+)\s*=\s*[^;]+;")
 _ALIAS = re.compile(r"\balias\s+(\w+)\s*=\s*[^;]+;")
+_COMMENT = re.compile(r"//[^\n]*")
 _BINDING = re.compile(
     r"@group\((\d+)\)\s*@binding\((\d+)\)\s*var<(\w+)(?:\s*,\s*(\w+))?>\s*(\w+)\s*:"
 )
@@ -90,6 +91,13 @@ def kernel_source(filename: str, subgroups: bool = False) -> str:
         return kernel_source(name, subgroups)
 
     return _INCLUDE.sub(include, _shipped(filename).read_text())
+
+
+def without_comments(source: str) -> str:
+    """`source` as a program carries it: its comments and blank lines dropped (WGSL has no string literals, so
+    every `//` opens a comment to the end of its line; the kernel files keep their documentation)."""
+    lines = (line.rstrip() for line in _COMMENT.sub("", source).splitlines())
+    return "".join(f"{line}\n" for line in lines if line)
 
 
 def specialize(source: str, consts: dict[str, int | float | bool | str]) -> str:
