@@ -30,6 +30,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.gpu)
 
 
+WORKER_COUNTS: dict[str, int] = {}  # pytest-xdist's controller: the cross product's counts from its workers
+
+
 def _cross_counts() -> dict[str, int]:
     """What this process's run of tests/test_cross_product.py counted (empty where it did not run here)."""
     module = sys.modules.get("tests.test_cross_product")
@@ -47,9 +50,6 @@ def pytest_testnodedown(node, error):
     """pytest-xdist's controller: a worker's counts, summed over the workers (`WORKER_COUNTS`)."""
     for what, n in getattr(node, "workeroutput", {}).get("cross_counts", {}).items():
         WORKER_COUNTS[what] = WORKER_COUNTS.get(what, 0) + n
-
-
-WORKER_COUNTS: dict[str, int] = {}
 
 
 def pytest_terminal_summary(terminalreporter):
