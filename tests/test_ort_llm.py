@@ -1,7 +1,8 @@
 """onnxruntime-web's side of `webgpu-torch bench llm --ort` (tools/bench/_ort.py's export_llm), checked on the
 host by onnxruntime's CPU session: the exported functional step evaluates a prompt from empty caches and then
 one token a call, the grown caches fed back, and computes transformers' logits and greedy ids over the same
-float16-rounded weights; MatMulNBits q4 replaces every Linear of that graph (the LM head too)."""
+float16-rounded weights; MatMulNBits q4 replaces every Linear of that graph (the LM head too, tied to the
+embedding table or not)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,15 @@ from webgpu_torch.tools.models import llama
 pytestmark = pytest.mark.host
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    model = llama.build("tiny").half().float()  # as bench llm holds it
+@pytest.fixture(scope="module", params=["tiny", "llama-3.2-tiny"])  # the second's LM head is its embedding table
+def exported(request, tmp_path_factory):
+    model = llama.build(request.param).half().float()  # as bench llm holds it
     model.generation_config.eos_token_id = None
-    path = tmp_path_factory.mktemp("ort") / "tiny.onnx"
-    return model, path, _ort.export_llm(model, path, 64)
+    tied = model.get_output_embeddings().weight is model.get_input_embeddings().weight
+    path = tmp_path_factory.mktemp("ort") / "model.onnx"
+    info = _ort.export_llm(model, path, 64)
+    assert tied == (model.get_output_embeddings().weight is model.get_input_embeddings().weight)  # as it was
+    return model, path, info
 
 
 def test_step_computes_transformers_logits(exported):
@@ -51,3 +55,33 @@ def test_q4_replaces_every_linear(exported, tmp_path):
     linears = 7 * model.config.num_hidden_layers + 1  # q, k, v, o, gate, up, down a layer; the LM head
     assert ops.count("MatMulNBits") == linears
     assert "IsNaN" not in ops  # eager attention: nothing ORT's WebGPU EP would leave to the CPU
+
+
+def test_bench_llm_exports_once_for_an_arch_and_length(monkeypatch, tmp_path):
+    """bench llm --ort reuses the exports a run (or --prepare-only, on another call) left in its folder, and
+    makes them again for another length."""
+    import argparse
+
+    from webgpu_torch.tools.bench import llm
+
+    made = []
+
+    def export_llm(model, path, max_length):
+        made.append(("export", max_length))
+        path.write_bytes(b"onnx")
+        return {"cache": [1, 2], "inputs": ["t"], "outputs": ["l"]}
+
+    def quantize_matmuls(path, out, bits, block_size):
+        made.append(("q4", bits, block_size))
+        out.write_bytes(b"q4")
+
+    monkeypatch.setattr(_ort, "export_llm", export_llm)
+    monkeypatch.setattr(_ort, "quantize_matmuls", quantize_matmuls)
+    args = argparse.Namespace(arch="tiny", folder=str(tmp_path), new_tokens=4, formats=["F16", "Q4_0"])
+    first = llm._onnx(None, [1, 2, 3], args)
+    assert llm._onnx(None, [1, 2, 3], args) == first == {"max_length": 8, "cache": [1, 2], "inputs": ["t"],
+                                                          "outputs": ["l"], "path": tmp_path / "tiny.onnx",
+                                                          "q4": tmp_path / "tiny-q4.onnx"}
+    assert made == [("export", 8), ("q4", 4, 32)]
+    llm._onnx(None, [1, 2, 3, 4], args)  # one more prompt id: a longer graph
+    assert made[2:] == [("export", 9), ("q4", 4, 32)]

@@ -27,6 +27,12 @@
 #   ../shared/device/prepare gguf==0.19.0
 #   run(command="source .device/enter.sh && bash js/bench/device.sh llm --arch llama-3.2-1b ...",
 #       carry=[".device"])        (the arguments are bench llm's; --node runs ours in Node too)
+# With --ort (onnxruntime-web too) one carry cannot hold both Node's sides and the ONNX exporter's wheels, so
+# two calls made back to back on the warm machine (which keeps build/): the first, with the wheels of the
+# side-by-side's prepare line plus onnxruntime (its quantizer) in .device/whl and without .device/js, runs
+#   python3 -m webgpu_torch.tools.cli bench llm --prepare-only --ort ARGS     (the exports, into build/bench-llm)
+# and the second, with .device/js (ORT's WebGPU build from prepare included) and without those wheels,
+#   bash js/bench/device.sh llm --ort ARGS                                    (reuses the exports)
 set -euo pipefail
 unxz() { python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" "$@"; }
 unpack() {  # Node to /tmp/node, Dawn for Node into js/node_modules/webgpu
@@ -72,6 +78,11 @@ llm)
   mkdir -p /tmp/bin && ln -sf /tmp/node /tmp/bin/node
   python3 -c "import lzma, sys, tarfile; tarfile.open(fileobj=lzma.open(sys.argv[1])).extractall(sys.argv[2])" \
     .device/js/llama-cpp.tar.xz js/bench/llama-cpp
+  if [ -d .device/js/ort ]; then  # --ort: ORT's WebGPU build where llm_ort.js looks for it
+    dist=js/bench/ort/node_modules/onnxruntime-web/dist
+    mkdir -p $dist && cp .device/js/ort/*.mjs $dist/
+    unxz .device/js/ort/ort-wasm-simd-threaded.asyncify.wasm.xz $dist/ort-wasm-simd-threaded.asyncify.wasm
+  fi
   PATH=/tmp/bin:$PATH python3 -m webgpu_torch.tools.cli bench llm "$@" 2>&1 | grep -v Warning ;;
 run)
   shift

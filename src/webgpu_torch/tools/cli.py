@@ -139,7 +139,7 @@ def _bench(args) -> int:
 
     rows, meta = args.suite.run(args)
     print(f"{meta['title']} on {meta['device']}; baseline: {meta['baseline']}")
-    print(format_table(rows, args.suite.COLUMNS, markdown=args.markdown))
+    print(format_table(rows, meta.get("columns", args.suite.COLUMNS), markdown=args.markdown))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1, default=str)

@@ -60,8 +60,11 @@ def export_llm(model, path: str | Path, max_length: int) -> dict:
     """A Llama-architecture causal LM (transformers) as ONNX at `path`: its FunctionalStep (models/llama.py),
     tokens and past lengths dynamic up to `max_length`, so that one graph evaluates a prompt from empty caches
     and then one token a step. Attention is exported as transformers' eager attention (matmul, mask, softmax):
-    torch.onnx writes sdpa's with an IsNaN over the softmax, which ORT's WebGPU EP leaves on the CPU. The
-    cache's shape (kv heads, head_dim) and the graph's input and output names."""
+    torch.onnx writes sdpa's with an IsNaN over the softmax, which ORT's WebGPU EP leaves on the CPU. A tied LM
+    head is exported as a weight of its own: torch.onnx folds the transpose of a Linear's weight into the stored
+    constant only where nothing else reads it, and a MatMul over a transposed embedding table is neither
+    quantizable by MatMulNBits nor free (its transpose runs every call). The cache's shape (kv heads,
+    head_dim) and the graph's input and output names."""
     from torch.export import Dim
 
     from ..models import llama
@@ -71,13 +74,16 @@ def export_llm(model, path: str | Path, max_length: int) -> dict:
     past = [torch.zeros(1, c.num_key_value_heads, 3, head_dim) for _ in range(2 * c.num_hidden_layers)]
     tokens = Dim("tokens", min=1, max=max_length)
     dynamic = ({1: tokens}, [{2: Dim("past", min=0, max=max_length)}] * len(past))
-    saved, c._attn_implementation = c._attn_implementation, "eager"
+    head = model.get_output_embeddings()
+    saved = c._attn_implementation, head.weight
+    c._attn_implementation = "eager"
+    head.weight = torch.nn.Parameter(head.weight.detach().clone(), requires_grad=False)
     try:
         with torch.no_grad():
             inputs, outputs = export(llama.FunctionalStep(model), (torch.tensor([[1, 2, 3, 4]]), past), path,
                                      dynamic_shapes=dynamic)
     finally:
-        c._attn_implementation = saved
+        c._attn_implementation, head.weight = saved
     return {"cache": [c.num_key_value_heads, head_dim], "inputs": inputs, "outputs": outputs}
 
 

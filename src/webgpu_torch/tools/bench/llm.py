@@ -43,6 +43,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 import webgpu_torch
 
 from ..models import llama
@@ -82,9 +84,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--ort", action="store_true",
                         help="onnxruntime-web's WebGPU EP too (js/bench/llm_ort.js): the model as ONNX, float and "
                              "MatMulNBits q4")
+    parser.add_argument("--prepare-only", action="store_true",
+                        help="with --ort: export (and quantize) the ONNX model into --folder and stop; a later run "
+                             "over the same folder, arch and lengths reuses it")
 
 
 def run(args) -> tuple[list[dict], dict]:
+    if args.prepare_only:
+        return _prepare(args)
     if not (PACKAGE / "node_modules" / "node-llama-cpp").is_dir() or shutil.which("node") is None:
         raise SystemExit(f"bench llm: needs node and node-llama-cpp: cd {PACKAGE} && "
                          "NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --ignore-scripts --no-save")
@@ -92,21 +99,13 @@ def run(args) -> tuple[list[dict], dict]:
         raise SystemExit("bench llm --node/--ort: needs the JS runtime's packages (Dawn for Node): npm ci in js/")
     if args.ort and not ORT_DIST.is_dir():
         raise SystemExit(f"bench llm --ort: no onnxruntime-web in {ORT_DIST}: npm ci in js/bench/ort")
-    model = llama.build(args.arch)
-    if why := _gguf.refusal(model.config):
-        raise SystemExit(f"bench llm --arch {args.arch}: {why}")
-    model = model.half().float()  # float16 values held exactly by both sides' 16-bit storage
-    model.generation_config.eos_token_id = None  # every requested token on both sides
-    prompt = llama.sample_prompt(model, args.prompt_length, seed=0)
+    model, prompt = _model(args)
     want, _ = llama.reference_generate(model, prompt, args.new_tokens)
     info = webgpu_torch.device_info(args.engine)
     folder = Path(args.folder)
     folder.mkdir(parents=True, exist_ok=True)
     rows, peers = [], set()
-    onnx = None
-    if args.ort:  # one export: the float side runs it, the q4 side quantizes it
-        onnx = {"path": folder / f"{args.arch}.onnx"}
-        onnx |= _ort.export_llm(model, onnx["path"], len(prompt) + args.new_tokens + 1)
+    onnx = _onnx(model, prompt, args) if args.ort else None
     for fmt in args.formats:
         weights = OURS[fmt]
         peer = _side(["node", SCRIPT, _gguf.write(model, folder / f"{args.arch}-{fmt}.gguf", fmt), "--prompt",
@@ -121,7 +120,7 @@ def run(args) -> tuple[list[dict], dict]:
         ort = None
         if onnx:
             label, quantized = ORT_WEIGHTS[fmt]
-            ort = _ort_side(onnx, folder / f"{args.arch}-q4.onnx" if quantized else None, prompt, args)
+            ort = _ort_side(onnx, onnx["q4"] if quantized else onnx["path"], prompt, args)
             peers.add(f"onnxruntime-web {ort['version']} (WebGPU EP) on {ort['device']} (on its CPU EP: "
                       f"{sum(ort['placed'].get('CPUExecutionProvider', {}).values())} shape nodes)")
             rows.append(_row("onnxruntime-web (WebGPU)", label, ort, prompt, want, peer))
@@ -139,6 +138,52 @@ def run(args) -> tuple[list[dict], dict]:
                   "baseline": "; ".join(sorted(peers)) + " (wall clock on both sides)"}
 
 
+def _model(args) -> tuple[torch.nn.Module, list[int]]:
+    """The seeded model of --arch, its weights rounded to float16 values (held exactly by both sides' 16-bit
+    storage), and the prompt's ids."""
+    model = llama.build(args.arch)
+    if why := _gguf.refusal(model.config):
+        raise SystemExit(f"bench llm --arch {args.arch}: {why}")
+    model = model.half().float()
+    model.generation_config.eos_token_id = None  # every requested token on both sides
+    return model, llama.sample_prompt(model, args.prompt_length, seed=0)
+
+
+def _prepare(args) -> tuple[list[dict], dict]:
+    """--prepare-only: ORT's model files (_onnx) written into --folder; no side runs."""
+    if not args.ort:
+        raise SystemExit("bench llm --prepare-only: prepares --ort's exports; add --ort")
+    model, prompt = _model(args)
+    onnx = _onnx(model, prompt, args)
+    rows = [{"side": "onnxruntime-web (WebGPU)", "weights": ORT_WEIGHTS[fmt][0],
+             "file": onnx["q4"] if ORT_WEIGHTS[fmt][1] else onnx["path"]} for fmt in args.formats]
+    for row in rows:
+        row["MB"] = row["file"].stat().st_size / 1e6
+    return rows, {"title": f"bench llm --prepare-only --ort: ORT's model files for --arch {args.arch}",
+                  "device": "no device", "baseline": "none", "columns": ["side", "weights", "file", "MB"]}
+
+
+def _onnx(model, prompt: list[int], args) -> dict:
+    """ORT's model files in --folder: the float export (its path, cache shape and names) and, where a Q4_0 side
+    runs, its MatMuls quantized by onnxruntime as MatMulNBits q4 (symmetric, blocks of 32, as Q4_0's: `q4`).
+    Made once for an arch and a length: `{arch}.onnx.json` records what an export was made for, and a run over
+    the same folder reuses both files (--prepare-only writes them on a machine that lacks Node's sides)."""
+    folder, max_length = Path(args.folder), len(prompt) + args.new_tokens + 1
+    folder.mkdir(parents=True, exist_ok=True)
+    path, record, q4 = (folder / f"{args.arch}{suffix}" for suffix in (".onnx", ".onnx.json", "-q4.onnx"))
+    made = json.loads(record.read_text()) if record.exists() else {}
+    if made.get("max_length") != max_length or not path.exists():
+        q4.unlink(missing_ok=True)  # quantized from the export this one replaces
+        made = {"max_length": max_length} | _ort.export_llm(model, path, max_length)
+        record.write_text(json.dumps(made) + "\n")
+    onnx = made | {"path": path}
+    if "Q4_0" in args.formats:
+        if not q4.exists():
+            _ort.quantize_matmuls(path, q4, bits=4, block_size=32)
+        onnx["q4"] = q4
+    return onnx
+
+
 def _ours(model, prompt: list[int], weights: str, saved: Path, args) -> dict:
     """Our figures as llm.js reports llama.cpp's (seconds to the first token and per token after it, medians
     over --runs; the last greedy ids), the step's GPU seconds and peak memory: the model compiled here and saved
@@ -153,13 +198,8 @@ def _ours(model, prompt: list[int], weights: str, saved: Path, args) -> dict:
                   args.warm_up], os.environ | engine)
 
 
-def _ort_side(onnx: dict, quantized: Path | None, prompt: list[int], args) -> dict:
-    """onnxruntime-web's figures (llm_ort.js) over the float export, or with `quantized` (a path) over the
-    export's MatMuls quantized there as MatMulNBits q4 (symmetric, blocks of 32, as Q4_0's)."""
-    path = onnx["path"]
-    if quantized is not None:
-        _ort.quantize_matmuls(path, quantized, bits=4, block_size=32)
-        path = quantized
+def _ort_side(onnx: dict, path: Path, prompt: list[int], args) -> dict:
+    """onnxruntime-web's figures (llm_ort.js) over the ONNX model at `path` (one of _onnx's)."""
     return _side(["node", ORT_SCRIPT, path, "--prompt", ",".join(map(str, prompt)), "--tokens", args.new_tokens,
                   "--runs", args.runs, "--warm-up", args.warm_up, "--cache", ",".join(map(str, onnx["cache"]))],
                  dict(os.environ))
