@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -314,6 +315,23 @@ def test_an_option_that_computes_other_numbers_is_never_chosen(monkeypatch, tmp_
         chosen = session.executor().program.dispatches[0]
     assert chosen.kernel != wrong.kernel or chosen.uniform != wrong.uniform
     assert_close(session(*args), ref)
+
+
+def test_a_split_softmax_row_agrees_with_its_subgroup_twin(monkeypatch, tmp_path):
+    """A softmax over a vocabulary's row is split across workgroups, each slice's max and sum passed to the next
+    dispatch as float32 words: the tuner compares the twin's within tolerance, as the floats they are. (Taken
+    for integers, a last-bit difference left the twin out, with a warning, at every load of a sampler over
+    32,000 tokens.)"""
+    monkeypatch.setenv(tuning.CACHE_VAR, str(tmp_path / "cache.json"))
+    x = torch.randn(1, 32000, generator=seeded("vocabulary softmax")) * 4
+    fn = Fn(lambda x: torch.softmax(x, -1))
+    session = webgpu_torch.compile_module(fn, (x,))
+    kernels = [session.program.kernels[o.kernel].name for d in session.program.dispatches for o in d.options]
+    assert any("slice_stats" in k and "+subgroups" in k for k in kernels), kernels
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TuningWarning)
+        session.executor()
+    assert_close(session(x), fn(x.double()))
 
 
 DECISIONS = json.loads((Path(__file__).parent / "conformance" / "tuning_rules.json").read_text())

@@ -56,12 +56,14 @@ def split_slices(rows, n) -> int:
 
 
 def dispatch_rows(ctx: Builder, file: str, name: str, first_entry: str, operands: list[Tensor], params: dict,
-                  **spec) -> None:
+                  pairs: str = "int32", **spec) -> None:
     """The dispatches of a row kernel that may split its rows (softmax.wgsl, scan.wgsl) over `params`
     (row_params): each row whole by `main`, ROW threads a row; or, for a few long rows (`split_slices`),
-    `first_entry` then `main` over slices of a workgroup each, passing a pair of u32 words per slice through a
-    scratch buffer bound after `operands` (one word, unused, where rows are whole). `name` is the kernel's name
-    without its closing bracket; `spec`: KernelSpec.of's consts, requires and overrides (ROW set here)."""
+    `first_entry` then `main` over slices of a workgroup each, passing a pair of 32-bit words per slice through
+    a scratch buffer bound after `operands` (one word, unused, where rows are whole). `pairs` is the dtype the
+    words hold, which tuning compares a candidate's by (float32: within tolerance; int32: exactly). `name` is
+    the kernel's name without its closing bracket; `spec`: KernelSpec.of's consts, requires and overrides (ROW
+    set here)."""
     overrides = spec.pop("overrides", {})
     slices = split_slices(params["rows"], params["n"])
     if slices == 1:
@@ -70,9 +72,9 @@ def dispatch_rows(ctx: Builder, file: str, name: str, first_entry: str, operands
                      [*operands, ctx.new((1,), "int32")], params, elements=params["rows"] * row)
         return
     split = {**params, "slices": slices, "slice_len": -(-params["n"] // slices)}
-    pairs = ctx.new((params["rows"], slices, 2), "int32")
+    words = ctx.new((params["rows"], slices, 2), pairs)
     width = wgsl.constant(wgsl.kernel_source(file), "WORKGROUP")
     for entry in (first_entry, "main"):
         ctx.dispatch(KernelSpec.of(file, f"{name},{entry} of {slices} slices]", entry=entry,
                                    overrides={**overrides, "ROW": width}, **spec),
-                     [*operands, pairs], split, workgroups=params["rows"] * slices)
+                     [*operands, words], split, workgroups=params["rows"] * slices)

@@ -32,7 +32,7 @@ def softmax(ctx: Builder, op: str, x: Tensor, dim: int, out_dtype: str = "float3
     stored = {"In": dtypes.dtype(x.dtype).wgsl, "Out": dtypes.dtype(out_dtype).wgsl}
     half = "f16" in stored.values()
     dispatch_rows(ctx, FILE, f"softmax[{op}{',f16' if half else ''}", "slice_stats", [x, out], row_params(x, dim),
-                  consts=stored, requires=(F16,) if half else (), overrides={"OP": OP_CODES[op]})
+                  pairs="float32", consts=stored, requires=(F16,) if half else (), overrides={"OP": OP_CODES[op]})
     return out
 
 
