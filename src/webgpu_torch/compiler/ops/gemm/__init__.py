@@ -563,9 +563,11 @@ def _tiled(ctx: Builder, name: str, a3: Tensor | Im2col, b3: Tensor, bias3: Tens
                  tiles_m * tiles_n * batch * splits)
 
 
-# dot_k's (lanes per team, columns per team): the default for GPUs, then a team of one lane per column (CPU
-# adapters: each invocation streams its own row).
-GEMV_TEAMS = ((32, 1), (1, 1))
+# dot_k's (lanes per team, columns per team): the default for GPUs, then teams of one lane (CPU adapters: each
+# invocation streams its own rows) over one column or four, which read each float of A once for the four (on
+# lavapipe, float16 weights were slower than float32 with one: converting them and loading A cost more than
+# the bytes saved).
+GEMV_TEAMS = ((32, 1), (1, 1), (1, 4))
 # Over packed weights a row is 4-8x fewer bytes than A's floats for it (768 q4 values: 24 chunks of 16 bytes,
 # fewer than 32 lanes), so teams of 8 lanes (four times the columns per workgroup) are offered too, and teams
 # of 4 columns, which read each float of A once for the 4 (gemv.wgsl's packed_sums); 128 lanes over 4 columns

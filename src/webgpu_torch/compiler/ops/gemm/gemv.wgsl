@@ -34,7 +34,7 @@
 //! include bounded.wgsl
 
 const ROWS: u32 = 1u;
-const COLS: u32 = 1u;                      // dot_k: output columns per team (1, or 4 over packed weights)
+const COLS: u32 = 1u;                      // dot_k: output columns per team (1 or 4)
 const GROUP_WORDS: u32 = 4u;               // dot_k over packed weights: words of a chunk sharing a group
 const C_HALF: bool = false;                // GATED: C_T is f16
 const WORKGROUP: u32 = 256u;
@@ -264,18 +264,23 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var sq: array<f32, ROWS>;  // NORM: the squares of the floats of A this lane read
   if (n0 < p.N && PACKED_BITS != 0u) {
     sums = packed_sums(z, n0, lane, &sq);
-  } else if (n0 < p.N) {  // COLS is 1 over float weights
-    let col = p.b_offset + z * p.b_strides.x + n0 * p.b_strides.z;
+  } else if (n0 < p.N) {  // float weights: each float of A read once for the COLS columns
+    var columns: array<u32, COLS>;  // each column's first element of B, those past N at column N - 1
+    for (var c = 0u; c < COLS; c++) {
+      columns[c] = p.b_offset + z * p.b_strides.x + min(n0 + c, p.N - 1u) * p.b_strides.z;
+    }
     let K = k_steps();
     for (var k = lane * 4u; k < K; k += TEAM * 4u) {
-      let w = b_vec4(col + k * p.b_strides.y);
       for (var m = 0u; m < ROWS; m++) {
         if (m < p.M) {
           let raw = a_vec(z, m, k);
           if (NORM) {
             sq[m] += dot(raw, raw);
           }
-          sums[m] += dot(raw * a_gain(k), w);
+          let av = raw * a_gain(k);
+          for (var c = 0u; c < COLS; c++) {
+            sums[m * COLS + c] += dot(av, b_vec4(columns[c] + k * p.b_strides.y));
+          }
         }
       }
     }
