@@ -179,6 +179,15 @@ fn norm_scales(z: u32, li: u32, lane: u32, sq: array<f32, ROWS>) -> array<f32, R
   return scales;
 }
 
+// dot_k: the COLS columns of B a team reads from n0 on, those past N at column N - 1 (their sums not stored).
+fn team_columns(n0: u32) -> array<u32, COLS> {
+  var columns: array<u32, COLS>;
+  for (var c = 0u; c < COLS; c++) {
+    columns[c] = min(n0 + c, p.N - 1u);
+  }
+  return columns;
+}
+
 // dot_k's sums over packed weights for the COLS columns n0 .. n0+COLS-1 (those past N read column N-1, and
 // are not stored), sums[m * COLS + c] for row m and column n0 + c (rows past M read row M-1, and are not
 // stored). A lane's chunks of a column are 16 bytes (4 words, SPAN values), TEAM apart; GROUP_WORDS
@@ -195,10 +204,7 @@ fn packed_sums(z: u32, n0: u32, lane: u32, sq: ptr<function, array<f32, ROWS>>) 
   const TWO_23: f32 = 8388608.0;
   const SETS: u32 = 4u / GROUP_WORDS;  // groups a chunk's words may belong to
   var sums: array<f32, ROWS * COLS>;
-  var columns: array<u32, COLS>;  // of B, each past N clamped to N - 1
-  for (var c = 0u; c < COLS; c++) {
-    columns[c] = min(n0 + c, p.N - 1u);
-  }
+  let columns = team_columns(n0);
   var rows: array<u32, ROWS>;  // each row's first vec4 of A (A is contiguous along k), rows past M at M - 1
   for (var m = 0u; m < ROWS; m++) {
     rows[m] = (p.a_offset + z * p.a_strides.x + min(m, p.M - 1u) * p.a_strides.y) / 4u;
@@ -265,9 +271,9 @@ fn dot_k(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (n0 < p.N && PACKED_BITS != 0u) {
     sums = packed_sums(z, n0, lane, &sq);
   } else if (n0 < p.N) {  // float weights: each float of A read once for the COLS columns
-    var columns: array<u32, COLS>;  // each column's first element of B, those past N at column N - 1
-    for (var c = 0u; c < COLS; c++) {
-      columns[c] = p.b_offset + z * p.b_strides.x + min(n0 + c, p.N - 1u) * p.b_strides.z;
+    var columns = team_columns(n0);
+    for (var c = 0u; c < COLS; c++) {  // each column's first element of B
+      columns[c] = p.b_offset + z * p.b_strides.x + columns[c] * p.b_strides.z;
     }
     let K = k_steps();
     for (var k = lane * 4u; k < K; k += TEAM * 4u) {
