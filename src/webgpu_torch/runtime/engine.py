@@ -36,12 +36,17 @@ from typing import Any
 
 from ..format.errors import CallTimeout, DeviceError
 from ..format.limits import LIMITS
+from . import fit
 from .pool import BufferPool
 
 ENV_VAR = "WEBGPU_TORCH_ENGINE"
 TIMEOUT_VAR = "WEBGPU_TORCH_TIMEOUT"
 DEFAULT_TIMEOUT = LIMITS["call_timeout"]["seconds"]  # a program's first call has more: executor.first_call_seconds
-SPIN = 2e-3  # seconds of polling without sleeping before a wait backs off (a short call's latency)
+# Seconds a wait polls without sleeping before it backs off to pauses of up to 1 ms, by adapter kind: on a CPU
+# adapter a spinning host thread takes a core from the adapter's own threads; on a GPU it costs a host core
+# only, where waking from a pause adds up to that pause to a call's latency (a 1B model's prompt call takes
+# about 9 ms).
+SPIN = {fit.CPU: 2e-3, "gpu": 50e-3}
 MAX_UNAWAITED = 32
 MODULES = {"dawn": "wgpudawn", "wgpu": "wgpu"}
 OPTIONAL_FEATURES = ("timestamp-query", "shader-f16", "subgroups", "chromium-experimental-subgroup-matrix")
@@ -76,6 +81,7 @@ class Engine:
     pool: BufferPool = field(default_factory=BufferPool)  # DeviceTensors' buffers
     unawaited: int = 0  # submissions since the last wait for the queue
     stuck: list = field(default_factory=list)  # what work that timed out may still use: never released (`wait`)
+    spin: float = SPIN[fit.CPU]  # seconds a wait polls before it backs off (SPIN, by the adapter's kind)
 
     def submit(self, command_buffer, awaited: bool) -> None:
         """Submit; `awaited` says the caller waits for this work (maps a result). Work nobody waits for (an
@@ -129,7 +135,7 @@ class Engine:
                 raise CallTimeout(f"{what} did not finish within {round(limit, 1):g} s ({TIMEOUT_VAR}, or a session's "
                                   "timeout for its calls, sets the limit); the device may still be running it")
             time.sleep(pause)
-            pause = 0.0 if elapsed < SPIN else min(max(2 * pause, 20e-6), 1e-3)
+            pause = 0.0 if elapsed < self.spin else min(max(2 * pause, 20e-6), 1e-3)
         promise.sync_wait()
 
 
@@ -176,7 +182,7 @@ def _open(name: str) -> Engine:
     limits = {k: v for k, v in adapter.limits.items()
               if v and k.startswith(("max", "min")) and not k.startswith("max-dynamic")}
     device = adapter.request_device_sync(required_features=features, required_limits=limits)
-    return Engine(name, wgpu, adapter, device)
+    return Engine(name, wgpu, adapter, device, spin=SPIN[fit.adapter_kind(adapter.info)])
 
 
 # Dawn prints these while creating an adapter whose limits (lavapipe's: 1,000,000) exceed what its
