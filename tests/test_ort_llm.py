@@ -6,6 +6,8 @@ embedding table or not)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
 import onnxruntime
@@ -48,13 +50,26 @@ def test_step_computes_transformers_logits(exported):
     assert past[0].shape[2] == len(prompt) + len(want_ids) - 1  # the last token's keys and values appended
 
 
-def test_q4_replaces_every_linear(exported, tmp_path):
-    model, path, _ = exported
-    _ort.quantize_matmuls(path, tmp_path / "q4.onnx", bits=4, block_size=32)
+def test_q4_replaces_every_linear_and_the_embedding_table(exported, tmp_path):
+    """bench llm's q4 (llm.Q4_OPS: every Linear as MatMulNBits, the embedding table as GatherBlockQuantized, 4
+    bits in blocks of 32), run by onnxruntime: the prompt's logits near the float model's."""
+    from webgpu_torch.tools.bench import llm as bench_llm
+
+    model, path, info = exported
+    _ort.quantize_weights(path, tmp_path / "q4.onnx", bits=4, block_size=32, ops=bench_llm.Q4_OPS)
     ops = [n.op_type for n in onnx.load(str(tmp_path / "q4.onnx")).graph.node]
     linears = 7 * model.config.num_hidden_layers + 1  # q, k, v, o, gate, up, down a layer; the LM head
-    assert ops.count("MatMulNBits") == linears
+    assert ops.count("MatMulNBits") == linears and ops.count("GatherBlockQuantized") == 1 and "Gather" not in ops
     assert "IsNaN" not in ops  # eager attention: nothing ORT's WebGPU EP would leave to the CPU
+    prompt = llama.sample_prompt(model, 8, seed=0)
+    session = onnxruntime.InferenceSession(str(tmp_path / "q4.onnx"), providers=["CPUExecutionProvider"])
+    tokens, *past_names = info["inputs"]
+    past = [np.zeros((1, *info["cache"][:1], 0, info["cache"][1]), np.float32)] * len(past_names)
+    logits, *_ = session.run(None, {tokens: np.array([prompt]), **dict(zip(past_names, past, strict=True))})
+    want = llama.reference_generate(model, prompt, 1)[1][0]  # the float model's logits
+    # 4-bit weights of a width-64 model move its logits by about a fifth of their norm (a 0.97-0.99 correlation,
+    # MatMuls alone or with the table): looser than rounding, where a weight read along a wrong axis decorrelates
+    assert np.corrcoef(logits[0, 0], want)[0, 1] > 0.9
 
 
 def test_bench_llm_exports_once_for_an_arch_and_length(monkeypatch, tmp_path):
@@ -71,17 +86,23 @@ def test_bench_llm_exports_once_for_an_arch_and_length(monkeypatch, tmp_path):
         path.write_bytes(b"onnx")
         return {"cache": [1, 2], "inputs": ["t"], "outputs": ["l"]}
 
-    def quantize_matmuls(path, out, bits, block_size):
-        made.append(("q4", bits, block_size))
+    def quantize_weights(path, out, bits, block_size, ops):
+        made.append(("q4", bits, block_size, ops))
         out.write_bytes(b"q4")
 
     monkeypatch.setattr(_ort, "export_llm", export_llm)
-    monkeypatch.setattr(_ort, "quantize_matmuls", quantize_matmuls)
+    monkeypatch.setattr(_ort, "quantize_weights", quantize_weights)
     args = argparse.Namespace(arch="tiny", folder=str(tmp_path), new_tokens=4, formats=["F16", "Q4_0"])
     first = llm._onnx(None, [1, 2, 3], args)
     assert llm._onnx(None, [1, 2, 3], args) == first == {"max_length": 8, "cache": [1, 2], "inputs": ["t"],
-                                                          "outputs": ["l"], "path": tmp_path / "tiny.onnx",
+                                                          "outputs": ["l"], "q4_ops": ["MatMul", "Gather"],
+                                                          "path": tmp_path / "tiny.onnx",
                                                           "q4": tmp_path / "tiny-q4.onnx"}
-    assert made == [("export", 8), ("q4", 4, 32)]
+    q4 = ("q4", 4, 32, ("MatMul", "Gather"))
+    assert made == [("export", 8), q4]
     llm._onnx(None, [1, 2, 3, 4], args)  # one more prompt id: a longer graph
-    assert made[2:] == [("export", 9), ("q4", 4, 32)]
+    assert made[2:] == [("export", 9), q4]
+    record = json.loads((tmp_path / "tiny.onnx.json").read_text())
+    (tmp_path / "tiny.onnx.json").write_text(json.dumps(record | {"q4_ops": ["MatMul"]}))  # an older q4
+    llm._onnx(None, [1, 2, 3, 4], args)
+    assert made[4:] == [q4]

@@ -38,20 +38,24 @@ def export(module: torch.nn.Module, args: tuple, path: str | Path, dynamic_shape
     return [v.name for v in graph.inputs], [v.name for v in graph.outputs]
 
 
-def quantize_matmuls(path: str | Path, out: str | Path, bits: int = 4, block_size: int = 32) -> None:
-    """The ONNX model at `path`, its constant-weight MatMuls as ORT's MatMulNBits (`bits` per weight,
-    symmetric, blocks of `block_size` along K) by onnxruntime's own quantizer (what ORT's users ship as q4),
-    written to `out`."""
+def quantize_weights(path: str | Path, out: str | Path, bits: int = 4, block_size: int = 32,
+                     ops: tuple[str, ...] = ("MatMul",)) -> None:
+    """The ONNX model at `path` with its constant weights quantized by onnxruntime's own quantizer (what ORT's
+    users ship as q4), symmetric, `bits` per weight in blocks of `block_size`: each MatMul's as MatMulNBits
+    (blocks along K) and, where `ops` names Gather, an embedding table's as GatherBlockQuantized (blocks along
+    each row), written to `out`."""
     import logging
 
     import onnx
     from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
 
-    logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer").setLevel(logging.WARNING)
+    logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer").setLevel(logging.ERROR)
 
-    config = DefaultWeightOnlyQuantConfig(block_size=block_size, is_symmetric=True, bits=bits)
+    axes = (("MatMul", 0), ("Gather", 1))
+    config = DefaultWeightOnlyQuantConfig(block_size=block_size, is_symmetric=True, bits=bits,
+                                          op_types_to_quantize=ops, quant_axes=axes)
     quantizer = MatMulNBitsQuantizer(onnx.load(str(path)), bits=bits, block_size=block_size, is_symmetric=True,
-                                     algo_config=config)
+                                     algo_config=config, op_types_to_quantize=ops, quant_axes=axes)
     quantizer.process()
     quantizer.model.save_model_to_file(str(out), use_external_data_format=False)
 

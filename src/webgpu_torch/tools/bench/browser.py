@@ -102,7 +102,7 @@ def prepare_decoder(folder: Path, name: str, steps: int, quantize: str | None = 
     save_ours(name)
     if quantize:
         names.append(f"{name}_{quantize}")
-        _ort.quantize_matmuls(folder / f"{name}.onnx", folder / f"{names[-1]}.onnx", bits=4, block_size=32)
+        _ort.quantize_weights(folder / f"{name}.onnx", folder / f"{names[-1]}.onnx", bits=4, block_size=32)
         florence2.quantize(model, 4, 32)
         save_ours(names[-1])
     return [{"name": n, "wgpt": f"{n}.wgpt", "onnx": f"{n}.onnx", **entry} for n in names]

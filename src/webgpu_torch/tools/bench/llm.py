@@ -55,7 +55,11 @@ SCRIPT = REPO / "js" / "bench" / "llm.js"
 PACKAGE = REPO / "js" / "bench" / "llama-cpp"
 ORT_SCRIPT = REPO / "js" / "bench" / "llm_ort.js"
 ORT_DIST = REPO / "js" / "bench" / "ort" / "node_modules" / "onnxruntime-web" / "dist"
-# GGUF format -> ORT's weights of the same kind: (row label, whether MatMulNBits quantizes the float export)
+# What ORT's q4 model quantizes: every Linear's weight and the embedding table (GatherBlockQuantized), as our
+# int4 packs both. At 1B a float32 table (1.05 GB) left in made the model 1.8 GB, and ORT-web's wasm heap ran
+# out creating its session (std::bad_alloc).
+Q4_OPS = ("MatMul", "Gather")
+# GGUF format -> ORT's weights of the same kind: (row label, whether Q4_OPS quantize the float export)
 ORT_WEIGHTS = {"F16": ("float32 (F16 values)", False), "Q4_0": ("MatMulNBits q4", True),
                "F32": ("float32", False)}
 # GGUF format -> our weights= for the same kind of storage; F32 (llama.cpp's float32 arithmetic) on request only
@@ -165,23 +169,23 @@ def _prepare(args) -> tuple[list[dict], dict]:
 
 def _onnx(model, prompt: list[int], args) -> dict:
     """ORT's model files in --folder: the float export (its path, cache shape and names) and, where a Q4_0 side
-    runs, its MatMuls quantized by onnxruntime as MatMulNBits q4 (symmetric, blocks of 32, as Q4_0's: `q4`).
-    Made once for an arch and a length: `{arch}.onnx.json` records what an export was made for, and a run over
-    the same folder reuses both files (--prepare-only writes them on a machine that lacks Node's sides)."""
+    runs, its weights quantized by onnxruntime (Q4_OPS: MatMulNBits and GatherBlockQuantized q4, symmetric,
+    blocks of 32, as Q4_0's: `q4`). Made once for an arch and a length: `{arch}.onnx.json` records what the
+    export was made for and what its q4 quantized, and a run over the same folder reuses both files
+    (--prepare-only writes them on a machine that lacks Node's sides)."""
     folder, max_length = Path(args.folder), len(prompt) + args.new_tokens + 1
     folder.mkdir(parents=True, exist_ok=True)
     path, record, q4 = (folder / f"{args.arch}{suffix}" for suffix in (".onnx", ".onnx.json", "-q4.onnx"))
     made = json.loads(record.read_text()) if record.exists() else {}
     if made.get("max_length") != max_length or not path.exists():
-        q4.unlink(missing_ok=True)  # quantized from the export this one replaces
         made = {"max_length": max_length} | _ort.export_llm(model, path, max_length)
-        record.write_text(json.dumps(made) + "\n")
-    onnx = made | {"path": path}
-    if "Q4_0" in args.formats:
-        if not q4.exists():
-            _ort.quantize_matmuls(path, q4, bits=4, block_size=32)
-        onnx["q4"] = q4
-    return onnx
+    if "Q4_0" in args.formats and (made.get("q4_ops") != list(Q4_OPS) or not q4.exists()):
+        _ort.quantize_weights(path, q4, bits=4, block_size=32, ops=Q4_OPS)
+        made["q4_ops"] = list(Q4_OPS)
+    elif "q4_ops" not in made:  # quantized from another export, or never
+        q4.unlink(missing_ok=True)
+    record.write_text(json.dumps(made) + "\n")
+    return made | {"path": path} | ({"q4": q4} if "Q4_0" in args.formats else {})
 
 
 def _ours(model, prompt: list[int], weights: str, saved: Path, args) -> dict:
