@@ -64,7 +64,7 @@ def test_llama_with_rounded_weights_is_checked_against_the_same_rounding(weights
     assert "ids match for 8/8 tokens" in line and f"(transformers over the same {weights}-rounded weights)" in line
     assert line.endswith("PASS") and "FAIL" not in r.stdout
     # where the first token's time goes: the host's phases of the prompt's call, and its GPU time
-    assert "host, the prompt's call (ms): encode " in r.stdout and "\nprompt: GPU " in r.stdout, r.stdout
+    assert "host, the prompt's call (ms): encode " in r.stdout and "\nprompt call: GPU " in r.stdout, r.stdout
 
 
 def test_llama_builds_a_published_architecture_by_name():

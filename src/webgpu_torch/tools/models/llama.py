@@ -261,7 +261,8 @@ def run(arch: str = "base", new_tokens: int = 32, prompt_length: int = 8, max_le
           f"{1 / wall:.1f} tokens/s")
     if "prefill" in lm.programs and seeds:  # the last prompt's call again: what of its first token the GPU took
         prompt_gpu = timing.gpu_time(lm.programs["prefill"].executor(engine), repeats=2, samples=3).seconds
-        print(f"prompt: GPU {prompt_gpu * 1e3:.2f} ms a call, of a first token's {steps[0] * 1e3:.2f} ms")
+        print(f"prompt call: GPU {prompt_gpu * 1e3:.2f} ms, timed again after generating (its first token came "
+              f"in {steps[0] * 1e3:.2f} ms)")
     held = lm.decoder.device_bytes(engine)
     print("memory: device buffers " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in held.items()) +
           f"; this process's peak resident {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB "
